@@ -1,0 +1,36 @@
+//! # sched-core
+//!
+//! The scheduling core of esched, shared by every policy and both drivers (batchd and esim):
+//!
+//! - [`time`]: integer milliseconds everywhere;
+//! - [`pool`] and [`request`]: node pools and the four request kinds of the papers (rigid,
+//!   moldable, evolving, co-allocated);
+//! - [`profile`]: step functions over time with the operations of Klein & Pérez §3.1 and the
+//!   earliest-fit query of backfilling;
+//! - [`policy`]: the contract — a [`Snapshot`] in, a [`Plan`] out;
+//! - [`validate`]: the plan validator, the only thing between a policy and the nodes;
+//! - [`metrics`]: per-job and per-run figures.
+//!
+//! Architecture invariant: this crate does no I/O, no async and no FFI.
+#![deny(missing_docs)]
+
+pub mod metrics;
+pub mod policy;
+pub mod pool;
+pub mod profile;
+pub mod request;
+pub mod time;
+pub mod validate;
+
+pub use policy::{
+    JobReason, NamedPolicy, ParamError, Params, Pending, Placement, Plan, Policy, PoolSteps,
+    Running, Shape, Snapshot, View,
+};
+pub use pool::{Pool, PoolId};
+pub use profile::Profile;
+pub use request::{
+    CoAllocated, Component, Evolving, JobId, MoldConfig, Moldable, Request, Rigid, SpeedupModel,
+    Step,
+};
+pub use time::{Duration, Time};
+pub use validate::{validate, PlanError, Violation};

@@ -1,0 +1,367 @@
+//! The policy contract: a snapshot of the cluster and the queue in, a plan out.
+//!
+//! The same contract is driven by batchd (real processes) and esim (a virtual clock), in
+//! process or through the plugin ABI of `sched-abi`, which mirrors these types field by field.
+//! A policy may keep state between calls but must give the same plan for the same snapshot and
+//! state: no clock, no randomness without a seed parameter.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::pool::{Pool, PoolId};
+use crate::request::{JobId, Request, Step};
+use crate::time::Time;
+
+/// Nodes of one pool held over time: the EP `steps` delayed to `start`. Used for what a
+/// running job holds from now on, and for the availability profiles (CAPs) of views.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PoolSteps {
+    /// The pool.
+    pub pool: PoolId,
+    /// When the first step begins.
+    pub start: Time,
+    /// The steps, back to back; nothing is held after the last.
+    pub steps: Vec<Step>,
+}
+
+impl PoolSteps {
+    /// `nodes` nodes of `pool` on `[start, end)`.
+    pub fn flat(pool: PoolId, start: Time, end: Time, nodes: u32) -> Self {
+        PoolSteps { pool, start, steps: vec![Step::new(end.saturating_sub(start), nodes)] }
+    }
+
+    /// When the last step ends.
+    pub fn end(&self) -> Time {
+        self.start.saturating_add(crate::request::total_duration(&self.steps))
+    }
+}
+
+/// A job waiting in the queue.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Pending {
+    /// The job.
+    pub id: JobId,
+    /// Owner's uid (fair-share and fair-start policies group by it).
+    pub user: u32,
+    /// Submission time.
+    pub submit: Time,
+    /// Earliest allowed start (`--begin`); at least `submit`.
+    pub earliest_start: Time,
+    /// Larger runs first among equals; the queue is already sorted by the driver.
+    pub priority: i64,
+    /// What it asks for.
+    pub request: Request,
+}
+
+/// A job that holds nodes now.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Running {
+    /// The job.
+    pub id: JobId,
+    /// Owner's uid.
+    pub user: u32,
+    /// What it asked for.
+    pub request: Request,
+    /// The shape it was started with.
+    pub shape: Shape,
+    /// When it started.
+    pub start: Time,
+    /// The nodes it holds from now on, per pool, until its expected end (its walltime, or
+    /// the rest of its scheduled EP).
+    pub holds: Vec<PoolSteps>,
+    /// Whether a policy may kill it (a local job under KOALA's GP/LP priorities).
+    pub killable: bool,
+}
+
+impl Running {
+    /// When the job's holds end: its expected (latest) end.
+    pub fn expected_end(&self) -> Time {
+        self.holds.iter().map(PoolSteps::end).max().unwrap_or(self.start)
+    }
+}
+
+/// What a policy sees.
+#[derive(Clone, Copy, Debug)]
+pub struct Snapshot<'a> {
+    /// The present.
+    pub now: Time,
+    /// The pools, indexed by `PoolId.0`.
+    pub pools: &'a [Pool],
+    /// Jobs holding nodes.
+    pub running: &'a [Running],
+    /// Jobs waiting, in queue (priority) order.
+    pub pending: &'a [Pending],
+}
+
+impl Snapshot<'_> {
+    /// The pool with this id.
+    pub fn pool(&self, id: PoolId) -> Option<&Pool> {
+        self.pools.iter().find(|p| p.id == id)
+    }
+}
+
+/// The shape a placement gives a job; it must honour the job's request.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Shape {
+    /// A rigid job as requested, on `pool`.
+    Rigid {
+        /// Where.
+        pool: PoolId,
+        /// How many nodes (the requested count).
+        nodes: u32,
+        /// Time limit (the requested one).
+        walltime: crate::time::Duration,
+    },
+    /// One of a moldable job's offered configurations, on `pool`.
+    Moldable {
+        /// Where.
+        pool: PoolId,
+        /// Chosen node count.
+        nodes: u32,
+        /// The walltime the request gives for that count.
+        walltime: crate::time::Duration,
+    },
+    /// The scheduled EP of an evolving job without its leading delay: the requested steps, each
+    /// possibly expanded (longer), never shortened, never with another node count.
+    Evolving {
+        /// Where.
+        pool: PoolId,
+        /// The scheduled steps.
+        steps: Vec<Step>,
+    },
+    /// One pool per component of a co-allocated job, in component order; all start together.
+    CoAllocated {
+        /// Pool of each component.
+        pools: Vec<PoolId>,
+    },
+}
+
+impl Shape {
+    /// The rigid shape of `nodes` nodes for `walltime` on `pool`.
+    pub fn rigid(pool: PoolId, nodes: u32, walltime: crate::time::Duration) -> Self {
+        Shape::Rigid { pool, nodes, walltime }
+    }
+
+    /// The nodes this shape holds when started at `start`, per pool.
+    pub fn holds(&self, request: &Request, start: Time) -> Vec<PoolSteps> {
+        match self {
+            Shape::Rigid { pool, nodes, walltime } | Shape::Moldable { pool, nodes, walltime } => {
+                vec![PoolSteps { pool: *pool, start, steps: vec![Step::new(*walltime, *nodes)] }]
+            }
+            Shape::Evolving { pool, steps } => {
+                vec![PoolSteps { pool: *pool, start, steps: steps.clone() }]
+            }
+            Shape::CoAllocated { pools } => {
+                let Request::CoAllocated(c) = request else { return Vec::new() };
+                pools
+                    .iter()
+                    .zip(&c.components)
+                    .map(|(p, comp)| PoolSteps {
+                        pool: *p,
+                        start,
+                        steps: vec![Step::new(c.walltime, comp.nodes)],
+                    })
+                    .collect()
+            }
+        }
+    }
+}
+
+/// A decision to run a pending job at `start` with `shape`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Placement {
+    /// The job.
+    pub job: JobId,
+    /// When it starts; the driver starts it when `start <= now`, otherwise this is its
+    /// expected start.
+    pub start: Time,
+    /// With what.
+    pub shape: Shape,
+    /// Nodes held idle from this time until `start` (KOALA's RPP claims components early);
+    /// `None` when nothing is claimed before the start.
+    pub claim_from: Option<Time>,
+}
+
+/// A job and why something is done to it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobReason {
+    /// The job.
+    pub job: JobId,
+    /// Why, for the logs and the job's record.
+    pub reason: String,
+}
+
+/// A per-job view of the cluster (CooRM's CAPs): what the job may count on, per pool.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct View {
+    /// The job the view is for.
+    pub job: JobId,
+    /// Available nodes over time, per pool.
+    pub available: Vec<PoolSteps>,
+}
+
+/// A policy's answer.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    /// Pending jobs placed now or later.
+    pub placements: Vec<Placement>,
+    /// Running jobs to kill (only killable ones).
+    pub kills: Vec<JobReason>,
+    /// Pending jobs to refuse for good (e.g. a missed co-allocation deadline).
+    pub rejects: Vec<JobReason>,
+    /// When to call the policy again even if nothing happens.
+    pub wake_at: Option<Time>,
+    /// Views sent to the jobs' launchers.
+    pub views: Vec<View>,
+}
+
+/// A policy's parameters, from `--param key=value` or the policy's TOML table, as text.
+///
+/// A policy reads what it knows with the typed getters and then calls [`Params::finish`], which
+/// refuses any key it did not read: a typo in a config must not go unnoticed.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Params {
+    values: BTreeMap<String, String>,
+    #[serde(skip)]
+    read: std::cell::RefCell<std::collections::BTreeSet<String>>,
+}
+
+/// A parameter a policy cannot accept.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ParamError {
+    /// A key the policy does not know.
+    #[error("unknown parameter `{key}`{}", expected_list(.known))]
+    Unknown {
+        /// The key.
+        key: String,
+        /// The keys the policy knows.
+        known: Vec<String>,
+    },
+    /// A value that does not parse or is out of range.
+    #[error("bad value `{value}` for parameter `{key}`: {reason}")]
+    BadValue {
+        /// The key.
+        key: String,
+        /// The value given.
+        value: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+}
+
+fn expected_list(known: &[String]) -> String {
+    if known.is_empty() {
+        " (this policy takes no parameters)".to_string()
+    } else {
+        format!(" (known: {})", known.join(", "))
+    }
+}
+
+impl Params {
+    /// No parameters.
+    pub fn new() -> Self {
+        Params::default()
+    }
+
+    /// Parameters from `(key, value)` pairs.
+    pub fn from_pairs<K: Into<String>, V: Into<String>>(pairs: impl IntoIterator<Item = (K, V)>) -> Self {
+        Params {
+            values: pairs.into_iter().map(|(k, v)| (k.into(), v.into())).collect(),
+            read: Default::default(),
+        }
+    }
+
+    /// Sets `key` to `value`.
+    pub fn set(&mut self, key: impl Into<String>, value: impl Into<String>) {
+        self.values.insert(key.into(), value.into());
+    }
+
+    /// All `(key, value)` pairs, sorted by key.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.values.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
+    /// The raw text of `key`, marking it as known.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.read.borrow_mut().insert(key.to_string());
+        self.values.get(key).map(String::as_str)
+    }
+
+    /// `key` parsed as `T`, or `default` when absent.
+    pub fn parse_or<T>(&self, key: &str, default: T) -> Result<T, ParamError>
+    where
+        T: std::str::FromStr,
+        T::Err: std::fmt::Display,
+    {
+        match self.get(key) {
+            None => Ok(default),
+            Some(v) => v.trim().parse().map_err(|e: T::Err| ParamError::BadValue {
+                key: key.to_string(),
+                value: v.to_string(),
+                reason: e.to_string(),
+            }),
+        }
+    }
+
+    /// `key` as a boolean (`true/false/yes/no/on/off/1/0`), or `default` when absent.
+    pub fn bool_or(&self, key: &str, default: bool) -> Result<bool, ParamError> {
+        match self.get(key) {
+            None => Ok(default),
+            Some(v) => match v.trim().to_ascii_lowercase().as_str() {
+                "true" | "yes" | "on" | "1" => Ok(true),
+                "false" | "no" | "off" | "0" => Ok(false),
+                _ => Err(ParamError::BadValue {
+                    key: key.to_string(),
+                    value: v.to_string(),
+                    reason: "expected true or false".to_string(),
+                }),
+            },
+        }
+    }
+
+    /// Refuses every key that no getter asked for.
+    pub fn finish(&self) -> Result<(), ParamError> {
+        let read = self.read.borrow();
+        match self.values.keys().find(|k| !read.contains(*k)) {
+            None => Ok(()),
+            Some(k) => Err(ParamError::Unknown { key: k.clone(), known: read.iter().cloned().collect() }),
+        }
+    }
+}
+
+/// A scheduling policy.
+pub trait Policy {
+    /// Answers a snapshot with a plan. Called by the driver whenever something changed, or at
+    /// the plan's `wake_at`.
+    fn plan(&mut self, snapshot: &Snapshot<'_>) -> Plan;
+}
+
+/// A policy that can be built from its name's parameters: what `sched-abi`'s export macro and
+/// the drivers' registries need.
+pub trait NamedPolicy: Policy + Sized {
+    /// The name users type (`cbf`, `easy`, `evolving`…).
+    const NAME: &'static str;
+    /// Builds the policy, refusing unknown keys and bad values.
+    fn from_params(params: &Params) -> Result<Self, ParamError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn params_refuse_unknown_keys_and_name_them() {
+        let p = Params::from_pairs([("expand_limit", "2"), ("compakt", "true")]);
+        assert_eq!(p.parse_or("expand_limit", 1.0f64).unwrap(), 2.0);
+        let err = p.finish().unwrap_err();
+        assert_eq!(err.to_string(), "unknown parameter `compakt` (known: expand_limit)");
+    }
+
+    #[test]
+    fn params_bad_value_names_key() {
+        let p = Params::from_pairs([("compact", "maybe")]);
+        let err = p.bool_or("compact", false).unwrap_err();
+        assert!(err.to_string().contains("`compact`"), "{err}");
+    }
+}

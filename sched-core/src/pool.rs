@@ -1,0 +1,24 @@
+//! Node pools: named sets of identical nodes (Slurm's partitions, KOALA's clusters).
+
+use serde::{Deserialize, Serialize};
+
+/// Index of a pool in a snapshot's pool list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct PoolId(pub u32);
+
+impl std::fmt::Display for PoolId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "pool#{}", self.0)
+    }
+}
+
+/// A pool of `nodes` identical nodes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pool {
+    /// Stable identifier, used by requests and plans.
+    pub id: PoolId,
+    /// Human name (`debug`, `batch`, a KOALA cluster's name).
+    pub name: String,
+    /// Number of nodes.
+    pub nodes: u32,
+}
