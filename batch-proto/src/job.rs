@@ -1,0 +1,638 @@
+//! Jobs on the wire: the [`JobSpec`] a tool submits, the [`JobInfo`] the daemon reports, and
+//! the vocabulary both share (states, pending reasons, dependencies).
+
+use std::fmt;
+use std::str::FromStr;
+
+use sched_core::{MoldConfig, Step};
+use serde::{Deserialize, Serialize};
+
+use crate::EpochMs;
+
+/// A job's state, with Slurm's names and two-letter codes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum JobState {
+    /// Waiting in the queue (`PD`).
+    Pending,
+    /// Holding nodes and running (`R`).
+    Running,
+    /// Told to stop (walltime or cancel), waiting for its processes to go (`CG`).
+    Completing,
+    /// Ended with exit code 0 (`CD`).
+    Completed,
+    /// Ended with a non-zero exit code or by a signal of its own (`F`).
+    Failed,
+    /// Cancelled by a user or refused by the policy (`CA`).
+    Cancelled,
+    /// Killed at its time limit (`TO`).
+    Timeout,
+}
+
+impl JobState {
+    /// Every state, in display order.
+    pub const ALL: [JobState; 7] = [
+        JobState::Pending,
+        JobState::Running,
+        JobState::Completing,
+        JobState::Completed,
+        JobState::Failed,
+        JobState::Cancelled,
+        JobState::Timeout,
+    ];
+
+    /// Slurm's two-letter code (`PD`, `R`, `CG`, `CD`, `F`, `CA`, `TO`).
+    pub fn code(self) -> &'static str {
+        match self {
+            JobState::Pending => "PD",
+            JobState::Running => "R",
+            JobState::Completing => "CG",
+            JobState::Completed => "CD",
+            JobState::Failed => "F",
+            JobState::Cancelled => "CA",
+            JobState::Timeout => "TO",
+        }
+    }
+
+    /// Slurm's long name (`PENDING`, `RUNNING`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            JobState::Pending => "PENDING",
+            JobState::Running => "RUNNING",
+            JobState::Completing => "COMPLETING",
+            JobState::Completed => "COMPLETED",
+            JobState::Failed => "FAILED",
+            JobState::Cancelled => "CANCELLED",
+            JobState::Timeout => "TIMEOUT",
+        }
+    }
+
+    /// Whether the job is over (accounting material).
+    pub fn is_finished(self) -> bool {
+        matches!(
+            self,
+            JobState::Completed | JobState::Failed | JobState::Cancelled | JobState::Timeout
+        )
+    }
+
+    /// Whether the job holds nodes.
+    pub fn is_active(self) -> bool {
+        matches!(self, JobState::Running | JobState::Completing)
+    }
+}
+
+impl fmt::Display for JobState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A state name or code that is not one of ours.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown job state `{0}` (expected one of PENDING/PD, RUNNING/R, COMPLETING/CG, COMPLETED/CD, FAILED/F, CANCELLED/CA, TIMEOUT/TO)")]
+pub struct UnknownState(pub String);
+
+impl FromStr for JobState {
+    type Err = UnknownState;
+    /// Accepts the long name or the code, in any case (`pd`, `Running`, `CA`).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let up = s.trim().to_ascii_uppercase();
+        JobState::ALL
+            .into_iter()
+            .find(|st| {
+                st.code() == up
+                    || st.name() == up
+                    || (up == "CANCELED" && *st == JobState::Cancelled)
+            })
+            .ok_or_else(|| UnknownState(s.to_string()))
+    }
+}
+
+/// Why a pending job is not running, with Slurm's names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum PendingReason {
+    /// Other jobs come first.
+    Priority,
+    /// Not enough free nodes yet.
+    Resources,
+    /// Waits for other jobs.
+    Dependency,
+    /// Its `--begin` time has not come.
+    BeginTime,
+    /// Held by its owner or root.
+    Held,
+    /// A dependency that can never be satisfied (e.g. `afterok` on a job that failed).
+    DependencyNeverSatisfied,
+}
+
+impl PendingReason {
+    /// The name shown in `equeue`'s reason column.
+    pub fn name(self) -> &'static str {
+        match self {
+            PendingReason::Priority => "Priority",
+            PendingReason::Resources => "Resources",
+            PendingReason::Dependency => "Dependency",
+            PendingReason::BeginTime => "BeginTime",
+            PendingReason::Held => "Held",
+            PendingReason::DependencyNeverSatisfied => "DependencyNeverSatisfied",
+        }
+    }
+}
+
+impl fmt::Display for PendingReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The kinds of job dependency Slurm's `--dependency` knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DepKind {
+    /// The other job has started (or ended).
+    After,
+    /// The other job has ended, however.
+    AfterAny,
+    /// The other job ended COMPLETED.
+    AfterOk,
+    /// The other job ended in any state but COMPLETED.
+    AfterNotOk,
+}
+
+impl DepKind {
+    /// The keyword in `--dependency`.
+    pub fn keyword(self) -> &'static str {
+        match self {
+            DepKind::After => "after",
+            DepKind::AfterAny => "afterany",
+            DepKind::AfterOk => "afterok",
+            DepKind::AfterNotOk => "afternotok",
+        }
+    }
+}
+
+/// One dependency of a job; a job runs when all of them hold.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dependency {
+    /// On another job.
+    On {
+        /// The relation.
+        kind: DepKind,
+        /// The other job.
+        job: u64,
+    },
+    /// No other job of the same name and user may run at the same time.
+    Singleton,
+}
+
+impl Dependency {
+    /// Parses Slurm's `--dependency` value: `afterok:12:13,afterany:9,singleton`. Every listed
+    /// condition must hold (Slurm's `?` "any of" separator is refused, not guessed).
+    pub fn parse_list(s: &str) -> Result<Vec<Dependency>, SpecError> {
+        let bad = |why: &str| SpecError::Dependency(format!("`{s}`: {why}"));
+        if s.contains('?') {
+            return Err(bad("the `?` (any of) separator is not supported; use `,`"));
+        }
+        let mut out = Vec::new();
+        for part in s.split(',').map(str::trim) {
+            if part.is_empty() {
+                return Err(bad("empty condition"));
+            }
+            if part.eq_ignore_ascii_case("singleton") {
+                out.push(Dependency::Singleton);
+                continue;
+            }
+            let mut it = part.split(':');
+            let kw = it.next().unwrap_or_default().to_ascii_lowercase();
+            let kind = match kw.as_str() {
+                "after" => DepKind::After,
+                "afterany" => DepKind::AfterAny,
+                "afterok" => DepKind::AfterOk,
+                "afternotok" => DepKind::AfterNotOk,
+                _ => {
+                    return Err(bad(&format!(
+                        "unknown kind `{kw}` (expected after, afterany, afterok, afternotok or singleton)"
+                    )))
+                }
+            };
+            let mut n = 0;
+            for id in it {
+                // Slurm allows `after:ID+minutes`; we do not, and say so.
+                let job: u64 = id
+                    .trim()
+                    .parse()
+                    .map_err(|_| bad(&format!("`{id}` is not a job id")))?;
+                if job == 0 {
+                    return Err(bad("job ids start at 1"));
+                }
+                out.push(Dependency::On { kind, job });
+                n += 1;
+            }
+            if n == 0 {
+                return Err(bad(&format!(
+                    "`{kw}` needs at least one job id (`{kw}:ID`)"
+                )));
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl fmt::Display for Dependency {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Dependency::On { kind, job } => write!(f, "{}:{job}", kind.keyword()),
+            Dependency::Singleton => f.write_str("singleton"),
+        }
+    }
+}
+
+/// The shape a job asks for: rigid, an evolving profile, or moldable configurations.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum JobShape {
+    /// `nodes` nodes for at most `time_limit` ms.
+    Rigid {
+        /// Node count.
+        nodes: u32,
+        /// Time limit in ms.
+        time_limit: u64,
+    },
+    /// An evolving profile (`--profile 500:5,3600:10`): steps of (duration ms, nodes).
+    Evolving {
+        /// The steps, in order.
+        steps: Vec<Step>,
+    },
+    /// Moldable configurations (`--moldable 4:60,8:35`): (nodes, walltime ms) choices.
+    Moldable {
+        /// The configurations offered.
+        configs: Vec<MoldConfig>,
+    },
+}
+
+impl JobShape {
+    /// The most nodes the shape may hold at once.
+    pub fn max_nodes(&self) -> u32 {
+        match self {
+            JobShape::Rigid { nodes, .. } => *nodes,
+            JobShape::Evolving { steps } => sched_core::request::max_nodes(steps),
+            JobShape::Moldable { configs } => configs.iter().map(|c| c.nodes).max().unwrap_or(0),
+        }
+    }
+
+    /// The longest the shape may run, in ms.
+    pub fn time_limit(&self) -> u64 {
+        match self {
+            JobShape::Rigid { time_limit, .. } => *time_limit,
+            JobShape::Evolving { steps } => sched_core::request::total_duration(steps),
+            JobShape::Moldable { configs } => configs.iter().map(|c| c.walltime).max().unwrap_or(0),
+        }
+    }
+
+    /// Checks node counts and durations are positive and lists non-empty.
+    pub fn validate(&self) -> Result<(), SpecError> {
+        match self {
+            JobShape::Rigid { nodes, time_limit } => {
+                if *nodes == 0 {
+                    return Err(SpecError::Shape("a job needs at least one node".into()));
+                }
+                if *time_limit == 0 {
+                    return Err(SpecError::Shape("the time limit must be positive".into()));
+                }
+            }
+            JobShape::Evolving { steps } => {
+                if steps.is_empty() {
+                    return Err(SpecError::Shape(
+                        "an evolving profile needs at least one step".into(),
+                    ));
+                }
+                if let Some(s) = steps.iter().find(|s| s.nodes == 0 || s.duration == 0) {
+                    return Err(SpecError::Shape(format!(
+                        "evolving step {}:{} must have a positive duration and node count",
+                        s.duration, s.nodes
+                    )));
+                }
+            }
+            JobShape::Moldable { configs } => {
+                if configs.is_empty() {
+                    return Err(SpecError::Shape(
+                        "a moldable job needs at least one configuration".into(),
+                    ));
+                }
+                if let Some(c) = configs.iter().find(|c| c.nodes == 0 || c.walltime == 0) {
+                    return Err(SpecError::Shape(format!(
+                        "moldable configuration {}:{} must have a positive node count and time",
+                        c.nodes, c.walltime
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A submission's content that cannot be accepted.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SpecError {
+    /// Nodes, time or profile out of range.
+    #[error("invalid request: {0}")]
+    Shape(String),
+    /// A bad `--dependency`.
+    #[error("invalid dependency {0}")]
+    Dependency(String),
+    /// Any other field.
+    #[error("invalid {field}: {reason}")]
+    Field {
+        /// The field.
+        field: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// Everything a job needs to be queued and run, as `esubmit` sends it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobSpec {
+    /// The script's text (a `--wrap` command arrives as a small `#!/bin/sh` script).
+    pub script: String,
+    /// Arguments passed to the script.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Job name (default: the script's file name, or `wrap`).
+    pub name: String,
+    /// What it asks for.
+    pub shape: JobShape,
+    /// Pool by name; `None` lets the policy choose.
+    #[serde(default)]
+    pub pool: Option<String>,
+    /// Earliest start, ms since the epoch (`--begin`).
+    #[serde(default)]
+    pub begin: Option<EpochMs>,
+    /// Submitted held (`-H`): it waits for `econtrol release`.
+    #[serde(default)]
+    pub hold: bool,
+    /// Conditions on other jobs; all must hold.
+    #[serde(default)]
+    pub dependencies: Vec<Dependency>,
+    /// Pattern of the stdout file (`%j %x %u %%`), relative to `work_dir`; default
+    /// `esched-%j.out`.
+    #[serde(default)]
+    pub stdout: Option<String>,
+    /// Pattern of the stderr file; default: the stdout file.
+    #[serde(default)]
+    pub stderr: Option<String>,
+    /// The submitter's environment, passed to the job.
+    #[serde(default)]
+    pub environment: Vec<(String, String)>,
+    /// Directory the job runs in and patterns are relative to (absolute).
+    pub work_dir: String,
+    /// Larger runs first among equals (default 0).
+    #[serde(default)]
+    pub priority: i64,
+}
+
+impl JobSpec {
+    /// A rigid job running `script` in `work_dir`, with defaults elsewhere.
+    pub fn new(
+        script: impl Into<String>,
+        work_dir: impl Into<String>,
+        nodes: u32,
+        time_limit: u64,
+    ) -> Self {
+        JobSpec {
+            script: script.into(),
+            args: Vec::new(),
+            name: "script".into(),
+            shape: JobShape::Rigid { nodes, time_limit },
+            pool: None,
+            begin: None,
+            hold: false,
+            dependencies: Vec::new(),
+            stdout: None,
+            stderr: None,
+            environment: Vec::new(),
+            work_dir: work_dir.into(),
+            priority: 0,
+        }
+    }
+
+    /// Checks what can be checked without the daemon's state.
+    pub fn validate(&self) -> Result<(), SpecError> {
+        let field = |field, reason: &str| {
+            Err(SpecError::Field {
+                field,
+                reason: reason.to_string(),
+            })
+        };
+        self.shape.validate()?;
+        if self.script.trim().is_empty() {
+            return field("script", "the script is empty");
+        }
+        if self.script.contains('\0') {
+            return field("script", "the script contains a NUL byte");
+        }
+        if self.name.is_empty() || self.name.chars().any(|c| c.is_control()) {
+            return field("name", "must be non-empty, without control characters");
+        }
+        if !self.work_dir.starts_with('/') {
+            return field("work_dir", "must be an absolute path");
+        }
+        for (what, p) in [("stdout", &self.stdout), ("stderr", &self.stderr)] {
+            if let Some(p) = p {
+                if p.is_empty() || p.contains('\0') {
+                    return field(what, "must be a non-empty path without NUL bytes");
+                }
+            }
+        }
+        for (k, v) in &self.environment {
+            if k.is_empty() || k.contains('=') || k.contains('\0') || v.contains('\0') {
+                return Err(SpecError::Field {
+                    field: "environment",
+                    reason: format!("`{k}` is not a valid variable name"),
+                });
+            }
+        }
+        if self.args.iter().any(|a| a.contains('\0')) {
+            return field("args", "an argument contains a NUL byte");
+        }
+        if let Some(p) = &self.pool {
+            if p.is_empty() {
+                return field("pool", "empty pool name");
+            }
+        }
+        if self
+            .dependencies
+            .iter()
+            .any(|d| matches!(d, Dependency::On { job: 0, .. }))
+        {
+            return Err(SpecError::Dependency("job ids start at 1".into()));
+        }
+        Ok(())
+    }
+}
+
+/// What the daemon tells about a job: everything `equeue`, `eacct` and `econtrol show job`
+/// display.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobInfo {
+    /// Job id.
+    pub id: u64,
+    /// Job name.
+    pub name: String,
+    /// Owner's uid.
+    pub uid: u32,
+    /// Owner's user name (the uid as text when it has none).
+    pub user: String,
+    /// The pool it runs in, or the one it asked for (`None`: any).
+    pub pool: Option<String>,
+    /// State.
+    pub state: JobState,
+    /// Why it is pending, when it is.
+    pub reason: Option<PendingReason>,
+    /// Free text about the state (a policy's reject reason, a start failure).
+    #[serde(default)]
+    pub detail: Option<String>,
+    /// Nodes it holds (running, finished) or asks for at most (pending).
+    pub nodes: u32,
+    /// Its nodes in compressed host-list syntax, once started.
+    pub node_list: Option<String>,
+    /// Submission time, ms since the epoch.
+    pub submit_time: EpochMs,
+    /// Start time.
+    pub start_time: Option<EpochMs>,
+    /// End time.
+    pub end_time: Option<EpochMs>,
+    /// Expected start from the latest plan (pending jobs the policy placed).
+    pub expected_start: Option<EpochMs>,
+    /// Time limit in ms (of the shape it runs with, or the longest it asked for).
+    pub time_limit: u64,
+    /// Exit code, once ended.
+    pub exit_code: Option<i32>,
+    /// Signal that ended it, once ended (0 for none).
+    pub signal: Option<i32>,
+    /// Working directory.
+    pub work_dir: String,
+    /// Resolved stdout path.
+    pub stdout: String,
+    /// Resolved stderr path.
+    pub stderr: String,
+    /// What it asked for.
+    pub shape: JobShape,
+    /// `--begin`, if any.
+    pub begin: Option<EpochMs>,
+    /// Its dependencies.
+    pub dependencies: Vec<Dependency>,
+    /// Priority.
+    pub priority: i64,
+    /// Whether it is held.
+    pub held: bool,
+    /// Arguments of the script.
+    #[serde(default)]
+    pub args: Vec<String>,
+}
+
+impl JobInfo {
+    /// `exit:signal`, as `eacct` shows it (`-` while unknown).
+    pub fn exit_status(&self) -> String {
+        match (self.exit_code, self.signal) {
+            (None, None) => "-".to_string(),
+            (c, s) => format!("{}:{}", c.unwrap_or(0), s.unwrap_or(0)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn states_parse_from_names_and_codes() {
+        for st in JobState::ALL {
+            assert_eq!(st.code().parse::<JobState>().unwrap(), st);
+            assert_eq!(st.name().to_lowercase().parse::<JobState>().unwrap(), st);
+        }
+        assert_eq!("canceled".parse::<JobState>().unwrap(), JobState::Cancelled);
+        assert!("XX".parse::<JobState>().is_err());
+        assert_eq!(
+            serde_json::to_string(&JobState::Timeout).unwrap(),
+            "\"TIMEOUT\""
+        );
+    }
+
+    #[test]
+    fn dependency_lists_parse_like_slurm() {
+        let d = Dependency::parse_list("afterok:12:13,afterany:9,singleton").unwrap();
+        assert_eq!(
+            d,
+            vec![
+                Dependency::On {
+                    kind: DepKind::AfterOk,
+                    job: 12
+                },
+                Dependency::On {
+                    kind: DepKind::AfterOk,
+                    job: 13
+                },
+                Dependency::On {
+                    kind: DepKind::AfterAny,
+                    job: 9
+                },
+                Dependency::Singleton,
+            ]
+        );
+        assert_eq!(d[0].to_string(), "afterok:12");
+        for bad in [
+            "afterok",
+            "afterok:x",
+            "before:3",
+            "afterok:1?afterany:2",
+            "",
+            "after:0",
+        ] {
+            assert!(Dependency::parse_list(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn spec_validation_names_the_field() {
+        let ok = JobSpec::new("#!/bin/sh\ntrue\n", "/tmp", 1, 60_000);
+        ok.validate().unwrap();
+        let mut s = ok.clone();
+        s.work_dir = "relative".into();
+        assert!(s.validate().unwrap_err().to_string().contains("work_dir"));
+        let mut s = ok.clone();
+        s.shape = JobShape::Rigid {
+            nodes: 0,
+            time_limit: 1,
+        };
+        assert!(s.validate().unwrap_err().to_string().contains("node"));
+        let mut s = ok.clone();
+        s.environment.push(("A=B".into(), "x".into()));
+        assert!(s.validate().is_err());
+        let mut s = ok;
+        s.shape = JobShape::Evolving { steps: vec![] };
+        assert!(s.validate().is_err());
+    }
+
+    #[test]
+    fn shapes_report_their_extent() {
+        let e = JobShape::Evolving {
+            steps: vec![Step::new(500, 5), Step::new(3600, 10)],
+        };
+        assert_eq!((e.max_nodes(), e.time_limit()), (10, 4100));
+        let m = JobShape::Moldable {
+            configs: vec![
+                MoldConfig {
+                    nodes: 4,
+                    walltime: 60,
+                },
+                MoldConfig {
+                    nodes: 8,
+                    walltime: 35,
+                },
+            ],
+        };
+        assert_eq!((m.max_nodes(), m.time_limit()), (8, 60));
+    }
+}

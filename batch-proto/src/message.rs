@@ -1,0 +1,628 @@
+//! The messages: one [`Request`] enum with a struct per variant, one [`Response`] enum.
+//!
+//! Every variant name and field name is part of the protocol: add, never rename or remove
+//! (bump [`crate::PROTOCOL_VERSION`] otherwise).
+
+use serde::{Deserialize, Serialize};
+
+use crate::job::{JobInfo, JobSpec, JobState};
+use crate::EpochMs;
+
+/// The first message in each direction: who speaks which protocol.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hello {
+    /// [`crate::PROTOCOL_VERSION`] of the sender.
+    pub proto_version: u32,
+    /// Software version of the sender (for the logs and `--version`).
+    pub software_version: String,
+}
+
+impl Hello {
+    /// This build's hello.
+    pub fn current() -> Self {
+        Hello {
+            proto_version: crate::PROTOCOL_VERSION,
+            software_version: crate::SOFTWARE_VERSION.to_string(),
+        }
+    }
+}
+
+/// What a client asks.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Request {
+    /// The handshake; must be the first message of a connection and only there.
+    Hello(Hello),
+    /// The daemon's versions and policy.
+    Version(VersionRequest),
+    /// Queue a job, or with `test_only` ask when it would start.
+    Submit(SubmitRequest),
+    /// Jobs in the queue (pending and running, optionally recently finished).
+    List(ListRequest),
+    /// Cancel or signal jobs.
+    Cancel(CancelRequest),
+    /// Hold pending jobs.
+    Hold(HoldRequest),
+    /// Release held jobs.
+    Release(ReleaseRequest),
+    /// Change a pending job.
+    Update(UpdateRequest),
+    /// One job in full, pending, running or finished.
+    ShowJob(ShowJobRequest),
+    /// Pools and nodes.
+    Info(InfoRequest),
+    /// Finished jobs (accounting).
+    Acct(AcctRequest),
+    /// Re-read the config file and switch policy.
+    Reconfigure(ReconfigureRequest),
+}
+
+impl Request {
+    /// The variant's name, for logs and errors.
+    pub fn verb(&self) -> &'static str {
+        match self {
+            Request::Hello(_) => "hello",
+            Request::Version(_) => "version",
+            Request::Submit(_) => "submit",
+            Request::List(_) => "list",
+            Request::Cancel(_) => "cancel",
+            Request::Hold(_) => "hold",
+            Request::Release(_) => "release",
+            Request::Update(_) => "update",
+            Request::ShowJob(_) => "show-job",
+            Request::Info(_) => "info",
+            Request::Acct(_) => "acct",
+            Request::Reconfigure(_) => "reconfigure",
+        }
+    }
+}
+
+/// Ask for the daemon's versions.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VersionRequest {}
+
+/// Submit a job.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SubmitRequest {
+    /// The job.
+    pub spec: JobSpec,
+    /// Only say when it would start (`--test-only`); nothing is queued.
+    #[serde(default)]
+    pub test_only: bool,
+}
+
+/// Which jobs a listing, cancel or accounting query is about. Empty lists match everything;
+/// a job must match every non-empty list.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobFilter {
+    /// Job ids.
+    #[serde(default)]
+    pub ids: Vec<u64>,
+    /// Owners, by user name or numeric uid.
+    #[serde(default)]
+    pub users: Vec<String>,
+    /// Job names.
+    #[serde(default)]
+    pub names: Vec<String>,
+    /// States.
+    #[serde(default)]
+    pub states: Vec<JobState>,
+    /// Pools by name.
+    #[serde(default)]
+    pub pools: Vec<String>,
+}
+
+impl JobFilter {
+    /// Whether no list narrows the selection.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+            && self.users.is_empty()
+            && self.names.is_empty()
+            && self.states.is_empty()
+            && self.pools.is_empty()
+    }
+
+    /// Whether `job` passes the filter.
+    pub fn matches(&self, job: &JobInfo) -> bool {
+        (self.ids.is_empty() || self.ids.contains(&job.id))
+            && (self.users.is_empty()
+                || self
+                    .users
+                    .iter()
+                    .any(|u| *u == job.user || u.parse::<u32>() == Ok(job.uid)))
+            && (self.names.is_empty() || self.names.contains(&job.name))
+            && (self.states.is_empty() || self.states.contains(&job.state))
+            && (self.pools.is_empty() || job.pool.as_ref().is_some_and(|p| self.pools.contains(p)))
+    }
+}
+
+/// List jobs in the queue.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListRequest {
+    /// Which jobs.
+    #[serde(default)]
+    pub filter: JobFilter,
+    /// Also finished jobs (they are otherwise left to `Acct`).
+    #[serde(default)]
+    pub include_finished: bool,
+}
+
+/// Cancel (or signal) the selected jobs. At least one filter must be given.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CancelRequest {
+    /// Which jobs.
+    pub filter: JobFilter,
+    /// Send only this signal (number) to running jobs instead of cancelling them; pending
+    /// jobs are unaffected by a signal.
+    #[serde(default)]
+    pub signal: Option<i32>,
+}
+
+/// Hold pending jobs.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HoldRequest {
+    /// The jobs.
+    pub ids: Vec<u64>,
+}
+
+/// Release held jobs.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReleaseRequest {
+    /// The jobs.
+    pub ids: Vec<u64>,
+}
+
+/// Change fields of a pending job (`econtrol update`); `None` leaves a field alone.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct UpdateRequest {
+    /// The job.
+    pub id: u64,
+    /// New name.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// New time limit (ms) for a rigid job.
+    #[serde(default)]
+    pub time_limit: Option<u64>,
+    /// New node count for a rigid job.
+    #[serde(default)]
+    pub nodes: Option<u32>,
+    /// New `--begin` (ms since the epoch; 0 clears it).
+    #[serde(default)]
+    pub begin: Option<EpochMs>,
+    /// New priority (root only may raise it).
+    #[serde(default)]
+    pub priority: Option<i64>,
+}
+
+/// Show one job.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShowJobRequest {
+    /// The job.
+    pub id: u64,
+}
+
+/// Pools and nodes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InfoRequest {}
+
+/// Finished jobs.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AcctRequest {
+    /// Which jobs.
+    #[serde(default)]
+    pub filter: JobFilter,
+    /// Only jobs that ended at or after this time.
+    #[serde(default)]
+    pub since: Option<EpochMs>,
+    /// Only jobs that ended before this time.
+    #[serde(default)]
+    pub until: Option<EpochMs>,
+}
+
+/// Re-read the config and switch policy.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReconfigureRequest {}
+
+/// What the daemon answers.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Response {
+    /// Handshake accepted.
+    Hello(Hello),
+    /// Versions.
+    Version(VersionInfo),
+    /// The job was queued (and stored).
+    Submitted {
+        /// Its id.
+        id: u64,
+    },
+    /// `--test-only`: when it would start.
+    TestOnly(TestOnlyReply),
+    /// Jobs, in queue order (or by end time for accounting).
+    Jobs(Vec<JobInfo>),
+    /// What a cancel, hold or release did.
+    Acted(ActionReport),
+    /// Pools and nodes.
+    Info(ClusterInfo),
+    /// The new config is in force.
+    Reconfigured(ReconfigureReply),
+    /// The request failed.
+    Error(ErrorReply),
+}
+
+/// The daemon's versions.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VersionInfo {
+    /// Protocol version.
+    pub proto_version: u32,
+    /// Software version.
+    pub software_version: String,
+    /// Name of the policy in force.
+    pub policy: String,
+}
+
+/// Where and when a job would start.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TestOnlyReply {
+    /// Expected start, ms since the epoch; `None` when the policy did not place it (e.g. it
+    /// waits for a dependency).
+    pub expected_start: Option<EpochMs>,
+    /// The pool, when placed.
+    pub pool: Option<String>,
+    /// Node count, when placed.
+    pub nodes: Option<u32>,
+}
+
+/// A job an action could not be applied to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobFailure {
+    /// The job.
+    pub id: u64,
+    /// Why.
+    pub kind: ErrorKind,
+    /// Said for humans.
+    pub message: String,
+}
+
+/// The outcome of an action over several jobs.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActionReport {
+    /// Jobs the action was applied to.
+    pub done: Vec<u64>,
+    /// Jobs it could not be applied to.
+    pub failed: Vec<JobFailure>,
+}
+
+/// One node's state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NodeState {
+    /// Free.
+    Idle,
+    /// Held by a job.
+    Allocated,
+}
+
+/// One node.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeInfo {
+    /// Stable name (`debug003`).
+    pub name: String,
+    /// State.
+    pub state: NodeState,
+    /// The job holding it.
+    pub job: Option<u64>,
+}
+
+/// One pool.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PoolInfo {
+    /// Name.
+    pub name: String,
+    /// Node count.
+    pub total: u32,
+    /// Nodes held by jobs.
+    pub allocated: u32,
+    /// Its nodes in compressed host-list syntax.
+    pub node_list: String,
+    /// Each node.
+    pub nodes: Vec<NodeInfo>,
+}
+
+/// The cluster.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterInfo {
+    /// Pools, in config order.
+    pub pools: Vec<PoolInfo>,
+    /// Policy in force.
+    pub policy: String,
+    /// Pending jobs.
+    pub pending: u64,
+    /// Running jobs.
+    pub running: u64,
+}
+
+/// A successful reconfigure.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReconfigureReply {
+    /// Policy now in force.
+    pub policy: String,
+    /// The file read (`None`: the embedded default).
+    pub config: Option<String>,
+}
+
+/// Kinds of error, for the tools to choose an exit code or a message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// Client and daemon speak different protocol versions.
+    VersionMismatch,
+    /// A message that could not be decoded, or out of place.
+    BadRequest,
+    /// A submission that cannot be accepted.
+    InvalidSpec,
+    /// No such job.
+    InvalidJobId,
+    /// Not the job's owner nor root.
+    PermissionDenied,
+    /// An action that does not apply in the job's state (e.g. hold a running job).
+    InvalidState,
+    /// The config file could not be read or is wrong.
+    Config,
+    /// The policy could not be loaded.
+    PolicyLoad,
+    /// The daemon failed internally (e.g. its database).
+    Internal,
+}
+
+/// A failed request.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[error("{message}")]
+pub struct ErrorReply {
+    /// Kind.
+    pub kind: ErrorKind,
+    /// One line for humans.
+    pub message: String,
+}
+
+impl ErrorReply {
+    /// An error of `kind`.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        ErrorReply {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// The message every tool prints when client and daemon disagree on the protocol.
+    pub fn version_mismatch(client: u32, daemon: u32) -> Self {
+        ErrorReply::new(
+            ErrorKind::VersionMismatch,
+            format!("protocol version mismatch: client {client}, daemon {daemon}"),
+        )
+    }
+
+    /// Slurm's wording for an action on someone else's job.
+    pub fn permission_denied(id: u64) -> Self {
+        ErrorReply::new(
+            ErrorKind::PermissionDenied,
+            format!("Access/permission denied for job {id}"),
+        )
+    }
+
+    /// Slurm's wording for an unknown job.
+    pub fn invalid_job(id: u64) -> Self {
+        ErrorReply::new(
+            ErrorKind::InvalidJobId,
+            format!("Invalid job id specified: {id}"),
+        )
+    }
+}
+
+impl From<ErrorReply> for Response {
+    fn from(e: ErrorReply) -> Self {
+        Response::Error(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::{Dependency, JobShape, PendingReason};
+    use crate::{frame, JobSpec};
+    use sched_core::{MoldConfig, Step};
+
+    fn info() -> JobInfo {
+        JobInfo {
+            id: 7,
+            name: "x".into(),
+            uid: 1000,
+            user: "alice".into(),
+            pool: Some("debug".into()),
+            state: JobState::Pending,
+            reason: Some(PendingReason::Dependency),
+            detail: None,
+            nodes: 2,
+            node_list: None,
+            submit_time: 1,
+            start_time: None,
+            end_time: None,
+            expected_start: Some(5),
+            time_limit: 60_000,
+            exit_code: None,
+            signal: None,
+            work_dir: "/tmp".into(),
+            stdout: "/tmp/esched-7.out".into(),
+            stderr: "/tmp/esched-7.out".into(),
+            shape: JobShape::Rigid {
+                nodes: 2,
+                time_limit: 60_000,
+            },
+            begin: None,
+            dependencies: vec![Dependency::Singleton],
+            priority: 0,
+            held: false,
+            args: vec![],
+        }
+    }
+
+    fn round_trip<T: Serialize + serde::de::DeserializeOwned + PartialEq + std::fmt::Debug>(v: &T) {
+        let bytes = frame::encode(v).unwrap();
+        let back: T = frame::decode(&bytes[frame::HEADER_LEN..]).unwrap();
+        assert_eq!(&back, v);
+    }
+
+    #[test]
+    fn every_request_round_trips() {
+        let mut spec = JobSpec::new("#!/bin/sh\necho hi\n", "/tmp", 1, 1000);
+        spec.dependencies = Dependency::parse_list("afterok:1,singleton").unwrap();
+        spec.environment = vec![("A".into(), "b c".into())];
+        let mut evolving = spec.clone();
+        evolving.shape = JobShape::Evolving {
+            steps: vec![Step::new(500, 5), Step::new(3600, 10)],
+        };
+        let mut moldable = spec.clone();
+        moldable.shape = JobShape::Moldable {
+            configs: vec![MoldConfig {
+                nodes: 4,
+                walltime: 60_000,
+            }],
+        };
+        let reqs = vec![
+            Request::Hello(Hello::current()),
+            Request::Version(VersionRequest {}),
+            Request::Submit(SubmitRequest {
+                spec,
+                test_only: false,
+            }),
+            Request::Submit(SubmitRequest {
+                spec: evolving,
+                test_only: true,
+            }),
+            Request::Submit(SubmitRequest {
+                spec: moldable,
+                test_only: false,
+            }),
+            Request::List(ListRequest {
+                filter: JobFilter {
+                    users: vec!["alice".into()],
+                    ..Default::default()
+                },
+                include_finished: true,
+            }),
+            Request::Cancel(CancelRequest {
+                filter: JobFilter {
+                    states: vec![JobState::Pending],
+                    ..Default::default()
+                },
+                signal: Some(10),
+            }),
+            Request::Hold(HoldRequest { ids: vec![1, 2] }),
+            Request::Release(ReleaseRequest { ids: vec![3] }),
+            Request::Update(UpdateRequest {
+                id: 4,
+                name: Some("n".into()),
+                ..Default::default()
+            }),
+            Request::ShowJob(ShowJobRequest { id: 9 }),
+            Request::Info(InfoRequest {}),
+            Request::Acct(AcctRequest {
+                since: Some(3),
+                ..Default::default()
+            }),
+            Request::Reconfigure(ReconfigureRequest {}),
+        ];
+        for r in &reqs {
+            round_trip(r);
+        }
+    }
+
+    #[test]
+    fn every_response_round_trips() {
+        let resps = vec![
+            Response::Hello(Hello::current()),
+            Response::Version(VersionInfo {
+                proto_version: 1,
+                software_version: "x".into(),
+                policy: "cbf".into(),
+            }),
+            Response::Submitted { id: 42 },
+            Response::TestOnly(TestOnlyReply {
+                expected_start: Some(1),
+                pool: Some("debug".into()),
+                nodes: Some(2),
+            }),
+            Response::Jobs(vec![info()]),
+            Response::Acted(ActionReport {
+                done: vec![1],
+                failed: vec![JobFailure {
+                    id: 2,
+                    kind: ErrorKind::PermissionDenied,
+                    message: "no".into(),
+                }],
+            }),
+            Response::Info(ClusterInfo {
+                pools: vec![PoolInfo {
+                    name: "debug".into(),
+                    total: 1,
+                    allocated: 1,
+                    node_list: "debug001".into(),
+                    nodes: vec![NodeInfo {
+                        name: "debug001".into(),
+                        state: NodeState::Allocated,
+                        job: Some(1),
+                    }],
+                }],
+                policy: "cbf".into(),
+                pending: 0,
+                running: 1,
+            }),
+            Response::Reconfigured(ReconfigureReply {
+                policy: "easy".into(),
+                config: None,
+            }),
+            Response::Error(ErrorReply::version_mismatch(2, 1)),
+        ];
+        for r in &resps {
+            round_trip(r);
+        }
+    }
+
+    #[test]
+    fn mismatch_message_names_both_versions() {
+        assert_eq!(
+            ErrorReply::version_mismatch(2, 1).to_string(),
+            "protocol version mismatch: client 2, daemon 1"
+        );
+    }
+
+    #[test]
+    fn filters_match_on_every_list() {
+        let j = info();
+        assert!(JobFilter::default().matches(&j));
+        assert!(JobFilter {
+            users: vec!["1000".into()],
+            ..Default::default()
+        }
+        .matches(&j));
+        assert!(JobFilter {
+            users: vec!["alice".into()],
+            ..Default::default()
+        }
+        .matches(&j));
+        assert!(!JobFilter {
+            users: vec!["bob".into()],
+            ..Default::default()
+        }
+        .matches(&j));
+        let f = JobFilter {
+            ids: vec![7],
+            states: vec![JobState::Running],
+            ..Default::default()
+        };
+        assert!(!f.matches(&j));
+        assert!(JobFilter {
+            pools: vec!["debug".into()],
+            ..Default::default()
+        }
+        .matches(&j));
+    }
+}
