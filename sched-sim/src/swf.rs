@@ -1,0 +1,537 @@
+//! Reader for the Standard Workload Format (SWF) of the Parallel Workloads Archive.
+//!
+//! One job per line, 18 whitespace-separated numeric fields (`-1` = unknown); lines starting
+//! with `;` are header comments, of which `MaxNodes` and `MaxProcs` are read. Files may be
+//! plain or gzip-compressed: gzip is detected by its magic bytes (`1f 8b`), whatever the name.
+//! The file is read line by line, so a large trace is never held as text.
+//!
+//! # Field mapping
+//!
+//! The mapping is the normalisation of the reference schedules in `shared/reference/`, so that
+//! esim and the reference run the very same jobs and can be compared job by job (fields are
+//! numbered from 1 as in the SWF definition; non-integer values are rounded):
+//!
+//! - **size** `p` = field 5 (allocated processors) if > 0, else field 8 (requested
+//!   processors). Each processor is one node of the simulated pool.
+//! - **run time** = `max(1, min(f4, f9))` when `f9 > 0`, else `max(1, f4)`: the job runs for
+//!   its actual run time and is killed at its requested time (so it never runs past it).
+//! - **estimate** (the walltime the policy sees) = `max(f4, f9, 1)` with the original f4 and
+//!   f9: the requested time, or the actual run time if none was requested (and, for the jobs
+//!   that ran longer than they asked, what they really held the machine for).
+//! - **submit** = field 2, **user** = field 12 (0 when unknown), **id** = field 1.
+//! - Seconds become milliseconds.
+//!
+//! Jobs are skipped, and counted per reason, when their size is unknown (`p ≤ 0`), their run
+//! time is unknown (`f4 < 0`: in SDSC-SP2 these are jobs cancelled before they ran), their
+//! submit time is unknown, or their size exceeds the machine. The reference instead runs the
+//! jobs of unknown run time as 1 s jobs; its `.norm.swf.gz` files already carry that choice
+//! (f4 = 1), so replaying them gives the exact job set of the reference.
+//!
+//! # Machine size
+//!
+//! `MaxProcs` if the header gives it, else `MaxNodes`: job sizes in SWF count processors
+//! (fields 5 and 8), so the machine must be counted in processors too for "size exceeds the
+//! machine" to mean anything. On the SP2 traces both are equal. A caller may override it.
+
+use std::fmt;
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+use flate2::read::MultiGzDecoder;
+use sched_core::request::JobId;
+use sched_core::time::{Duration, Time, SECOND};
+
+/// Number of fields of an SWF job line.
+pub const FIELDS: usize = 18;
+
+/// A trace that cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum SwfError {
+    /// The file cannot be opened or read.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// A job line that is not 18 numbers.
+    #[error("{}:{line}: {reason}", path.display())]
+    Malformed {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong.
+        reason: String,
+    },
+    /// No machine size in the header and none given.
+    #[error("{}: no MaxProcs or MaxNodes header line; give the machine size explicitly", path.display())]
+    NoMachineSize {
+        /// The file.
+        path: PathBuf,
+    },
+}
+
+/// One job as the simulator runs it, after the mapping described in the module docs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SwfJob {
+    /// Field 1.
+    pub id: JobId,
+    /// Field 2, in ms.
+    pub submit: Time,
+    /// Nodes (processors) it needs.
+    pub nodes: u32,
+    /// How long it really runs, in ms (never more than `walltime`).
+    pub runtime: Duration,
+    /// The requested time the policy sees, in ms.
+    pub walltime: Duration,
+    /// Field 12, 0 when unknown.
+    pub user: u32,
+    /// 1-based line number in the file, for messages.
+    pub line: usize,
+}
+
+/// Why a job line was not turned into a job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum SkipReason {
+    /// Neither allocated nor requested processors are known.
+    UnknownSize,
+    /// The run time (field 4) is unknown.
+    UnknownRuntime,
+    /// The submit time (field 2) is unknown.
+    UnknownSubmit,
+    /// More processors than the machine has.
+    TooLarge,
+}
+
+impl fmt::Display for SkipReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SkipReason::UnknownSize => "size unknown (fields 5 and 8 ≤ 0)",
+            SkipReason::UnknownRuntime => "run time unknown (field 4 < 0)",
+            SkipReason::UnknownSubmit => "submit time unknown (field 2 < 0)",
+            SkipReason::TooLarge => "larger than the machine",
+        })
+    }
+}
+
+/// Jobs skipped, per reason.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Skipped {
+    /// Size unknown.
+    pub unknown_size: usize,
+    /// Run time unknown.
+    pub unknown_runtime: usize,
+    /// Submit time unknown.
+    pub unknown_submit: usize,
+    /// Larger than the machine.
+    pub too_large: usize,
+}
+
+impl Skipped {
+    /// All skipped jobs.
+    pub fn total(&self) -> usize {
+        self.unknown_size + self.unknown_runtime + self.unknown_submit + self.too_large
+    }
+
+    fn count(&mut self, r: SkipReason) {
+        *self.slot(r) += 1;
+    }
+
+    fn slot(&mut self, r: SkipReason) -> &mut usize {
+        match r {
+            SkipReason::UnknownSize => &mut self.unknown_size,
+            SkipReason::UnknownRuntime => &mut self.unknown_runtime,
+            SkipReason::UnknownSubmit => &mut self.unknown_submit,
+            SkipReason::TooLarge => &mut self.too_large,
+        }
+    }
+
+    /// `(reason, count)` for every reason that skipped at least one job.
+    pub fn reasons(&self) -> Vec<(SkipReason, usize)> {
+        [
+            (SkipReason::UnknownSize, self.unknown_size),
+            (SkipReason::UnknownRuntime, self.unknown_runtime),
+            (SkipReason::UnknownSubmit, self.unknown_submit),
+            (SkipReason::TooLarge, self.too_large),
+        ]
+        .into_iter()
+        .filter(|(_, n)| *n > 0)
+        .collect()
+    }
+}
+
+/// The `;` header values esim uses.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Header {
+    /// `MaxNodes`.
+    pub max_nodes: Option<u32>,
+    /// `MaxProcs`.
+    pub max_procs: Option<u32>,
+}
+
+impl Header {
+    /// The machine size the header implies: `MaxProcs`, else `MaxNodes` (see module docs).
+    pub fn machine_size(&self) -> Option<u32> {
+        self.max_procs.or(self.max_nodes).filter(|&n| n > 0)
+    }
+}
+
+/// How to read a trace.
+#[derive(Clone, Debug, Default)]
+pub struct ReadOptions {
+    /// Machine size; overrides the header's.
+    pub nodes: Option<u32>,
+    /// Keep only the first `limit` jobs that are kept (in file order).
+    pub limit: Option<usize>,
+}
+
+/// A trace read and mapped.
+#[derive(Clone, Debug)]
+pub struct Trace {
+    /// Where it came from.
+    pub path: PathBuf,
+    /// The header values.
+    pub header: Header,
+    /// The machine size used (given, or from the header).
+    pub nodes: u32,
+    /// The jobs kept, in file order.
+    pub jobs: Vec<SwfJob>,
+    /// The jobs skipped, per reason.
+    pub skipped: Skipped,
+    /// Job lines read (kept + skipped, before any limit).
+    pub lines: usize,
+}
+
+impl Trace {
+    /// Logs one warning line per skip reason (not one per job).
+    pub fn warn_skipped(&self) {
+        for (reason, n) in self.skipped.reasons() {
+            tracing::warn!("{}: skipped {n} job(s): {reason}", self.path.display());
+        }
+    }
+}
+
+/// Reads the SWF file at `path`, plain or gzip.
+pub fn read_path(path: &Path, opts: &ReadOptions) -> Result<Trace, SwfError> {
+    let io = |source| SwfError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = File::open(path).map_err(io)?;
+    let mut raw = BufReader::new(file);
+    let gz = raw.fill_buf().map_err(io)?.starts_with(&[0x1f, 0x8b]);
+    let reader: Box<dyn BufRead> = if gz {
+        Box::new(BufReader::new(MultiGzDecoder::new(raw)))
+    } else {
+        Box::new(raw)
+    };
+    read(reader, path, opts)
+}
+
+/// Reads an SWF trace from `reader`; `path` names it in messages.
+pub fn read<R: BufRead>(reader: R, path: &Path, opts: &ReadOptions) -> Result<Trace, SwfError> {
+    let mut header = Header::default();
+    let mut parsed: Vec<Result<SwfJob, SkipReason>> = Vec::new();
+    let mut buf = String::new();
+    let mut reader = reader;
+    let mut line_no = 0usize;
+    loop {
+        buf.clear();
+        let n = read_line(&mut reader, &mut buf).map_err(|source| SwfError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        if n == 0 {
+            break;
+        }
+        line_no += 1;
+        let line = buf.trim();
+        if line.is_empty() {
+            continue;
+        }
+        if let Some(comment) = line.strip_prefix(';') {
+            read_header(comment, &mut header);
+            continue;
+        }
+        let malformed = |reason: String| SwfError::Malformed {
+            path: path.to_path_buf(),
+            line: line_no,
+            reason,
+        };
+        parsed.push(parse_job(line, line_no).map_err(malformed)?);
+    }
+    let nodes = opts
+        .nodes
+        .or_else(|| header.machine_size())
+        .ok_or_else(|| SwfError::NoMachineSize {
+            path: path.to_path_buf(),
+        })?;
+    let mut trace = Trace {
+        path: path.to_path_buf(),
+        header,
+        nodes,
+        jobs: Vec::new(),
+        skipped: Skipped::default(),
+        lines: parsed.len(),
+    };
+    for job in parsed {
+        match job {
+            Err(r) => trace.skipped.count(r),
+            Ok(j) if j.nodes > nodes => trace.skipped.count(SkipReason::TooLarge),
+            Ok(j) => trace.jobs.push(j),
+        }
+    }
+    if let Some(limit) = opts.limit {
+        trace.jobs.truncate(limit);
+    }
+    Ok(trace)
+}
+
+/// `read_line` that turns invalid UTF-8 into an error naming the problem rather than the
+/// std's terse "stream did not contain valid UTF-8".
+fn read_line<R: BufRead>(r: &mut R, buf: &mut String) -> std::io::Result<usize> {
+    let mut bytes = Vec::new();
+    let n = r.read_until(b'\n', &mut bytes)?;
+    match String::from_utf8(bytes) {
+        Ok(s) => {
+            buf.push_str(&s);
+            Ok(n)
+        }
+        // Only header comments may hold free text; keep what is readable of it.
+        Err(e) => {
+            buf.push_str(&String::from_utf8_lossy(e.as_bytes()));
+            Ok(n)
+        }
+    }
+}
+
+fn read_header(comment: &str, header: &mut Header) {
+    let Some((key, value)) = comment.split_once(':') else {
+        return;
+    };
+    let value: Option<u32> = value.split_whitespace().next().and_then(|v| v.parse().ok());
+    match key.trim() {
+        "MaxNodes" => header.max_nodes = value.or(header.max_nodes),
+        "MaxProcs" => header.max_procs = value.or(header.max_procs),
+        _ => {}
+    }
+}
+
+/// Parses one job line: `Err(String)` for a malformed line, `Ok(Err(reason))` for a job to
+/// skip.
+fn parse_job(line: &str, line_no: usize) -> Result<Result<SwfJob, SkipReason>, String> {
+    let mut f = [0i64; FIELDS];
+    let mut count = 0;
+    for (i, tok) in line.split_whitespace().enumerate() {
+        if i < FIELDS {
+            f[i] =
+                number(tok).ok_or_else(|| format!("field {} is not a number: `{tok}`", i + 1))?;
+        }
+        count = i + 1;
+    }
+    if count != FIELDS {
+        return Err(format!("expected {FIELDS} fields, found {count}"));
+    }
+    let [id, submit, _wait, run, alloc, _cpu, _mem, req_procs, req_time, ..] = f;
+    let user = f[11];
+    if id < 0 {
+        return Err(format!("job number {id} is negative"));
+    }
+    let p = if alloc > 0 { alloc } else { req_procs };
+    let skip = if p <= 0 {
+        Some(SkipReason::UnknownSize)
+    } else if run < 0 {
+        Some(SkipReason::UnknownRuntime)
+    } else if submit < 0 {
+        Some(SkipReason::UnknownSubmit)
+    } else {
+        None
+    };
+    if let Some(r) = skip {
+        return Ok(Err(r));
+    }
+    let runtime = if req_time > 0 {
+        run.min(req_time).max(1)
+    } else {
+        run.max(1)
+    };
+    let estimate = run.max(req_time).max(1);
+    let to_ms = |s: i64| (s as u64).saturating_mul(SECOND);
+    Ok(Ok(SwfJob {
+        id: JobId(id as u64),
+        submit: to_ms(submit),
+        nodes: u32::try_from(p).map_err(|_| format!("size {p} does not fit in 32 bits"))?,
+        runtime: to_ms(runtime),
+        walltime: to_ms(estimate),
+        user: u32::try_from(user).unwrap_or(0),
+        line: line_no,
+    }))
+}
+
+/// An SWF number: an integer, or a decimal rounded to the nearest integer (some logs carry
+/// fractional CPU times).
+fn number(tok: &str) -> Option<i64> {
+    if let Ok(v) = tok.parse::<i64>() {
+        return Some(v);
+    }
+    let v: f64 = tok.parse().ok()?;
+    (v.is_finite() && v.abs() < 9.0e18).then(|| v.round() as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEAD: &str = "; Version: 2.2\n; MaxNodes: 100\n; MaxProcs: 64\n";
+
+    fn read_str(text: &str, opts: &ReadOptions) -> Result<Trace, SwfError> {
+        read(text.as_bytes(), Path::new("t.swf"), opts)
+    }
+
+    #[test]
+    fn maps_fields_like_the_reference_normalisation() {
+        let text = format!(
+            "{HEAD}\
+             1 10 0 100 4 -1 -1 8 200 -1 1 7 1 -1 -1 -1 -1 -1\n\
+             2 11 0 300 -1 -1 -1 8 200 -1 1 7 1 -1 -1 -1 -1 -1\n\
+             3 12 0 0 2 -1 -1 2 -1 -1 1 -1 1 -1 -1 -1 -1 -1\n\
+             4 13 0 50.6 2 3.7 -1 2 40 -1 1 7 1 -1 -1 -1 -1 -1\n"
+        );
+        let t = read_str(&text, &ReadOptions::default()).unwrap();
+        assert_eq!(t.nodes, 64, "MaxProcs wins over MaxNodes");
+        let got: Vec<_> = t
+            .jobs
+            .iter()
+            .map(|j| (j.id.0, j.submit, j.nodes, j.runtime, j.walltime))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (1, 10_000, 4, 100_000, 200_000),
+                // Ran longer than requested: killed at its request, the policy sees the longer time.
+                (2, 11_000, 8, 200_000, 300_000),
+                // Zero run time and no request: 1 s both.
+                (3, 12_000, 2, 1_000, 1_000),
+                // Fractional run time rounded; ran past its 40 s request.
+                (4, 13_000, 2, 40_000, 51_000),
+            ]
+        );
+        assert_eq!(t.jobs[0].user, 7);
+        assert_eq!(t.skipped.total(), 0);
+    }
+
+    #[test]
+    fn skips_and_counts_per_reason() {
+        let text = format!(
+            "{HEAD}\
+             1 10 0 100 -1 -1 -1 -1 200 -1 1 7 1 -1 -1 -1 -1 -1\n\
+             2 11 0 -1 4 -1 -1 4 200 -1 5 7 1 -1 -1 -1 -1 -1\n\
+             3 12 0 10 65 -1 -1 65 200 -1 1 7 1 -1 -1 -1 -1 -1\n\
+             4 13 0 10 64 -1 -1 64 200 -1 1 7 1 -1 -1 -1 -1 -1\n\
+             5 -1 0 10 1 -1 -1 1 200 -1 1 7 1 -1 -1 -1 -1 -1\n"
+        );
+        let t = read_str(&text, &ReadOptions::default()).unwrap();
+        assert_eq!(t.jobs.iter().map(|j| j.id.0).collect::<Vec<_>>(), vec![4]);
+        assert_eq!(
+            t.skipped,
+            Skipped {
+                unknown_size: 1,
+                unknown_runtime: 1,
+                unknown_submit: 1,
+                too_large: 1
+            }
+        );
+        assert_eq!(t.lines, 5);
+        // A larger machine keeps job 3.
+        let t = read_str(
+            &text,
+            &ReadOptions {
+                nodes: Some(100),
+                limit: None,
+            },
+        )
+        .unwrap();
+        assert_eq!(t.jobs.len(), 2);
+        assert_eq!(t.skipped.too_large, 0);
+    }
+
+    #[test]
+    fn malformed_lines_name_the_line() {
+        let text = format!("{HEAD}1 10 0 100 4 -1 -1 8 200 -1 1 7 1 -1 -1 -1 -1\n");
+        let err = read_str(&text, &ReadOptions::default())
+            .unwrap_err()
+            .to_string();
+        assert_eq!(err, "t.swf:4: expected 18 fields, found 17");
+        let text = format!("{HEAD}\n1 10 0 1OO 4 -1 -1 8 200 -1 1 7 1 -1 -1 -1 -1 -1\n");
+        let err = read_str(&text, &ReadOptions::default())
+            .unwrap_err()
+            .to_string();
+        assert_eq!(err, "t.swf:5: field 4 is not a number: `1OO`");
+    }
+
+    #[test]
+    fn needs_a_machine_size() {
+        let text = "1 10 0 100 4 -1 -1 8 200 -1 1 7 1 -1 -1 -1 -1 -1\n";
+        assert!(matches!(
+            read_str(text, &ReadOptions::default()),
+            Err(SwfError::NoMachineSize { .. })
+        ));
+        let t = read_str(
+            text,
+            &ReadOptions {
+                nodes: Some(4),
+                limit: None,
+            },
+        )
+        .unwrap();
+        assert_eq!(t.jobs.len(), 1);
+        assert_eq!(
+            Header {
+                max_nodes: Some(8),
+                max_procs: None
+            }
+            .machine_size(),
+            Some(8)
+        );
+    }
+
+    #[test]
+    fn limit_keeps_the_first_jobs() {
+        let text = format!(
+            "{HEAD}\
+             1 10 0 100 4 -1 -1 8 200 -1 1 7 1 -1 -1 -1 -1 -1\n\
+             2 11 0 100 4 -1 -1 8 200 -1 1 7 1 -1 -1 -1 -1 -1\n"
+        );
+        let t = read_str(
+            &text,
+            &ReadOptions {
+                nodes: None,
+                limit: Some(1),
+            },
+        )
+        .unwrap();
+        assert_eq!(t.jobs.len(), 1);
+    }
+
+    #[test]
+    fn reads_gzip_by_magic_not_by_name() {
+        use flate2::write::GzEncoder;
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("trace.swf"); // no .gz on purpose
+        let mut enc = GzEncoder::new(File::create(&path).unwrap(), flate2::Compression::fast());
+        write!(
+            enc,
+            "{HEAD}1 10 0 100 4 -1 -1 8 200 -1 1 7 1 -1 -1 -1 -1 -1\n"
+        )
+        .unwrap();
+        enc.finish().unwrap();
+        let t = read_path(&path, &ReadOptions::default()).unwrap();
+        assert_eq!(t.jobs.len(), 1);
+        let missing = read_path(&dir.path().join("nope.swf"), &ReadOptions::default()).unwrap_err();
+        assert!(missing.to_string().contains("nope.swf"), "{missing}");
+    }
+}
