@@ -523,9 +523,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("trace.swf"); // no .gz on purpose
         let mut enc = GzEncoder::new(File::create(&path).unwrap(), flate2::Compression::fast());
-        write!(
+        writeln!(
             enc,
-            "{HEAD}1 10 0 100 4 -1 -1 8 200 -1 1 7 1 -1 -1 -1 -1 -1\n"
+            "{HEAD}1 10 0 100 4 -1 -1 8 200 -1 1 7 1 -1 -1 -1 -1 -1"
         )
         .unwrap();
         enc.finish().unwrap();
