@@ -1,1 +1,21 @@
-//! Being written; see ARCHITECTURE.md.
+//! # sched-sim
+//!
+//! The simulator behind `esim`: replays a workload through a [`sched_core::Policy`] on a
+//! virtual clock, with the same contract and the same plan validator as batchd.
+//!
+//! - [`swf`]: the Standard Workload Format reader (plain or gzip), with the field mapping of
+//!   the reference schedules so that runs compare job by job;
+//! - [`engine`]: the discrete-event engine ([`Simulation`]), its per-job results and counts,
+//!   and an [`Observer`] hook that sees every plan (for tests and progress bars).
+//!
+//! No real processes: time is virtual, in integer milliseconds.
+#![deny(missing_docs)]
+
+pub mod engine;
+pub mod swf;
+
+pub use engine::{
+    Counts, EndReason, JobResult, Observer, SimError, SimJob, SimResults, Simulation, Timing,
+    ValidateMode,
+};
+pub use swf::{ReadOptions, SwfError, SwfJob, Trace};

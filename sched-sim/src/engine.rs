@@ -1,0 +1,639 @@
+//! The discrete-event engine: replays jobs through a policy on a virtual clock in ms.
+//!
+//! Events are job submissions (from the workload, in submit order), job ends (the actual run
+//! time, capped at what the job's shape holds: a job is killed at its walltime) and the
+//! policy's wake-ups. At each instant the engine handles every end, then every submission,
+//! then calls the policy once with a [`Snapshot`]; the plan goes through
+//! [`sched_core::validate`] and, if accepted, the engine kills, rejects and starts what it
+//! says. A refused plan is logged (naming the policy) and nothing of it is acted on.
+//!
+//! Cost per event: the pending and running lists are vectors updated in place (submissions
+//! are appended, since the queue is in submit order; started and rejected jobs are removed by
+//! one `retain` per plan), ends are a binary heap. Only the snapshot's running holds are
+//! rebuilt per call (clipped to the present), which is O(running), bounded by the nodes.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::time::Instant;
+
+use sched_core::metrics::{summarize, JobOutcome, Summary, DEFAULT_TAU};
+use sched_core::policy::{Pending, Plan, Policy, PoolSteps, Running, Snapshot};
+use sched_core::pool::Pool;
+use sched_core::request::{JobId, Request, Step};
+use sched_core::time::{Duration, Time};
+use sched_core::validate::{validate, PlanError};
+use serde::Serialize;
+
+use crate::swf::SwfJob;
+
+/// How many refused plans are logged one by one before the engine only counts them.
+const REFUSALS_LOGGED: usize = 20;
+
+/// A job of the workload.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SimJob {
+    /// Its id; unique within the workload.
+    pub id: JobId,
+    /// Owner.
+    pub user: u32,
+    /// Submission time.
+    pub submit: Time,
+    /// What it asks for; the walltime in it is the estimate the policy sees.
+    pub request: Request,
+    /// How long it really runs; it is killed earlier if its shape holds less.
+    pub runtime: Duration,
+    /// Whether a policy may kill it while it runs.
+    pub killable: bool,
+}
+
+impl From<&SwfJob> for SimJob {
+    fn from(j: &SwfJob) -> Self {
+        SimJob {
+            id: j.id,
+            user: j.user,
+            submit: j.submit,
+            request: Request::rigid(j.nodes, j.walltime),
+            runtime: j.runtime,
+            killable: false,
+        }
+    }
+}
+
+/// What the engine validates of each plan.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ValidateMode {
+    /// The whole plan, future reservations included: catches a policy that plans an
+    /// impossible future even when what starts now is fine.
+    #[default]
+    Full,
+    /// Only what the engine acts on (kills, rejects, placements starting now): still never
+    /// over-commits a pool, but does not check the reservations.
+    Starts,
+}
+
+/// How a job left the machine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EndReason {
+    /// It ran its full run time.
+    Completed,
+    /// It reached the end of its shape (its walltime) first and was killed.
+    Walltime,
+    /// The policy killed it.
+    Killed,
+}
+
+/// What happened to one job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct JobResult {
+    /// The job.
+    pub id: JobId,
+    /// Submission.
+    pub submit: Time,
+    /// Start.
+    pub start: Time,
+    /// End.
+    pub end: Time,
+    /// Nodes held (the largest count of each pool's steps, summed over pools).
+    pub nodes: u32,
+    /// `start - submit`.
+    pub wait: Duration,
+    /// Node-milliseconds held.
+    pub area: u128,
+    /// Why it ended.
+    pub reason: EndReason,
+}
+
+impl JobResult {
+    /// The job as [`sched_core::metrics`] sees it.
+    pub fn outcome(&self) -> JobOutcome {
+        JobOutcome {
+            id: self.id,
+            submit: self.submit,
+            start: self.start,
+            end: self.end,
+            area: self.area,
+        }
+    }
+}
+
+/// Counts of a run.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    /// Jobs in the workload.
+    pub jobs: usize,
+    /// Jobs that ran (started and ended).
+    pub ran: usize,
+    /// Jobs killed at their walltime.
+    pub walltime_kills: usize,
+    /// Jobs the policy killed.
+    pub killed: usize,
+    /// Jobs the policy rejected.
+    pub rejected: usize,
+    /// Plans refused by the validator.
+    pub refused_plans: usize,
+    /// Calls to the policy.
+    pub policy_calls: usize,
+}
+
+/// Wall-clock time spent, in seconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Timing {
+    /// The whole run.
+    pub total: f64,
+    /// Inside `Policy::plan`.
+    pub policy: f64,
+    /// Inside the validator.
+    pub validate: f64,
+}
+
+/// The outcome of a run.
+#[derive(Clone, Debug, Serialize)]
+pub struct SimResults {
+    /// Every job that ran, in queue order (submit time, then workload order).
+    pub jobs: Vec<JobResult>,
+    /// Jobs the policy rejected.
+    pub rejected: Vec<JobId>,
+    /// Counts.
+    pub counts: Counts,
+    /// Metrics over the jobs that ran (τ as configured).
+    pub summary: Summary,
+    /// Total nodes over all pools: the machine of the utilisation.
+    pub nodes: u64,
+    /// Where the time went.
+    pub timing: Timing,
+}
+
+/// A run that cannot go on.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    /// Jobs wait, nothing runs, and the policy asked for no wake-up: time would stop.
+    #[error(
+        "stalled at {at} ms: {count} job(s) pending, nothing running and no wake-up from policy `{policy}`; first stuck: {}",
+        fmt_ids(.jobs)
+    )]
+    Stall {
+        /// The instant.
+        at: Time,
+        /// The policy.
+        policy: String,
+        /// How many jobs are stuck.
+        count: usize,
+        /// The first few stuck jobs, in queue order.
+        jobs: Vec<JobId>,
+    },
+    /// Two jobs with one id.
+    #[error("job id {0} appears twice in the workload")]
+    DuplicateJob(JobId),
+}
+
+fn fmt_ids(ids: &[JobId]) -> String {
+    ids.iter()
+        .map(|j| j.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Sees what the engine does: for tests (plans and reservations) and progress bars.
+pub trait Observer {
+    /// A plan and the validator's verdict on it, with the snapshot it answered.
+    fn on_plan(
+        &mut self,
+        _snapshot: &Snapshot<'_>,
+        _plan: &Plan,
+        _verdict: Result<(), &PlanError>,
+    ) {
+    }
+    /// A job ended; `ended` jobs of `total` are done (ended or rejected).
+    fn on_job_end(&mut self, _result: &JobResult, _ended: usize, _total: usize) {}
+}
+
+/// A run's settings.
+pub struct Simulation<'o> {
+    /// The pools, indexed by `PoolId.0`.
+    pub pools: Vec<Pool>,
+    /// The policy's name, for messages.
+    pub policy_name: String,
+    /// What to validate.
+    pub validate: ValidateMode,
+    /// The bound of the bounded slowdown.
+    pub tau: Duration,
+    observer: Option<&'o mut dyn Observer>,
+}
+
+impl<'o> Simulation<'o> {
+    /// A run on `pools` of the policy named `policy_name`, validating full plans, τ = 10 s.
+    pub fn new(pools: Vec<Pool>, policy_name: impl Into<String>) -> Self {
+        Simulation {
+            pools,
+            policy_name: policy_name.into(),
+            validate: ValidateMode::Full,
+            tau: DEFAULT_TAU,
+            observer: None,
+        }
+    }
+
+    /// Reports plans and ends to `observer`.
+    pub fn observer(mut self, observer: &'o mut dyn Observer) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
+    /// Validates plans as `mode` says.
+    pub fn validate(mut self, mode: ValidateMode) -> Self {
+        self.validate = mode;
+        self
+    }
+
+    /// Replays `jobs` through `policy`.
+    pub fn run(self, policy: &mut dyn Policy, jobs: Vec<SimJob>) -> Result<SimResults, SimError> {
+        Engine::new(self, jobs)?.run(policy)
+    }
+}
+
+/// A job on the machine.
+struct Active {
+    /// Index into `Engine::jobs`.
+    job: usize,
+    start: Time,
+    end: Time,
+    /// What the shape holds from the start on; clipped to the present in snapshots.
+    holds: Vec<PoolSteps>,
+    nodes: u32,
+    reason: EndReason,
+}
+
+struct Engine<'o> {
+    sim: Simulation<'o>,
+    jobs: Vec<SimJob>,
+    index: HashMap<JobId, usize>,
+    next_submit: usize,
+    pending: Vec<Pending>,
+    running: Vec<Running>,
+    active: Vec<Active>,
+    running_pos: HashMap<JobId, usize>,
+    /// `(end, start order, job index)`, earliest first.
+    ends: BinaryHeap<Reverse<(Time, u64, usize)>>,
+    started: u64,
+    wake: Option<Time>,
+    results: Vec<Option<JobResult>>,
+    rejected: Vec<JobId>,
+    done: usize,
+    counts: Counts,
+    timing: Timing,
+}
+
+impl<'o> Engine<'o> {
+    fn new(sim: Simulation<'o>, mut jobs: Vec<SimJob>) -> Result<Self, SimError> {
+        // Queue order is submit time, then workload order: a stable sort keeps the latter.
+        jobs.sort_by_key(|j| j.submit);
+        let mut index = HashMap::with_capacity(jobs.len());
+        for (i, j) in jobs.iter().enumerate() {
+            if index.insert(j.id, i).is_some() {
+                return Err(SimError::DuplicateJob(j.id));
+            }
+        }
+        let n = jobs.len();
+        Ok(Engine {
+            sim,
+            jobs,
+            index,
+            next_submit: 0,
+            pending: Vec::new(),
+            running: Vec::new(),
+            active: Vec::new(),
+            running_pos: HashMap::new(),
+            ends: BinaryHeap::new(),
+            started: 0,
+            wake: None,
+            results: vec![None; n],
+            rejected: Vec::new(),
+            done: 0,
+            counts: Counts {
+                jobs: n,
+                ..Counts::default()
+            },
+            timing: Timing::default(),
+        })
+    }
+
+    fn next_event(&self) -> Option<Time> {
+        let end = self.ends.peek().map(|Reverse((t, _, _))| *t);
+        let submit = self.jobs.get(self.next_submit).map(|j| j.submit);
+        [end, submit, self.wake].into_iter().flatten().min()
+    }
+
+    fn run(mut self, policy: &mut dyn Policy) -> Result<SimResults, SimError> {
+        let t0 = Instant::now();
+        while let Some(now) = self.next_event() {
+            // Ends before submissions: a job submitted the instant another ends sees the
+            // freed nodes. The reference (pyss) handles every submission of a second before
+            // its ends, which changes a handful of starts (see docs/results.md).
+            while let Some(&Reverse((t, _, i))) = self.ends.peek() {
+                if t != now {
+                    break;
+                }
+                self.ends.pop();
+                self.finish(i, now);
+            }
+            while let Some(j) = self.jobs.get(self.next_submit) {
+                if j.submit != now {
+                    break;
+                }
+                self.pending.push(Pending {
+                    id: j.id,
+                    user: j.user,
+                    submit: j.submit,
+                    earliest_start: j.submit,
+                    priority: 0,
+                    request: j.request.clone(),
+                });
+                self.next_submit += 1;
+            }
+            if self.wake.is_some_and(|w| w <= now) {
+                self.wake = None;
+            }
+            self.call(policy, now);
+            if self.next_event().is_none() && !self.pending.is_empty() {
+                return Err(SimError::Stall {
+                    at: now,
+                    policy: self.sim.policy_name.clone(),
+                    count: self.pending.len(),
+                    jobs: self.pending.iter().take(10).map(|p| p.id).collect(),
+                });
+            }
+        }
+        self.timing.total = t0.elapsed().as_secs_f64();
+        Ok(self.results())
+    }
+
+    /// Ends the job at index `i` at `now`, if it is still running (a killed job's end event
+    /// comes later and finds it gone).
+    fn finish(&mut self, i: usize, now: Time) {
+        let id = self.jobs[i].id;
+        let Some(pos) = self.running_pos.remove(&id) else {
+            return;
+        };
+        self.running.swap_remove(pos);
+        let a = self.active.swap_remove(pos);
+        if let Some(moved) = self.running.get(pos) {
+            self.running_pos.insert(moved.id, pos);
+        }
+        let reason = if now < a.end {
+            EndReason::Killed
+        } else {
+            a.reason
+        };
+        match reason {
+            EndReason::Completed => {}
+            EndReason::Walltime => self.counts.walltime_kills += 1,
+            EndReason::Killed => self.counts.killed += 1,
+        }
+        let job = &self.jobs[a.job];
+        let result = JobResult {
+            id,
+            submit: job.submit,
+            start: a.start,
+            end: now,
+            nodes: a.nodes,
+            wait: a.start.saturating_sub(job.submit),
+            area: area(&a.holds, now),
+            reason,
+        };
+        self.counts.ran += 1;
+        self.done += 1;
+        self.results[a.job] = Some(result);
+        if let Some(o) = self.sim.observer.as_deref_mut() {
+            o.on_job_end(&result, self.done, self.jobs.len());
+        }
+    }
+
+    fn call(&mut self, policy: &mut dyn Policy, now: Time) {
+        for (r, a) in self.running.iter_mut().zip(&self.active) {
+            r.holds = a.holds.iter().filter_map(|h| clip(h, now)).collect();
+        }
+        let snapshot = Snapshot {
+            now,
+            pools: &self.sim.pools,
+            running: &self.running,
+            pending: &self.pending,
+        };
+        let t = Instant::now();
+        let plan = policy.plan(&snapshot);
+        let t_plan = t.elapsed();
+        self.counts.policy_calls += 1;
+        let t = Instant::now();
+        let verdict = match self.sim.validate {
+            ValidateMode::Full => validate(&snapshot, &plan),
+            ValidateMode::Starts => {
+                let acted = Plan {
+                    placements: plan
+                        .placements
+                        .iter()
+                        .filter(|p| p.start <= now)
+                        .cloned()
+                        .collect(),
+                    kills: plan.kills.clone(),
+                    rejects: plan.rejects.clone(),
+                    wake_at: None,
+                    views: Vec::new(),
+                };
+                validate(&snapshot, &acted)
+            }
+        };
+        self.timing.policy += t_plan.as_secs_f64();
+        self.timing.validate += t.elapsed().as_secs_f64();
+        if let Some(o) = self.sim.observer.as_deref_mut() {
+            o.on_plan(&snapshot, &plan, verdict.as_ref().map(|_| ()));
+        }
+        if let Err(e) = verdict {
+            self.counts.refused_plans += 1;
+            if self.counts.refused_plans <= REFUSALS_LOGGED {
+                tracing::warn!(
+                    "policy `{}`: plan at {now} ms refused: {e}",
+                    self.sim.policy_name
+                );
+            }
+            if self.counts.refused_plans == REFUSALS_LOGGED {
+                tracing::warn!(
+                    "policy `{}`: further refused plans are counted, not logged",
+                    self.sim.policy_name
+                );
+            }
+            return;
+        }
+        self.apply(plan, now);
+    }
+
+    fn apply(&mut self, plan: Plan, now: Time) {
+        for k in &plan.kills {
+            if let Some(&i) = self.index.get(&k.job) {
+                tracing::debug!("job {} killed at {now} ms: {}", k.job, k.reason);
+                self.finish(i, now);
+            }
+        }
+        let mut leaving: HashSet<JobId> = HashSet::new();
+        for r in &plan.rejects {
+            tracing::debug!("job {} rejected at {now} ms: {}", r.job, r.reason);
+            leaving.insert(r.job);
+            self.rejected.push(r.job);
+            self.counts.rejected += 1;
+            self.done += 1;
+        }
+        // A planned start is an expected start: the engine comes back at the earliest one, so
+        // a policy need not ask for a wake-up at its own reservations.
+        let mut next_start: Option<Time> = None;
+        for p in &plan.placements {
+            if p.start > now {
+                next_start = Some(next_start.map_or(p.start, |t: Time| t.min(p.start)));
+                continue;
+            }
+            let Some(&i) = self.index.get(&p.job) else {
+                continue;
+            };
+            let job = &self.jobs[i];
+            let holds = p.shape.holds(&job.request, now);
+            let held = holds
+                .iter()
+                .map(PoolSteps::end)
+                .max()
+                .unwrap_or(now)
+                .saturating_sub(now);
+            let (run, reason) = if job.runtime <= held {
+                (job.runtime, EndReason::Completed)
+            } else {
+                (held, EndReason::Walltime)
+            };
+            let end = now.saturating_add(run);
+            let nodes = holds
+                .iter()
+                .map(|h| sched_core::request::max_nodes(&h.steps))
+                .sum();
+            self.running_pos.insert(job.id, self.running.len());
+            self.running.push(Running {
+                id: job.id,
+                user: job.user,
+                request: job.request.clone(),
+                shape: p.shape.clone(),
+                start: now,
+                holds: holds.clone(),
+                killable: job.killable,
+            });
+            self.active.push(Active {
+                job: i,
+                start: now,
+                end,
+                holds,
+                nodes,
+                reason,
+            });
+            self.ends.push(Reverse((end, self.started, i)));
+            self.started += 1;
+            leaving.insert(job.id);
+        }
+        if !leaving.is_empty() {
+            self.pending.retain(|p| !leaving.contains(&p.id));
+        }
+        let wake = plan.wake_at.filter(|&w| w > now);
+        self.wake = match (wake, next_start) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+    }
+
+    fn results(self) -> SimResults {
+        let jobs: Vec<JobResult> = self.results.into_iter().flatten().collect();
+        let nodes: u64 = self.sim.pools.iter().map(|p| u64::from(p.nodes)).sum();
+        let outcomes: Vec<JobOutcome> = jobs.iter().map(JobResult::outcome).collect();
+        SimResults {
+            summary: summarize(&outcomes, nodes, self.sim.tau),
+            jobs,
+            rejected: self.rejected,
+            counts: self.counts,
+            nodes,
+            timing: self.timing,
+        }
+    }
+}
+
+/// What `h` still holds from `now` on; `None` once it holds nothing.
+fn clip(h: &PoolSteps, now: Time) -> Option<PoolSteps> {
+    if h.start >= now {
+        return Some(h.clone());
+    }
+    let mut t = h.start;
+    let mut steps = Vec::with_capacity(h.steps.len());
+    for s in &h.steps {
+        let end = t.saturating_add(s.duration);
+        if end > now {
+            steps.push(Step::new(end - t.max(now), s.nodes));
+        }
+        t = end;
+    }
+    (!steps.is_empty()).then_some(PoolSteps {
+        pool: h.pool,
+        start: now,
+        steps,
+    })
+}
+
+/// Node-milliseconds `holds` cover before `end`.
+fn area(holds: &[PoolSteps], end: Time) -> u128 {
+    let mut total = 0u128;
+    for h in holds {
+        let mut t = h.start;
+        for s in &h.steps {
+            let e = t.saturating_add(s.duration).min(end);
+            if e > t {
+                total += u128::from(e - t) * u128::from(s.nodes);
+            }
+            t = t.saturating_add(s.duration);
+        }
+    }
+    total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sched_core::pool::PoolId;
+
+    #[test]
+    fn clip_drops_the_past() {
+        let h = PoolSteps {
+            pool: PoolId(0),
+            start: 10,
+            steps: vec![Step::new(5, 2), Step::new(10, 4)],
+        };
+        assert_eq!(clip(&h, 5), Some(h.clone()));
+        assert_eq!(
+            clip(&h, 12),
+            Some(PoolSteps {
+                pool: PoolId(0),
+                start: 12,
+                steps: vec![Step::new(3, 2), Step::new(10, 4)]
+            })
+        );
+        assert_eq!(
+            clip(&h, 15),
+            Some(PoolSteps {
+                pool: PoolId(0),
+                start: 15,
+                steps: vec![Step::new(10, 4)]
+            })
+        );
+        assert_eq!(clip(&h, 25), None);
+    }
+
+    #[test]
+    fn area_stops_at_the_end() {
+        let h = PoolSteps {
+            pool: PoolId(0),
+            start: 10,
+            steps: vec![Step::new(5, 2), Step::new(10, 4)],
+        };
+        assert_eq!(area(std::slice::from_ref(&h), 25), 50);
+        assert_eq!(area(std::slice::from_ref(&h), 17), 18);
+    }
+}

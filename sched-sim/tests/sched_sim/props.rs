@@ -1,0 +1,1 @@
+//! Property tests of the real policies; written once the policy crates exist.
