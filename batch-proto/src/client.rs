@@ -96,6 +96,25 @@ impl Client {
     }
 }
 
+impl Client {
+    /// Sends a listing request (`List`, `Acct`, `ShowJob`) and gathers every part of the reply.
+    pub fn jobs(&mut self, req: &Request) -> Result<Vec<crate::JobInfo>, ClientError> {
+        write_frame(&mut self.stream, req)?;
+        let mut out = Vec::new();
+        loop {
+            match read_frame::<_, Response>(&mut self.stream)? {
+                Response::JobsPart(mut part) => out.append(&mut part),
+                Response::Jobs(mut last) => {
+                    out.append(&mut last);
+                    return Ok(out);
+                }
+                Response::Error(e) => return Err(ClientError::Daemon(e)),
+                other => return Err(ClientError::unexpected(req.verb(), &other)),
+            }
+        }
+    }
+}
+
 /// A one-line description of a response, for error messages.
 fn brief(r: &Response) -> String {
     let s = serde_json::to_string(r).unwrap_or_default();
@@ -140,6 +159,21 @@ mod tests {
         assert_eq!(c.daemon().proto_version, crate::PROTOCOL_VERSION);
         let err = c.request(&Request::Version(VersionRequest {})).unwrap_err();
         assert_eq!(err.to_string(), "boom");
+    }
+
+    #[test]
+    fn jobs_gathers_every_part() {
+        let (a, mut b) = UnixStream::pair().unwrap();
+        std::thread::spawn(move || {
+            let _: Request = read_frame(&mut b).unwrap();
+            write_frame(&mut b, &Response::Hello(Hello::current())).unwrap();
+            let _: Request = read_frame(&mut b).unwrap();
+            write_frame(&mut b, &Response::JobsPart(vec![])).unwrap();
+            write_frame(&mut b, &Response::Jobs(vec![])).unwrap();
+        });
+        let mut c = Client::handshake(a).unwrap();
+        let req = Request::List(crate::ListRequest::default());
+        assert_eq!(c.jobs(&req).unwrap(), vec![]);
     }
 
     #[test]

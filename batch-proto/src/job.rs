@@ -473,7 +473,8 @@ impl JobSpec {
 }
 
 /// What the daemon tells about a job: everything `equeue`, `eacct` and `econtrol show job`
-/// display.
+/// display. Empty and absent fields are left out of the JSON: a listing of 100,000 jobs must
+/// stay small.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct JobInfo {
     /// Job id.
@@ -485,31 +486,39 @@ pub struct JobInfo {
     /// Owner's user name (the uid as text when it has none).
     pub user: String,
     /// The pool it runs in, or the one it asked for (`None`: any).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pool: Option<String>,
     /// State.
     pub state: JobState,
     /// Why it is pending, when it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<PendingReason>,
     /// Free text about the state (a policy's reject reason, a start failure).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
     /// Nodes it holds (running, finished) or asks for at most (pending).
     pub nodes: u32,
     /// Its nodes in compressed host-list syntax, once started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_list: Option<String>,
     /// Submission time, ms since the epoch.
     pub submit_time: EpochMs,
     /// Start time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_time: Option<EpochMs>,
     /// End time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end_time: Option<EpochMs>,
     /// Expected start from the latest plan (pending jobs the policy placed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected_start: Option<EpochMs>,
     /// Time limit in ms (of the shape it runs with, or the longest it asked for).
     pub time_limit: u64,
     /// Exit code, once ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
     /// Signal that ended it, once ended (0 for none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signal: Option<i32>,
     /// Working directory.
     pub work_dir: String,
@@ -520,15 +529,18 @@ pub struct JobInfo {
     /// What it asked for.
     pub shape: JobShape,
     /// `--begin`, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub begin: Option<EpochMs>,
     /// Its dependencies.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dependencies: Vec<Dependency>,
     /// Priority.
     pub priority: i64,
     /// Whether it is held.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub held: bool,
     /// Arguments of the script.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
 }
 

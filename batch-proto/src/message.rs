@@ -36,7 +36,8 @@ pub enum Request {
     Version(VersionRequest),
     /// Queue a job, or with `test_only` ask when it would start.
     Submit(SubmitRequest),
-    /// Jobs in the queue (pending and running, optionally recently finished).
+    /// Jobs in the queue (pending and running, optionally finished); answered with
+    /// [`Response::JobsPart`]s and a final [`Response::Jobs`].
     List(ListRequest),
     /// Cancel or signal jobs.
     Cancel(CancelRequest),
@@ -50,7 +51,7 @@ pub enum Request {
     ShowJob(ShowJobRequest),
     /// Pools and nodes.
     Info(InfoRequest),
-    /// Finished jobs (accounting).
+    /// Finished jobs (accounting); answered like [`Request::List`].
     Acct(AcctRequest),
     /// Re-read the config file and switch policy.
     Reconfigure(ReconfigureRequest),
@@ -236,8 +237,13 @@ pub enum Response {
     },
     /// `--test-only`: when it would start.
     TestOnly(TestOnlyReply),
-    /// Jobs, in queue order (or by end time for accounting).
+    /// Jobs, in queue order (or by end time for accounting): the last (or only) part of a
+    /// listing.
     Jobs(Vec<JobInfo>),
+    /// A part of a long listing; more parts follow, the last one as [`Response::Jobs`]. The
+    /// daemon splits listings so no frame nears [`crate::MAX_FRAME`]; [`crate::Client::jobs`]
+    /// gathers them.
+    JobsPart(Vec<JobInfo>),
     /// What a cancel, hold or release did.
     Acted(ActionReport),
     /// Pools and nodes.
@@ -551,6 +557,7 @@ mod tests {
                 nodes: Some(2),
             }),
             Response::Jobs(vec![info()]),
+            Response::JobsPart(vec![info(), info()]),
             Response::Acted(ActionReport {
                 done: vec![1],
                 failed: vec![JobFailure {
