@@ -1,1 +1,50 @@
-//! Being written; see ARCHITECTURE.md.
+//! # sched-abi
+//!
+//! The plugin boundary of esched: how a policy built as a shared library is found, checked,
+//! called and contained, without rebuilding batchd or esim.
+//!
+//! - [`types`]: FFI-safe mirrors of [`sched_core::Snapshot`] and [`sched_core::Plan`] (all four
+//!   request kinds, shapes, kills, rejects, the wake-up and per-job views), with lossless
+//!   conversions both ways;
+//! - [`module`]: the root module a policy library exports (ABI version, name, constructor) and
+//!   the policy object it builds;
+//! - [`export_policy!`]: the one line that turns a `Policy + NamedPolicy` type into a plugin,
+//!   catching every panic on the plugin's side;
+//! - [`loader`]: [`load`] by name or path, with a distinct [`LoadError`] for each way a file
+//!   can fail to be a usable policy; a thin facade over abi_stable;
+//! - [`host`]: [`PolicyHost`], the containment both drivers use: validate every plan, and on a
+//!   panic or a refused plan log it, count it and keep the last valid plan.
+//!
+//! Boundary facts (see `docs/plugins.md`): a loaded library is never unloaded; a panic must not
+//! cross an exported function (it would abort the process), which the export macro guarantees;
+//! calls are synchronous.
+//!
+//! Architecture invariant: nothing of abi_stable appears in the signatures of [`loader`] and
+//! [`host`], which are all the drivers use.
+#![deny(missing_docs)]
+// abi_stable's derives name generated types `PolicyMod_Ref`, `FfiPolicy_TO`, and define impls
+// inside generated constants.
+#![allow(non_camel_case_types, non_local_definitions)]
+
+mod export;
+pub mod host;
+pub mod loader;
+pub mod module;
+pub mod types;
+
+pub use export::guard;
+pub use host::{HostStats, HostedPolicy, Linked, PolicyHost};
+pub use loader::{load, LoadError, LoadedPolicy, PluginError, PolicyLibrary};
+pub use module::{AbiVersion, PolicyMod, PolicyMod_Ref, ABI_VERSION};
+
+/// What the expansion of [`export_policy!`] refers to; not part of the public interface.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::export::root_module;
+    pub use abi_stable::library::{CheckTypeLayout, LibHeader, RootModuleResult};
+
+    /// abi_stable's shim that calls a root-module constructor, catching its panics.
+    pub fn call_root_module_loader(f: fn() -> crate::PolicyMod_Ref) -> RootModuleResult {
+        abi_stable::library::__call_root_module_loader(f)
+    }
+}

@@ -1,0 +1,83 @@
+//! A policy that panics on demand, for sched-abi's containment tests.
+//!
+//! Otherwise it is a plain greedy policy: in queue order, start now every job that fits in
+//! pool 0's free nodes. Parameters: `panic_on_job = ID` panics in `plan` whenever job ID is
+//! pending; `panic_in_new = true` panics in the constructor.
+
+use sched_core::{
+    NamedPolicy, ParamError, Params, Placement, Plan, Policy, PoolId, Shape, Snapshot,
+};
+
+/// Greedy, with a trap.
+#[derive(Debug, Default)]
+pub struct Panicky {
+    panic_on_job: Option<u64>,
+}
+
+impl Policy for Panicky {
+    fn plan(&mut self, s: &Snapshot<'_>) -> Plan {
+        if let Some(id) = self.panic_on_job {
+            if s.pending.iter().any(|p| p.id.0 == id) {
+                panic!("job {id} is pending and this policy was told to panic on it");
+            }
+        }
+        let pool = PoolId(0);
+        let held: u64 = s
+            .running
+            .iter()
+            .flat_map(|r| &r.holds)
+            .filter(|h| h.pool == pool && h.start <= s.now && h.end() > s.now)
+            .map(|h| {
+                let mut t = h.start;
+                h.steps
+                    .iter()
+                    .find(|st| {
+                        t = t.saturating_add(st.duration);
+                        t > s.now
+                    })
+                    .map_or(0, |st| u64::from(st.nodes))
+            })
+            .sum();
+        let mut free = s
+            .pool(pool)
+            .map_or(0, |p| u64::from(p.nodes))
+            .saturating_sub(held);
+        let mut plan = Plan::default();
+        for p in s.pending {
+            let Some(r) = p.request.as_rigid() else {
+                continue;
+            };
+            if r.pool.is_some_and(|q| q != pool) || p.earliest_start.max(p.submit) > s.now {
+                continue;
+            }
+            if u64::from(r.nodes) <= free {
+                free -= u64::from(r.nodes);
+                plan.placements.push(Placement {
+                    job: p.id,
+                    start: s.now,
+                    shape: Shape::rigid(pool, r.nodes, r.walltime),
+                    claim_from: None,
+                });
+            }
+        }
+        plan
+    }
+}
+
+impl NamedPolicy for Panicky {
+    const NAME: &'static str = "test-panic";
+
+    fn from_params(params: &Params) -> Result<Self, ParamError> {
+        let panic_on_job = params
+            .get("panic_on_job")
+            .map(|_| params.parse_or("panic_on_job", 0u64))
+            .transpose()?;
+        if params.bool_or("panic_in_new", false)? {
+            panic!("told to panic in the constructor");
+        }
+        params.finish()?;
+        Ok(Panicky { panic_on_job })
+    }
+}
+
+sched_abi::export_policy!(Panicky);

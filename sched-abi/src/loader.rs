@@ -1,0 +1,493 @@
+//! The host side: finding, opening and checking a policy library, and calling its policy.
+//!
+//! A thin facade over abi_stable: nothing of abi_stable appears in this module's public
+//! signatures, so the ABI crate could be replaced without touching the drivers.
+//!
+//! A library is never unloaded (abi_stable's design: Rust thread-locals make `dlclose`
+//! unsound). Loading the same path again reuses the mapped copy; a library rebuilt at the same
+//! path since it was first loaded is refused with [`LoadError::Rebuilt`]: restart to use it.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::SystemTime;
+
+use abi_stable::library::{lib_header_from_path, LibraryError, RootModule};
+use abi_stable::std_types::{RErr, ROk, RString, Tuple2};
+use sched_core::{Params, Plan, Policy, Snapshot};
+
+use crate::module::{AbiVersion, FfiError, FfiErrorKind, PolicyBox, PolicyMod_Ref, ABI_VERSION};
+use crate::types::FfiSnapshot;
+
+/// Why a policy library could not be loaded or instantiated.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// No file at the path, or none of the candidate files for a name.
+    #[error("policy `{spec}` not found: tried {}", list(.tried))]
+    NotFound {
+        /// What the user asked for.
+        spec: String,
+        /// Every path tried, in order.
+        tried: Vec<PathBuf>,
+    },
+    /// A file that the dynamic loader cannot open.
+    #[error("{}: not a shared library: {reason}", .path.display())]
+    NotSharedLibrary {
+        /// The file.
+        path: PathBuf,
+        /// The dynamic loader's message.
+        reason: String,
+    },
+    /// A shared library that does not export an esched policy.
+    #[error("{}: a shared library, but not an esched policy: {reason}", .path.display())]
+    NotAPolicy {
+        /// The file.
+        path: PathBuf,
+        /// What is missing.
+        reason: String,
+    },
+    /// An esched policy built for another ABI version or with another layout.
+    #[error(
+        "{}: ABI mismatch: this host speaks esched policy ABI {host}, the plugin {plugin}{}; \
+         rebuild the plugin against this esched (a library already loaded stays loaded until \
+         the process restarts)",
+        .path.display(), detail_suffix(.detail)
+    )]
+    AbiMismatch {
+        /// The file.
+        path: PathBuf,
+        /// The host's version.
+        host: String,
+        /// The plugin's version, as far as it can be read.
+        plugin: String,
+        /// Layout differences, shortened; empty for a plain version mismatch.
+        detail: String,
+    },
+    /// The library's root module failed to initialise.
+    #[error("{}: the policy library failed to initialise: {reason}", .path.display())]
+    Init {
+        /// The file.
+        path: PathBuf,
+        /// abi_stable's report.
+        reason: String,
+    },
+    /// The file changed since this process loaded it.
+    #[error(
+        "{}: the library changed on disk since this process loaded it; a loaded library is never \
+         unloaded, so the new build is used only after a restart",
+        .path.display()
+    )]
+    Rebuilt {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The policy's constructor refused a parameter.
+    #[error("policy `{policy}` ({}): {message}", .path.display())]
+    Params {
+        /// The policy's name.
+        policy: String,
+        /// The file.
+        path: PathBuf,
+        /// The parameter at fault.
+        key: String,
+        /// The policy's message, naming the key.
+        message: String,
+    },
+    /// The policy's constructor panicked.
+    #[error("policy `{policy}` ({}): constructor panicked: {message}", .path.display())]
+    ConstructorPanicked {
+        /// The policy's name.
+        policy: String,
+        /// The file.
+        path: PathBuf,
+        /// The panic's message.
+        message: String,
+    },
+}
+
+fn list(paths: &[PathBuf]) -> String {
+    paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn detail_suffix(detail: &str) -> String {
+    if detail.is_empty() {
+        String::new()
+    } else {
+        format!(" (layouts differ: {detail})")
+    }
+}
+
+/// A failure of a call into a policy.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PluginError {
+    /// The policy panicked; its instance is discarded and rebuilt on the next call.
+    #[error("policy `{policy}` panicked: {message}")]
+    Panicked {
+        /// The policy's name.
+        policy: String,
+        /// The panic's message and location.
+        message: String,
+    },
+    /// The instance discarded after a panic could not be rebuilt.
+    #[error("policy `{policy}` could not be rebuilt after a panic: {message}")]
+    Rebuild {
+        /// The policy's name.
+        policy: String,
+        /// Why.
+        message: String,
+    },
+}
+
+/// Where names are looked for when no plugin directory is configured: the directory of the
+/// running executable, then its `deps/` (where cargo leaves the cdylibs of dependencies), and,
+/// for an executable that itself lives in `deps/` (a test), the directory above.
+pub fn default_plugin_dirs() -> Vec<PathBuf> {
+    let Some(dir) = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(Path::to_path_buf))
+    else {
+        return Vec::new();
+    };
+    let mut dirs = vec![dir.clone(), dir.join("deps")];
+    if dir.file_name().is_some_and(|n| n == "deps") {
+        if let Some(up) = dir.parent() {
+            dirs.push(up.to_path_buf());
+        }
+    }
+    dirs
+}
+
+/// The file name of policy `name`'s library: that of the cdylib of crate `esched-<name>`.
+pub fn library_file_name(name: &str) -> String {
+    format!(
+        "{}esched_{}{}",
+        std::env::consts::DLL_PREFIX,
+        name.replace('-', "_"),
+        std::env::consts::DLL_SUFFIX
+    )
+}
+
+/// Whether `spec` is a path (it has a `/` or ends in the platform's library suffix) rather than a
+/// policy name.
+pub fn is_path(spec: &str) -> bool {
+    spec.contains(std::path::MAIN_SEPARATOR)
+        || spec.contains('/')
+        || spec.ends_with(std::env::consts::DLL_SUFFIX)
+}
+
+/// The file `spec` designates: a path as given, or a name looked up in `plugin_dir` (or the
+/// [`default_plugin_dirs`]).
+pub fn resolve(spec: &str, plugin_dir: Option<&Path>) -> Result<PathBuf, LoadError> {
+    if is_path(spec) {
+        let p = PathBuf::from(spec);
+        return if p.exists() {
+            Ok(p)
+        } else {
+            Err(LoadError::NotFound {
+                spec: spec.to_string(),
+                tried: vec![p],
+            })
+        };
+    }
+    let file = library_file_name(spec);
+    let dirs = match plugin_dir {
+        Some(d) => vec![d.to_path_buf()],
+        None => default_plugin_dirs(),
+    };
+    let tried: Vec<PathBuf> = dirs.iter().map(|d| d.join(&file)).collect();
+    match tried.iter().find(|p| p.is_file()) {
+        Some(p) => Ok(p.clone()),
+        None => Err(LoadError::NotFound {
+            spec: spec.to_string(),
+            tried,
+        }),
+    }
+}
+
+/// The identity of a file's content as far as the loader cares: size and modification time.
+type Stamp = (u64, Option<SystemTime>);
+
+/// Libraries opened by this process, by canonical path: they stay mapped for good.
+static OPENED: Mutex<Option<HashMap<PathBuf, Stamp>>> = Mutex::new(None);
+
+fn stamp(path: &Path) -> Option<Stamp> {
+    std::fs::metadata(path)
+        .ok()
+        .map(|m| (m.len(), m.modified().ok()))
+}
+
+/// An opened, checked policy library, from which policies are instantiated.
+#[derive(Clone)]
+pub struct PolicyLibrary {
+    path: PathBuf,
+    name: String,
+    abi_version: AbiVersion,
+    module: PolicyMod_Ref,
+}
+
+fn short(text: &str) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() > 400 {
+        format!("{}…", flat.chars().take(400).collect::<String>())
+    } else {
+        flat
+    }
+}
+
+impl std::fmt::Debug for PolicyLibrary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PolicyLibrary")
+            .field("path", &self.path)
+            .field("name", &self.name)
+            .field("abi_version", &self.abi_version)
+            .finish()
+    }
+}
+
+impl PolicyLibrary {
+    /// Opens the library `spec` designates (see [`resolve`]) and checks that it is an esched
+    /// policy of a compatible ABI.
+    pub fn open(spec: &str, plugin_dir: Option<&Path>) -> Result<Self, LoadError> {
+        let path = resolve(spec, plugin_dir)?;
+        let canonical = path.canonicalize().unwrap_or_else(|_| path.clone());
+        if !canonical.is_file() {
+            return Err(LoadError::NotSharedLibrary {
+                path,
+                reason: "not a regular file".into(),
+            });
+        }
+        let now = stamp(&canonical);
+        {
+            let opened = OPENED.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(before) = opened.as_ref().and_then(|m| m.get(&canonical)) {
+                if Some(*before) != now {
+                    return Err(LoadError::Rebuilt { path });
+                }
+            }
+        }
+        let header = lib_header_from_path(&canonical).map_err(|e| match e {
+            LibraryError::OpenError { err, .. } => LoadError::NotSharedLibrary {
+                path: path.clone(),
+                reason: short(&err.to_string()),
+            },
+            LibraryError::GetSymbolError { .. } => LoadError::NotAPolicy {
+                path: path.clone(),
+                reason: "it exports no plugin root module (a policy crate ends with \
+                         `sched_abi::export_policy!(TypeName);`)"
+                    .into(),
+            },
+            LibraryError::InvalidAbiHeader(found) => LoadError::AbiMismatch {
+                path: path.clone(),
+                host: ABI_VERSION.to_string(),
+                plugin: format!("was built with an incompatible abi_stable ({found:?})"),
+                detail: String::new(),
+            },
+            other => LoadError::Init {
+                path: path.clone(),
+                reason: short(&other.to_string()),
+            },
+        })?;
+        let consts = header.root_mod_consts();
+        let root_name = consts.name().as_str();
+        if root_name != <PolicyMod_Ref as RootModule>::NAME {
+            return Err(LoadError::NotAPolicy {
+                path,
+                reason: format!(
+                    "it exports an abi_stable root module of another kind (`{root_name}`)"
+                ),
+            });
+        }
+        let plugin_version = header.version_strings().version.as_str().to_string();
+        let module = header
+            .init_root_module::<PolicyMod_Ref>()
+            .map_err(|e| match e {
+                LibraryError::IncompatibleVersionNumber { actual_version, .. } => {
+                    LoadError::AbiMismatch {
+                        path: path.clone(),
+                        host: ABI_VERSION.to_string(),
+                        plugin: format!("speaks {}.{}", actual_version.major, actual_version.minor),
+                        detail: String::new(),
+                    }
+                }
+                LibraryError::AbiInstability(err) => LoadError::AbiMismatch {
+                    path: path.clone(),
+                    host: ABI_VERSION.to_string(),
+                    plugin: format!("claims {plugin_version}"),
+                    detail: short(&err.to_string()),
+                },
+                LibraryError::ParseVersionError(err) => LoadError::AbiMismatch {
+                    path: path.clone(),
+                    host: ABI_VERSION.to_string(),
+                    plugin: format!("has an unreadable version ({err})"),
+                    detail: String::new(),
+                },
+                other => LoadError::Init {
+                    path: path.clone(),
+                    reason: short(&other.to_string()),
+                },
+            })?;
+        let abi_version = module.abi_version();
+        if !ABI_VERSION.accepts(abi_version) {
+            return Err(LoadError::AbiMismatch {
+                path,
+                host: ABI_VERSION.to_string(),
+                plugin: format!("speaks {abi_version}"),
+                detail: String::new(),
+            });
+        }
+        OPENED
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_or_insert_with(HashMap::new)
+            .entry(canonical)
+            .or_insert(now.unwrap_or((0, None)));
+        Ok(PolicyLibrary {
+            path,
+            name: module.name().as_str().to_string(),
+            abi_version,
+            module,
+        })
+    }
+
+    /// The policy's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The library's file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The ABI version the plugin was built for.
+    pub fn abi_version(&self) -> AbiVersion {
+        self.abi_version
+    }
+
+    fn construct(&self, params: &Params) -> Result<PolicyBox, (FfiErrorKind, String, String)> {
+        let pairs = params
+            .iter()
+            .map(|(k, v)| Tuple2(RString::from(k), RString::from(v)))
+            .collect();
+        match (self.module.new())(pairs) {
+            ROk(b) => Ok(b),
+            RErr(FfiError { kind, key, message }) => {
+                Err((kind, key.into_string(), message.into_string()))
+            }
+        }
+    }
+
+    /// A new policy instance built from `params`.
+    pub fn instantiate(&self, params: &Params) -> Result<LoadedPolicy, LoadError> {
+        let policy = self
+            .construct(params)
+            .map_err(|(kind, key, message)| match kind {
+                FfiErrorKind::Panic => LoadError::ConstructorPanicked {
+                    policy: self.name.clone(),
+                    path: self.path.clone(),
+                    message,
+                },
+                FfiErrorKind::UnknownParam | FfiErrorKind::BadParam => LoadError::Params {
+                    policy: self.name.clone(),
+                    path: self.path.clone(),
+                    key,
+                    message,
+                },
+            })?;
+        Ok(LoadedPolicy {
+            library: self.clone(),
+            params: params.clone(),
+            policy: Some(policy),
+        })
+    }
+}
+
+/// Opens the library `spec` designates and builds its policy from `params`: a path (it has a
+/// `/` or ends in `.so`) or a name, resolved to `<dir>/libesched_<name>.so` in `plugin_dir` or
+/// the [`default_plugin_dirs`].
+pub fn load(
+    spec: &str,
+    plugin_dir: Option<&Path>,
+    params: &Params,
+) -> Result<LoadedPolicy, LoadError> {
+    PolicyLibrary::open(spec, plugin_dir)?.instantiate(params)
+}
+
+/// A policy instance living in a plugin.
+///
+/// After a panic the instance is considered poisoned: its state may be half-updated. It is
+/// leaked, never dropped (its destructor runs plugin code that may panic again, and a panic in a
+/// destructor called across the boundary aborts), and a fresh instance is built from the same
+/// parameters on the next call.
+pub struct LoadedPolicy {
+    library: PolicyLibrary,
+    params: Params,
+    policy: Option<PolicyBox>,
+}
+
+impl std::fmt::Debug for LoadedPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadedPolicy")
+            .field("name", &self.library.name)
+            .field("path", &self.library.path)
+            .field("poisoned", &self.policy.is_none())
+            .finish()
+    }
+}
+
+impl LoadedPolicy {
+    /// The policy's name.
+    pub fn name(&self) -> &str {
+        &self.library.name
+    }
+
+    /// The library it lives in.
+    pub fn library(&self) -> &PolicyLibrary {
+        &self.library
+    }
+
+    /// [`Policy::plan`] through the boundary, with a panic as an error.
+    pub fn try_plan(&mut self, snapshot: &Snapshot<'_>) -> Result<Plan, PluginError> {
+        let policy = match &mut self.policy {
+            Some(p) => p,
+            None => {
+                let fresh = self
+                    .library
+                    .construct(&self.params)
+                    .map_err(|(_, _, message)| PluginError::Rebuild {
+                        policy: self.library.name.clone(),
+                        message,
+                    })?;
+                self.policy.insert(fresh)
+            }
+        };
+        let ffi = FfiSnapshot::from(snapshot);
+        match policy.plan(&ffi) {
+            ROk(plan) => Ok(Plan::from(&plan)),
+            RErr(e) => {
+                if let Some(poisoned) = self.policy.take() {
+                    std::mem::forget(poisoned);
+                }
+                Err(PluginError::Panicked {
+                    policy: self.library.name.clone(),
+                    message: e.message.into_string(),
+                })
+            }
+        }
+    }
+}
+
+impl Policy for LoadedPolicy {
+    /// The plan, or an empty one (with the failure logged) when the plugin panicked; drivers
+    /// use [`crate::host::PolicyHost`], which keeps the last valid plan instead.
+    fn plan(&mut self, snapshot: &Snapshot<'_>) -> Plan {
+        self.try_plan(snapshot).unwrap_or_else(|e| {
+            tracing::error!(policy = self.name(), "{e}");
+            Plan::default()
+        })
+    }
+}

@@ -1,0 +1,127 @@
+//! The root module a policy library exports, and the policy object it builds.
+
+use abi_stable::library::RootModule;
+use abi_stable::sabi_types::VersionStrings;
+use abi_stable::std_types::{RBox, RStr, RString, RVec, Tuple2};
+use abi_stable::{declare_root_module_statics, sabi_trait, StableAbi};
+
+use crate::types::{FfiPlan, FfiSnapshot};
+
+/// A version of the esched policy ABI: plugins and hosts of the same `major` work together.
+///
+/// The rule: a change to any data type of [`crate::types`] (a field, a variant) bumps `major`;
+/// a function appended to [`PolicyMod`] or [`FfiPolicy`] after their `last_prefix_field` bumps
+/// `minor`. A host reads appended functions as optional, so any minor works with any other.
+#[repr(C)]
+#[derive(StableAbi, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AbiVersion {
+    /// Incompatible changes.
+    pub major: u32,
+    /// Compatible additions.
+    pub minor: u32,
+}
+
+impl AbiVersion {
+    /// Whether a plugin of version `plugin` can be used by a host of this version.
+    pub fn accepts(self, plugin: AbiVersion) -> bool {
+        self.major == plugin.major
+    }
+}
+
+impl std::fmt::Display for AbiVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.major, self.minor)
+    }
+}
+
+/// The ABI this build of `sched-abi` speaks.
+pub const ABI_VERSION: AbiVersion = AbiVersion { major: 1, minor: 0 };
+
+/// [`ABI_VERSION`] as text, for abi_stable's own version check; must agree with it (a unit test
+/// checks).
+const ABI_VERSION_STR: &str = "1.0.0";
+
+/// What went wrong on the plugin's side of a call.
+#[repr(u8)]
+#[derive(StableAbi, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FfiErrorKind {
+    /// The constructor does not know a parameter.
+    UnknownParam,
+    /// The constructor cannot accept a parameter's value.
+    BadParam,
+    /// The policy panicked; the message is the panic's.
+    Panic,
+}
+
+/// An error returned across the boundary (never a panic: that would abort the process).
+#[repr(C)]
+#[derive(StableAbi, Clone, Debug, PartialEq, Eq)]
+pub struct FfiError {
+    /// What kind of failure.
+    pub kind: FfiErrorKind,
+    /// The parameter at fault, or empty.
+    pub key: RString,
+    /// Readable text.
+    pub message: RString,
+}
+
+/// The policy object a plugin builds: a [`sched_core::Policy`] behind a stable vtable.
+///
+/// `Send` so a driver can run a slow plan off its async runtime.
+#[sabi_trait]
+pub trait FfiPolicy: Send {
+    /// [`sched_core::Policy::plan`], returning a panic as [`FfiErrorKind::Panic`].
+    #[sabi(last_prefix_field)]
+    fn plan(&mut self, snapshot: &FfiSnapshot)
+        -> abi_stable::std_types::RResult<FfiPlan, FfiError>;
+}
+
+/// An owned policy object from a plugin.
+pub type PolicyBox = FfiPolicy_TO<'static, RBox<()>>;
+
+/// Parameters as they cross the boundary: `(key, value)` text pairs.
+pub type FfiParams = RVec<Tuple2<RString, RString>>;
+
+/// The root module of an esched policy library.
+#[repr(C)]
+#[derive(StableAbi)]
+#[sabi(kind(Prefix(prefix_ref = PolicyMod_Ref)))]
+#[sabi(missing_field(option))]
+pub struct PolicyMod {
+    /// The ABI the plugin was built for.
+    pub abi_version: AbiVersion,
+    /// The policy's name ([`sched_core::NamedPolicy::NAME`]).
+    pub name: RStr<'static>,
+    /// Builds a policy from its parameters.
+    #[sabi(last_prefix_field)]
+    pub new: extern "C" fn(FfiParams) -> abi_stable::std_types::RResult<PolicyBox, FfiError>,
+}
+
+impl RootModule for PolicyMod_Ref {
+    declare_root_module_statics! {PolicyMod_Ref}
+    const BASE_NAME: &'static str = "esched_policy";
+    const NAME: &'static str = "esched_policy";
+    const VERSION_STRINGS: VersionStrings = VersionStrings::new(ABI_VERSION_STR);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_text_agrees_with_constant() {
+        assert_eq!(ABI_VERSION_STR, format!("{ABI_VERSION}.0"));
+    }
+
+    #[test]
+    fn only_major_decides() {
+        assert!(ABI_VERSION.accepts(AbiVersion {
+            major: ABI_VERSION.major,
+            minor: ABI_VERSION.minor + 3
+        }));
+        assert!(!ABI_VERSION.accepts(AbiVersion {
+            major: ABI_VERSION.major + 1,
+            minor: 0
+        }));
+    }
+}

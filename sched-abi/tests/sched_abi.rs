@@ -1,0 +1,588 @@
+//! sched-abi through its public surface, against real shared libraries built from
+//! `plugins/test-*`: every load error with its message, several libraries in one process, and
+//! the containment of a panicking and of a cheating policy.
+//!
+//! The test plugins are workspace members, so `cargo test --workspace` builds them; to keep
+//! `cargo test -p sched-abi` honest too, [`common::plugin`] runs `cargo build` for them once
+//! per test run (a no-op when they are fresh) into the target directory this test runs from.
+
+mod common {
+    use std::path::{Path, PathBuf};
+    use std::process::Command;
+    use std::sync::OnceLock;
+
+    pub const PLUGINS: &[&str] = &[
+        "esched-test-panic",
+        "esched-test-overcommit",
+        "esched-test-oldabi",
+        "esched-test-notpolicy",
+        "esched-test-badlayout",
+    ];
+
+    /// `target/<profile>`: this test runs from `target/<profile>/deps`.
+    pub fn profile_dir() -> PathBuf {
+        let exe = std::env::current_exe().expect("test executable path");
+        exe.parent()
+            .and_then(Path::parent)
+            .expect("target/<profile>/deps/<test>")
+            .to_path_buf()
+    }
+
+    fn build_plugins() -> Result<PathBuf, String> {
+        let dir = profile_dir();
+        let target = dir.parent().ok_or("no target dir")?;
+        let profile = dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .ok_or("no profile dir")?;
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
+        let mut cmd = Command::new(cargo);
+        cmd.arg("build")
+            .arg("--manifest-path")
+            .arg(&manifest)
+            .arg("--target-dir")
+            .arg(target);
+        match profile {
+            "debug" => {}
+            "release" => {
+                cmd.arg("--release");
+            }
+            other => {
+                cmd.args(["--profile", other]);
+            }
+        }
+        for p in PLUGINS {
+            cmd.args(["-p", p]);
+        }
+        let out = cmd.output().map_err(|e| format!("cannot run cargo: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "building the test plugins failed:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        Ok(dir)
+    }
+
+    /// The built library of test plugin `name` (`test-panic` → `libesched_test_panic.so`).
+    pub fn plugin(name: &str) -> PathBuf {
+        static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+        let dir = BUILT
+            .get_or_init(build_plugins)
+            .as_ref()
+            .unwrap_or_else(|e| panic!("{e}"));
+        dir.join(sched_abi::loader::library_file_name(name))
+    }
+
+    pub fn plugin_str(name: &str) -> String {
+        plugin(name).to_string_lossy().into_owned()
+    }
+
+    /// Runs `f` with the `tracing` output of this thread captured, and returns it.
+    pub fn capture_logs<T>(f: impl FnOnce() -> T) -> (T, String) {
+        use std::io::Write;
+        use std::sync::{Arc, Mutex};
+
+        #[derive(Clone, Default)]
+        struct Buf(Arc<Mutex<Vec<u8>>>);
+        impl Write for Buf {
+            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(b);
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let buf = Buf::default();
+        let writer = buf.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .with_max_level(tracing::Level::WARN)
+            .finish();
+        let out = tracing::subscriber::with_default(subscriber, f);
+        let text = String::from_utf8_lossy(&buf.0.lock().unwrap()).into_owned();
+        (out, text)
+    }
+}
+
+mod load_errors {
+    use super::common::{plugin, plugin_str, profile_dir};
+    use sched_abi::{load, LoadError};
+    use sched_core::Params;
+
+    fn err(spec: &str, dir: Option<&std::path::Path>, params: &Params) -> LoadError {
+        load(spec, dir, params).expect_err("load should fail")
+    }
+
+    #[test]
+    fn missing_file_names_the_path() {
+        let e = err(
+            "/nonexistent/dir/libesched_nothing.so",
+            None,
+            &Params::new(),
+        );
+        assert!(matches!(e, LoadError::NotFound { .. }), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            "policy `/nonexistent/dir/libesched_nothing.so` not found: tried /nonexistent/dir/libesched_nothing.so"
+        );
+    }
+
+    #[test]
+    fn missing_name_lists_every_path_tried() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = err("nosuch", Some(dir.path()), &Params::new());
+        let want = dir.path().join("libesched_nosuch.so");
+        assert_eq!(
+            e.to_string(),
+            format!("policy `nosuch` not found: tried {}", want.display())
+        );
+        // Without a directory: next to the executable, its deps/, and (for a test) above.
+        let e = err("nosuch", None, &Params::new());
+        let LoadError::NotFound { tried, .. } = &e else {
+            panic!("{e:?}")
+        };
+        assert!(
+            tried.contains(&profile_dir().join("libesched_nosuch.so")),
+            "{tried:?}"
+        );
+    }
+
+    #[test]
+    fn text_file_named_so_is_not_a_shared_library() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("libesched_fake.so");
+        std::fs::write(&path, "this is text, not ELF\n").unwrap();
+        let e = err(path.to_str().unwrap(), None, &Params::new());
+        assert!(matches!(e, LoadError::NotSharedLibrary { .. }), "{e:?}");
+        let msg = e.to_string();
+        assert!(
+            msg.starts_with(&format!("{}: not a shared library: ", path.display())),
+            "{msg}"
+        );
+        // A directory is not one either.
+        let e = err(&format!("{}/", dir.path().display()), None, &Params::new());
+        assert!(matches!(e, LoadError::NotSharedLibrary { .. }), "{e:?}");
+    }
+
+    #[test]
+    fn shared_library_without_root_module_is_not_a_policy() {
+        let path = plugin("test-notpolicy");
+        let e = err(path.to_str().unwrap(), None, &Params::new());
+        assert!(matches!(e, LoadError::NotAPolicy { .. }), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "{}: a shared library, but not an esched policy: it exports no plugin root module \
+                 (a policy crate ends with `sched_abi::export_policy!(TypeName);`)",
+                path.display()
+            )
+        );
+    }
+
+    #[test]
+    fn abi_version_mismatch_names_both_versions() {
+        let path = plugin("test-oldabi");
+        let e = err(path.to_str().unwrap(), None, &Params::new());
+        assert!(matches!(e, LoadError::AbiMismatch { .. }), "{e:?}");
+        let msg = e.to_string();
+        assert!(
+            msg.starts_with(&format!(
+                "{}: ABI mismatch: this host speaks esched policy ABI {}, the plugin speaks 0.9; rebuild",
+                path.display(),
+                sched_abi::ABI_VERSION
+            )),
+            "{msg}"
+        );
+        assert!(
+            msg.contains("stays loaded until the process restarts"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn layout_mismatch_is_an_abi_mismatch_with_the_difference() {
+        let path = plugin("test-badlayout");
+        let e = err(path.to_str().unwrap(), None, &Params::new());
+        let LoadError::AbiMismatch {
+            host,
+            plugin,
+            detail,
+            ..
+        } = &e
+        else {
+            panic!("{e:?}")
+        };
+        assert_eq!(host, &sched_abi::ABI_VERSION.to_string());
+        assert_eq!(plugin, "claims 1.0.0");
+        assert!(!detail.is_empty());
+        assert!(e.to_string().contains("(layouts differ: "), "{e}");
+    }
+
+    #[test]
+    fn constructor_refusing_a_key_names_it() {
+        let params = Params::from_pairs([("colour", "red")]);
+        let e = err(&plugin_str("test-panic"), None, &params);
+        let LoadError::Params { policy, key, .. } = &e else {
+            panic!("{e:?}")
+        };
+        assert_eq!((policy.as_str(), key.as_str()), ("test-panic", "colour"));
+        assert!(
+            e.to_string()
+                .ends_with(": unknown parameter `colour` (known: panic_in_new, panic_on_job)"),
+            "{e}"
+        );
+
+        let params = Params::from_pairs([("panic_on_job", "soon")]);
+        let e = err(&plugin_str("test-panic"), None, &params);
+        let LoadError::Params { key, .. } = &e else {
+            panic!("{e:?}")
+        };
+        assert_eq!(key, "panic_on_job");
+        assert!(
+            e.to_string()
+                .contains("bad value `soon` for parameter `panic_on_job`"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn constructor_panic_is_an_error_not_an_abort() {
+        let params = Params::from_pairs([("panic_in_new", "true")]);
+        let e = err(&plugin_str("test-panic"), None, &params);
+        assert!(matches!(e, LoadError::ConstructorPanicked { .. }), "{e:?}");
+        assert!(
+            e.to_string()
+                .contains("constructor panicked: told to panic in the constructor"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn names_resolve_next_to_the_executable() {
+        plugin("test-panic");
+        let p = load("test-panic", None, &Params::new()).expect("found by name");
+        assert_eq!(p.name(), "test-panic");
+        assert_eq!(p.library().abi_version(), sched_abi::ABI_VERSION);
+    }
+}
+
+mod loading {
+    use super::common::plugin_str;
+    use sched_abi::{load, PolicyLibrary};
+    use sched_core::{JobId, Params, Pending, Pool, PoolId, Request, Snapshot};
+
+    fn snapshot_parts() -> (Vec<Pool>, Vec<Pending>) {
+        let pools = vec![Pool {
+            id: PoolId(0),
+            name: "batch".into(),
+            nodes: 4,
+        }];
+        let pending = (1..=3)
+            .map(|i| Pending {
+                id: JobId(i),
+                user: 0,
+                submit: 0,
+                earliest_start: 0,
+                priority: 0,
+                request: Request::rigid(3, 100),
+            })
+            .collect();
+        (pools, pending)
+    }
+
+    #[test]
+    fn two_policy_libraries_in_one_process() {
+        let mut greedy = load(&plugin_str("test-panic"), None, &Params::new()).unwrap();
+        let mut cheat = load(&plugin_str("test-overcommit"), None, &Params::new()).unwrap();
+        assert_eq!(
+            (greedy.name(), cheat.name()),
+            ("test-panic", "test-overcommit")
+        );
+        let (pools, pending) = snapshot_parts();
+        let snap = Snapshot {
+            now: 10,
+            pools: &pools,
+            running: &[],
+            pending: &pending,
+        };
+        // Each library answers with its own logic: one job fits, the cheat starts all three.
+        assert_eq!(greedy.try_plan(&snap).unwrap().placements.len(), 1);
+        assert_eq!(cheat.try_plan(&snap).unwrap().placements.len(), 3);
+        // Opening the first again reuses the mapped library and gives an independent instance.
+        let lib = PolicyLibrary::open(&plugin_str("test-panic"), None).unwrap();
+        let mut again = lib.instantiate(&Params::new()).unwrap();
+        assert_eq!(
+            again.try_plan(&snap).unwrap(),
+            greedy.try_plan(&snap).unwrap()
+        );
+    }
+
+    #[test]
+    fn every_request_kind_crosses_the_boundary() {
+        use sched_core::{CoAllocated, Component, MoldConfig, Moldable, Step};
+        let mut cheat = load(&plugin_str("test-overcommit"), None, &Params::new()).unwrap();
+        let pools = vec![Pool {
+            id: PoolId(0),
+            name: "a".into(),
+            nodes: 64,
+        }];
+        let reqs = [
+            Request::rigid(2, 10),
+            Request::Moldable(Moldable {
+                pool: None,
+                configs: vec![MoldConfig {
+                    nodes: 4,
+                    walltime: 7,
+                }],
+                model: None,
+                min_nodes: 1,
+                max_nodes: 4,
+                weight: 1.0,
+            }),
+            Request::evolving(vec![Step::new(5, 1), Step::new(5, 3)]),
+            Request::CoAllocated(CoAllocated {
+                components: vec![
+                    Component {
+                        nodes: 1,
+                        pool: None,
+                    },
+                    Component {
+                        nodes: 2,
+                        pool: None,
+                    },
+                ],
+                walltime: 9,
+                deadline: Some(100),
+            }),
+        ];
+        let pending: Vec<Pending> = reqs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| Pending {
+                id: JobId(i as u64),
+                user: 1,
+                submit: 0,
+                earliest_start: 0,
+                priority: 0,
+                request: r.clone(),
+            })
+            .collect();
+        let snap = Snapshot {
+            now: 0,
+            pools: &pools,
+            running: &[],
+            pending: &pending,
+        };
+        let plan = cheat.try_plan(&snap).unwrap();
+        // The plugin saw each request as its rigid form: proof the request arrived intact.
+        let got: Vec<_> = plan
+            .placements
+            .iter()
+            .map(|p| match p.shape {
+                sched_core::Shape::Rigid {
+                    nodes, walltime, ..
+                } => (nodes, walltime),
+                ref s => panic!("{s:?}"),
+            })
+            .collect();
+        assert_eq!(got, vec![(2, 10), (4, 7), (3, 10), (3, 9)]);
+        assert_eq!(sched_core::validate(&snap, &plan), Ok(()));
+    }
+}
+
+mod containment {
+    use super::common::{capture_logs, plugin_str};
+    use sched_abi::{load, HostStats, PluginError, PolicyHost};
+    use sched_core::{validate, JobId, Params, Pending, Pool, PoolId, Request, Snapshot};
+
+    fn job(id: u64, nodes: u32) -> Pending {
+        Pending {
+            id: JobId(id),
+            user: 0,
+            submit: 0,
+            earliest_start: 0,
+            priority: 0,
+            request: Request::rigid(nodes, 100),
+        }
+    }
+
+    #[test]
+    fn a_panic_is_an_error_and_the_instance_is_rebuilt() {
+        let params = Params::from_pairs([("panic_on_job", "3")]);
+        let mut p = load(&plugin_str("test-panic"), None, &params).unwrap();
+        let pools = vec![Pool {
+            id: PoolId(0),
+            name: "batch".into(),
+            nodes: 4,
+        }];
+        let bad = vec![job(3, 1)];
+        let e = p
+            .try_plan(&Snapshot {
+                now: 0,
+                pools: &pools,
+                running: &[],
+                pending: &bad,
+            })
+            .unwrap_err();
+        let PluginError::Panicked { policy, message } = &e else {
+            panic!("{e:?}")
+        };
+        assert_eq!(policy, "test-panic");
+        assert!(
+            message.starts_with("job 3 is pending and this policy was told to panic on it (at "),
+            "{message}"
+        );
+        assert!(message.contains("lib.rs"), "{message}");
+        let good = vec![job(1, 1)];
+        let plan = p
+            .try_plan(&Snapshot {
+                now: 0,
+                pools: &pools,
+                running: &[],
+                pending: &good,
+            })
+            .unwrap();
+        assert_eq!(plan.placements.len(), 1);
+    }
+
+    #[test]
+    fn host_keeps_last_valid_plan_after_a_panic_and_goes_on() {
+        let params = Params::from_pairs([("panic_on_job", "3")]);
+        let mut host = PolicyHost::new(load(&plugin_str("test-panic"), None, &params).unwrap());
+        let pools = vec![Pool {
+            id: PoolId(0),
+            name: "batch".into(),
+            nodes: 4,
+        }];
+
+        let q1 = vec![job(1, 2), job(2, 4)];
+        let s1 = Snapshot {
+            now: 0,
+            pools: &pools,
+            running: &[],
+            pending: &q1,
+        };
+        let p1 = host.plan(&s1);
+        assert_eq!(
+            p1.placements.iter().map(|p| p.job).collect::<Vec<_>>(),
+            vec![JobId(1)]
+        );
+
+        // Job 3 arrives and the plugin panics: the host logs it and answers with the last valid
+        // plan, moved to now.
+        let q2 = vec![job(1, 2), job(2, 4), job(3, 1)];
+        let s2 = Snapshot {
+            now: 5,
+            pools: &pools,
+            running: &[],
+            pending: &q2,
+        };
+        let (p2, logs) = capture_logs(|| host.plan(&s2));
+        assert_eq!(
+            p2.placements
+                .iter()
+                .map(|p| (p.job, p.start))
+                .collect::<Vec<_>>(),
+            vec![(JobId(1), 5)]
+        );
+        assert_eq!(validate(&s2, &p2), Ok(()));
+        assert!(logs.contains("ERROR"), "{logs}");
+        assert!(
+            logs.contains("policy `test-panic` panicked: job 3 is pending and this policy was told to panic on it"),
+            "{logs}"
+        );
+        assert!(logs.contains("keeping its last valid plan"), "{logs}");
+        assert_eq!(
+            host.stats(),
+            HostStats {
+                calls: 2,
+                panics: 1,
+                refusals: 0
+            }
+        );
+
+        // Job 3 is cancelled: the plugin works again (a fresh instance) and the host goes on.
+        let q3 = vec![job(1, 2), job(2, 4)];
+        let s3 = Snapshot {
+            now: 6,
+            pools: &pools,
+            running: &[],
+            pending: &q3,
+        };
+        let p3 = host.plan(&s3);
+        assert_eq!(
+            p3.placements
+                .iter()
+                .map(|p| (p.job, p.start))
+                .collect::<Vec<_>>(),
+            vec![(JobId(1), 6)]
+        );
+        assert_eq!(
+            host.stats(),
+            HostStats {
+                calls: 3,
+                panics: 1,
+                refusals: 0
+            }
+        );
+    }
+
+    #[test]
+    fn host_refuses_an_over_committing_plan_naming_plugin_and_violation() {
+        let mut host =
+            PolicyHost::new(load(&plugin_str("test-overcommit"), None, &Params::new()).unwrap());
+        let pools = vec![Pool {
+            id: PoolId(0),
+            name: "batch".into(),
+            nodes: 4,
+        }];
+        let fits = vec![job(1, 3)];
+        let s1 = Snapshot {
+            now: 0,
+            pools: &pools,
+            running: &[],
+            pending: &fits,
+        };
+        assert_eq!(host.plan(&s1).placements.len(), 1);
+
+        let q = vec![job(1, 3), job(2, 3)];
+        let s2 = Snapshot {
+            now: 7,
+            pools: &pools,
+            running: &[],
+            pending: &q,
+        };
+        let (plan, logs) = capture_logs(|| host.plan(&s2));
+        assert!(
+            logs.contains(
+                "policy `test-overcommit`: plan refused: pool batch over-committed at 7 ms: 6 nodes in use of 4"
+            ),
+            "{logs}"
+        );
+        assert_eq!(
+            host.stats(),
+            HostStats {
+                calls: 2,
+                panics: 0,
+                refusals: 1
+            }
+        );
+        assert_eq!(
+            host.last_failure().map(|m| m.contains("over-committed")),
+            Some(true)
+        );
+        // The fallback is the last valid plan (job 1 now) and it fits.
+        assert_eq!(
+            plan.placements
+                .iter()
+                .map(|p| (p.job, p.start))
+                .collect::<Vec<_>>(),
+            vec![(JobId(1), 7)]
+        );
+        assert_eq!(validate(&s2, &plan), Ok(()));
+    }
+}
