@@ -1,0 +1,161 @@
+//! ecancel: cancel or signal jobs, as scancel.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use batch_proto::{CancelRequest, ClientError, JobFilter, Request, Response};
+use clap::Parser;
+
+use super::cli::{connect, parse_ids, split_list};
+use super::format::parse_states;
+
+/// `ecancel`'s command line.
+#[derive(Parser, Debug)]
+#[command(
+    name = "ecancel",
+    version,
+    about = "Cancel or signal batchd jobs (like scancel)"
+)]
+pub struct CancelCli {
+    /// Job ids (space- or comma-separated).
+    #[arg(value_name = "JOBID")]
+    pub ids: Vec<String>,
+    /// Only jobs of these users.
+    #[arg(short = 'u', long = "user", value_name = "USERS")]
+    pub users: Vec<String>,
+    /// Only jobs with these names.
+    #[arg(
+        short = 'n',
+        long = "name",
+        visible_alias = "jobname",
+        value_name = "NAMES"
+    )]
+    pub names: Vec<String>,
+    /// Only jobs in these states (codes or names).
+    #[arg(short = 't', long = "state", value_name = "STATES")]
+    pub states: Vec<String>,
+    /// Only jobs of these pools.
+    #[arg(
+        short = 'p',
+        long = "pool",
+        visible_alias = "partition",
+        value_name = "POOLS"
+    )]
+    pub pools: Vec<String>,
+    /// Send this signal to running jobs instead of cancelling them (name like TERM, SIGUSR1,
+    /// or a number).
+    #[arg(short = 's', long = "signal", value_name = "SIGNAL")]
+    pub signal: Option<String>,
+    /// Daemon socket (default: $ESCHED_SOCKET, else the standard place).
+    #[arg(long, value_name = "PATH")]
+    pub socket: Option<PathBuf>,
+}
+
+/// A signal by name (`TERM`, `SIGTERM`, any case) or number.
+pub fn parse_signal(s: &str) -> anyhow::Result<i32> {
+    let t = s.trim();
+    if let Ok(n) = t.parse::<i32>() {
+        return nix::sys::signal::Signal::try_from(n)
+            .map(|sig| sig as i32)
+            .map_err(|_| anyhow::anyhow!("Invalid job signal: {s}"));
+    }
+    let up = t.to_ascii_uppercase();
+    let name = if up.starts_with("SIG") {
+        up
+    } else {
+        format!("SIG{up}")
+    };
+    name.parse::<nix::sys::signal::Signal>()
+        .map(|sig| sig as i32)
+        .map_err(|_| anyhow::anyhow!("Invalid job signal: {s}"))
+}
+
+impl CancelCli {
+    /// The request this command line makes.
+    pub fn request(&self) -> anyhow::Result<CancelRequest> {
+        let states = split_list(&self.states)
+            .iter()
+            .map(|s| parse_states(s))
+            .collect::<Result<Vec<_>, _>>()?
+            .concat();
+        let filter = JobFilter {
+            ids: parse_ids(&self.ids)?,
+            users: split_list(&self.users),
+            names: split_list(&self.names),
+            states,
+            pools: split_list(&self.pools),
+        };
+        if filter.is_empty() {
+            anyhow::bail!("No job identification provided");
+        }
+        let signal = self.signal.as_deref().map(parse_signal).transpose()?;
+        Ok(CancelRequest { filter, signal })
+    }
+}
+
+/// ecancel. Jobs that could not be cancelled are each reported on one line, as scancel does,
+/// and make the exit status 1.
+pub fn run(cli: CancelCli) -> anyhow::Result<ExitCode> {
+    let req = cli.request()?;
+    let mut client = connect(cli.socket.as_deref())?;
+    match client.request(&Request::Cancel(req))? {
+        Response::Acted(report) => {
+            for f in &report.failed {
+                let what = if cli.signal.is_some() {
+                    "Signal"
+                } else {
+                    "Kill"
+                };
+                eprintln!(
+                    "ecancel: error: {what} job error on job id {}: {}",
+                    f.id, f.message
+                );
+            }
+            Ok(if report.failed.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
+        other => Err(ClientError::unexpected("cancel", &other).into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use batch_proto::JobState;
+
+    fn cli(args: &[&str]) -> CancelCli {
+        CancelCli::try_parse_from(std::iter::once("ecancel").chain(args.iter().copied())).unwrap()
+    }
+
+    #[test]
+    fn signals() {
+        assert_eq!(parse_signal("TERM").unwrap(), 15);
+        assert_eq!(parse_signal("sigusr1").unwrap(), nix::libc::SIGUSR1);
+        assert_eq!(parse_signal("9").unwrap(), 9);
+        assert!(parse_signal("NOPE").is_err());
+        assert!(parse_signal("999").is_err());
+    }
+
+    #[test]
+    fn requests() {
+        let r = cli(&["4", "5,6", "-t", "pending", "-s", "USR1"])
+            .request()
+            .unwrap();
+        assert_eq!(r.filter.ids, vec![4, 5, 6]);
+        assert_eq!(r.filter.states, vec![JobState::Pending]);
+        assert_eq!(r.signal, Some(nix::libc::SIGUSR1));
+        let e = cli(&[]).request().unwrap_err().to_string();
+        assert_eq!(e, "No job identification provided");
+        assert_eq!(
+            cli(&["-n", "x", "-u", "bob"])
+                .request()
+                .unwrap()
+                .filter
+                .names,
+            vec!["x"]
+        );
+    }
+}

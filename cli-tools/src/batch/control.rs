@@ -1,0 +1,375 @@
+//! econtrol: show, hold, release and update jobs, switch policy — as scontrol.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use batch_proto::{
+    ClientError, HoldRequest, InfoRequest, JobInfo, JobShape, ListRequest, ReconfigureRequest,
+    ReleaseRequest, Request, Response, ShowJobRequest, UpdateRequest, VersionRequest,
+};
+use clap::{Parser, Subcommand};
+use sched_core::time::Time;
+
+use super::cli::{connect, now_ms, parse_ids, print_out};
+use super::format::{reason, time_used};
+use super::time::{
+    format_opt_timestamp, format_sacct_duration, parse_begin, parse_time_limit, LocalZone,
+    TimeLimit, Zone,
+};
+
+/// `econtrol`'s command line.
+#[derive(Parser, Debug)]
+#[command(
+    name = "econtrol",
+    version,
+    about = "Control batchd jobs and configuration (like scontrol)"
+)]
+pub struct ControlCli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: ControlCommand,
+    /// JSON output for `show`.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Daemon socket (default: $ESCHED_SOCKET, else the standard place).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub socket: Option<PathBuf>,
+}
+
+/// econtrol's verbs.
+#[derive(Subcommand, Debug)]
+pub enum ControlCommand {
+    /// Show a job (`show job [ID]`) or the pools (`show pools`).
+    Show {
+        /// `job` or `pools`.
+        #[arg(value_parser = ["job", "jobs", "pool", "pools", "partition", "partitions"])]
+        entity: String,
+        /// The job id (all queued jobs when omitted).
+        id: Option<String>,
+    },
+    /// Hold pending jobs: they stay queued but do not start.
+    Hold {
+        /// Job ids.
+        #[arg(required = true)]
+        ids: Vec<String>,
+    },
+    /// Release held jobs.
+    Release {
+        /// Job ids.
+        #[arg(required = true)]
+        ids: Vec<String>,
+    },
+    /// Change a pending job: `update JobId=N [Name=..] [TimeLimit=..] [NumNodes=..]
+    /// [StartTime=..] [Priority=..]`.
+    Update {
+        /// `Key=Value` pairs.
+        #[arg(required = true)]
+        pairs: Vec<String>,
+    },
+    /// Re-read the configuration file and switch to the policy it names.
+    Reconfigure,
+    /// The daemon's versions and policy.
+    Version,
+}
+
+/// Parses `update`'s `Key=Value` pairs (keys in any case, as scontrol).
+pub fn parse_update(pairs: &[String], now: Time, zone: &dyn Zone) -> anyhow::Result<UpdateRequest> {
+    let mut req = UpdateRequest::default();
+    let mut id = None;
+    for p in pairs {
+        let (k, v) = p
+            .split_once('=')
+            .ok_or_else(|| anyhow::anyhow!("Invalid input: {p} (expected Key=Value)"))?;
+        match k.to_ascii_lowercase().as_str() {
+            "jobid" => id = Some(parse_ids(&[v.to_string()])?.first().copied().unwrap_or(0)),
+            "name" | "jobname" => req.name = Some(v.to_string()),
+            "timelimit" => match parse_time_limit(v)? {
+                TimeLimit::Limited(d) => req.time_limit = Some(d),
+                TimeLimit::Unlimited => anyhow::bail!("TimeLimit=UNLIMITED is not supported"),
+            },
+            "numnodes" | "nodes" => {
+                req.nodes = Some(super::spec::parse_nodes(v)?);
+            }
+            "starttime" | "begintime" => req.begin = Some(parse_begin(v, now, zone)?),
+            "priority" => {
+                req.priority = Some(
+                    v.parse()
+                        .map_err(|_| anyhow::anyhow!("Invalid Priority value: {v}"))?,
+                )
+            }
+            _ => anyhow::bail!("Update of this parameter is not supported: {k}"),
+        }
+    }
+    req.id = id
+        .filter(|i| *i > 0)
+        .ok_or_else(|| anyhow::anyhow!("No job id specified (JobId=N)"))?;
+    Ok(req)
+}
+
+/// A job in scontrol's `Key=Value` layout.
+pub fn show_job(j: &JobInfo, now: Time, zone: &dyn Zone) -> String {
+    let ts = |t: Option<Time>| format_opt_timestamp(t, zone);
+    let deps = if j.dependencies.is_empty() {
+        "(null)".to_string()
+    } else {
+        j.dependencies
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let exit = match (j.exit_code, j.signal) {
+        (None, None) => "0:0".to_string(),
+        _ => j.exit_status(),
+    };
+    let shape = match &j.shape {
+        JobShape::Rigid { .. } => "rigid".to_string(),
+        JobShape::Evolving { steps } => format!(
+            "evolving({})",
+            steps
+                .iter()
+                .map(|s| format!("{}:{}", s.duration / 1000, s.nodes))
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+        JobShape::Moldable { configs } => format!(
+            "moldable({})",
+            configs
+                .iter()
+                .map(|c| format!("{}:{}", c.nodes, c.walltime / 60_000))
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+    };
+    let reason = if j.state == batch_proto::JobState::Pending {
+        reason(j)
+    } else {
+        "None".into()
+    };
+    let mut s = format!(
+        "JobId={} JobName={}\n   UserId={}({}) Priority={}\n   JobState={} Reason={}{} Dependency={}\n   \
+         Held={} ExitCode={}\n   RunTime={} TimeLimit={}\n   SubmitTime={} BeginTime={}\n   \
+         StartTime={} EndTime={}\n   Partition={} NodeList={}\n   NumNodes={} Shape={}\n   \
+         WorkDir={}\n   StdOut={}\n   StdErr={}\n",
+        j.id,
+        j.name,
+        j.user,
+        j.uid,
+        j.priority,
+        j.state.name(),
+        reason,
+        j.detail.as_ref().map_or_else(String::new, |d| format!(" Detail=\"{d}\"")),
+        deps,
+        u8::from(j.held),
+        exit,
+        format_sacct_duration(time_used(j, now)),
+        format_sacct_duration(j.time_limit),
+        ts(Some(j.submit_time)),
+        ts(j.begin),
+        ts(j.start_time.or(j.expected_start)),
+        ts(j.end_time),
+        j.pool.as_deref().unwrap_or("(any)"),
+        j.node_list.as_deref().unwrap_or("(null)"),
+        j.nodes,
+        shape,
+        j.work_dir,
+        j.stdout,
+        j.stderr,
+    );
+    if !j.args.is_empty() {
+        s.push_str(&format!("   Args={}\n", j.args.join(" ")));
+    }
+    s
+}
+
+fn acted(verb: &str, resp: Response) -> anyhow::Result<ExitCode> {
+    match resp {
+        Response::Acted(r) => {
+            for f in &r.failed {
+                eprintln!("econtrol: error: {verb} job {}: {}", f.id, f.message);
+            }
+            Ok(if r.failed.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
+        other => Err(ClientError::unexpected("hold/release", &other).into()),
+    }
+}
+
+/// econtrol.
+pub fn run(cli: ControlCli) -> anyhow::Result<ExitCode> {
+    let now = now_ms();
+    // Bad arguments are reported before touching the daemon.
+    let update = match &cli.command {
+        ControlCommand::Update { pairs } => Some(parse_update(pairs, now, &LocalZone)?),
+        _ => None,
+    };
+    let mut client = connect(cli.socket.as_deref())?;
+    match cli.command {
+        ControlCommand::Show { entity, id } if entity.starts_with("job") => {
+            let jobs = match id {
+                Some(id) => {
+                    let id = parse_ids(&[id])?.first().copied().unwrap_or(0);
+                    client.jobs(&Request::ShowJob(ShowJobRequest { id }))?
+                }
+                None => client.jobs(&Request::List(ListRequest::default()))?,
+            };
+            if cli.json {
+                print_out(&(serde_json::to_string_pretty(&jobs)? + "\n"))?;
+            } else if jobs.is_empty() {
+                print_out("No jobs in the system\n")?;
+            } else {
+                let text: Vec<String> = jobs.iter().map(|j| show_job(j, now, &LocalZone)).collect();
+                print_out(&(text.join("\n")))?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        ControlCommand::Show { .. } => match client.request(&Request::Info(InfoRequest {}))? {
+            Response::Info(info) => {
+                if cli.json {
+                    print_out(&(serde_json::to_string_pretty(&info.pools)? + "\n"))?;
+                } else {
+                    let mut out = String::new();
+                    for p in &info.pools {
+                        out.push_str(&format!(
+                            "PartitionName={}\n   Nodes={}\n   TotalNodes={} AllocNodes={}\n   \
+                             Policy={}\n\n",
+                            p.name, p.node_list, p.total, p.allocated, info.policy
+                        ));
+                    }
+                    print_out(&out)?;
+                }
+                Ok(ExitCode::SUCCESS)
+            }
+            other => Err(ClientError::unexpected("info", &other).into()),
+        },
+        ControlCommand::Hold { ids } => {
+            let ids = parse_ids(&ids)?;
+            acted("hold", client.request(&Request::Hold(HoldRequest { ids }))?)
+        }
+        ControlCommand::Release { ids } => {
+            let ids = parse_ids(&ids)?;
+            acted(
+                "release",
+                client.request(&Request::Release(ReleaseRequest { ids }))?,
+            )
+        }
+        ControlCommand::Update { .. } => {
+            let req = update.ok_or_else(|| anyhow::anyhow!("internal: update not parsed"))?;
+            acted("update", client.request(&Request::Update(req))?)
+        }
+        ControlCommand::Reconfigure => {
+            match client.request(&Request::Reconfigure(ReconfigureRequest {}))? {
+                Response::Reconfigured(r) => {
+                    print_out(&format!(
+                        "Reconfigured: policy {} (config {})\n",
+                        r.policy,
+                        r.config.as_deref().unwrap_or("embedded default")
+                    ))?;
+                    Ok(ExitCode::SUCCESS)
+                }
+                other => Err(ClientError::unexpected("reconfigure", &other).into()),
+            }
+        }
+        ControlCommand::Version => match client.request(&Request::Version(VersionRequest {}))? {
+            Response::Version(v) => {
+                print_out(&format!(
+                    "batchd {} (protocol {}), policy {}\n",
+                    v.software_version, v.proto_version, v.policy
+                ))?;
+                Ok(ExitCode::SUCCESS)
+            }
+            other => Err(ClientError::unexpected("version", &other).into()),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::time::FixedZone;
+    use super::*;
+    use batch_proto::{JobState, PendingReason};
+
+    #[test]
+    fn update_pairs() {
+        let z = FixedZone(0);
+        let p = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let r = parse_update(
+            &p(&[
+                "jobid=7",
+                "TimeLimit=1:00:00",
+                "Name=x",
+                "NumNodes=2",
+                "Priority=5",
+                "StartTime=now+60",
+            ]),
+            1_000_000,
+            &z,
+        )
+        .unwrap();
+        assert_eq!(r.id, 7);
+        assert_eq!(r.time_limit, Some(3_600_000));
+        assert_eq!(
+            (r.name.as_deref(), r.nodes, r.priority, r.begin),
+            (Some("x"), Some(2), Some(5), Some(1_060_000))
+        );
+        assert!(parse_update(&p(&["Name=x"]), 0, &z)
+            .unwrap_err()
+            .to_string()
+            .contains("JobId"));
+        assert!(parse_update(&p(&["JobId=1", "Colour=red"]), 0, &z).is_err());
+        assert!(parse_update(&p(&["JobId=1", "TimeLimit=soon"]), 0, &z).is_err());
+        assert!(parse_update(&p(&["JobId"]), 0, &z).is_err());
+    }
+
+    #[test]
+    fn show_job_is_key_value() {
+        let j = JobInfo {
+            id: 3,
+            name: "n".into(),
+            uid: 1000,
+            user: "alice".into(),
+            pool: None,
+            state: JobState::Pending,
+            reason: Some(PendingReason::Held),
+            detail: None,
+            nodes: 2,
+            node_list: None,
+            submit_time: 0,
+            start_time: None,
+            end_time: None,
+            expected_start: None,
+            time_limit: 90_000,
+            exit_code: None,
+            signal: None,
+            work_dir: "/w".into(),
+            stdout: "/w/o".into(),
+            stderr: "/w/e".into(),
+            shape: JobShape::Rigid {
+                nodes: 2,
+                time_limit: 90_000,
+            },
+            begin: None,
+            dependencies: vec![],
+            priority: 0,
+            held: true,
+            args: vec![],
+        };
+        let s = show_job(&j, 0, &FixedZone(0));
+        assert!(
+            s.starts_with("JobId=3 JobName=n\n   UserId=alice(1000)"),
+            "{s}"
+        );
+        assert!(
+            s.contains("JobState=PENDING Reason=Held Dependency=(null)"),
+            "{s}"
+        );
+        assert!(
+            s.contains("TimeLimit=00:01:30")
+                && s.contains("Held=1")
+                && s.contains("NodeList=(null)")
+        );
+    }
+}

@@ -1,0 +1,195 @@
+//! `#ESUB` directives at the top of a job script (Slurm's `#SBATCH`).
+//!
+//! As sbatch does, directives are read from the top of the script until the first line that is
+//! neither blank nor a comment; later `#ESUB` lines are ordinary comments. A directive's text is
+//! taken literally (no variable expansion) and split into words the way a shell would quote
+//! them, so `#ESUB -J "my job"` is one option with one value.
+
+use super::error::SpecError;
+
+/// The marker that starts a directive line, at column 0.
+pub const MAGIC: &str = "#ESUB";
+
+/// One directive line: its 1-based line number and its words.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Directive {
+    /// Line number in the script, for error messages.
+    pub line: usize,
+    /// The words after `#ESUB`, unquoted.
+    pub words: Vec<String>,
+}
+
+/// The directives at the top of `script`, in order.
+pub fn parse_directives(script: &str) -> Result<Vec<Directive>, SpecError> {
+    let mut out = Vec::new();
+    for (i, line) in script.lines().enumerate() {
+        let trimmed = line.trim_start();
+        if trimmed.is_empty() {
+            continue;
+        }
+        if !trimmed.starts_with('#') {
+            break;
+        }
+        let Some(rest) = line.strip_prefix(MAGIC) else {
+            continue;
+        };
+        // `#ESUBX` is an ordinary comment, as `#SBATCHX` is for sbatch.
+        if !(rest.is_empty() || rest.starts_with(char::is_whitespace)) {
+            continue;
+        }
+        let words = shell_split(rest).map_err(|reason| SpecError::Directive {
+            line: i + 1,
+            reason,
+        })?;
+        if !words.is_empty() {
+            out.push(Directive { line: i + 1, words });
+        }
+    }
+    Ok(out)
+}
+
+/// All directive words of `script`, flattened, ready for an argument parser.
+pub fn directive_args(script: &str) -> Result<Vec<String>, SpecError> {
+    Ok(parse_directives(script)?
+        .into_iter()
+        .flat_map(|d| d.words)
+        .collect())
+}
+
+/// Splits `s` into words with POSIX-shell quoting: single quotes keep everything, double quotes
+/// honour `\"`, `\\`, `\$` and `` \` ``, a backslash outside quotes escapes the next character,
+/// and an unquoted `#` at the start of a word begins a comment. No expansion of any kind.
+pub fn shell_split(s: &str) -> Result<Vec<String>, String> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            c if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            '#' if !in_word => break,
+            '\'' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(c) => cur.push(c),
+                        None => return Err("unterminated single quote".to_string()),
+                    }
+                }
+            }
+            '"' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('"') => break,
+                        Some('\\') => match chars.next() {
+                            Some(c @ ('"' | '\\' | '$' | '`')) => cur.push(c),
+                            Some(c) => {
+                                cur.push('\\');
+                                cur.push(c);
+                            }
+                            None => return Err("unterminated double quote".to_string()),
+                        },
+                        Some(c) => cur.push(c),
+                        None => return Err("unterminated double quote".to_string()),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                match chars.next() {
+                    Some(c) => cur.push(c),
+                    None => return Err("trailing backslash".to_string()),
+                }
+            }
+            c => {
+                in_word = true;
+                cur.push(c);
+            }
+        }
+    }
+    if in_word {
+        words.push(cur);
+    }
+    Ok(words)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn w(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn reads_until_first_command() {
+        let script = "#!/bin/bash\n\
+                      # a comment\n\
+                      #ESUB -N 2\n\
+                      \n\
+                      #ESUB -J \"my job\" --time=1:00 # trailing comment\n\
+                      #ESUBX -N 9\n  \
+                      #ESUB -p indented\n\
+                      echo hi\n\
+                      #ESUB -N 4\n";
+        let d = parse_directives(script).unwrap();
+        assert_eq!(
+            d,
+            vec![
+                Directive {
+                    line: 3,
+                    words: w(&["-N", "2"])
+                },
+                Directive {
+                    line: 5,
+                    words: w(&["-J", "my job", "--time=1:00"])
+                },
+            ]
+        );
+        assert_eq!(
+            directive_args(script).unwrap(),
+            w(&["-N", "2", "-J", "my job", "--time=1:00"])
+        );
+    }
+
+    #[test]
+    fn taken_literally() {
+        let d = directive_args("#ESUB -o $HOME/out-%j.txt\n#ESUB -J 'a \"b\"'\n").unwrap();
+        assert_eq!(d, w(&["-o", "$HOME/out-%j.txt", "-J", "a \"b\""]));
+    }
+
+    #[test]
+    fn bad_quote_names_the_line() {
+        let e = parse_directives("#!/bin/sh\n#ESUB -J 'oops\n").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "line 2 of the script: unterminated single quote"
+        );
+    }
+
+    #[test]
+    fn shell_split_cases() {
+        assert_eq!(shell_split("  a  b\tc ").unwrap(), w(&["a", "b", "c"]));
+        assert_eq!(
+            shell_split(r#"a\ b "c\"d" 'e\f' x#y #z"#).unwrap(),
+            w(&["a b", "c\"d", "e\\f", "x#y"])
+        );
+        assert_eq!(shell_split("''").unwrap(), w(&[""]));
+        assert_eq!(shell_split(r#""a\nb""#).unwrap(), w(&["a\\nb"]));
+        assert!(shell_split("\"x").is_err());
+        assert!(shell_split("x\\").is_err());
+    }
+
+    #[test]
+    fn no_directives() {
+        assert!(parse_directives("").unwrap().is_empty());
+        assert!(parse_directives("echo\n#ESUB -N 3\n").unwrap().is_empty());
+    }
+}

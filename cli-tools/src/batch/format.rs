@@ -1,0 +1,376 @@
+//! squeue-style output: job state codes and `-o/--format` strings.
+//!
+//! A format is literal text with fields `%[.|-][width]letter`, as squeue's `-o`: `.` right-
+//! justifies, no flag or `-` left-justifies, and a field longer than its width is truncated
+//! (squeue does the same, so columns stay aligned).
+
+use batch_proto::{JobInfo, JobState};
+use sched_core::time::{Duration, Time};
+
+use super::error::SpecError;
+use super::time::{format_limit, format_opt_timestamp, format_squeue_duration, Zone};
+
+/// Reads a `-t/--states` list: comma-separated codes or names in any case, or `all`.
+pub fn parse_states(s: &str) -> Result<Vec<JobState>, SpecError> {
+    if s.trim().eq_ignore_ascii_case("all") {
+        return Ok(JobState::ALL.to_vec());
+    }
+    s.split(',')
+        .map(|st| {
+            st.parse::<JobState>().map_err(|e| SpecError::Invalid {
+                what: "job state",
+                input: st.to_string(),
+                reason: e.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// Run time so far (running) or in total (over), as squeue's TIME.
+pub fn time_used(job: &JobInfo, now: Time) -> Duration {
+    match (job.state, job.start_time, job.end_time) {
+        (JobState::Pending, _, _) => 0,
+        (_, Some(s), Some(e)) => e.saturating_sub(s),
+        (_, Some(s), None) => now.saturating_sub(s),
+        _ => 0,
+    }
+}
+
+/// The start squeue shows: the actual one, or the policy's expected one while pending.
+pub fn shown_start(job: &JobInfo) -> Option<Time> {
+    job.start_time.or(job.expected_start)
+}
+
+/// Why a pending job waits, as squeue words it (`None` when the daemon gives no reason).
+pub fn reason(job: &JobInfo) -> String {
+    job.reason
+        .map_or_else(|| "None".to_string(), |r| r.name().to_string())
+}
+
+/// One field or piece of literal text of a format.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Piece {
+    Text(String),
+    Field {
+        letter: char,
+        width: Option<usize>,
+        right: bool,
+    },
+}
+
+/// A parsed `-o/--format` string.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Format {
+    pieces: Vec<Piece>,
+}
+
+/// squeue's default format.
+pub const DEFAULT_FORMAT: &str = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R";
+/// squeue `--start`'s default format.
+pub const START_FORMAT: &str = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %R";
+
+const LETTERS: &str = "iPjuUtTMlLDRrNSVeZEQ";
+
+fn header(letter: char) -> &'static str {
+    match letter {
+        'i' => "JOBID",
+        'P' => "PARTITION",
+        'j' => "NAME",
+        'u' => "USER",
+        'U' => "UID",
+        't' => "ST",
+        'T' => "STATE",
+        'M' => "TIME",
+        'l' => "TIME_LIMIT",
+        'L' => "TIME_LEFT",
+        'D' => "NODES",
+        'R' => "NODELIST(REASON)",
+        'r' => "REASON",
+        'N' => "NODELIST",
+        'S' => "START_TIME",
+        'V' => "SUBMIT_TIME",
+        'e' => "END_TIME",
+        'Z' => "WORK_DIR",
+        'E' => "DEPENDENCY",
+        _ => "PRIORITY",
+    }
+}
+
+impl Format {
+    /// Parses a format string; an unknown field letter is an error naming it.
+    pub fn parse(input: &str) -> Result<Format, SpecError> {
+        let err = |reason: String| SpecError::Invalid {
+            what: "format",
+            input: input.to_string(),
+            reason,
+        };
+        let mut pieces = Vec::new();
+        let mut text = String::new();
+        let mut chars = input.chars().peekable();
+        while let Some(c) = chars.next() {
+            if c != '%' {
+                text.push(c);
+                continue;
+            }
+            if chars.peek() == Some(&'%') {
+                chars.next();
+                text.push('%');
+                continue;
+            }
+            let mut right = false;
+            match chars.peek() {
+                Some('.') => {
+                    right = true;
+                    chars.next();
+                }
+                Some('-') => {
+                    chars.next();
+                }
+                _ => {}
+            }
+            let mut digits = String::new();
+            while let Some(d) = chars.peek().filter(|d| d.is_ascii_digit()) {
+                digits.push(*d);
+                chars.next();
+            }
+            let width = if digits.is_empty() {
+                None
+            } else {
+                Some(
+                    digits
+                        .parse::<usize>()
+                        .map_err(|_| err(format!("width '{digits}'")))?,
+                )
+            };
+            let letter = chars
+                .next()
+                .ok_or_else(|| err("ends inside a field".to_string()))?;
+            if !LETTERS.contains(letter) {
+                return Err(err(format!("unknown field '%{letter}'; known: %{}", {
+                    let v: Vec<String> = LETTERS.chars().map(String::from).collect();
+                    v.join(" %")
+                })));
+            }
+            if !text.is_empty() {
+                pieces.push(Piece::Text(std::mem::take(&mut text)));
+            }
+            pieces.push(Piece::Field {
+                letter,
+                width,
+                right,
+            });
+        }
+        if !text.is_empty() {
+            pieces.push(Piece::Text(text));
+        }
+        Ok(Format { pieces })
+    }
+
+    /// The header line.
+    pub fn header(&self) -> String {
+        self.render(|letter| header(letter).to_string())
+    }
+
+    /// One job's line; `now` gives running jobs' TIME.
+    pub fn row(&self, job: &JobInfo, now: Time, zone: &dyn Zone) -> String {
+        self.render(|letter| field(job, letter, now, zone))
+    }
+
+    fn render(&self, value: impl Fn(char) -> String) -> String {
+        let mut out = String::new();
+        for p in &self.pieces {
+            match p {
+                Piece::Text(t) => out.push_str(t),
+                Piece::Field {
+                    letter,
+                    width,
+                    right,
+                } => {
+                    let v = value(*letter);
+                    match width {
+                        None => out.push_str(&v),
+                        Some(w) => {
+                            let v: String = v.chars().take(*w).collect();
+                            if *right {
+                                out.push_str(&format!("{v:>w$}"));
+                            } else {
+                                out.push_str(&format!("{v:<w$}"));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+fn field(job: &JobInfo, letter: char, now: Time, zone: &dyn Zone) -> String {
+    match letter {
+        'i' => job.id.to_string(),
+        'P' => job.pool.clone().unwrap_or_else(|| "(any)".to_string()),
+        'j' => job.name.clone(),
+        'u' => job.user.clone(),
+        'U' => job.uid.to_string(),
+        't' => job.state.code().to_string(),
+        'T' => job.state.name().to_string(),
+        'M' => format_squeue_duration(time_used(job, now)),
+        'l' => format_limit(Some(job.time_limit)),
+        'L' => format_squeue_duration(job.time_limit.saturating_sub(time_used(job, now))),
+        'D' => job.nodes.to_string(),
+        'R' => match (&job.node_list, job.state) {
+            (Some(list), st) if st != JobState::Pending && !list.is_empty() => list.clone(),
+            _ => format!("({})", reason(job)),
+        },
+        'r' => reason(job),
+        'N' => job.node_list.clone().unwrap_or_default(),
+        'S' => format_opt_timestamp(shown_start(job), zone),
+        'V' => format_opt_timestamp(Some(job.submit_time), zone),
+        'e' => format_opt_timestamp(job.end_time, zone),
+        'Z' => job.work_dir.clone(),
+        'E' => {
+            if job.dependencies.is_empty() {
+                "(null)".to_string()
+            } else {
+                let v: Vec<String> = job.dependencies.iter().map(ToString::to_string).collect();
+                v.join(",")
+            }
+        }
+        _ => job.priority.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::time::FixedZone;
+    use super::*;
+    use batch_proto::{DepKind, Dependency, JobShape, PendingReason};
+
+    fn job() -> JobInfo {
+        JobInfo {
+            id: 42,
+            name: "a-rather-long-name".into(),
+            uid: 1000,
+            user: "alice".into(),
+            pool: Some("debug".into()),
+            state: JobState::Running,
+            reason: None,
+            detail: None,
+            nodes: 3,
+            node_list: Some("node[001-003]".into()),
+            submit_time: 1_000_000,
+            start_time: Some(1_000_000),
+            end_time: None,
+            expected_start: None,
+            time_limit: 3_600_000,
+            exit_code: None,
+            signal: None,
+            work_dir: "/home/alice".into(),
+            stdout: "/home/alice/esched-42.out".into(),
+            stderr: "/home/alice/esched-42.out".into(),
+            shape: JobShape::Rigid {
+                nodes: 3,
+                time_limit: 3_600_000,
+            },
+            begin: None,
+            dependencies: vec![],
+            priority: 7,
+            held: false,
+            args: vec![],
+        }
+    }
+
+    #[test]
+    fn default_format_matches_squeue_layout() {
+        let f = Format::parse(DEFAULT_FORMAT).unwrap();
+        assert_eq!(
+            f.header(),
+            "             JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)"
+        );
+        let z = FixedZone(0);
+        assert_eq!(
+            f.row(&job(), 1_065_000, &z),
+            "                42     debug a-rather    alice  R       1:05      3 node[001-003]"
+        );
+        let mut p = job();
+        p.state = JobState::Pending;
+        p.node_list = None;
+        p.start_time = None;
+        p.reason = Some(PendingReason::Resources);
+        assert!(f
+            .row(&p, 5_000_000, &z)
+            .ends_with("PD       0:00      3 (Resources)"));
+    }
+
+    #[test]
+    fn widths_flags_and_literals() {
+        let f = Format::parse("%-6i|%.4t|%j%%|%5D|%l|%L").unwrap();
+        let z = FixedZone(0);
+        assert_eq!(f.header(), "JOBID |  ST|NAME%|NODES|TIME_LIMIT|TIME_LEFT");
+        assert_eq!(
+            f.row(&job(), 1_065_000, &z),
+            "42    |   R|a-rather-long-name%|3    |1:00:00|58:55"
+        );
+    }
+
+    #[test]
+    fn times_and_misc_fields() {
+        let f = Format::parse("%S %V %e %Z %E %U %T %r %N %Q").unwrap();
+        let z = FixedZone(0);
+        assert_eq!(
+            f.row(&job(), 2_000_000, &z),
+            "1970-01-01T00:16:40 1970-01-01T00:16:40 N/A /home/alice (null) 1000 RUNNING None \
+             node[001-003] 7"
+        );
+        let mut p = job();
+        p.state = JobState::Pending;
+        p.start_time = None;
+        p.expected_start = Some(3_000_000);
+        p.dependencies = vec![
+            Dependency::On {
+                kind: DepKind::AfterOk,
+                job: 3,
+            },
+            Dependency::Singleton,
+        ];
+        let f = Format::parse("%S|%E|%R").unwrap();
+        assert_eq!(
+            f.row(&p, 2_000_000, &z),
+            "1970-01-01T00:50:00|afterok:3,singleton|(None)"
+        );
+    }
+
+    #[test]
+    fn bad_formats() {
+        assert!(Format::parse("%q")
+            .unwrap_err()
+            .to_string()
+            .contains("unknown field '%q'"));
+        assert!(Format::parse("%.18").is_err());
+        assert!(Format::parse("%").is_err());
+    }
+
+    #[test]
+    fn states() {
+        assert_eq!(
+            parse_states("pd,R").unwrap(),
+            vec![JobState::Pending, JobState::Running]
+        );
+        assert_eq!(parse_states("all").unwrap().len(), JobState::ALL.len());
+        assert_eq!(parse_states("timeout").unwrap(), vec![JobState::Timeout]);
+        assert!(parse_states("XX")
+            .unwrap_err()
+            .to_string()
+            .starts_with("invalid job state 'XX'"));
+    }
+
+    #[test]
+    fn time_used_of_finished_and_pending() {
+        let mut j = job();
+        j.state = JobState::Completed;
+        j.end_time = Some(1_010_000);
+        assert_eq!(time_used(&j, 9_999_999), 10_000);
+        j.state = JobState::Pending;
+        assert_eq!(time_used(&j, 9_999_999), 0);
+    }
+}

@@ -1,0 +1,18 @@
+//! The logic behind the SLURM-like user tools (`esubmit`, `equeue`, `ecancel`, `einfo`,
+//! `eacct`, `econtrol`): option values in Slurm's formats, `#ESUB` script directives, and
+//! squeue-style output. The binaries in `src/bin/` are glue over this module and `batch-proto`.
+
+pub mod acct;
+pub mod cancel;
+pub mod cli;
+pub mod control;
+pub mod directives;
+pub mod error;
+pub mod format;
+pub mod info;
+pub mod queue;
+pub mod spec;
+pub mod submit;
+pub mod time;
+
+pub use error::SpecError;
