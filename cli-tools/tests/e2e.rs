@@ -1,0 +1,24 @@
+//! End-to-end tests: a real `batchd` on a temporary socket and state directory, driven through
+//! the real tool binaries (`esubmit`, `equeue`, `ecancel`, `eacct`, `econtrol`, `einfo`).
+//!
+//! batchd and the policy plugins belong to other packages, so Cargo does not build them for
+//! this test; the harness runs `cargo build -p batchd -p esched-cbf -p esched-easy` once
+//! before the first daemon starts (a no-op when they are up to date).
+
+#[path = "e2e/harness.rs"]
+mod harness;
+
+#[path = "e2e/jobs.rs"]
+mod jobs;
+
+#[path = "e2e/cancel.rs"]
+mod cancel;
+
+#[path = "e2e/durability.rs"]
+mod durability;
+
+#[path = "e2e/reconfigure.rs"]
+mod reconfigure;
+
+#[path = "e2e/protocol.rs"]
+mod protocol;

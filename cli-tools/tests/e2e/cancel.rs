@@ -1,0 +1,76 @@
+//! Cancelling: pending and running jobs (the whole process group), and someone else's job.
+
+use std::os::unix::process::CommandExt;
+
+use batch_proto::JobState;
+
+use crate::harness::{process_gone, recorded_pids, texts, Cluster};
+
+#[test]
+fn cancel_pending_job() {
+    let c = Cluster::start(1, "cbf");
+    let id = c.submit(&["-H", "--wrap", "true"]);
+    c.wait_state(id, JobState::Pending);
+    c.ok("ecancel", &[&id.to_string()]);
+    let j = c.wait_state(id, JobState::Cancelled);
+    assert!(j.start_time.is_none());
+}
+
+#[test]
+fn cancel_running_job_kills_its_whole_process_group() {
+    let c = Cluster::start(1, "cbf");
+    // Children and a grandchild in a subshell, all in the job's group; each records its pid.
+    c.script(
+        "tree.sh",
+        "#!/bin/sh\nsleep 60 & echo $! >> tree.pids\nsleep 60 & echo $! >> tree.pids\n\
+         ( sleep 60 & echo $! >> tree.pids; wait ) &\necho $! >> tree.pids\necho $$ >> tree.pids\nwait\n",
+    );
+    let id = c.submit(&["tree.sh"]);
+    c.wait_state(id, JobState::Running);
+    c.wait_until("the job's five pids recorded", || {
+        recorded_pids(&c.work).len() == 5
+    });
+    let pids = recorded_pids(&c.work);
+    assert!(
+        pids.iter().all(|p| !process_gone(*p)),
+        "processes alive before the cancel"
+    );
+    c.ok("ecancel", &[&id.to_string()]);
+    c.wait_state(id, JobState::Cancelled);
+    c.wait_until("every process of the job gone", || {
+        pids.iter().all(|p| process_gone(*p))
+    });
+}
+
+#[test]
+fn other_user_cannot_cancel_or_hold_my_job() {
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!(
+            "SKIPPED other_user_cannot_cancel_or_hold_my_job: needs root to act as a second uid"
+        );
+        return;
+    }
+    let c = Cluster::start(1, "cbf");
+    let id = c.submit(&["-H", "--wrap", "true"]);
+    // uid/gid 65534 (nobody) owns no job here.
+    let as_nobody = |tool: &str, args: &[&str]| {
+        let mut cmd = c.tool(tool);
+        cmd.args(args).uid(65534).gid(65534);
+        cmd.output().expect("run as nobody")
+    };
+    let o = as_nobody("ecancel", &[&id.to_string()]);
+    let (_, err) = texts(&o);
+    assert!(!o.status.success(), "ecancel by another user succeeded");
+    assert!(err.contains("Access/permission denied"), "{err}");
+    let o = as_nobody("econtrol", &["release", &id.to_string()]);
+    let (_, err) = texts(&o);
+    assert!(
+        !o.status.success() && err.contains("Access/permission denied"),
+        "{err}"
+    );
+    let j = c.job(id).expect("job still there");
+    assert_eq!(j.state, JobState::Pending);
+    // The owner (root) can.
+    c.ok("ecancel", &[&id.to_string()]);
+    c.wait_state(id, JobState::Cancelled);
+}

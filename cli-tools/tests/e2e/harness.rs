@@ -1,0 +1,388 @@
+//! A temporary cluster: config, state directory and socket in a temp dir, one real batchd,
+//! and helpers that run the tools against it. Every wait is a bounded poll.
+
+use std::io::Write;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use batch_proto::{Client, JobInfo, JobState};
+
+/// How long any wait may last before the test fails.
+pub const TIMEOUT: Duration = Duration::from_secs(20);
+/// Poll period of every wait.
+pub const POLL: Duration = Duration::from_millis(20);
+
+/// `target/debug` (or whichever profile directory holds the tool binaries).
+pub fn bin_dir() -> PathBuf {
+    Path::new(env!("CARGO_BIN_EXE_esubmit"))
+        .parent()
+        .expect("a binary lives in a directory")
+        .to_path_buf()
+}
+
+/// Builds batchd and the policies the tests use, once per test process.
+fn ensure_built() -> PathBuf {
+    static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let mut cmd = Command::new(cargo);
+            cmd.args([
+                "build",
+                "-p",
+                "batchd",
+                "--bin",
+                "batchd",
+                "-p",
+                "esched-cbf",
+                "-p",
+                "esched-easy",
+            ]);
+            // The tools were built into bin_dir(); build batchd next to them.
+            if bin_dir().file_name().is_some_and(|n| n == "release") {
+                cmd.arg("--release");
+            }
+            let out = cmd.output().map_err(|e| format!("cannot run cargo: {e}"))?;
+            if !out.status.success() {
+                return Err(format!(
+                    "cargo build -p batchd failed:\n{}",
+                    String::from_utf8_lossy(&out.stderr)
+                ));
+            }
+            let exe = bin_dir().join("batchd");
+            if exe.exists() {
+                Ok(exe)
+            } else {
+                Err(format!("{} missing after cargo build", exe.display()))
+            }
+        })
+        .clone()
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A running test cluster.
+pub struct Cluster {
+    /// Temp dir holding everything; removed on drop.
+    pub dir: tempfile::TempDir,
+    /// The socket.
+    pub socket: PathBuf,
+    /// The config file batchd reads.
+    pub config: PathBuf,
+    /// Where jobs are submitted from (their default output directory).
+    pub work: PathBuf,
+    log: PathBuf,
+    daemon: Option<Child>,
+}
+
+/// The config text of a cluster of `nodes` nodes in pool `debug` running `policy`.
+pub fn config_text(dir: &Path, nodes: u32, policy: &str) -> String {
+    format!(
+        "socket = {:?}\nstate_dir = {:?}\nplugin_dir = {:?}\nrepolicy_interval_ms = 10\n\
+         grace_period_ms = 500\nsync = \"normal\"\n\n[[pool]]\nname = \"debug\"\nnodes = {nodes}\n\n\
+         [policy]\nname = {policy:?}\n",
+        dir.join("batchd.sock"),
+        dir.join("state"),
+        bin_dir(),
+    )
+}
+
+impl Cluster {
+    /// A cluster of `nodes` nodes under `policy`, its daemon up and answering.
+    pub fn start(nodes: u32, policy: &str) -> Cluster {
+        let dir = tempfile::Builder::new()
+            .prefix("esched-e2e-")
+            .tempdir()
+            .expect("temp dir");
+        // Another uid (the permission test) must reach the socket and the binaries.
+        set_mode(dir.path(), 0o755);
+        let work = dir.path().join("work");
+        std::fs::create_dir(&work).expect("work dir");
+        set_mode(&work, 0o777);
+        let config = dir.path().join("batchd.toml");
+        std::fs::write(&config, config_text(dir.path(), nodes, policy)).expect("config");
+        let mut c = Cluster {
+            socket: dir.path().join("batchd.sock"),
+            log: dir.path().join("batchd.log"),
+            config,
+            work,
+            dir,
+            daemon: None,
+        };
+        c.launch();
+        c
+    }
+
+    /// Starts batchd on the existing state and waits until it answers.
+    pub fn launch(&mut self) {
+        let exe = ensure_built();
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .expect("log file");
+        let child = Command::new(exe)
+            .arg("--config")
+            .arg(&self.config)
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log fd"))
+            .stderr(log)
+            .process_group(0)
+            .spawn()
+            .expect("spawn batchd");
+        self.daemon = Some(child);
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            if let Ok(mut c) = Client::connect(&self.socket) {
+                if c.request(&batch_proto::Request::Version(
+                    batch_proto::VersionRequest {},
+                ))
+                .is_ok()
+                {
+                    return;
+                }
+            }
+            if let Some(status) = self
+                .daemon
+                .as_mut()
+                .and_then(|d| d.try_wait().ok().flatten())
+            {
+                panic!("batchd exited at start with {status}:\n{}", self.log_text());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "batchd did not answer within {TIMEOUT:?}:\n{}",
+                self.log_text()
+            );
+            std::thread::sleep(POLL);
+        }
+    }
+
+    /// `kill -9` of the daemon (its jobs' supervisors live on).
+    pub fn kill9(&mut self) {
+        if let Some(mut d) = self.daemon.take() {
+            let _ = d.kill();
+            let _ = d.wait();
+        }
+    }
+
+    /// The daemon's process, while it runs.
+    pub fn daemon_alive(&mut self) -> bool {
+        self.daemon
+            .as_mut()
+            .is_some_and(|d| matches!(d.try_wait(), Ok(None)))
+    }
+
+    /// The daemon's log so far.
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Rewrites the config file (for reconfigure).
+    pub fn write_config(&self, nodes: u32, policy: &str) {
+        std::fs::write(&self.config, config_text(self.dir.path(), nodes, policy)).expect("config");
+    }
+
+    /// A command for tool `name`, talking to this cluster, run from the work directory.
+    pub fn tool(&self, name: &str) -> Command {
+        let mut cmd = Command::new(bin_dir().join(name));
+        cmd.env("ESCHED_SOCKET", &self.socket)
+            .env_remove("ESUB_PARTITION")
+            .env_remove("ESUB_TIMELIMIT")
+            .env_remove("ESUB_JOB_NAME")
+            .current_dir(&self.work)
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// Runs `name args`, returning its output whatever the exit status.
+    pub fn run(&self, name: &str, args: &[&str]) -> Output {
+        self.tool(name).args(args).output().expect("run tool")
+    }
+
+    /// Runs `name args` and returns its stdout, failing the test on a non-zero exit.
+    pub fn ok(&self, name: &str, args: &[&str]) -> String {
+        let out = self.run(name, args);
+        assert!(
+            out.status.success(),
+            "{name} {args:?} failed ({}): {}\n--- batchd log ---\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr),
+            tail(&self.log_text())
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Writes an executable script into the work directory.
+    pub fn script(&self, name: &str, body: &str) -> PathBuf {
+        let p = self.work.join(name);
+        let mut f = std::fs::File::create(&p).expect("script");
+        f.write_all(body.as_bytes()).expect("write script");
+        set_mode(&p, 0o755);
+        p
+    }
+
+    /// `esubmit --parsable args`: the new job's id.
+    pub fn submit(&self, args: &[&str]) -> u64 {
+        let mut all = vec!["--parsable"];
+        all.extend_from_slice(args);
+        let out = self.ok("esubmit", &all);
+        out.trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("esubmit printed {out:?}"))
+    }
+
+    /// `equeue --json` with extra filters.
+    pub fn queue(&self, args: &[&str]) -> Vec<JobInfo> {
+        let mut all = vec!["--json"];
+        all.extend_from_slice(args);
+        serde_json::from_str(&self.ok("equeue", &all)).expect("equeue --json is JSON")
+    }
+
+    /// The job as equeue (while queued) or eacct (once finished) reports it.
+    pub fn job(&self, id: u64) -> Option<JobInfo> {
+        let ids = id.to_string();
+        let acct: Vec<JobInfo> =
+            serde_json::from_str(&self.ok("eacct", &["--json", "-j", &ids])).expect("eacct --json");
+        if let Some(j) = acct.into_iter().find(|j| j.id == id) {
+            return Some(j);
+        }
+        self.queue(&["-j", &ids]).into_iter().find(|j| j.id == id)
+    }
+
+    /// Polls until `pred` holds for job `id`, returning it; fails after [`TIMEOUT`].
+    pub fn wait_job(&self, id: u64, what: &str, pred: impl Fn(&JobInfo) -> bool) -> JobInfo {
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let j = self.job(id);
+            if let Some(j) = j.as_ref().filter(|j| pred(j)) {
+                return j.clone();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "job {id} not {what} within {TIMEOUT:?}; last seen: {j:?}\n--- batchd log ---\n{}",
+                tail(&self.log_text())
+            );
+            std::thread::sleep(POLL);
+        }
+    }
+
+    /// Waits for job `id` to reach `state`.
+    pub fn wait_state(&self, id: u64, state: JobState) -> JobInfo {
+        self.wait_job(id, state.name(), |j| j.state == state)
+    }
+
+    /// Polls until `cond` holds; fails after [`TIMEOUT`] with `what`.
+    pub fn wait_until(&self, what: &str, mut cond: impl FnMut() -> bool) {
+        let deadline = Instant::now() + TIMEOUT;
+        while !cond() {
+            assert!(
+                Instant::now() < deadline,
+                "{what} not within {TIMEOUT:?}\n--- batchd log ---\n{}",
+                tail(&self.log_text())
+            );
+            std::thread::sleep(POLL);
+        }
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!(
+                "--- batchd log ({}) ---\n{}",
+                self.log.display(),
+                tail(&self.log_text())
+            );
+        }
+        // Jobs outlive the daemon by design: cancel them first so no sleeper is left behind.
+        if self.daemon_alive() {
+            let _ = self.tool("ecancel").args(["-t", "PD,R,CG"]).output();
+            let deadline = Instant::now() + Duration::from_secs(3);
+            while Instant::now() < deadline {
+                match self.tool("equeue").args(["--json", "-t", "R,CG"]).output() {
+                    Ok(o)
+                        if o.status.success()
+                            && String::from_utf8_lossy(&o.stdout).trim() == "[]" =>
+                    {
+                        break
+                    }
+                    Ok(o) if !o.status.success() => break,
+                    Err(_) => break,
+                    _ => std::thread::sleep(POLL),
+                }
+            }
+        }
+        if let Some(mut d) = self.daemon.take() {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(d.id() as i32),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+            let deadline = Instant::now() + Duration::from_secs(3);
+            while Instant::now() < deadline && matches!(d.try_wait(), Ok(None)) {
+                std::thread::sleep(POLL);
+            }
+            let _ = d.kill();
+            let _ = d.wait();
+        }
+        // Processes a test recorded (pid files under work/) must not outlive it.
+        for pid in recorded_pids(&self.work) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+}
+
+/// Pids listed in `*.pids` files of `dir`.
+pub fn recorded_pids(dir: &Path) -> Vec<i32> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            if e.path().extension().is_some_and(|x| x == "pids") {
+                let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+                out.extend(
+                    text.split_whitespace()
+                        .filter_map(|s| s.parse::<i32>().ok()),
+                );
+            }
+        }
+    }
+    out
+}
+
+/// Whether `pid` is gone: no such process, or only a zombie left for its reaper.
+pub fn process_gone(pid: i32) -> bool {
+    match nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) {
+        Err(nix::errno::Errno::ESRCH) => true,
+        _ => std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|s| {
+                s.rsplit_once(')')
+                    .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+            })
+            .unwrap_or(true),
+    }
+}
+
+fn set_mode(p: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).expect("chmod");
+}
+
+/// The last lines of a log, for failure messages.
+pub fn tail(s: &str) -> String {
+    let lines: Vec<&str> = s.lines().collect();
+    lines[lines.len().saturating_sub(40)..].join("\n")
+}
+
+/// Stdout and stderr of a finished tool, as text.
+pub fn texts(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
