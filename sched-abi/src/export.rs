@@ -29,7 +29,8 @@ use crate::types::{FfiPlan, FfiSnapshot, OwnedSnapshot};
 ///
 /// The crate needs `crate-type = ["cdylib", "rlib"]` (the `rlib` lets drivers and tests link
 /// it directly) and no direct dependency on abi_stable. The expansion defines the one symbol
-/// the loader looks for; every call into the plugin catches panics on the plugin's side.
+/// the loader looks for, `esched_policy_root_<crate name>`, so several policy crates can be
+/// linked into one binary; every call into the plugin catches panics on the plugin's side.
 #[macro_export]
 macro_rules! export_policy {
     ($policy:ty $(,)?) => {
@@ -40,10 +41,11 @@ macro_rules! export_policy {
     (@with_abi_version $version:expr, $policy:ty) => {
         /// The root module header of this esched policy library, read by `sched_abi::load`.
         #[doc(hidden)]
-        // abi_stable's `#[export_root_module]` names this symbol; the name is written out so
-        // plugin crates need no direct dependency on abi_stable (a unit test of sched-abi
-        // checks it against abi_stable's constant).
-        #[export_name = "_1as_0lib_1header_0root_bmodule_bloader"]
+        // Named after the crate, not abi_stable's fixed `#[export_root_module]` symbol: a
+        // driver links several policy crates' rlibs into one binary, and one fixed name would
+        // be defined once per policy there. The loader derives the name from the file name
+        // (`lib<crate>.so`), or finds it in the file when the library was renamed.
+        #[export_name = concat!("esched_policy_root_", env!("CARGO_CRATE_NAME"))]
         pub static ESCHED_POLICY_ROOT_MODULE: $crate::__private::LibHeader = {
             extern "C" fn esched_erased_root_module() -> $crate::__private::RootModuleResult {
                 fn build() -> $crate::PolicyMod_Ref {
@@ -63,9 +65,9 @@ macro_rules! export_policy {
     };
 }
 
-/// The symbol [`export_policy!`](crate::export_policy) defines; abi_stable's loader name.
-#[cfg(test)]
-pub(crate) const ROOT_SYMBOL: &str = "_1as_0lib_1header_0root_bmodule_bloader";
+/// The prefix of the symbol [`export_policy!`](crate::export_policy) defines; the crate's
+/// name follows.
+pub(crate) const ROOT_SYMBOL_PREFIX: &str = "esched_policy_root_";
 
 thread_local! {
     /// Set while the current thread runs plugin code under [`guard`].
@@ -194,11 +196,6 @@ pub fn root_module<P: NamedPolicy + Send + 'static>(abi_version: AbiVersion) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn root_symbol_is_abi_stables() {
-        assert_eq!(ROOT_SYMBOL, abi_stable::library::ROOT_MODULE_LOADER_NAME);
-    }
 
     #[test]
     fn guard_turns_a_panic_into_an_error_with_its_message() {

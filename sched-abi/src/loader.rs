@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::SystemTime;
 
-use abi_stable::library::{lib_header_from_path, LibraryError, RootModule};
+use abi_stable::library::{AbiHeaderRef, LibHeader, LibraryError, RawLibrary, RootModule};
 use abi_stable::std_types::{RErr, ROk, RString, Tuple2};
 use sched_core::{Params, Plan, Policy, Snapshot};
 
@@ -220,6 +220,73 @@ fn stamp(path: &Path) -> Option<Stamp> {
         .map(|m| (m.len(), m.modified().ok()))
 }
 
+enum OpenFailure {
+    Library(LibraryError),
+    /// The symbols looked for.
+    NoRootModule(Vec<String>),
+}
+
+/// The symbols that may hold the library's root module header, best guess first: the one
+/// [`crate::export_policy!`] defines for the crate the file is named after, any such symbol
+/// named in the file (a renamed library), and abi_stable's own fixed name (a library exported
+/// with `#[export_root_module]`).
+fn root_symbols(path: &Path) -> Vec<String> {
+    let prefix = crate::export::ROOT_SYMBOL_PREFIX;
+    let mut out = Vec::new();
+    let stem = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or_default();
+    let krate = stem
+        .strip_prefix(std::env::consts::DLL_PREFIX)
+        .unwrap_or(stem);
+    out.push(format!("{prefix}{krate}"));
+    if let Ok(bytes) = std::fs::read(path) {
+        // The dynamic string table holds each exported name followed by a NUL.
+        let needle = prefix.as_bytes();
+        let mut i = 0;
+        while let Some(at) = bytes[i..].windows(needle.len()).position(|w| w == needle) {
+            let start = i + at;
+            let end = bytes[start..]
+                .iter()
+                .position(|&b| b == 0)
+                .map_or(bytes.len(), |n| start + n);
+            let name = &bytes[start..end];
+            if name.len() > needle.len()
+                && name.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'_')
+            {
+                if let Ok(name) = std::str::from_utf8(name) {
+                    if !out.iter().any(|o| o == name) {
+                        out.push(name.to_string());
+                    }
+                }
+            }
+            i = start + needle.len();
+        }
+    }
+    out.push(abi_stable::library::ROOT_MODULE_LOADER_NAME.to_string());
+    out
+}
+
+fn open_header(path: &Path) -> Result<&'static LibHeader, OpenFailure> {
+    let raw = RawLibrary::load_at(path).map_err(OpenFailure::Library)?;
+    let symbols = root_symbols(path);
+    for name in &symbols {
+        let with_nul = format!("{name}\0");
+        // SAFETY: the symbol, when present, is a `LibHeader` static: the export macro and
+        // abi_stable's `#[export_root_module]` both define one under these names, and
+        // `upgrade` checks its abi_stable header before anything else is read.
+        let found = unsafe { raw.get::<AbiHeaderRef>(with_nul.as_bytes()).map(|s| *s) };
+        if let Ok(header) = found {
+            let lib = header.upgrade().map_err(OpenFailure::Library)?;
+            // Never unloaded: the header and everything reached through it are `'static`.
+            std::mem::forget(raw);
+            return Ok(lib);
+        }
+    }
+    Err(OpenFailure::NoRootModule(symbols))
+}
+
 /// An opened, checked policy library, from which policies are instantiated.
 #[derive(Clone)]
 pub struct PolicyLibrary {
@@ -269,24 +336,28 @@ impl PolicyLibrary {
                 }
             }
         }
-        let header = lib_header_from_path(&canonical).map_err(|e| match e {
-            LibraryError::OpenError { err, .. } => LoadError::NotSharedLibrary {
+        let header = open_header(&canonical).map_err(|e| match e {
+            OpenFailure::Library(LibraryError::OpenError { err, .. }) => {
+                LoadError::NotSharedLibrary {
+                    path: path.clone(),
+                    reason: short(&err.to_string()),
+                }
+            }
+            OpenFailure::NoRootModule(tried) => LoadError::NotAPolicy {
                 path: path.clone(),
-                reason: short(&err.to_string()),
+                reason: format!(
+                    "it exports no plugin root module (looked for {}; a policy crate ends with \
+                     `sched_abi::export_policy!(TypeName);`)",
+                    tried.join(", ")
+                ),
             },
-            LibraryError::GetSymbolError { .. } => LoadError::NotAPolicy {
-                path: path.clone(),
-                reason: "it exports no plugin root module (a policy crate ends with \
-                         `sched_abi::export_policy!(TypeName);`)"
-                    .into(),
-            },
-            LibraryError::InvalidAbiHeader(found) => LoadError::AbiMismatch {
+            OpenFailure::Library(LibraryError::InvalidAbiHeader(found)) => LoadError::AbiMismatch {
                 path: path.clone(),
                 host: ABI_VERSION.to_string(),
                 plugin: format!("was built with an incompatible abi_stable ({found:?})"),
                 detail: String::new(),
             },
-            other => LoadError::Init {
+            OpenFailure::Library(other) => LoadError::Init {
                 path: path.clone(),
                 reason: short(&other.to_string()),
             },

@@ -44,7 +44,11 @@ mod common {
             .arg("--target-dir")
             .arg(target);
         match profile {
-            "debug" => {}
+            // `cargo test` builds with the test profile, whose output is `debug/` too: the
+            // same profile reuses what it built for the workspace's members.
+            "debug" => {
+                cmd.args(["--profile", "test"]);
+            }
             "release" => {
                 cmd.arg("--release");
             }
@@ -173,14 +177,29 @@ mod load_errors {
         let path = plugin("test-notpolicy");
         let e = err(path.to_str().unwrap(), None, &Params::new());
         assert!(matches!(e, LoadError::NotAPolicy { .. }), "{e:?}");
-        assert_eq!(
-            e.to_string(),
-            format!(
+        let msg = e.to_string();
+        assert!(
+            msg.starts_with(&format!(
                 "{}: a shared library, but not an esched policy: it exports no plugin root module \
-                 (a policy crate ends with `sched_abi::export_policy!(TypeName);`)",
+                 (looked for esched_policy_root_esched_test_notpolicy, ",
                 path.display()
-            )
+            )),
+            "{msg}"
         );
+        assert!(
+            msg.ends_with("a policy crate ends with `sched_abi::export_policy!(TypeName);`)"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn a_renamed_policy_library_is_still_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let renamed = dir.path().join("site-greedy.so");
+        std::fs::copy(plugin("test-panic"), &renamed).unwrap();
+        let p =
+            load(renamed.to_str().unwrap(), None, &Params::new()).expect("renamed library loads");
+        assert_eq!(p.name(), "test-panic");
     }
 
     #[test]
