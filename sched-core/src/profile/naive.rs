@@ -1,38 +1,30 @@
-//! Step-function profiles over absolute time, with the operations of Klein & Pérez §3.1.
-//!
-//! A [`Profile`] maps every instant `t ≥ 0` to an integer (a node count: nodes used, or free).
-//! It is a resource EP in the papers' words, over absolute time. The operations:
-//! `ep(t)` → [`Profile::value_at`], `max(ep, t0, t1)` → [`Profile::max_over`], `loc(ep, t0, t1)`
-//! → [`Profile::loc`], `delay(ep, t0)` → [`Profile::delayed`], `ep1 + ep2` →
-//! [`Profile::add_profile`], and the change-points → [`Profile::change_points`]. On top of them
-//! the query every backfilling policy needs: [`Profile::earliest_fit`], the earliest time ≥ t at
-//! which the profile stays at or below a limit for a given duration.
-//!
-//! PLACEHOLDER IMPLEMENTATION: an ordered map of change points with linear range scans. It is
-//! being replaced by a balanced tree with range-add and range-max; the API does not change.
+//! The reference implementation of [`Profile`](super::Profile): an ordered map of change points
+//! scanned linearly. It is the oracle of the property tests and the baseline of the benchmark,
+//! not something to schedule with: every query costs O(points in the range) and every `add`
+//! O(points in the interval).
 
 use std::collections::BTreeMap;
 
 use crate::request::Step;
 use crate::time::{Duration, Time, NEVER};
 
-/// A step function from time to an integer, 0 before the first change point.
+/// The same step function as [`Profile`](super::Profile), same API, on a `BTreeMap`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Profile {
-    /// `t → value on [t, next change point)`; no two neighbours hold the same value and no
-    /// entry holds 0 before any non-zero one.
+pub struct NaiveProfile {
+    /// `t → value on [t, next change point)`; no two neighbours hold the same value, no entry
+    /// holds 0 before any non-zero one, and no key is [`NEVER`].
     points: BTreeMap<Time, i64>,
 }
 
-impl Profile {
+impl NaiveProfile {
     /// The profile that is 0 everywhere.
     pub fn new() -> Self {
-        Profile::default()
+        NaiveProfile::default()
     }
 
-    /// The EP `steps` delayed to start at `start` (0 before `start` and after the last step).
+    /// The EP `steps` delayed to start at `start`.
     pub fn from_steps(start: Time, steps: &[Step]) -> Self {
-        let mut p = Profile::new();
+        let mut p = NaiveProfile::new();
         p.add_steps(start, steps, 1);
         p
     }
@@ -47,12 +39,12 @@ impl Profile {
         self.points.is_empty()
     }
 
-    /// `ep(t)`: the value at `t`.
+    /// `ep(t)`.
     pub fn value_at(&self, t: Time) -> i64 {
         self.points.range(..=t).next_back().map_or(0, |(_, v)| *v)
     }
 
-    /// `max(ep, t0, t1)`: the largest value on `[t0, t1)`; 0 when the interval is empty.
+    /// `max(ep, t0, t1)`.
     pub fn max_over(&self, t0: Time, t1: Time) -> i64 {
         if t0 >= t1 {
             return 0;
@@ -64,8 +56,7 @@ impl Profile {
             .fold(first, i64::max)
     }
 
-    /// `loc(ep, t0, t1)`: the end of the last step reaching the maximum of `[t0, t1)`, clipped
-    /// to `t1`; `t0` when the interval is empty. Klein & Pérez use it to jump past a conflict.
+    /// `loc(ep, t0, t1)`.
     pub fn loc(&self, t0: Time, t1: Time) -> Time {
         if t0 >= t1 {
             return t0;
@@ -118,8 +109,8 @@ impl Profile {
         }
     }
 
-    /// `ep1 + ep2`: adds `other` to `self`.
-    pub fn add_profile(&mut self, other: &Profile) {
+    /// `ep1 + ep2`.
+    pub fn add_profile(&mut self, other: &NaiveProfile) {
         let pts: Vec<(Time, i64)> = other.change_points().collect();
         for (i, &(t, v)) in pts.iter().enumerate() {
             let end = pts.get(i + 1).map_or(NEVER, |p| p.0);
@@ -127,13 +118,14 @@ impl Profile {
         }
     }
 
-    /// `delay(ep, dt)`: the profile shifted `dt` later (0 on `[0, dt)`).
-    pub fn delayed(&self, dt: Duration) -> Profile {
-        Profile {
+    /// `delay(ep, dt)`; change points pushed to [`NEVER`] are dropped, as in `Profile`.
+    pub fn delayed(&self, dt: Duration) -> NaiveProfile {
+        NaiveProfile {
             points: self
                 .points
                 .iter()
                 .map(|(t, v)| (t.saturating_add(dt), *v))
+                .filter(|(t, _)| *t != NEVER)
                 .collect(),
         }
     }
@@ -143,9 +135,7 @@ impl Profile {
         self.points.iter().map(|(t, v)| (*t, *v))
     }
 
-    /// The last step on `[t0, t1)` whose value exceeds `limit`, as `(start, end)` clipped to
-    /// `[t0, ∞)` (the end is not clipped: it is where the step really ends, [`NEVER`] if it
-    /// never does).
+    /// The last step on `[t0, t1)` whose value exceeds `limit`.
     pub fn last_above(&self, t0: Time, t1: Time, limit: i64) -> Option<(Time, Time)> {
         if t0 >= t1 {
             return None;
@@ -167,8 +157,7 @@ impl Profile {
         found
     }
 
-    /// The earliest `t ≥ from` such that the profile stays `≤ limit` on `[t, t + duration)`,
-    /// or `None` if there is none. A zero duration fits at `from`.
+    /// The earliest `t ≥ from` such that the profile stays `≤ limit` on `[t, t + duration)`.
     pub fn earliest_fit(&self, from: Time, duration: Duration, limit: i64) -> Option<Time> {
         let mut t = from;
         loop {
@@ -176,25 +165,26 @@ impl Profile {
             match self.last_above(t, end, limit) {
                 None => return Some(t),
                 Some((_, NEVER)) => return None,
-                // Every window starting before the end of the last conflicting step still
-                // contains part of it, so the next candidate is that end.
                 Some((_, e)) => t = e,
             }
         }
     }
 
-    /// Drops every change point before `t`, keeping the value at `t`: the past is forgotten.
+    /// Drops every change point before `t`, keeping the value at `t` (nothing at all when `t`
+    /// is [`NEVER`]).
     pub fn forget_before(&mut self, t: Time) {
         let v = self.value_at(t);
         self.points = self.points.split_off(&t);
-        if v != 0 {
+        if v != 0 && t != NEVER {
             self.points.insert(t, v);
         }
         self.normalise_around(t);
     }
 
     fn normalise_around(&mut self, t: Time) {
-        let Some(&v) = self.points.get(&t) else { return };
+        let Some(&v) = self.points.get(&t) else {
+            return;
+        };
         let before = self.points.range(..t).next_back().map_or(0, |(_, v)| *v);
         if before == v {
             self.points.remove(&t);
@@ -205,47 +195,5 @@ impl Profile {
                 self.points.remove(&n);
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn paper_epres() -> Profile {
-        // Klein & Pérez §3.1: 10 nodes busy for 1200 s, then 20 for 3600 s.
-        Profile::from_steps(0, &[Step::new(1200, 10), Step::new(3600, 20)])
-    }
-
-    #[test]
-    fn paper_example_values() {
-        let p = paper_epres();
-        assert_eq!(p.value_at(0), 10);
-        assert_eq!(p.value_at(1199), 10);
-        assert_eq!(p.value_at(1200), 20);
-        assert_eq!(p.value_at(4800), 0);
-        assert_eq!(p.max_over(0, 1200), 10);
-        assert_eq!(p.max_over(0, 1201), 20);
-        assert_eq!(p.max_over(5, 5), 0);
-        assert_eq!(p.loc(0, 10_000), 4800);
-        assert_eq!(p.loc(0, 1000), 1000);
-    }
-
-    #[test]
-    fn earliest_fit_jumps_past_conflicts() {
-        let p = paper_epres();
-        assert_eq!(p.earliest_fit(0, 100, 15), Some(0));
-        assert_eq!(p.earliest_fit(0, 1300, 15), Some(4800));
-        assert_eq!(p.earliest_fit(0, 1300, 25), Some(0));
-        let mut q = Profile::new();
-        q.add(0, NEVER, 5);
-        assert_eq!(q.earliest_fit(0, 1, 4), None);
-    }
-
-    #[test]
-    fn add_and_remove_leaves_nothing() {
-        let mut p = paper_epres();
-        p.add_steps(0, &[Step::new(1200, 10), Step::new(3600, 20)], -1);
-        assert!(p.is_empty(), "{p:?}");
     }
 }

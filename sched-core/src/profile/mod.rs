@@ -1,0 +1,252 @@
+//! Step-function profiles over absolute time, with the operations of Klein & Pérez §3.1.
+//!
+//! A [`Profile`] maps every instant `t ≥ 0` to an integer (a node count: nodes used, or free).
+//! It is a resource EP in the papers' words, over absolute time. The operations:
+//! `ep(t)` → [`Profile::value_at`], `max(ep, t0, t1)` → [`Profile::max_over`], `loc(ep, t0, t1)`
+//! → [`Profile::loc`], `delay(ep, t0)` → [`Profile::delayed`], `ep1 + ep2` →
+//! [`Profile::add_profile`], and the change-points → [`Profile::change_points`]. On top of them
+//! the query every backfilling policy needs: [`Profile::earliest_fit`], the earliest time ≥ t at
+//! which the profile stays at or below a limit for a given duration.
+//!
+//! Representation: a balanced search tree keyed by time (a treap, see `tree.rs`), one node per
+//! change point, each node augmented with the maximum of its subtree and a lazy range-add tag.
+//! With `n` change points, [`Profile::add`], [`Profile::value_at`], [`Profile::max_over`],
+//! [`Profile::loc`], [`Profile::last_above`] and [`Profile::forget_before`] cost O(log n)
+//! (expected); [`Profile::earliest_fit`] costs O(log n) per conflict it jumps over.
+//!
+//! Normal form: the value is 0 before the first change point and no change point repeats the
+//! value of the step before it, so [`Profile::len`] counts real changes and adding then removing
+//! the same steps leaves nothing behind. [`NEVER`] is the end of time, not an instant: no change
+//! point is ever kept there, a step ending at [`NEVER`] never ends (an `add` up to [`NEVER`] is
+//! open-ended), and `value_at(NEVER)` is the value the profile ends with.
+
+mod tree;
+
+#[doc(hidden)]
+pub mod naive;
+
+use std::fmt;
+
+use crate::request::Step;
+use crate::time::{Duration, Time, NEVER};
+use tree::Treap;
+
+/// A step function from time to an integer, 0 before the first change point.
+///
+/// Equality is equality of the step functions (the normal form makes it structural).
+#[derive(Clone, Default)]
+pub struct Profile {
+    tree: Treap,
+}
+
+impl PartialEq for Profile {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len() && self.change_points().eq(other.change_points())
+    }
+}
+
+impl Eq for Profile {}
+
+impl fmt::Debug for Profile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        struct Points<'a>(&'a Profile);
+        impl fmt::Debug for Points<'_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_map().entries(self.0.change_points()).finish()
+            }
+        }
+        f.debug_struct("Profile")
+            .field("points", &Points(self))
+            .finish()
+    }
+}
+
+impl Profile {
+    /// The profile that is 0 everywhere.
+    pub fn new() -> Self {
+        Profile::default()
+    }
+
+    /// The EP `steps` delayed to start at `start` (0 before `start` and after the last step).
+    pub fn from_steps(start: Time, steps: &[Step]) -> Self {
+        let mut p = Profile::new();
+        p.add_steps(start, steps, 1);
+        p
+    }
+
+    /// Number of change points kept.
+    pub fn len(&self) -> usize {
+        self.tree.len()
+    }
+
+    /// Whether the profile is 0 everywhere.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// `ep(t)`: the value at `t`.
+    pub fn value_at(&self, t: Time) -> i64 {
+        self.tree.value_at(t)
+    }
+
+    /// `max(ep, t0, t1)`: the largest value on `[t0, t1)`; 0 when the interval is empty.
+    pub fn max_over(&self, t0: Time, t1: Time) -> i64 {
+        if t0 >= t1 {
+            return 0;
+        }
+        let first = self.value_at(t0);
+        self.tree
+            .max_of_keys(t0, t1)
+            .map_or(first, |m| m.max(first))
+    }
+
+    /// `loc(ep, t0, t1)`: the end of the last step reaching the maximum of `[t0, t1)`, clipped
+    /// to `t1`; `t0` when the interval is empty. Klein & Pérez use it to jump past a conflict.
+    pub fn loc(&self, t0: Time, t1: Time) -> Time {
+        if t0 >= t1 {
+            return t0;
+        }
+        let m = self.max_over(t0, t1);
+        // The last step at or above the maximum is the last one reaching it.
+        self.last_above(t0, t1, m.saturating_sub(1))
+            .map_or(t1, |(_, end)| end.min(t1))
+    }
+
+    /// Adds `delta` on `[t0, t1)`; with `t1 = NEVER`, from `t0` on for ever.
+    pub fn add(&mut self, t0: Time, t1: Time, delta: i64) {
+        if t0 >= t1 || delta == 0 {
+            return;
+        }
+        self.tree.add(t0, t1, delta);
+    }
+
+    /// Adds `sign ×` the EP `steps` delayed to `start`.
+    pub fn add_steps(&mut self, start: Time, steps: &[Step], sign: i64) {
+        let mut t = start;
+        for s in steps {
+            let end = t.saturating_add(s.duration);
+            self.add(t, end, sign * i64::from(s.nodes));
+            t = end;
+        }
+    }
+
+    /// `ep1 + ep2`: adds `other` to `self`.
+    pub fn add_profile(&mut self, other: &Profile) {
+        let mut steps = other.change_points().peekable();
+        while let Some((t, v)) = steps.next() {
+            let end = steps.peek().map_or(NEVER, |p| p.0);
+            self.add(t, end, v);
+        }
+    }
+
+    /// `delay(ep, dt)`: the profile shifted `dt` later (0 on `[0, dt)`). Change points pushed
+    /// to [`NEVER`] vanish: a change at the end of time never happens.
+    pub fn delayed(&self, dt: Duration) -> Profile {
+        if dt == 0 {
+            return self.clone();
+        }
+        let shifted = self
+            .change_points()
+            .map(|(t, v)| (t.saturating_add(dt), v))
+            .take_while(|(t, _)| *t != NEVER);
+        Profile {
+            tree: Treap::from_sorted(shifted),
+        }
+    }
+
+    /// The change points `(t, value from t on)`, in time order.
+    pub fn change_points(&self) -> impl Iterator<Item = (Time, i64)> + '_ {
+        self.tree.iter()
+    }
+
+    /// The last step on `[t0, t1)` whose value exceeds `limit`, as `(start, end)` clipped to
+    /// `[t0, ∞)` (the end is not clipped: it is where the step really ends, [`NEVER`] if it
+    /// never does).
+    pub fn last_above(&self, t0: Time, t1: Time, limit: i64) -> Option<(Time, Time)> {
+        if t0 >= t1 {
+            return None;
+        }
+        if let Some(found) = self.tree.last_key_above(t0, t1, limit) {
+            return Some(found);
+        }
+        // No step starting inside [t0, t1) is above the limit: that leaves the step already
+        // running at t0, unless one starts exactly at t0.
+        let (before, after) = self.tree.neighbours(t0);
+        if after == Some(t0) {
+            return None;
+        }
+        let v = before.map_or(0, |(_, v)| v);
+        (v > limit).then(|| (t0, after.unwrap_or(NEVER)))
+    }
+
+    /// The earliest `t ≥ from` such that the profile stays `≤ limit` on `[t, t + duration)`,
+    /// or `None` if there is none. A zero duration fits at `from`.
+    pub fn earliest_fit(&self, from: Time, duration: Duration, limit: i64) -> Option<Time> {
+        let mut t = from;
+        loop {
+            let end = t.saturating_add(duration);
+            match self.last_above(t, end, limit) {
+                None => return Some(t),
+                Some((_, NEVER)) => return None,
+                // Every window starting before the end of the last conflicting step still
+                // contains part of it, so the next candidate is that end.
+                Some((_, e)) => t = e,
+            }
+        }
+    }
+
+    /// Drops every change point before `t`, keeping the value at `t`: the past is forgotten
+    /// (the profile is 0 before `t`, and 0 everywhere after `forget_before(NEVER)`).
+    pub fn forget_before(&mut self, t: Time) {
+        self.tree.forget_before(t);
+    }
+
+    /// Checks the tree's invariants (key order, heap order, subtree sizes and maxima, normal
+    /// form); for the property tests, O(n).
+    #[doc(hidden)]
+    pub fn check_invariants(&self) -> Result<(), String> {
+        self.tree.check()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn paper_epres() -> Profile {
+        // Klein & Pérez §3.1: 10 nodes busy for 1200 s, then 20 for 3600 s.
+        Profile::from_steps(0, &[Step::new(1200, 10), Step::new(3600, 20)])
+    }
+
+    #[test]
+    fn paper_example_values() {
+        let p = paper_epres();
+        assert_eq!(p.value_at(0), 10);
+        assert_eq!(p.value_at(1199), 10);
+        assert_eq!(p.value_at(1200), 20);
+        assert_eq!(p.value_at(4800), 0);
+        assert_eq!(p.max_over(0, 1200), 10);
+        assert_eq!(p.max_over(0, 1201), 20);
+        assert_eq!(p.max_over(5, 5), 0);
+        assert_eq!(p.loc(0, 10_000), 4800);
+        assert_eq!(p.loc(0, 1000), 1000);
+    }
+
+    #[test]
+    fn earliest_fit_jumps_past_conflicts() {
+        let p = paper_epres();
+        assert_eq!(p.earliest_fit(0, 100, 15), Some(0));
+        assert_eq!(p.earliest_fit(0, 1300, 15), Some(4800));
+        assert_eq!(p.earliest_fit(0, 1300, 25), Some(0));
+        let mut q = Profile::new();
+        q.add(0, NEVER, 5);
+        assert_eq!(q.earliest_fit(0, 1, 4), None);
+    }
+
+    #[test]
+    fn add_and_remove_leaves_nothing() {
+        let mut p = paper_epres();
+        p.add_steps(0, &[Step::new(1200, 10), Step::new(3600, 20)], -1);
+        assert!(p.is_empty(), "{p:?}");
+    }
+}

@@ -1,0 +1,563 @@
+//! The tree under [`Profile`](super::Profile): an arena-allocated treap keyed by time.
+//!
+//! Each node is one step `[key, next key)` holding its value. Nodes carry the maximum value of
+//! their subtree and a lazy range-add tag, so that adding on an interval, the maximum over an
+//! interval and "the last step above a limit" all cost one or two root-to-leaf paths.
+//!
+//! Conventions:
+//! - `nodes[0]` is the `NIL` sentinel (size 0, max `i64::MIN`); it is never written, so that
+//!   `pull` reads children without branching.
+//! - A node's `val` and `max` already include the tags of all its strict ancestors' *applied*
+//!   adds but not the pending `tag`s above it: the true value of a node is `val` plus the sum
+//!   of the tags of its strict ancestors. Read-only descents carry that sum as `acc`; mutating
+//!   ones push tags down on the way, so a node's own `tag` is 0 whenever it is pulled.
+//! - Priorities are a hash of the key, so the shape of the tree depends only on its set of
+//!   keys and no random state is kept. A mixing hash is enough for expected O(log n) depth
+//!   on the regular, clustered timestamps schedules produce.
+//! - Freed subtrees go whole onto `free` (a stack of subtree roots): allocating pops a root and
+//!   pushes its children, so dropping the past is O(1) and reuse is O(1) per node.
+
+use crate::time::{Time, NEVER};
+
+const NIL: u32 = 0;
+
+#[derive(Clone, Copy, Debug)]
+struct Node {
+    key: Time,
+    val: i64,
+    max: i64,
+    tag: i64,
+    left: u32,
+    right: u32,
+    prio: u32,
+    size: u32,
+}
+
+const SENTINEL: Node = Node {
+    key: 0,
+    val: 0,
+    max: i64::MIN,
+    tag: 0,
+    left: NIL,
+    right: NIL,
+    prio: 0,
+    size: 0,
+};
+
+/// splitmix64's finaliser: a well-mixed priority from a key.
+fn prio_of(key: Time) -> u32 {
+    let mut z = key.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    (z ^ (z >> 31)) as u32
+}
+
+/// A treap of steps; see the module documentation for its invariants.
+#[derive(Clone)]
+pub(crate) struct Treap {
+    nodes: Vec<Node>,
+    root: u32,
+    free: Vec<u32>,
+}
+
+impl Default for Treap {
+    fn default() -> Self {
+        Treap {
+            nodes: vec![SENTINEL],
+            root: NIL,
+            free: Vec::new(),
+        }
+    }
+}
+
+impl Treap {
+    /// Builds the treap of `points`, given in increasing key order, in O(n).
+    pub(crate) fn from_sorted(points: impl Iterator<Item = (Time, i64)>) -> Self {
+        let mut t = Treap::default();
+        // The right spine of the tree built so far; a Cartesian tree by priority.
+        let mut spine: Vec<u32> = Vec::new();
+        for (key, val) in points {
+            let x = t.alloc(key, val);
+            let mut last = NIL;
+            while let Some(&top) = spine.last() {
+                if t.nodes[top as usize].prio >= t.nodes[x as usize].prio {
+                    break;
+                }
+                spine.pop();
+                t.pull(top);
+                last = top;
+            }
+            t.nodes[x as usize].left = last;
+            if let Some(&top) = spine.last() {
+                t.nodes[top as usize].right = x;
+            }
+            spine.push(x);
+        }
+        while let Some(top) = spine.pop() {
+            t.pull(top);
+            t.root = top;
+        }
+        t
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.nodes[self.root as usize].size as usize
+    }
+
+    fn alloc(&mut self, key: Time, val: i64) -> u32 {
+        let node = Node {
+            key,
+            val,
+            max: val,
+            tag: 0,
+            left: NIL,
+            right: NIL,
+            prio: prio_of(key),
+            size: 1,
+        };
+        if let Some(i) = self.free.pop() {
+            let old = self.nodes[i as usize];
+            for c in [old.left, old.right] {
+                if c != NIL {
+                    self.free.push(c);
+                }
+            }
+            self.nodes[i as usize] = node;
+            i
+        } else {
+            let i = u32::try_from(self.nodes.len()).unwrap_or_else(|_| {
+                // 4 billion change points do not fit in memory anyway.
+                panic!("profile exceeds u32::MAX change points")
+            });
+            self.nodes.push(node);
+            i
+        }
+    }
+
+    /// Gives back a whole detached subtree.
+    fn release(&mut self, x: u32) {
+        if x != NIL {
+            self.free.push(x);
+        }
+    }
+
+    fn apply(&mut self, x: u32, delta: i64) {
+        if x != NIL {
+            let n = &mut self.nodes[x as usize];
+            n.val += delta;
+            n.max += delta;
+            n.tag += delta;
+        }
+    }
+
+    fn push(&mut self, x: u32) {
+        let n = self.nodes[x as usize];
+        if n.tag != 0 {
+            self.apply(n.left, n.tag);
+            self.apply(n.right, n.tag);
+            self.nodes[x as usize].tag = 0;
+        }
+    }
+
+    fn pull(&mut self, x: u32) {
+        let n = self.nodes[x as usize];
+        debug_assert_eq!(n.tag, 0, "pull on a node with a pending tag");
+        let (l, r) = (self.nodes[n.left as usize], self.nodes[n.right as usize]);
+        let node = &mut self.nodes[x as usize];
+        node.max = n.val.max(l.max).max(r.max);
+        node.size = 1 + l.size + r.size;
+    }
+
+    /// Splits `x` into the keys `< k` and the keys `≥ k`.
+    fn split(&mut self, x: u32, k: Time) -> (u32, u32) {
+        if x == NIL {
+            return (NIL, NIL);
+        }
+        self.push(x);
+        let n = self.nodes[x as usize];
+        if n.key < k {
+            let (a, b) = self.split(n.right, k);
+            self.nodes[x as usize].right = a;
+            self.pull(x);
+            (x, b)
+        } else {
+            let (a, b) = self.split(n.left, k);
+            self.nodes[x as usize].left = b;
+            self.pull(x);
+            (a, x)
+        }
+    }
+
+    /// Joins `a` and `b`, every key of `a` being below every key of `b`.
+    fn merge(&mut self, a: u32, b: u32) -> u32 {
+        if a == NIL {
+            return b;
+        }
+        if b == NIL {
+            return a;
+        }
+        if self.nodes[a as usize].prio > self.nodes[b as usize].prio {
+            self.push(a);
+            let r = self.merge(self.nodes[a as usize].right, b);
+            self.nodes[a as usize].right = r;
+            self.pull(a);
+            a
+        } else {
+            self.push(b);
+            let l = self.merge(a, self.nodes[b as usize].left);
+            self.nodes[b as usize].left = l;
+            self.pull(b);
+            b
+        }
+    }
+
+    /// The first `(key, value)` of the detached subtree `x` (no pending tag above it).
+    fn first(&self, mut x: u32) -> Option<(Time, i64)> {
+        let mut acc = 0;
+        let mut found = None;
+        while x != NIL {
+            let n = &self.nodes[x as usize];
+            found = Some((n.key, n.val + acc));
+            acc += n.tag;
+            x = n.left;
+        }
+        found
+    }
+
+    /// The last `(key, value)` of the detached subtree `x` (no pending tag above it).
+    fn last(&self, mut x: u32) -> Option<(Time, i64)> {
+        let mut acc = 0;
+        let mut found = None;
+        while x != NIL {
+            let n = &self.nodes[x as usize];
+            found = Some((n.key, n.val + acc));
+            acc += n.tag;
+            x = n.right;
+        }
+        found
+    }
+
+    /// Removes the first node of the detached subtree `x`; returns the new root.
+    fn pop_first(&mut self, x: u32) -> u32 {
+        if x == NIL {
+            return NIL;
+        }
+        self.push(x);
+        let n = self.nodes[x as usize];
+        if n.left == NIL {
+            self.nodes[x as usize].right = NIL;
+            self.release(x);
+            return n.right;
+        }
+        let l = self.pop_first(n.left);
+        self.nodes[x as usize].left = l;
+        self.pull(x);
+        x
+    }
+
+    /// The value on the step containing `t` (0 before the first key).
+    pub(crate) fn value_at(&self, t: Time) -> i64 {
+        let mut x = self.root;
+        let mut acc = 0;
+        let mut found = 0;
+        while x != NIL {
+            let n = &self.nodes[x as usize];
+            if n.key <= t {
+                found = n.val + acc;
+                if n.key == t {
+                    break;
+                }
+                acc += n.tag;
+                x = n.right;
+            } else {
+                acc += n.tag;
+                x = n.left;
+            }
+        }
+        found
+    }
+
+    /// The largest value held by a key in `[t0, t1)`, if any key lies there.
+    pub(crate) fn max_of_keys(&self, t0: Time, t1: Time) -> Option<i64> {
+        // Find the highest node inside the range: the two boundary paths start there.
+        let mut x = self.root;
+        let mut acc = 0;
+        while x != NIL {
+            let n = &self.nodes[x as usize];
+            if n.key < t0 {
+                acc += n.tag;
+                x = n.right;
+            } else if n.key >= t1 {
+                acc += n.tag;
+                x = n.left;
+            } else {
+                break;
+            }
+        }
+        if x == NIL {
+            return None;
+        }
+        let top = self.nodes[x as usize];
+        let mut best = top.val + acc;
+        let below = acc + top.tag;
+        // Left boundary: keys ≥ t0 in the left subtree; every right subtree met is inside.
+        let (mut y, mut a) = (top.left, below);
+        while y != NIL {
+            let n = &self.nodes[y as usize];
+            if n.key >= t0 {
+                best = best.max(n.val + a);
+                if n.right != NIL {
+                    best = best.max(self.nodes[n.right as usize].max + a + n.tag);
+                }
+                a += n.tag;
+                y = n.left;
+            } else {
+                a += n.tag;
+                y = n.right;
+            }
+        }
+        // Right boundary: keys < t1 in the right subtree; every left subtree met is inside.
+        let (mut y, mut a) = (top.right, below);
+        while y != NIL {
+            let n = &self.nodes[y as usize];
+            if n.key < t1 {
+                best = best.max(n.val + a);
+                if n.left != NIL {
+                    best = best.max(self.nodes[n.left as usize].max + a + n.tag);
+                }
+                a += n.tag;
+                y = n.right;
+            } else {
+                a += n.tag;
+                y = n.left;
+            }
+        }
+        Some(best)
+    }
+
+    /// The last key of `[t0, t1)` whose value exceeds `limit`, as `(key, next key or NEVER)`.
+    pub(crate) fn last_key_above(&self, t0: Time, t1: Time, limit: i64) -> Option<(Time, Time)> {
+        self.last_key_above_in(self.root, 0, t0, t1, limit, NEVER)
+    }
+
+    /// `up` is the key of the nearest ancestor whose left subtree holds `x`: the successor of
+    /// the last key of `x`'s subtree.
+    fn last_key_above_in(
+        &self,
+        x: u32,
+        acc: i64,
+        t0: Time,
+        t1: Time,
+        limit: i64,
+        up: Time,
+    ) -> Option<(Time, Time)> {
+        if x == NIL {
+            return None;
+        }
+        let n = &self.nodes[x as usize];
+        // Pruning on the subtree maximum is what keeps this to the two boundary paths: a
+        // subtree wholly inside the range whose maximum exceeds the limit always succeeds.
+        if n.max + acc <= limit {
+            return None;
+        }
+        let below = acc + n.tag;
+        if n.key >= t1 {
+            return self.last_key_above_in(n.left, below, t0, t1, limit, n.key);
+        }
+        if n.key < t0 {
+            return self.last_key_above_in(n.right, below, t0, t1, limit, up);
+        }
+        if let Some(found) = self.last_key_above_in(n.right, below, t0, t1, limit, up) {
+            return Some(found);
+        }
+        if n.val + acc > limit {
+            let next = self.first(n.right).map_or(up, |(k, _)| k);
+            return Some((n.key, next));
+        }
+        self.last_key_above_in(n.left, below, t0, t1, limit, n.key)
+    }
+
+    /// The last key `< t` with its value, and the first key `≥ t`.
+    pub(crate) fn neighbours(&self, t: Time) -> (Option<(Time, i64)>, Option<Time>) {
+        let mut x = self.root;
+        let mut acc = 0;
+        let (mut before, mut after) = (None, None);
+        while x != NIL {
+            let n = &self.nodes[x as usize];
+            if n.key < t {
+                before = Some((n.key, n.val + acc));
+                acc += n.tag;
+                x = n.right;
+            } else {
+                after = Some(n.key);
+                acc += n.tag;
+                x = n.left;
+            }
+        }
+        (before, after)
+    }
+
+    /// Adds `delta` on `[t0, t1)` and restores normal form; `t0 < t1`, `delta ≠ 0`.
+    pub(crate) fn add(&mut self, t0: Time, t1: Time, delta: i64) {
+        debug_assert!(t0 < t1 && delta != 0);
+        let (a, rest) = self.split(self.root, t0);
+        // No key is ever NEVER, so an open-ended add covers everything from t0 on.
+        let (mut m, mut b) = if t1 == NEVER {
+            (rest, NIL)
+        } else {
+            self.split(rest, t1)
+        };
+        let before = self.last(a).map_or(0, |(_, v)| v);
+        let first_m = self.first(m);
+        let at_t1 = self.last(m).map_or(before, |(_, v)| v);
+        let at_t0 = match first_m {
+            Some((k, v)) if k == t0 => v,
+            _ => {
+                let n = self.alloc(t0, before);
+                m = self.merge(n, m);
+                before
+            }
+        };
+        self.apply(m, delta);
+        if at_t0 + delta == before {
+            m = self.pop_first(m);
+        }
+        if t1 != NEVER {
+            match self.first(b) {
+                Some((k, v)) if k == t1 => {
+                    if v == at_t1 + delta {
+                        b = self.pop_first(b);
+                    }
+                }
+                // The step reaching t1 changed by delta ≠ 0, so t1 becomes a change point.
+                _ => {
+                    let n = self.alloc(t1, at_t1);
+                    b = self.merge(n, b);
+                }
+            }
+        }
+        let am = self.merge(a, m);
+        self.root = self.merge(am, b);
+    }
+
+    /// Drops every key below `t`; a key at `t` with the value there is kept unless it is 0.
+    pub(crate) fn forget_before(&mut self, t: Time) {
+        if t == NEVER {
+            self.release(self.root);
+            self.root = NIL;
+            return;
+        }
+        let v = self.value_at(t);
+        let (a, mut b) = self.split(self.root, t);
+        self.release(a);
+        match self.first(b) {
+            Some((k, _)) if k == t => {
+                if v == 0 {
+                    b = self.pop_first(b);
+                }
+            }
+            _ => {
+                if v != 0 {
+                    let n = self.alloc(t, v);
+                    b = self.merge(n, b);
+                }
+            }
+        }
+        self.root = b;
+    }
+
+    /// The steps in key order.
+    pub(crate) fn iter(&self) -> Iter<'_> {
+        let mut it = Iter {
+            tree: self,
+            stack: Vec::new(),
+        };
+        it.descend_left(self.root, 0);
+        it
+    }
+
+    /// Checks every structural invariant; returns a description of the first one broken.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        fn walk(
+            t: &Treap,
+            x: u32,
+            acc: i64,
+            lo: Option<Time>,
+            hi: Option<Time>,
+        ) -> Result<(u32, i64), String> {
+            if x == NIL {
+                return Ok((0, i64::MIN));
+            }
+            let n = t.nodes[x as usize];
+            if lo.is_some_and(|lo| n.key <= lo) || hi.is_some_and(|hi| n.key >= hi) {
+                return Err(format!("key {} out of order", n.key));
+            }
+            for c in [n.left, n.right] {
+                if c != NIL && t.nodes[c as usize].prio > n.prio {
+                    return Err(format!("heap order broken under key {}", n.key));
+                }
+            }
+            let below = acc + n.tag;
+            let (ls, lm) = walk(t, n.left, below, lo, Some(n.key))?;
+            let (rs, rm) = walk(t, n.right, below, Some(n.key), hi)?;
+            let size = 1 + ls + rs;
+            let max = (n.val + acc).max(lm).max(rm);
+            if n.size != size {
+                return Err(format!("size {} ≠ {size} at key {}", n.size, n.key));
+            }
+            if n.max + acc != max {
+                return Err(format!("max {} ≠ {max} at key {}", n.max + acc, n.key));
+            }
+            Ok((size, max))
+        }
+        if self.nodes[0].size != 0 || self.nodes[0].max != i64::MIN || self.nodes[0].tag != 0 {
+            return Err("sentinel written".into());
+        }
+        walk(self, self.root, 0, None, None)?;
+        let mut prev = 0;
+        for (k, v) in self.iter() {
+            if k == NEVER {
+                return Err("key at NEVER".into());
+            }
+            if v == prev {
+                return Err(format!("redundant change point at {k}"));
+            }
+            prev = v;
+        }
+        Ok(())
+    }
+}
+
+/// In-order iterator over `(key, value)`, accumulating pending tags on the way down.
+pub(crate) struct Iter<'a> {
+    tree: &'a Treap,
+    /// Nodes still to visit with the sum of their strict ancestors' tags.
+    stack: Vec<(u32, i64)>,
+}
+
+impl Iter<'_> {
+    fn descend_left(&mut self, mut x: u32, mut acc: i64) {
+        while x != NIL {
+            self.stack.push((x, acc));
+            let n = &self.tree.nodes[x as usize];
+            acc += n.tag;
+            x = n.left;
+        }
+    }
+}
+
+impl Iterator for Iter<'_> {
+    type Item = (Time, i64);
+
+    fn next(&mut self) -> Option<(Time, i64)> {
+        let (x, acc) = self.stack.pop()?;
+        let n = self.tree.nodes[x as usize];
+        self.descend_left(n.right, acc + n.tag);
+        Some((n.key, n.val + acc))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.tree.len();
+        (self.stack.len().min(n), Some(n))
+    }
+}

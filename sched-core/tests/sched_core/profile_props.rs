@@ -1,0 +1,252 @@
+//! The tree-backed `Profile` against the `BTreeMap` oracle `NaiveProfile`: random sequences of
+//! updates applied to both, every query compared after each one.
+
+use proptest::prelude::*;
+use sched_core::profile::naive::NaiveProfile;
+use sched_core::time::NEVER;
+use sched_core::{Profile, Step};
+
+/// Instants: mostly a small range so that operations collide on change points, sometimes close
+/// to the end of time so that saturating arithmetic is exercised.
+fn instant() -> impl Strategy<Value = u64> {
+    prop_oneof![
+        8 => 0u64..120,
+        1 => (NEVER - 120)..NEVER,
+        1 => Just(NEVER),
+    ]
+}
+
+fn length() -> impl Strategy<Value = u64> {
+    prop_oneof![
+        8 => 0u64..60,
+        1 => Just(NEVER),
+        1 => (NEVER - 120)..=NEVER,
+    ]
+}
+
+fn steps() -> impl Strategy<Value = Vec<Step>> {
+    prop::collection::vec(
+        (length(), 0u32..20).prop_map(|(d, n)| Step::new(d, n)),
+        0..4,
+    )
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Add {
+        t0: u64,
+        len: u64,
+        delta: i64,
+    },
+    AddSteps {
+        start: u64,
+        steps: Vec<Step>,
+        sign: i64,
+    },
+    AddProfile {
+        start: u64,
+        steps: Vec<Step>,
+    },
+    Delayed {
+        dt: u64,
+    },
+    ForgetBefore {
+        t: u64,
+    },
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => (instant(), length(), -30i64..30)
+            .prop_map(|(t0, len, delta)| Op::Add { t0, len, delta }),
+        2 => (instant(), steps(), prop_oneof![Just(1i64), Just(-1)])
+            .prop_map(|(start, steps, sign)| Op::AddSteps { start, steps, sign }),
+        1 => (instant(), steps()).prop_map(|(start, steps)| Op::AddProfile { start, steps }),
+        1 => prop_oneof![0u64..40, Just(NEVER - 50), Just(NEVER)]
+            .prop_map(|dt| Op::Delayed { dt }),
+        1 => instant().prop_map(|t| Op::ForgetBefore { t }),
+    ]
+}
+
+/// The smallest value on `[t0, t1)` (the oracle has no such query).
+fn min_over(p: &NaiveProfile, t0: u64, t1: u64) -> i64 {
+    let mut m = p.value_at(t0);
+    for (t, v) in p.change_points() {
+        if t > t0 && t < t1 {
+            m = m.min(v);
+        }
+    }
+    m
+}
+
+fn min_value(p: &NaiveProfile) -> i64 {
+    p.change_points().map(|(_, v)| v).fold(0, i64::min)
+}
+
+/// Applies `op` to both; returns false (and changes nothing) if it would drive a value below 0.
+fn apply(op: &Op, tree: &mut Profile, naive: &mut NaiveProfile) -> bool {
+    let mut next = naive.clone();
+    match op {
+        &Op::Add { t0, len, delta } => {
+            let t1 = t0.saturating_add(len);
+            // Remove at most what is there, as a finishing job would.
+            let delta = if delta < 0 && t0 < t1 {
+                delta.max(-min_over(naive, t0, t1))
+            } else {
+                delta
+            };
+            next.add(t0, t1, delta);
+            if min_value(&next) < 0 {
+                return false;
+            }
+            tree.add(t0, t1, delta);
+        }
+        Op::AddSteps { start, steps, sign } => {
+            next.add_steps(*start, steps, *sign);
+            if min_value(&next) < 0 {
+                return false;
+            }
+            tree.add_steps(*start, steps, *sign);
+        }
+        Op::AddProfile { start, steps } => {
+            let other_naive = NaiveProfile::from_steps(*start, steps);
+            let other = Profile::from_steps(*start, steps);
+            assert_eq!(
+                other.change_points().collect::<Vec<_>>(),
+                other_naive.change_points().collect::<Vec<_>>(),
+                "from_steps({start}, {steps:?})"
+            );
+            next.add_profile(&other_naive);
+            tree.add_profile(&other);
+        }
+        &Op::Delayed { dt } => {
+            next = naive.delayed(dt);
+            *tree = tree.delayed(dt);
+        }
+        &Op::ForgetBefore { t } => {
+            next.forget_before(t);
+            tree.forget_before(t);
+        }
+    }
+    *naive = next;
+    true
+}
+
+#[derive(Clone, Debug)]
+struct Query {
+    t0: u64,
+    len: u64,
+    limit: i64,
+}
+
+fn query() -> impl Strategy<Value = Query> {
+    (instant(), length(), -2i64..70).prop_map(|(t0, len, limit)| Query { t0, len, limit })
+}
+
+fn agree_on(tree: &Profile, naive: &NaiveProfile, q: &Query) {
+    let Query { t0, len, limit } = *q;
+    let t1 = t0.saturating_add(len);
+    assert_eq!(tree.value_at(t0), naive.value_at(t0), "value_at({t0})");
+    assert_eq!(
+        tree.max_over(t0, t1),
+        naive.max_over(t0, t1),
+        "max_over({t0}, {t1})"
+    );
+    assert_eq!(tree.loc(t0, t1), naive.loc(t0, t1), "loc({t0}, {t1})");
+    assert_eq!(
+        tree.last_above(t0, t1, limit),
+        naive.last_above(t0, t1, limit),
+        "last_above({t0}, {t1}, {limit})"
+    );
+    assert_eq!(
+        tree.earliest_fit(t0, len, limit),
+        naive.earliest_fit(t0, len, limit),
+        "earliest_fit({t0}, {len}, {limit})"
+    );
+}
+
+fn agree(tree: &Profile, naive: &NaiveProfile, queries: &[Query]) {
+    if let Err(e) = tree.check_invariants() {
+        panic!("broken tree: {e}\n{tree:?}");
+    }
+    let points: Vec<_> = naive.change_points().collect();
+    assert_eq!(tree.change_points().collect::<Vec<_>>(), points);
+    assert_eq!(tree.len(), naive.len());
+    assert_eq!(tree.is_empty(), naive.is_empty());
+    for q in queries {
+        agree_on(tree, naive, q);
+    }
+    // Around every change point, where off-by-one errors live, with the value there and
+    // next to it as limits.
+    for (i, &(t, v)) in points.iter().enumerate() {
+        let next = points.get(i + 1).map_or(NEVER, |p| p.0);
+        for t0 in [t.saturating_sub(1), t, t.saturating_add(1)] {
+            for len in [0, 1, next - t, (next - t).saturating_add(1), NEVER] {
+                for limit in [v - 1, v] {
+                    agree_on(tree, naive, &Query { t0, len, limit });
+                }
+            }
+        }
+    }
+    assert_eq!(tree.value_at(NEVER), naive.value_at(NEVER));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn tree_matches_oracle(
+        ops in prop::collection::vec(op(), 1..60),
+        queries in prop::collection::vec(query(), 1..12),
+    ) {
+        let mut tree = Profile::new();
+        let mut naive = NaiveProfile::new();
+        for op in &ops {
+            apply(op, &mut tree, &mut naive);
+            agree(&tree, &naive, &queries);
+        }
+    }
+
+    /// Equality is equality of step functions, however the profile was built.
+    #[test]
+    fn equality_is_of_step_functions(ops in prop::collection::vec(op(), 1..30)) {
+        let mut tree = Profile::new();
+        let mut naive = NaiveProfile::new();
+        for op in &ops {
+            apply(op, &mut tree, &mut naive);
+        }
+        let mut rebuilt = Profile::new();
+        let points: Vec<_> = naive.change_points().collect();
+        for (i, &(t, v)) in points.iter().enumerate().rev() {
+            let prev = if i == 0 { 0 } else { points[i - 1].1 };
+            rebuilt.add(t, NEVER, v - prev);
+        }
+        prop_assert_eq!(&rebuilt, &tree);
+        prop_assert_eq!(tree.clone(), tree.clone());
+        let mut bumped = tree.clone();
+        bumped.add(7, 8, 1);
+        prop_assert_ne!(&bumped, &tree);
+        bumped.add(7, 8, -1);
+        prop_assert_eq!(&bumped, &tree);
+    }
+
+    /// Adding then removing the same steps restores the profile, change points included.
+    #[test]
+    fn add_then_remove_restores(
+        ops in prop::collection::vec(op(), 0..30),
+        start in instant(),
+        steps in steps(),
+    ) {
+        let mut tree = Profile::new();
+        let mut naive = NaiveProfile::new();
+        for op in &ops {
+            apply(op, &mut tree, &mut naive);
+        }
+        let before = tree.clone();
+        tree.add_steps(start, &steps, 1);
+        tree.add_steps(start, &steps, -1);
+        prop_assert_eq!(tree.len(), before.len());
+        prop_assert_eq!(&tree, &before);
+        prop_assert!(tree.check_invariants().is_ok());
+    }
+}
