@@ -1,0 +1,357 @@
+//! batchd's configuration: TOML, with an embedded default (`src/default.toml`).
+//!
+//! Unknown keys are refused (`deny_unknown_fields`): a typo must not silently fall back to a
+//! default. Errors name the file, the key and the reason on one line.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// The configuration compiled into the binary.
+pub const DEFAULT_CONFIG: &str = include_str!("default.toml");
+
+/// How hard a commit is pushed to the disk.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Sync {
+    /// SQLite `synchronous=FULL`: the write-ahead log is fsync'd at every commit, so an
+    /// acknowledged submission survives a power cut as well as a `kill -9`.
+    #[default]
+    Full,
+    /// SQLite `synchronous=NORMAL`: survives `kill -9` of batchd (the log is in the kernel's
+    /// page cache), but a power cut may lose the last commits.
+    Normal,
+}
+
+/// One pool of virtual nodes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PoolConfig {
+    /// Name (`debug`); its nodes are called `debug001`, `debug002`, ….
+    pub name: String,
+    /// Node count.
+    pub nodes: u32,
+}
+
+/// Which policy runs, and its parameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyConfig {
+    /// A policy name (`cbf`, `easy`, `fcfs`, …, looked up in the plugin directory) or a path
+    /// to a policy library.
+    pub name: String,
+    /// The policy's parameters; values are scalars, passed to the policy as text.
+    #[serde(default)]
+    pub params: BTreeMap<String, toml::Value>,
+}
+
+/// The whole configuration.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Socket path (default: see `batch_proto::socket`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket: Option<PathBuf>,
+    /// State directory: database, job directories (default `$XDG_STATE_HOME/esched`, or
+    /// `~/.local/state/esched`; `/var/lib/esched` as root).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_dir: Option<PathBuf>,
+    /// Directory of policy libraries (default: the directory of the batchd executable).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plugin_dir: Option<PathBuf>,
+    /// The program run as each job's supervisor, as `PROGRAM supervise JOBDIR` (default: this
+    /// batchd executable).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supervisor: Option<PathBuf>,
+    /// Minimum time between two policy runs, in ms.
+    #[serde(default = "default_interval")]
+    pub repolicy_interval_ms: u64,
+    /// Time between SIGTERM and SIGKILL at the time limit and at a cancel, in ms.
+    #[serde(default = "default_grace")]
+    pub grace_period_ms: u64,
+    /// Database durability.
+    #[serde(default)]
+    pub sync: Sync,
+    /// The pools, in order.
+    #[serde(rename = "pool")]
+    pub pools: Vec<PoolConfig>,
+    /// The policy.
+    pub policy: PolicyConfig,
+}
+
+fn default_interval() -> u64 {
+    100
+}
+
+fn default_grace() -> u64 {
+    30_000
+}
+
+/// A configuration that cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{file}: {location}{reason}")]
+pub struct ConfigError {
+    /// The file (`<built-in>` for the embedded default).
+    pub file: String,
+    /// `line L, column C: ` or `key K: `, or empty.
+    pub location: String,
+    /// What is wrong.
+    pub reason: String,
+}
+
+impl ConfigError {
+    /// An error about `key` in `file`.
+    pub fn key(file: &str, key: &str, reason: impl Into<String>) -> Self {
+        ConfigError {
+            file: file.to_string(),
+            location: format!("key `{key}`: "),
+            reason: reason.into(),
+        }
+    }
+}
+
+impl Config {
+    /// The embedded default.
+    pub fn embedded() -> Config {
+        // The default is part of the build and tested; a failure here is a bug in this crate.
+        match Config::parse(DEFAULT_CONFIG, "<built-in>") {
+            Ok(c) => c,
+            Err(e) => panic!("embedded default config is invalid: {e}"),
+        }
+    }
+
+    /// Reads and checks `path`.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            file: file.clone(),
+            location: String::new(),
+            reason: format!("cannot read: {e}"),
+        })?;
+        Config::parse(&text, &file)
+    }
+
+    /// Parses and checks `text`, naming `file` in errors.
+    pub fn parse(text: &str, file: &str) -> Result<Config, ConfigError> {
+        let config: Config = toml::from_str(text).map_err(|e| {
+            let location = match e.span() {
+                Some(span) => {
+                    let before = &text[..span.start.min(text.len())];
+                    let line = before.matches('\n').count() + 1;
+                    let col = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+                    format!("line {line}, column {col}: ")
+                }
+                None => String::new(),
+            };
+            ConfigError {
+                file: file.to_string(),
+                location,
+                reason: e.message().trim().to_string(),
+            }
+        })?;
+        config.check(file)?;
+        Ok(config)
+    }
+
+    /// The checks TOML's types cannot express.
+    fn check(&self, file: &str) -> Result<(), ConfigError> {
+        if self.pools.is_empty() {
+            return Err(ConfigError::key(
+                file,
+                "pool",
+                "at least one [[pool]] is needed",
+            ));
+        }
+        for (i, p) in self.pools.iter().enumerate() {
+            let valid_name = !p.name.is_empty()
+                && p.name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+                && !p.name.ends_with(|c: char| c.is_ascii_digit());
+            if !valid_name {
+                return Err(ConfigError::key(
+                    file,
+                    &format!("pool[{i}].name"),
+                    format!(
+                        "`{}` must be letters, digits, `_` or `-`, not ending in a digit (node names append digits)",
+                        p.name
+                    ),
+                ));
+            }
+            if p.nodes == 0 {
+                return Err(ConfigError::key(
+                    file,
+                    &format!("pool[{i}].nodes"),
+                    format!("pool `{}` has zero nodes", p.name),
+                ));
+            }
+            if self.pools[..i].iter().any(|q| q.name == p.name) {
+                return Err(ConfigError::key(
+                    file,
+                    &format!("pool[{i}].name"),
+                    format!("duplicate pool name `{}`", p.name),
+                ));
+            }
+        }
+        if self.policy.name.trim().is_empty() {
+            return Err(ConfigError::key(file, "policy.name", "empty policy name"));
+        }
+        for (k, v) in &self.policy.params {
+            if matches!(v, toml::Value::Array(_) | toml::Value::Table(_)) {
+                return Err(ConfigError::key(
+                    file,
+                    &format!("policy.params.{k}"),
+                    "parameters must be strings, numbers or booleans",
+                ));
+            }
+        }
+        if self.repolicy_interval_ms == 0 || self.repolicy_interval_ms > 60_000 {
+            return Err(ConfigError::key(
+                file,
+                "repolicy_interval_ms",
+                "must be in 1..=60000",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The policy parameters as text, the way policies read them.
+    pub fn policy_params(&self) -> sched_core::Params {
+        sched_core::Params::from_pairs(self.policy.params.iter().map(|(k, v)| {
+            let text = match v {
+                toml::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            (k.clone(), text)
+        }))
+    }
+
+    /// The socket path in force.
+    pub fn socket_path(&self) -> PathBuf {
+        self.socket
+            .clone()
+            .unwrap_or_else(batch_proto::socket::default_socket_path)
+    }
+
+    /// The state directory in force.
+    pub fn state_path(&self) -> PathBuf {
+        self.state_dir.clone().unwrap_or_else(default_state_dir)
+    }
+
+    /// The plugin directory in force: the configured one, else the executable's directory.
+    pub fn plugin_path(&self) -> Option<PathBuf> {
+        self.plugin_dir.clone().or_else(|| {
+            std::env::current_exe()
+                .ok()
+                .and_then(|p| p.parent().map(Path::to_path_buf))
+        })
+    }
+
+    /// The configuration with every default path filled in, for `--print-config`.
+    pub fn effective(&self) -> Config {
+        let mut c = self.clone();
+        c.socket = Some(self.socket_path());
+        c.state_dir = Some(self.state_path());
+        c.plugin_dir = self.plugin_path();
+        c
+    }
+
+    /// As TOML text.
+    pub fn to_toml(&self) -> String {
+        toml::to_string_pretty(self).unwrap_or_else(|e| format!("# cannot print config: {e}\n"))
+    }
+}
+
+/// `/var/lib/esched` for root; else `$XDG_STATE_HOME/esched`, else `~/.local/state/esched`,
+/// else `/tmp/esched-$UID/state`.
+pub fn default_state_dir() -> PathBuf {
+    let uid = nix::unistd::geteuid().as_raw();
+    if uid == 0 {
+        return PathBuf::from("/var/lib/esched");
+    }
+    let env = |k: &str| {
+        std::env::var_os(k)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    if let Some(d) = env("XDG_STATE_HOME") {
+        return d.join("esched");
+    }
+    if let Some(h) = env("HOME") {
+        return h.join(".local/state/esched");
+    }
+    PathBuf::from(format!("/tmp/esched-{uid}/state"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_default_is_one_debug_pool_of_eight_with_cbf() {
+        let c = Config::embedded();
+        assert_eq!(
+            c.pools,
+            vec![PoolConfig {
+                name: "debug".into(),
+                nodes: 8
+            }]
+        );
+        assert_eq!(c.policy.name, "cbf");
+        assert_eq!(
+            (c.repolicy_interval_ms, c.grace_period_ms, c.sync),
+            (100, 30_000, Sync::Full)
+        );
+    }
+
+    #[test]
+    fn effective_config_round_trips() {
+        let c = Config::embedded().effective();
+        let back = Config::parse(&c.to_toml(), "x").unwrap();
+        assert_eq!(back, c);
+    }
+
+    #[test]
+    fn unknown_key_is_refused_with_position() {
+        let e = Config::parse(
+            "[[pool]]\nname = \"a\"\nnodes = 2\nnodez = 3\n[policy]\nname=\"cbf\"\n",
+            "f.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.starts_with("f.toml: line 4, column 1: "), "{e}");
+        assert!(e.contains("nodez"), "{e}");
+    }
+
+    #[test]
+    fn semantic_errors_name_the_key() {
+        let cases = [
+            ("[[pool]]\nname=\"a\"\nnodes=0\n[policy]\nname=\"cbf\"\n", "pool[0].nodes"),
+            (
+                "[[pool]]\nname=\"a\"\nnodes=1\n[[pool]]\nname=\"a\"\nnodes=1\n[policy]\nname=\"cbf\"\n",
+                "pool[1].name",
+            ),
+            ("[[pool]]\nname=\"a1\"\nnodes=1\n[policy]\nname=\"cbf\"\n", "pool[0].name"),
+            ("pool = []\n[policy]\nname=\"cbf\"\n", "`pool`"),
+            ("[[pool]]\nname=\"a\"\nnodes=1\n[policy]\nname=\"cbf\"\nparams={x=[1]}\n", "policy.params.x"),
+        ];
+        for (text, key) in cases {
+            let e = Config::parse(text, "f").unwrap_err().to_string();
+            assert!(e.contains(key), "{e} should name {key}");
+        }
+    }
+
+    #[test]
+    fn params_become_text() {
+        let c = Config::parse(
+            "[[pool]]\nname=\"a\"\nnodes=1\n[policy]\nname=\"x\"\n[policy.params]\nlimit = 2\nmode = \"fast\"\non = true\n",
+            "f",
+        )
+        .unwrap();
+        let p = c.policy_params();
+        assert_eq!(p.get("limit"), Some("2"));
+        assert_eq!(p.get("mode"), Some("fast"));
+        assert_eq!(p.get("on"), Some("true"));
+    }
+}

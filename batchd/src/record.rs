@@ -1,0 +1,144 @@
+//! A job as batchd stores it: the submitted spec plus everything that happened to it.
+
+use batch_proto::{JobInfo, JobSpec, JobState, PendingReason};
+use serde::{Deserialize, Serialize};
+
+/// One job's stored record (one row of the `jobs` table).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobRecord {
+    /// Job id.
+    pub id: u64,
+    /// Owner's uid (from SO_PEERCRED).
+    pub uid: u32,
+    /// Owner's primary gid (from SO_PEERCRED).
+    pub gid: u32,
+    /// Owner's name.
+    pub user: String,
+    /// What was submitted (updated by `econtrol update`).
+    pub spec: JobSpec,
+    /// Submission time, ms since the epoch.
+    pub submit: u64,
+    /// State.
+    pub state: JobState,
+    /// Held by its owner or root.
+    pub held: bool,
+    /// Start time.
+    pub start: Option<u64>,
+    /// End time.
+    pub end: Option<u64>,
+    /// Exit code.
+    pub exit_code: Option<i32>,
+    /// Signal that ended it (0: none).
+    pub signal: Option<i32>,
+    /// Pool it runs or ran in.
+    pub pool: Option<String>,
+    /// Its nodes, compressed.
+    pub node_list: Option<String>,
+    /// Node count it holds or held.
+    pub nodes: u32,
+    /// Shape it was started with.
+    pub shape: Option<sched_core::Shape>,
+    /// Free text about the outcome (reject reason, start failure).
+    pub detail: Option<String>,
+    /// Resolved stdout path.
+    pub stdout: String,
+    /// Resolved stderr path.
+    pub stderr: String,
+}
+
+impl JobRecord {
+    /// The wire view; `reason` and `expected_start` come from the scheduler.
+    pub fn info(&self, reason: Option<PendingReason>, expected_start: Option<u64>) -> JobInfo {
+        let pending = self.state == JobState::Pending;
+        JobInfo {
+            id: self.id,
+            name: self.spec.name.clone(),
+            uid: self.uid,
+            user: self.user.clone(),
+            pool: self.pool.clone().or_else(|| self.spec.pool.clone()),
+            state: self.state,
+            reason: if pending { reason } else { None },
+            detail: self.detail.clone(),
+            nodes: if pending || self.nodes == 0 {
+                self.spec.shape.max_nodes()
+            } else {
+                self.nodes
+            },
+            node_list: self.node_list.clone(),
+            submit_time: self.submit,
+            start_time: self.start,
+            end_time: self.end,
+            expected_start: if pending { expected_start } else { None },
+            time_limit: self.time_limit(),
+            exit_code: self.exit_code,
+            signal: self.signal,
+            work_dir: self.spec.work_dir.clone(),
+            stdout: self.stdout.clone(),
+            stderr: self.stderr.clone(),
+            shape: self.spec.shape.clone(),
+            begin: self.spec.begin,
+            dependencies: self.spec.dependencies.clone(),
+            priority: self.spec.priority,
+            held: self.held,
+            args: self.spec.args.clone(),
+        }
+    }
+
+    /// The time limit of the started shape, else the longest the request allows.
+    pub fn time_limit(&self) -> u64 {
+        match &self.shape {
+            Some(sched_core::Shape::Rigid { walltime, .. })
+            | Some(sched_core::Shape::Moldable { walltime, .. }) => *walltime,
+            Some(sched_core::Shape::Evolving { steps, .. }) => {
+                sched_core::request::total_duration(steps)
+            }
+            _ => self.spec.shape.time_limit(),
+        }
+    }
+}
+
+/// Expands `%j %x %u %%` in an output pattern and makes it absolute under `work_dir`.
+pub fn expand_pattern(pattern: &str, id: u64, name: &str, user: &str, work_dir: &str) -> String {
+    let mut out = String::with_capacity(pattern.len() + 16);
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('j') => out.push_str(&id.to_string()),
+            Some('x') => out.push_str(name),
+            Some('u') => out.push_str(user),
+            Some('%') => out.push('%'),
+            // Slurm leaves unknown escapes as they are.
+            Some(o) => {
+                out.push('%');
+                out.push(o);
+            }
+            None => out.push('%'),
+        }
+    }
+    if out.starts_with('/') {
+        out
+    } else {
+        format!("{}/{}", work_dir.trim_end_matches('/'), out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns_expand_like_slurm() {
+        assert_eq!(
+            expand_pattern("esched-%j.out", 7, "n", "u", "/w"),
+            "/w/esched-7.out"
+        );
+        assert_eq!(
+            expand_pattern("/o/%x-%u-%j-%%-%q", 7, "n", "u", "/w/"),
+            "/o/n-u-7-%-%q"
+        );
+    }
+}
