@@ -1,0 +1,593 @@
+//! The daemon's in-memory state: active jobs, node allocation, the latest plan's expected
+//! starts. Everything here is synchronous and quick; callers hold the lock briefly and do I/O
+//! (database, processes) outside it.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::PathBuf;
+
+use batch_proto::{hostlist, DepKind, Dependency, JobShape, JobState, PendingReason};
+use sched_core::{
+    Evolving, JobId, MoldConfig, Moldable, Pending, Pool, PoolId, PoolSteps, Request, Rigid,
+    Running, Shape,
+};
+
+use crate::config::PoolConfig;
+use crate::record::JobRecord;
+
+/// One pool and which job holds each node.
+#[derive(Debug)]
+pub struct PoolState {
+    /// The pool as policies see it.
+    pub pool: Pool,
+    /// Holder of each node, by index.
+    pub alloc: Vec<Option<u64>>,
+}
+
+impl PoolState {
+    /// Free node count.
+    pub fn free(&self) -> u32 {
+        self.alloc.iter().filter(|a| a.is_none()).count() as u32
+    }
+
+    /// The name of node `i`.
+    pub fn node_name(&self, i: u32) -> String {
+        hostlist::node_name(&self.pool.name, i, self.pool.nodes)
+    }
+}
+
+/// What a running job holds.
+#[derive(Clone, Debug)]
+pub struct RunState {
+    /// Pool index.
+    pub pool: usize,
+    /// Node indices in the pool.
+    pub nodes: Vec<u32>,
+    /// Its directory under the state directory.
+    pub job_dir: PathBuf,
+    /// A cancel was sent to its supervisor.
+    pub cancelling: bool,
+}
+
+/// An active (pending, running, completing) job.
+#[derive(Clone, Debug)]
+pub struct Active {
+    /// The stored record.
+    pub rec: JobRecord,
+    /// Set once started.
+    pub run: Option<RunState>,
+}
+
+/// Whether a job's dependencies allow it to run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DepStatus {
+    /// All hold.
+    Satisfied,
+    /// Some may still hold later.
+    Waiting,
+    /// One never can.
+    Never,
+}
+
+/// The in-memory state.
+#[derive(Debug)]
+pub struct Core {
+    /// Pools, in config order; `PoolId(i)` is index `i`.
+    pub pools: Vec<PoolState>,
+    /// Active jobs by id.
+    pub jobs: BTreeMap<u64, Active>,
+    /// Final state of every finished job.
+    pub finished: HashMap<u64, JobState>,
+    /// Next job id.
+    pub next_id: u64,
+    /// Expected start of pending jobs from the latest plan.
+    pub expected: HashMap<u64, u64>,
+}
+
+/// The data of one policy call, owned so the call can run on another thread.
+#[derive(Clone, Debug, Default)]
+pub struct SnapshotData {
+    /// The present.
+    pub now: u64,
+    /// Pools.
+    pub pools: Vec<Pool>,
+    /// Running jobs.
+    pub running: Vec<Running>,
+    /// Eligible pending jobs, in queue order.
+    pub pending: Vec<Pending>,
+}
+
+impl SnapshotData {
+    /// The borrowed view policies take.
+    pub fn view(&self) -> sched_core::Snapshot<'_> {
+        sched_core::Snapshot {
+            now: self.now,
+            pools: &self.pools,
+            running: &self.running,
+            pending: &self.pending,
+        }
+    }
+}
+
+/// Queue order: higher priority first, then lower id.
+fn queue_key(r: &JobRecord) -> (std::cmp::Reverse<i64>, u64) {
+    (std::cmp::Reverse(r.spec.priority), r.id)
+}
+
+impl Core {
+    /// An empty state over `pools`.
+    pub fn new(pools: &[PoolConfig]) -> Core {
+        Core {
+            pools: pools
+                .iter()
+                .enumerate()
+                .map(|(i, p)| PoolState {
+                    pool: Pool {
+                        id: PoolId(i as u32),
+                        name: p.name.clone(),
+                        nodes: p.nodes,
+                    },
+                    alloc: vec![None; p.nodes as usize],
+                })
+                .collect(),
+            jobs: BTreeMap::new(),
+            finished: HashMap::new(),
+            next_id: 1,
+            expected: HashMap::new(),
+        }
+    }
+
+    /// Index of the pool called `name`.
+    pub fn pool_index(&self, name: &str) -> Option<usize> {
+        self.pools.iter().position(|p| p.pool.name == name)
+    }
+
+    /// The state of job `id`, active or finished.
+    pub fn state_of(&self, id: u64) -> Option<JobState> {
+        self.jobs
+            .get(&id)
+            .map(|a| a.rec.state)
+            .or_else(|| self.finished.get(&id).copied())
+    }
+
+    /// Pending jobs in queue order.
+    pub fn pending_in_order(&self) -> Vec<&JobRecord> {
+        let mut v: Vec<&JobRecord> = self
+            .jobs
+            .values()
+            .map(|a| &a.rec)
+            .filter(|r| r.state == JobState::Pending)
+            .collect();
+        v.sort_by_key(|r| queue_key(r));
+        v
+    }
+
+    /// Whether `rec`'s dependencies on other jobs hold (singleton is decided with the queue,
+    /// see [`Core::snapshot`]).
+    pub fn dep_status(&self, rec: &JobRecord) -> DepStatus {
+        let mut status = DepStatus::Satisfied;
+        for d in &rec.spec.dependencies {
+            let Dependency::On { kind, job } = d else {
+                continue;
+            };
+            let st = self.state_of(*job);
+            let s = match (kind, st) {
+                // A job that was never known (or whose record is unreadable) cannot satisfy.
+                (_, None) => DepStatus::Never,
+                (DepKind::After, Some(JobState::Pending)) => DepStatus::Waiting,
+                (DepKind::After, Some(_)) => DepStatus::Satisfied,
+                (_, Some(s)) if !s.is_finished() => DepStatus::Waiting,
+                (DepKind::AfterAny, Some(_)) => DepStatus::Satisfied,
+                (DepKind::AfterOk, Some(JobState::Completed)) => DepStatus::Satisfied,
+                (DepKind::AfterOk, Some(_)) => DepStatus::Never,
+                (DepKind::AfterNotOk, Some(JobState::Completed)) => DepStatus::Never,
+                (DepKind::AfterNotOk, Some(_)) => DepStatus::Satisfied,
+            };
+            match s {
+                DepStatus::Never => return DepStatus::Never,
+                DepStatus::Waiting => status = DepStatus::Waiting,
+                DepStatus::Satisfied => {}
+            }
+        }
+        status
+    }
+
+    /// The policy request for a pending job.
+    pub fn request_of(&self, rec: &JobRecord) -> Request {
+        let pool = rec
+            .spec
+            .pool
+            .as_deref()
+            .and_then(|n| self.pool_index(n))
+            .map(|i| PoolId(i as u32));
+        match &rec.spec.shape {
+            JobShape::Rigid { nodes, time_limit } => Request::Rigid(Rigid {
+                pool,
+                nodes: *nodes,
+                walltime: *time_limit,
+            }),
+            JobShape::Evolving { steps } => Request::Evolving(Evolving {
+                pool,
+                steps: steps.clone(),
+            }),
+            JobShape::Moldable { configs } => Request::Moldable(Moldable {
+                pool,
+                configs: configs
+                    .iter()
+                    .map(|c| MoldConfig {
+                        nodes: c.nodes,
+                        walltime: c.walltime,
+                    })
+                    .collect(),
+                model: None,
+                min_nodes: 0,
+                max_nodes: 0,
+                weight: 1.0,
+            }),
+        }
+    }
+
+    /// The snapshot for a policy call at `now`, and the reason of every pending job left out.
+    ///
+    /// Left out: held jobs, jobs whose dependencies do not hold yet (or never will), and a
+    /// singleton job while another job of its name and user runs or an earlier one waits.
+    /// Jobs with a future `--begin` are included with that `earliest_start`, so the plan gives
+    /// them an expected start (`equeue --start`).
+    pub fn snapshot(&self, now: u64, grace_ms: u64) -> (SnapshotData, HashMap<u64, PendingReason>) {
+        let mut reasons = HashMap::new();
+        let mut singles: HashSet<(u32, &str)> = HashSet::new();
+        let mut running = Vec::new();
+        for a in self.jobs.values() {
+            let (Some(run), Some(shape), Some(start)) = (&a.run, &a.rec.shape, a.rec.start) else {
+                continue;
+            };
+            singles.insert((a.rec.uid, a.rec.spec.name.as_str()));
+            // The executor gives an evolving job its largest step for its whole run (it does
+            // not resize running jobs), so that is what it holds.
+            let nodes = run.nodes.len() as u32;
+            let pool = PoolId(run.pool as u32);
+            let end = start.saturating_add(a.rec.time_limit());
+            // Past its limit a job still holds its nodes until the supervisor has killed it:
+            // count them for the grace period from now.
+            let hold = if end > now {
+                PoolSteps::flat(pool, start, end, nodes)
+            } else {
+                PoolSteps::flat(pool, now, now.saturating_add(grace_ms.max(1_000)), nodes)
+            };
+            running.push(Running {
+                id: JobId(a.rec.id),
+                user: a.rec.uid,
+                request: self.request_of(&a.rec),
+                shape: shape.clone(),
+                start,
+                holds: vec![hold],
+                killable: false,
+            });
+        }
+        let mut pending = Vec::new();
+        for rec in self.pending_in_order() {
+            if rec.held {
+                reasons.insert(rec.id, PendingReason::Held);
+                continue;
+            }
+            match self.dep_status(rec) {
+                DepStatus::Never => {
+                    reasons.insert(rec.id, PendingReason::DependencyNeverSatisfied);
+                    continue;
+                }
+                DepStatus::Waiting => {
+                    reasons.insert(rec.id, PendingReason::Dependency);
+                    continue;
+                }
+                DepStatus::Satisfied => {}
+            }
+            if rec.spec.dependencies.contains(&Dependency::Singleton)
+                && !singles.insert((rec.uid, rec.spec.name.as_str()))
+            {
+                reasons.insert(rec.id, PendingReason::Dependency);
+                continue;
+            }
+            let begin = rec.spec.begin.unwrap_or(0);
+            if begin > now {
+                reasons.insert(rec.id, PendingReason::BeginTime);
+            }
+            pending.push(Pending {
+                id: JobId(rec.id),
+                user: rec.uid,
+                submit: rec.submit.min(now),
+                earliest_start: begin.max(rec.submit.min(now)),
+                priority: rec.spec.priority,
+                request: self.request_of(rec),
+            });
+        }
+        let pools = self.pools.iter().map(|p| p.pool.clone()).collect();
+        (
+            SnapshotData {
+                now,
+                pools,
+                running,
+                pending,
+            },
+            reasons,
+        )
+    }
+
+    /// Every pending job's reason, in queue order: the snapshot's exclusions, then
+    /// `Resources` for the first eligible job and `Priority` for the rest (Slurm's usage).
+    pub fn reasons(&self, now: u64) -> HashMap<u64, PendingReason> {
+        let (snap, mut reasons) = self.snapshot(now, 0);
+        let mut first = true;
+        for p in &snap.pending {
+            if reasons.contains_key(&p.id.0) {
+                continue;
+            }
+            reasons.insert(
+                p.id.0,
+                if first {
+                    PendingReason::Resources
+                } else {
+                    PendingReason::Priority
+                },
+            );
+            first = false;
+        }
+        reasons
+    }
+
+    /// Nodes a shape needs in its pool, and the pool.
+    pub fn shape_needs(shape: &Shape) -> Option<(usize, u32)> {
+        match shape {
+            Shape::Rigid { pool, nodes, .. } | Shape::Moldable { pool, nodes, .. } => {
+                Some((pool.0 as usize, *nodes))
+            }
+            Shape::Evolving { pool, steps } => {
+                Some((pool.0 as usize, sched_core::request::max_nodes(steps)))
+            }
+            // Co-allocated jobs cannot be submitted through the API yet.
+            Shape::CoAllocated { .. } => None,
+        }
+    }
+
+    /// Allocates nodes and marks job `id` running with `shape` at `now`; returns its updated
+    /// record, or why it cannot start now.
+    pub fn start(
+        &mut self,
+        id: u64,
+        shape: &Shape,
+        now: u64,
+        job_dir: PathBuf,
+    ) -> Result<JobRecord, String> {
+        let (pool_idx, n) =
+            Self::shape_needs(shape).ok_or("co-allocated shapes are not supported by batchd")?;
+        let pool = self
+            .pools
+            .get_mut(pool_idx)
+            .ok_or("the plan names an unknown pool")?;
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return Err("job is gone".into());
+        };
+        if job.rec.state != JobState::Pending || job.rec.held {
+            return Err("job is no longer eligible".into());
+        }
+        let free: Vec<u32> = pool
+            .alloc
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| a.is_none())
+            .map(|(i, _)| i as u32)
+            .take(n as usize)
+            .collect();
+        if free.len() < n as usize {
+            return Err(format!(
+                "{} nodes free in {}, {n} needed",
+                free.len(),
+                pool.pool.name
+            ));
+        }
+        for &i in &free {
+            pool.alloc[i as usize] = Some(id);
+        }
+        let names: Vec<String> = free.iter().map(|&i| pool.node_name(i)).collect();
+        job.rec.state = JobState::Running;
+        job.rec.start = Some(now);
+        job.rec.pool = Some(pool.pool.name.clone());
+        job.rec.nodes = n;
+        job.rec.node_list = Some(hostlist::compress(&names));
+        job.rec.shape = Some(shape.clone());
+        job.run = Some(RunState {
+            pool: pool_idx,
+            nodes: free,
+            job_dir,
+            cancelling: false,
+        });
+        self.expected.remove(&id);
+        Ok(job.rec.clone())
+    }
+
+    /// Re-attaches a running job found in the database at start-up to its nodes.
+    pub fn adopt(
+        &mut self,
+        rec: JobRecord,
+        job_dir: PathBuf,
+    ) -> Result<(), Box<(JobRecord, String)>> {
+        let pool_idx = match rec.pool.as_deref().and_then(|p| self.pool_index(p)) {
+            Some(i) => i,
+            None => return Err(Box::new((rec, "its pool is no longer configured".into()))),
+        };
+        let names = match rec.node_list.as_deref().map(hostlist::expand) {
+            Some(Ok(n)) => n,
+            _ => return Err(Box::new((rec, "its node list is unreadable".into()))),
+        };
+        let pool = &mut self.pools[pool_idx];
+        let mut idx = Vec::new();
+        for name in &names {
+            let i = name
+                .strip_prefix(pool.pool.name.as_str())
+                .and_then(|n| n.parse::<u32>().ok())
+                .filter(|&n| n >= 1 && n <= pool.pool.nodes)
+                .map(|n| n - 1);
+            match i {
+                Some(i) if pool.alloc[i as usize].is_none() => idx.push(i),
+                _ => {
+                    return Err(Box::new((
+                        rec,
+                        format!("node {name} is not free in pool {}", pool.pool.name),
+                    )))
+                }
+            }
+        }
+        for &i in &idx {
+            pool.alloc[i as usize] = Some(rec.id);
+        }
+        let cancelling = rec.state == JobState::Completing;
+        let id = rec.id;
+        self.jobs.insert(
+            id,
+            Active {
+                rec,
+                run: Some(RunState {
+                    pool: pool_idx,
+                    nodes: idx,
+                    job_dir,
+                    cancelling,
+                }),
+            },
+        );
+        Ok(())
+    }
+
+    /// Removes job `id` from the active set with its final fields applied by `finish`, freeing
+    /// its nodes; returns the final record.
+    pub fn finish(&mut self, id: u64, finish: impl FnOnce(&mut JobRecord)) -> Option<JobRecord> {
+        let mut a = self.jobs.remove(&id)?;
+        if let Some(run) = &a.run {
+            if let Some(pool) = self.pools.get_mut(run.pool) {
+                for &i in &run.nodes {
+                    if pool.alloc.get(i as usize) == Some(&Some(id)) {
+                        pool.alloc[i as usize] = None;
+                    }
+                }
+            }
+        }
+        finish(&mut a.rec);
+        self.finished.insert(id, a.rec.state);
+        self.expected.remove(&id);
+        Some(a.rec)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use batch_proto::JobSpec;
+
+    fn core_with(n: u32) -> Core {
+        Core::new(&[PoolConfig {
+            name: "debug".into(),
+            nodes: n,
+        }])
+    }
+
+    fn rec(id: u64) -> JobRecord {
+        JobRecord {
+            id,
+            uid: 1,
+            gid: 1,
+            user: "u".into(),
+            spec: JobSpec::new("#!/bin/sh\n", "/tmp", 2, 1000),
+            submit: 0,
+            state: JobState::Pending,
+            held: false,
+            start: None,
+            end: None,
+            exit_code: None,
+            signal: None,
+            pool: None,
+            node_list: None,
+            nodes: 0,
+            shape: None,
+            detail: None,
+            stdout: String::new(),
+            stderr: String::new(),
+        }
+    }
+
+    fn add(c: &mut Core, r: JobRecord) {
+        c.jobs.insert(r.id, Active { rec: r, run: None });
+    }
+
+    #[test]
+    fn start_allocates_lowest_free_nodes_and_finish_frees_them() {
+        let mut c = core_with(4);
+        add(&mut c, rec(1));
+        add(&mut c, rec(2));
+        let shape = Shape::rigid(PoolId(0), 2, 1000);
+        let r = c.start(1, &shape, 10, PathBuf::from("/x")).unwrap();
+        assert_eq!(r.node_list.as_deref(), Some("debug[001-002]"));
+        let r = c.start(2, &shape, 10, PathBuf::from("/y")).unwrap();
+        assert_eq!(r.node_list.as_deref(), Some("debug[003-004]"));
+        assert_eq!(c.pools[0].free(), 0);
+        let fin = c.finish(1, |r| r.state = JobState::Completed).unwrap();
+        assert_eq!(fin.state, JobState::Completed);
+        assert_eq!(c.pools[0].free(), 2);
+        assert_eq!(c.state_of(1), Some(JobState::Completed));
+        add(&mut c, rec(3));
+        assert!(c
+            .start(3, &Shape::rigid(PoolId(0), 3, 1), 11, PathBuf::new())
+            .is_err());
+    }
+
+    #[test]
+    fn dependencies_and_reasons() {
+        let mut c = core_with(4);
+        c.finished.insert(1, JobState::Failed);
+        c.finished.insert(2, JobState::Completed);
+        let mut a = rec(10);
+        a.spec.dependencies = Dependency::parse_list("afterok:1").unwrap();
+        let mut b = rec(11);
+        b.spec.dependencies = Dependency::parse_list("afterok:2,afternotok:1").unwrap();
+        let mut h = rec(12);
+        h.held = true;
+        let mut w = rec(13);
+        w.spec.dependencies = Dependency::parse_list("afterany:11").unwrap();
+        let mut later = rec(14);
+        later.spec.begin = Some(1_000_000);
+        for r in [a, b, h, w, later, rec(15)] {
+            add(&mut c, r);
+        }
+        let reasons = c.reasons(100);
+        assert_eq!(reasons[&10], PendingReason::DependencyNeverSatisfied);
+        assert_eq!(reasons[&11], PendingReason::Resources);
+        assert_eq!(reasons[&12], PendingReason::Held);
+        assert_eq!(reasons[&13], PendingReason::Dependency);
+        assert_eq!(reasons[&14], PendingReason::BeginTime);
+        assert_eq!(reasons[&15], PendingReason::Priority);
+        let (snap, _) = c.snapshot(100, 0);
+        let ids: Vec<u64> = snap.pending.iter().map(|p| p.id.0).collect();
+        assert_eq!(ids, vec![11, 14, 15]);
+        assert_eq!(snap.pending[1].earliest_start, 1_000_000);
+    }
+
+    #[test]
+    fn only_one_singleton_of_a_name_is_eligible() {
+        let mut c = core_with(4);
+        for id in [1, 2] {
+            let mut r = rec(id);
+            r.spec.dependencies = vec![Dependency::Singleton];
+            add(&mut c, r);
+        }
+        let (snap, reasons) = c.snapshot(0, 0);
+        assert_eq!(snap.pending.len(), 1);
+        assert_eq!(reasons[&2], PendingReason::Dependency);
+    }
+
+    #[test]
+    fn priority_orders_the_queue() {
+        let mut c = core_with(4);
+        add(&mut c, rec(1));
+        let mut r = rec(2);
+        r.spec.priority = 5;
+        add(&mut c, r);
+        let ids: Vec<u64> = c.pending_in_order().iter().map(|r| r.id).collect();
+        assert_eq!(ids, vec![2, 1]);
+    }
+}

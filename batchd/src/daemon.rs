@@ -1,0 +1,186 @@
+//! The daemon's shared state and the operations every part uses: finishing a job, kicking the
+//! scheduler, looking up user names.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard, RwLock};
+
+use batch_proto::JobState;
+use tokio::sync::Notify;
+
+use crate::config::Config;
+use crate::core::Core;
+use crate::launch::{now_ms, Outcome, Status};
+use crate::policy::BoxedPolicy;
+use crate::record::JobRecord;
+use crate::store::Store;
+
+/// Settings that a reconfigure may change.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// The config in force.
+    pub config: Config,
+    /// The file it came from (`None`: the embedded default).
+    pub config_path: Option<PathBuf>,
+    /// The supervisor program.
+    pub supervisor: PathBuf,
+}
+
+/// Everything the tasks of one daemon share.
+pub struct Daemon {
+    /// Jobs and nodes.
+    pub core: Mutex<Core>,
+    /// The database.
+    pub store: Store,
+    /// The policy in force (called on a blocking thread).
+    pub policy: Mutex<BoxedPolicy>,
+    /// Its name.
+    pub policy_name: RwLock<String>,
+    /// Settings.
+    pub settings: RwLock<Settings>,
+    /// Wakes the scheduler loop.
+    pub kick: Notify,
+    /// The state directory.
+    pub state_dir: PathBuf,
+    /// The daemon's effective uid.
+    pub euid: u32,
+    users: Mutex<HashMap<u32, String>>,
+}
+
+/// Locks a mutex, recovering it if a thread panicked while holding it: the data is plain
+/// state that every operation leaves consistent between statements that matter.
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Daemon {
+    /// A daemon over loaded state.
+    pub fn new(
+        core: Core,
+        store: Store,
+        policy: BoxedPolicy,
+        settings: Settings,
+        state_dir: PathBuf,
+    ) -> Daemon {
+        let name = policy.name().to_string();
+        Daemon {
+            core: Mutex::new(core),
+            store,
+            policy: Mutex::new(policy),
+            policy_name: RwLock::new(name),
+            settings: RwLock::new(settings),
+            kick: Notify::new(),
+            state_dir,
+            euid: nix::unistd::geteuid().as_raw(),
+            users: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The core state, locked.
+    pub fn core(&self) -> MutexGuard<'_, Core> {
+        lock(&self.core)
+    }
+
+    /// The settings in force.
+    pub fn settings(&self) -> Settings {
+        self.settings
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// The name of the policy in force.
+    pub fn policy_name(&self) -> String {
+        self.policy_name
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Asks for a policy run.
+    pub fn reschedule(&self) {
+        self.kick.notify_one();
+    }
+
+    /// The directory of job `id`.
+    pub fn job_dir(&self, id: u64) -> PathBuf {
+        self.state_dir.join("jobs").join(id.to_string())
+    }
+
+    /// The name of user `uid` (the number as text when it has none).
+    pub fn user_name(&self, uid: u32) -> String {
+        if let Some(n) = lock(&self.users).get(&uid) {
+            return n.clone();
+        }
+        let name = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+            .ok()
+            .flatten()
+            .map_or_else(|| uid.to_string(), |u| u.name);
+        lock(&self.users).insert(uid, name.clone());
+        name
+    }
+
+    /// Records the end of running job `id` as the supervisor reported it, stores it, removes
+    /// the job's directory and asks for a policy run.
+    pub async fn job_ended(&self, id: u64, status: Option<Status>) {
+        let rec = self.core().finish(id, |r| apply_status(r, status.as_ref()));
+        let Some(rec) = rec else { return };
+        tracing::info!(job = id, state = %rec.state, exit = ?rec.exit_code, signal = ?rec.signal, "job ended");
+        self.reschedule();
+        match self.store.commit(rec).await {
+            Ok(()) => {
+                if let Err(e) = std::fs::remove_dir_all(self.job_dir(id)) {
+                    tracing::debug!(job = id, "cannot remove job directory: {e}");
+                }
+            }
+            // The directory keeps the status file, so a restart records the end again.
+            Err(e) => tracing::error!(job = id, "cannot store the end of the job: {e}"),
+        }
+    }
+
+    /// Ends a job that never ran (cancelled while pending, rejected by the policy).
+    pub async fn end_pending(
+        &self,
+        id: u64,
+        state: JobState,
+        detail: Option<String>,
+    ) -> Result<Option<JobRecord>, crate::store::StoreError> {
+        let rec = self.core().finish(id, |r| {
+            r.state = state;
+            r.end = Some(now_ms());
+            if detail.is_some() {
+                r.detail = detail;
+            }
+        });
+        if let Some(r) = &rec {
+            self.store.commit(r.clone()).await?;
+        }
+        Ok(rec)
+    }
+}
+
+/// Sets a record's final fields from the supervisor's status (`None`: no status was left).
+pub fn apply_status(r: &mut JobRecord, status: Option<&Status>) {
+    match status {
+        None => {
+            r.state = JobState::Failed;
+            r.end = Some(now_ms());
+            r.detail = Some("the job's supervisor ended without recording an exit status".into());
+        }
+        Some(s) => {
+            r.end = Some(s.end_ms.max(r.start.unwrap_or(0)));
+            r.exit_code = Some(s.exit_code);
+            r.signal = Some(s.signal);
+            r.state = match s.outcome {
+                Outcome::Timeout => JobState::Timeout,
+                Outcome::Cancelled => JobState::Cancelled,
+                Outcome::StartFailed => JobState::Failed,
+                Outcome::Exited if s.exit_code == 0 && s.signal == 0 => JobState::Completed,
+                Outcome::Exited => JobState::Failed,
+            };
+            if s.detail.is_some() {
+                r.detail = s.detail.clone();
+            }
+        }
+    }
+}

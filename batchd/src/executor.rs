@@ -1,0 +1,268 @@
+//! Starting jobs through their supervisors, watching them end, and signalling them.
+//!
+//! A job's supervisor is `SUPERVISOR supervise JOBDIR` (see [`crate::supervise`]), started in
+//! a session of its own so that it outlives the daemon. The daemon learns a job's end from the
+//! supervisor's exit (its own child) or, for a supervisor adopted after a restart, by polling
+//! its pid and status file.
+
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+use crate::daemon::Daemon;
+use crate::launch::{files, now_ms, read_json, read_pid, write_json, Launch, Status};
+use crate::record::JobRecord;
+
+/// How often an adopted supervisor is checked.
+const ADOPTED_POLL: Duration = Duration::from_millis(200);
+
+/// The environment of a job: the submitter's, then batchd's variables over it.
+pub fn job_environment(rec: &JobRecord) -> Vec<(String, String)> {
+    let ours = [
+        ("ESCHED_JOB_ID", rec.id.to_string()),
+        ("ESCHED_JOB_NAME", rec.spec.name.clone()),
+        ("ESCHED_NODELIST", rec.node_list.clone().unwrap_or_default()),
+        ("ESCHED_NNODES", rec.nodes.to_string()),
+        ("ESCHED_POOL", rec.pool.clone().unwrap_or_default()),
+        ("ESCHED_SUBMIT_DIR", rec.spec.work_dir.clone()),
+        ("ESCHED_JOB_USER", rec.user.clone()),
+    ];
+    let mut env: Vec<(String, String)> = rec
+        .spec
+        .environment
+        .iter()
+        .filter(|(k, _)| !ours.iter().any(|(o, _)| o == k))
+        .cloned()
+        .collect();
+    if !env.iter().any(|(k, _)| k == "PATH") {
+        env.push(("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into()));
+    }
+    env.extend(ours.into_iter().map(|(k, v)| (k.to_string(), v)));
+    env
+}
+
+/// Writes the job's directory: the script and `launch.json`.
+fn prepare(rec: &JobRecord, dir: &Path, grace_ms: u64) -> Result<(), String> {
+    let err =
+        |what: &str, e: std::io::Error| format!("cannot write {what} in {}: {e}", dir.display());
+    std::fs::create_dir_all(dir).map_err(|e| err("the job directory", e))?;
+    let script = dir.join(files::SCRIPT);
+    std::fs::write(&script, rec.spec.script.as_bytes()).map_err(|e| err("the script", e))?;
+    let launch = Launch {
+        job_id: rec.id,
+        name: rec.spec.name.clone(),
+        user: rec.user.clone(),
+        uid: rec.uid,
+        gid: rec.gid,
+        script,
+        via_shell: !rec.spec.script.starts_with("#!"),
+        args: rec.spec.args.clone(),
+        env: job_environment(rec),
+        work_dir: PathBuf::from(&rec.spec.work_dir),
+        stdout: PathBuf::from(&rec.stdout),
+        stderr: PathBuf::from(&rec.stderr),
+        deadline_ms: rec
+            .start
+            .unwrap_or_else(now_ms)
+            .saturating_add(rec.time_limit()),
+        grace_ms,
+    };
+    write_json(&dir.join(files::LAUNCH), &launch).map_err(|e| err("launch.json", e))
+}
+
+/// Stores the job as running, then starts its supervisor and watches it.
+pub async fn launch(d: Arc<Daemon>, rec: JobRecord) {
+    let id = rec.id;
+    // Running is durable before any process exists: a restart then finds either the
+    // supervisor or nothing, never a job that runs twice.
+    if let Err(e) = d.store.commit(rec.clone()).await {
+        tracing::error!(job = id, "cannot store the start: {e}");
+        fail_start(&d, id, format!("cannot store the start: {e}")).await;
+        return;
+    }
+    let settings = d.settings();
+    let dir = d.job_dir(id);
+    let prepared = {
+        let (rec, dir) = (rec.clone(), dir.clone());
+        let grace = settings.config.grace_period_ms;
+        tokio::task::spawn_blocking(move || prepare(&rec, &dir, grace)).await
+    };
+    match prepared {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return fail_start(&d, id, e).await,
+        Err(e) => return fail_start(&d, id, format!("preparing the job: {e}")).await,
+    }
+    let log = match std::fs::File::create(dir.join(files::LOG)) {
+        Ok(f) => Stdio::from(f),
+        Err(_) => Stdio::null(),
+    };
+    let mut cmd = tokio::process::Command::new(&settings.supervisor);
+    cmd.arg("supervise")
+        .arg(&dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log);
+    // SAFETY: setsid is async-signal-safe and touches no memory of the parent.
+    unsafe {
+        cmd.as_std_mut().pre_exec(|| {
+            nix::unistd::setsid()
+                .map(drop)
+                .map_err(std::io::Error::from)
+        });
+    }
+    let child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            let msg = format!(
+                "cannot start supervisor {}: {e}",
+                settings.supervisor.display()
+            );
+            return fail_start(&d, id, msg).await;
+        }
+    };
+    tracing::info!(job = id, nodes = ?rec.node_list, supervisor = ?child.id(), "job started");
+    watch_child(d, id, child, dir).await;
+}
+
+async fn fail_start(d: &Daemon, id: u64, detail: String) {
+    tracing::error!(job = id, "{detail}");
+    let st = Status {
+        outcome: crate::launch::Outcome::StartFailed,
+        exit_code: 1,
+        signal: 0,
+        end_ms: now_ms(),
+        detail: Some(detail),
+    };
+    d.job_ended(id, Some(st)).await;
+}
+
+async fn watch_child(d: Arc<Daemon>, id: u64, mut child: tokio::process::Child, dir: PathBuf) {
+    match child.wait().await {
+        Ok(s) if !s.success() => tracing::warn!(job = id, "supervisor exited with {s}"),
+        Ok(_) => {}
+        Err(e) => tracing::warn!(job = id, "waiting for the supervisor: {e}"),
+    }
+    let status = read_status(&dir);
+    d.job_ended(id, status).await;
+}
+
+fn read_status(dir: &Path) -> Option<Status> {
+    match read_json::<Status>(&dir.join(files::STATUS)) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!(dir = %dir.display(), "unreadable status file: {e}");
+            None
+        }
+    }
+}
+
+/// Whether `pid` is a live (not zombie) supervisor.
+pub fn supervisor_alive(pid: i32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // The state letter follows the last `)` (the command name may contain parentheses).
+    let state = stat
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.trim_start().chars().next());
+    if matches!(state, Some('Z') | Some('X') | None) {
+        return false;
+    }
+    // A recycled pid belongs to some other program.
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|c| c.split(|&b| b == 0).any(|arg| arg == b"supervise"))
+        .unwrap_or(false)
+}
+
+/// Watches a supervisor this daemon did not start (found at start-up).
+pub async fn watch_adopted(d: Arc<Daemon>, id: u64, dir: PathBuf) {
+    loop {
+        if let Some(st) = read_status(&dir) {
+            return d.job_ended(id, Some(st)).await;
+        }
+        let alive = read_pid(&dir.join(files::SUPERVISOR_PID)).is_some_and(supervisor_alive);
+        if !alive {
+            // It may have written the status between the two checks.
+            let st = read_status(&dir);
+            return d.job_ended(id, st).await;
+        }
+        tokio::time::sleep(ADOPTED_POLL).await;
+    }
+}
+
+/// Tells job `id`'s supervisor to cancel it (SIGTERM to its group, SIGKILL after the grace
+/// period).
+pub fn cancel(d: &Daemon, id: u64) -> Result<(), String> {
+    let pid = read_pid(&d.job_dir(id).join(files::SUPERVISOR_PID))
+        .ok_or_else(|| format!("job {id} has no supervisor yet"))?;
+    kill(Pid::from_raw(pid), Signal::SIGTERM)
+        .map_err(|e| format!("cannot signal the supervisor of job {id}: {e}"))
+}
+
+/// Sends `signal` to job `id`'s whole process group.
+pub fn signal(d: &Daemon, id: u64, signal: i32) -> Result<(), String> {
+    let sig = Signal::try_from(signal).map_err(|_| format!("invalid signal {signal}"))?;
+    let pgid = read_pid(&d.job_dir(id).join(files::JOB_PID))
+        .ok_or_else(|| format!("job {id} has not started its process yet"))?;
+    kill(Pid::from_raw(-pgid), sig).map_err(|e| format!("cannot signal job {id}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use batch_proto::{JobSpec, JobState};
+
+    #[test]
+    fn batchd_variables_override_the_submitters() {
+        let mut spec = JobSpec::new("#!/bin/sh\n", "/w", 2, 10);
+        spec.environment = vec![
+            ("ESCHED_JOB_ID".into(), "999".into()),
+            ("HOME".into(), "/h".into()),
+        ];
+        let rec = JobRecord {
+            id: 5,
+            uid: 1,
+            gid: 1,
+            user: "u".into(),
+            spec,
+            submit: 0,
+            state: JobState::Running,
+            held: false,
+            start: Some(1),
+            end: None,
+            exit_code: None,
+            signal: None,
+            pool: Some("debug".into()),
+            node_list: Some("debug[001-002]".into()),
+            nodes: 2,
+            shape: None,
+            detail: None,
+            stdout: String::new(),
+            stderr: String::new(),
+        };
+        let env = job_environment(&rec);
+        let get = |k: &str| {
+            env.iter()
+                .filter(|(n, _)| n == k)
+                .map(|(_, v)| v.as_str())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(get("ESCHED_JOB_ID"), vec!["5"]);
+        assert_eq!(get("ESCHED_NODELIST"), vec!["debug[001-002]"]);
+        assert_eq!(get("ESCHED_NNODES"), vec!["2"]);
+        assert_eq!(get("ESCHED_SUBMIT_DIR"), vec!["/w"]);
+        assert_eq!(get("HOME"), vec!["/h"]);
+        assert_eq!(get("PATH").len(), 1);
+    }
+
+    #[test]
+    fn own_process_is_not_a_supervisor() {
+        assert!(!supervisor_alive(std::process::id() as i32));
+        assert!(!supervisor_alive(i32::MAX));
+    }
+}

@@ -1,0 +1,187 @@
+//! What the daemon hands a job's supervisor (`launch.json`) and what the supervisor leaves
+//! behind (`status.json`, `supervisor.pid`, `job.pid`), all in the job's directory under
+//! `<state_dir>/jobs/<id>/`. Files are written atomically (temporary file, fsync, rename,
+//! fsync of the directory) so a reader never sees half a file, even after a crash.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// File names inside a job directory.
+pub mod files {
+    /// The launch description.
+    pub const LAUNCH: &str = "launch.json";
+    /// The script (mode 0700, owned by the job's user).
+    pub const SCRIPT: &str = "script";
+    /// The supervisor's pid, written by the supervisor at start.
+    pub const SUPERVISOR_PID: &str = "supervisor.pid";
+    /// The job's pid (= its process group and session id), written after the fork.
+    pub const JOB_PID: &str = "job.pid";
+    /// The outcome, written once the job's process has ended.
+    pub const STATUS: &str = "status.json";
+    /// The supervisor's own stderr.
+    pub const LOG: &str = "supervisor.log";
+}
+
+/// Everything the supervisor needs to run one job, with no access to the daemon.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Launch {
+    /// Job id.
+    pub job_id: u64,
+    /// Job name.
+    pub name: String,
+    /// User name (for `initgroups`).
+    pub user: String,
+    /// Uid to run as (ignored unless the supervisor runs as root).
+    pub uid: u32,
+    /// Primary gid.
+    pub gid: u32,
+    /// The script file.
+    pub script: PathBuf,
+    /// Whether the script is run by `/bin/sh` (it has no `#!` line).
+    pub via_shell: bool,
+    /// Script arguments.
+    pub args: Vec<String>,
+    /// The whole environment of the job.
+    pub env: Vec<(String, String)>,
+    /// Working directory.
+    pub work_dir: PathBuf,
+    /// Stdout file.
+    pub stdout: PathBuf,
+    /// Stderr file (may equal stdout).
+    pub stderr: PathBuf,
+    /// Instant of the time limit, ms since the epoch.
+    pub deadline_ms: u64,
+    /// SIGTERM-to-SIGKILL delay, ms.
+    pub grace_ms: u64,
+}
+
+/// How a job's process ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// It ended on its own (or by a signal someone else sent).
+    Exited,
+    /// It was stopped at its time limit.
+    Timeout,
+    /// It was stopped because the supervisor was told to (a cancel).
+    Cancelled,
+    /// It could not be started.
+    StartFailed,
+}
+
+/// The supervisor's record of the end.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Status {
+    /// How.
+    pub outcome: Outcome,
+    /// Exit code (0 when killed by a signal).
+    pub exit_code: i32,
+    /// The terminating signal, 0 for none.
+    pub signal: i32,
+    /// When, ms since the epoch.
+    pub end_ms: u64,
+    /// Why a start failed.
+    #[serde(default)]
+    pub detail: Option<String>,
+}
+
+/// Writes `bytes` to `path` atomically.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let tmp = path.with_extension("tmp");
+    {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)?;
+    std::fs::File::open(dir)?.sync_all()?;
+    Ok(())
+}
+
+/// Writes `value` as JSON to `path` atomically.
+pub fn write_json<T: Serialize>(path: &Path, value: &T) -> std::io::Result<()> {
+    let bytes = serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?;
+    write_atomic(path, &bytes)
+}
+
+/// Reads JSON from `path`; `Ok(None)` when the file does not exist.
+pub fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> std::io::Result<Option<T>> {
+    match std::fs::read(path) {
+        Ok(b) => serde_json::from_slice(&b)
+            .map(Some)
+            .map_err(std::io::Error::other),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Reads a pid file.
+pub fn read_pid(path: &Path) -> Option<i32> {
+    std::fs::read_to_string(path)
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+        .filter(|&p: &i32| p > 0)
+}
+
+/// Milliseconds since the Unix epoch, now.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// `ms` since the epoch as `YYYY-MM-DDTHH:MM:SS` (UTC), Slurm's time format.
+pub fn format_utc(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
+    // Howard Hinnant's civil-from-days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_format_matches_known_instants() {
+        assert_eq!(format_utc(0), "1970-01-01T00:00:00");
+        assert_eq!(format_utc(951_782_400_000), "2000-02-29T00:00:00");
+        assert_eq!(format_utc(1_700_000_000_123), "2023-11-14T22:13:20");
+    }
+
+    #[test]
+    fn atomic_json_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("status.json");
+        assert_eq!(read_json::<Status>(&p).unwrap(), None);
+        let s = Status {
+            outcome: Outcome::Timeout,
+            exit_code: 0,
+            signal: 15,
+            end_ms: 5,
+            detail: None,
+        };
+        write_json(&p, &s).unwrap();
+        assert_eq!(read_json::<Status>(&p).unwrap(), Some(s));
+        assert!(!p.with_extension("tmp").exists());
+    }
+}

@@ -1,0 +1,87 @@
+//! Where the policy comes from: the one place that turns the config's `[policy]` into a
+//! callable policy.
+//!
+//! The name (or path) is resolved by `sched_abi`'s loader: a path is used as given, a name is
+//! looked up as `libesched_<name>.so` in `plugin_dir`, or, without one, next to the batchd
+//! executable (and in its `deps/`, where cargo leaves the plugins of a workspace build). When
+//! no usable library is found for one of the stock policies (`cbf`, `easy`, `fcfs`), the copy
+//! linked into batchd runs instead, so a lone batchd binary still runs its default config.
+//! Either way panics are contained (`sched_abi`'s export macro, or [`sched_abi::Linked`]); the
+//! plan itself is checked by the scheduler.
+
+use sched_abi::{HostedPolicy, Linked, LoadError};
+use sched_core::{NamedPolicy, Params};
+
+use crate::config::Config;
+
+/// A policy ready to be called, with its name for the logs.
+pub type BoxedPolicy = Box<dyn HostedPolicy>;
+
+fn linked<P: NamedPolicy + Send + 'static>(params: &Params) -> Result<BoxedPolicy, String> {
+    Linked::named::<P>(params)
+        .map(|l| Box::new(l) as BoxedPolicy)
+        .map_err(|e| format!("policy `{}`: {e}", P::NAME))
+}
+
+/// The linked copy of a stock policy, if `name` is one.
+fn builtin(name: &str, params: &Params) -> Option<Result<BoxedPolicy, String>> {
+    Some(match name {
+        "cbf" => linked::<esched_cbf::Cbf>(params),
+        "easy" => linked::<esched_easy::Easy>(params),
+        "fcfs" => linked::<esched_fcfs::Fcfs>(params),
+        _ => return None,
+    })
+}
+
+/// Builds the policy `config` names; the error is the loader's message.
+pub fn build(config: &Config) -> Result<BoxedPolicy, String> {
+    let name = config.policy.name.as_str();
+    let params = config.policy_params();
+    match sched_abi::load(name, config.plugin_dir.as_deref(), &params) {
+        Ok(p) => {
+            tracing::info!(policy = name, path = %p.library().path().display(), "policy loaded");
+            Ok(Box::new(p))
+        }
+        // A library that exists but is unusable (wrong ABI, bad parameters) is an error to
+        // report, not a reason to quietly run something else.
+        Err(e @ (LoadError::NotFound { .. } | LoadError::NotAPolicy { .. })) => {
+            match builtin(name, &config.policy_params()) {
+                Some(p) => {
+                    tracing::info!(
+                        policy = name,
+                        "no plugin library ({e}); running the linked copy"
+                    );
+                    p
+                }
+                None => Err(e.to_string()),
+            }
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stock_policies_build_and_unknown_ones_fail_with_the_loader_message() {
+        let mut c = Config::embedded();
+        for name in ["cbf", "easy", "fcfs"] {
+            c.policy.name = name.into();
+            let p = build(&c).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(p.name(), name);
+        }
+        c.policy.name = "no-such-policy".into();
+        let e = build(&c).err().unwrap();
+        assert!(
+            e.contains("no-such-policy") && e.contains("not found"),
+            "{e}"
+        );
+        c.policy.name = "cbf".into();
+        c.policy
+            .params
+            .insert("bogus".into(), toml::Value::Integer(1));
+        assert!(build(&c).err().unwrap().contains("bogus"));
+    }
+}

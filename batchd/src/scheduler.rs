@@ -1,0 +1,123 @@
+//! The scheduler loop: snapshot, policy, validator, act.
+//!
+//! The policy runs when something changes (submit, end, cancel, release, reconfigure: all call
+//! [`Daemon::reschedule`]) or at the plan's `wake_at`, at most once per re-policy interval. The
+//! first call after a quiet spell runs at once, so an idle cluster starts a job within
+//! milliseconds of its submission; calls during a burst are coalesced to one per interval.
+//!
+//! Every plan goes through `sched_core::validate`; a refused plan is logged with the policy's
+//! name and its violations and nothing of it is acted on (the previous expected starts stay).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use batch_proto::JobState;
+use sched_core::{validate, Plan};
+
+use crate::core::SnapshotData;
+use crate::daemon::{lock, Daemon};
+use crate::launch::now_ms;
+
+/// Runs the loop until the task is dropped.
+pub async fn run(d: Arc<Daemon>) {
+    let mut last: Option<Instant> = None;
+    let mut wake_at: Option<u64> = None;
+    loop {
+        let sleep = match wake_at {
+            Some(t) => Duration::from_millis(t.saturating_sub(now_ms())),
+            // Nothing planned: still look now and then (begin times, lost wake-ups).
+            None => Duration::from_secs(30),
+        };
+        tokio::select! {
+            _ = d.kick.notified() => {}
+            _ = tokio::time::sleep(sleep) => {}
+        }
+        let interval = Duration::from_millis(d.settings().config.repolicy_interval_ms);
+        if let Some(l) = last {
+            let next = l + interval;
+            if Instant::now() < next {
+                tokio::time::sleep_until(next.into()).await;
+            }
+        }
+        last = Some(Instant::now());
+        wake_at = run_once(&d).await;
+    }
+}
+
+/// One policy call and its consequences; returns when the policy wants to be called again.
+pub async fn run_once(d: &Arc<Daemon>) -> Option<u64> {
+    let now = now_ms();
+    let grace = d.settings().config.grace_period_ms;
+    let (snap, _) = d.core().snapshot(now, grace);
+    let d2 = Arc::clone(d);
+    let planned = tokio::task::spawn_blocking(move || {
+        let mut policy = lock(&d2.policy);
+        let name = policy.name().to_string();
+        let result = policy.try_plan(&snap.view());
+        (name, snap, result)
+    })
+    .await;
+    let (name, snap, result) = match planned {
+        Ok(x) => x,
+        Err(e) => {
+            tracing::error!("policy call failed: {e}");
+            return None;
+        }
+    };
+    let plan = match result {
+        Ok(p) => p,
+        Err(e) => {
+            tracing::error!(policy = %name, "policy failed: {e}; acting on nothing");
+            return None;
+        }
+    };
+    if let Err(e) = validate(&snap.view(), &plan) {
+        tracing::error!(policy = %name, "plan refused: {e}; acting on nothing");
+        return None;
+    }
+    act(d, &snap, &plan).await;
+    plan.wake_at.filter(|&t| t > now)
+}
+
+/// Carries out a valid plan: starts what starts now, records expected starts, rejects and
+/// kills.
+async fn act(d: &Arc<Daemon>, snap: &SnapshotData, plan: &Plan) {
+    let now = snap.now;
+    let mut started = Vec::new();
+    {
+        let mut core = d.core();
+        core.expected.clear();
+        for p in &plan.placements {
+            let id = p.job.0;
+            if p.start > now {
+                core.expected.insert(id, p.start);
+                continue;
+            }
+            // Real time has moved on since the snapshot; the start is stamped with the present
+            // so that the walltime is counted from when the process really starts.
+            match core.start(id, &p.shape, now_ms(), d.job_dir(id)) {
+                Ok(rec) => started.push(rec),
+                Err(why) => tracing::debug!(job = id, "not started: {why}"),
+            }
+        }
+    }
+    for rec in started {
+        tokio::spawn(crate::executor::launch(Arc::clone(d), rec));
+    }
+    for r in &plan.rejects {
+        let detail = format!("rejected by policy {}: {}", d.policy_name(), r.reason);
+        tracing::warn!(job = r.job.0, "{detail}");
+        if let Err(e) = d
+            .end_pending(r.job.0, JobState::Cancelled, Some(detail))
+            .await
+        {
+            tracing::error!(job = r.job.0, "cannot store the rejection: {e}");
+        }
+    }
+    for k in &plan.kills {
+        tracing::warn!(job = k.job.0, "killed by policy: {}", k.reason);
+        if let Err(e) = crate::executor::cancel(d, k.job.0) {
+            tracing::error!(job = k.job.0, "{e}");
+        }
+    }
+}

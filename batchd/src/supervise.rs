@@ -1,0 +1,280 @@
+//! The per-job supervisor, run as `batchd supervise JOBDIR` (Slurm's slurmstepd in small).
+//!
+//! The daemon starts it in a session of its own, so it outlives a restart (or a `kill -9`) of
+//! the daemon. It forks the job into another session and process group, enforces the time
+//! limit (SIGTERM to the job's group, SIGKILL after the grace period, a line in the job's
+//! stderr), turns a SIGTERM of its own into a cancel of the job, and records the outcome in
+//! `status.json` for whichever daemon is running when the job ends.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use nix::sys::signal::{kill, SigSet, Signal};
+use nix::unistd::{Gid, Pid, Uid};
+
+use crate::launch::{files, format_utc, now_ms, read_json, write_json, Launch, Outcome, Status};
+
+const NONE: u8 = 0;
+const TIMEOUT: u8 = 1;
+const CANCELLED: u8 = 2;
+
+/// Runs the supervisor for the job in `job_dir`; returns the process exit code.
+pub fn supervise(job_dir: &Path) -> i32 {
+    let me = std::process::id();
+    if let Err(e) = crate::launch::write_atomic(
+        &job_dir.join(files::SUPERVISOR_PID),
+        me.to_string().as_bytes(),
+    ) {
+        eprintln!(
+            "batchd supervise: cannot write pid file in {}: {e}",
+            job_dir.display()
+        );
+        return 1;
+    }
+    let launch: Launch = match read_json(&job_dir.join(files::LAUNCH)) {
+        Ok(Some(l)) => l,
+        Ok(None) => return fail(job_dir, "launch.json is missing".into()),
+        Err(e) => return fail(job_dir, format!("launch.json: {e}")),
+    };
+    // Block the signals the helper thread waits for, before any thread exists, so every thread
+    // inherits the mask and `sigwait` is the only receiver. The child unblocks them.
+    let mut waited = SigSet::empty();
+    waited.add(Signal::SIGTERM);
+    waited.add(Signal::SIGINT);
+    waited.add(Signal::SIGHUP);
+    if let Err(e) = waited.thread_block() {
+        return fail(job_dir, format!("cannot block signals: {e}"));
+    }
+    let child = match spawn_job(&launch) {
+        Ok(c) => c,
+        Err(e) => return fail(job_dir, e),
+    };
+    let pgid = Pid::from_raw(child.id() as i32);
+    if let Err(e) =
+        crate::launch::write_atomic(&job_dir.join(files::JOB_PID), pgid.to_string().as_bytes())
+    {
+        eprintln!("batchd supervise: cannot write job pid: {e}");
+    }
+    let outcome = Arc::new(AtomicU8::new(NONE));
+    let grace = Duration::from_millis(launch.grace_ms);
+
+    {
+        let outcome = Arc::clone(&outcome);
+        let l = launch.clone();
+        std::thread::spawn(move || loop {
+            match waited.wait() {
+                Ok(Signal::SIGTERM) | Ok(Signal::SIGINT) => {
+                    if outcome
+                        .compare_exchange(NONE, CANCELLED, Ordering::SeqCst, Ordering::SeqCst)
+                        .is_ok()
+                    {
+                        note(
+                            &l,
+                            &format!(
+                                "*** JOB {} CANCELLED AT {} ***",
+                                l.job_id,
+                                format_utc(now_ms())
+                            ),
+                        );
+                        stop_group(pgid, grace);
+                    }
+                }
+                // The daemon's restarts must not touch the job.
+                Ok(_) => {}
+                Err(e) => {
+                    eprintln!("batchd supervise: sigwait: {e}");
+                    return;
+                }
+            }
+        });
+    }
+    {
+        let outcome = Arc::clone(&outcome);
+        let l = launch.clone();
+        std::thread::spawn(move || {
+            let left = l.deadline_ms.saturating_sub(now_ms());
+            std::thread::sleep(Duration::from_millis(left));
+            if outcome
+                .compare_exchange(NONE, TIMEOUT, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+            {
+                note(
+                    &l,
+                    &format!(
+                        "*** JOB {} CANCELLED AT {} DUE TO TIME LIMIT ***",
+                        l.job_id,
+                        format_utc(now_ms())
+                    ),
+                );
+                stop_group(pgid, grace);
+            }
+        });
+    }
+
+    let mut child = child;
+    let status = loop {
+        match child.wait() {
+            Ok(s) => break s,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return fail(job_dir, format!("waiting for the job: {e}")),
+        }
+    };
+    // Whatever the script left running in its group ends with it (Slurm's proctrack does the
+    // same); the group may already be empty.
+    let _ = kill(Pid::from_raw(-pgid.as_raw()), Signal::SIGKILL);
+    let outcome = match outcome.load(Ordering::SeqCst) {
+        TIMEOUT => Outcome::Timeout,
+        CANCELLED => Outcome::Cancelled,
+        _ => Outcome::Exited,
+    };
+    let st = Status {
+        outcome,
+        exit_code: status.code().unwrap_or(0),
+        signal: status.signal().unwrap_or(0),
+        end_ms: now_ms(),
+        detail: None,
+    };
+    match write_json(&job_dir.join(files::STATUS), &st) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("batchd supervise: cannot write status: {e}");
+            1
+        }
+    }
+}
+
+/// Records a job that could not be started.
+fn fail(job_dir: &Path, detail: String) -> i32 {
+    eprintln!("batchd supervise: {detail}");
+    let st = Status {
+        outcome: Outcome::StartFailed,
+        exit_code: 1,
+        signal: 0,
+        end_ms: now_ms(),
+        detail: Some(detail),
+    };
+    match write_json(&job_dir.join(files::STATUS), &st) {
+        Ok(()) => 0,
+        Err(_) => 1,
+    }
+}
+
+/// SIGTERM to the job's process group, SIGKILL after `grace` if anything is left.
+fn stop_group(pgid: Pid, grace: Duration) {
+    let group = Pid::from_raw(-pgid.as_raw());
+    if kill(group, Signal::SIGTERM).is_err() {
+        return;
+    }
+    std::thread::sleep(grace);
+    let _ = kill(group, Signal::SIGKILL);
+}
+
+/// Appends a line to the job's stderr file, as slurmstepd does.
+fn note(l: &Launch, line: &str) {
+    match OpenOptions::new().append(true).open(&l.stderr) {
+        Ok(mut f) => {
+            let _ = writeln!(f, "batchd: {line}");
+        }
+        Err(e) => eprintln!(
+            "batchd supervise: cannot write to {}: {e}",
+            l.stderr.display()
+        ),
+    }
+}
+
+/// Opens an output file for the job's user (created 0644, truncated, owned by the user).
+fn open_output(path: &Path, uid: u32, gid: u32, as_root: bool) -> Result<File, String> {
+    let f = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o644)
+        .open(path)
+        .map_err(|e| format!("cannot open output file {}: {e}", path.display()))?;
+    if as_root {
+        nix::unistd::fchown(
+            std::os::fd::AsRawFd::as_raw_fd(&f),
+            Some(Uid::from_raw(uid)),
+            Some(Gid::from_raw(gid)),
+        )
+        .map_err(|e| format!("cannot give {} to uid {uid}: {e}", path.display()))?;
+    }
+    Ok(f)
+}
+
+fn spawn_job(l: &Launch) -> Result<std::process::Child, String> {
+    let as_root = Uid::effective().is_root();
+    let switch_user = as_root && l.uid != 0;
+    let stdout = open_output(&l.stdout, l.uid, l.gid, as_root)?;
+    let stderr = if l.stderr == l.stdout {
+        stdout
+            .try_clone()
+            .map_err(|e| format!("cannot duplicate output file: {e}"))?
+    } else {
+        open_output(&l.stderr, l.uid, l.gid, as_root)?
+    };
+    let groups = if switch_user {
+        let name = std::ffi::CString::new(l.user.as_str())
+            .map_err(|_| "user name has a NUL byte".to_string())?;
+        // A user unknown to NSS (e.g. a uid without a passwd entry) gets its primary group only.
+        nix::unistd::getgrouplist(&name, Gid::from_raw(l.gid))
+            .unwrap_or_else(|_| vec![Gid::from_raw(l.gid)])
+    } else {
+        Vec::new()
+    };
+    if as_root {
+        // The script lives in the state directory; only its owner may read it.
+        let _ = nix::unistd::chown(
+            &l.script,
+            Some(Uid::from_raw(l.uid)),
+            Some(Gid::from_raw(l.gid)),
+        );
+    }
+    let _ = std::fs::set_permissions(&l.script, std::fs::Permissions::from_mode(0o700));
+    let mut cmd = if l.via_shell {
+        let mut c = Command::new("/bin/sh");
+        c.arg(&l.script);
+        c
+    } else {
+        Command::new(&l.script)
+    };
+    cmd.args(&l.args)
+        .env_clear()
+        .envs(l.env.iter().map(|(k, v)| (k, v)))
+        .current_dir(&l.work_dir)
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(stderr);
+    let (uid, gid) = (Uid::from_raw(l.uid), Gid::from_raw(l.gid));
+    // SAFETY: the closure runs in the forked child before exec; it only makes async-signal-safe
+    // system calls (sigprocmask, setsid, setgroups, setgid, setuid) on data prepared before the
+    // fork, and the supervisor forks from its only thread.
+    unsafe {
+        cmd.pre_exec(move || {
+            SigSet::empty()
+                .thread_set_mask()
+                .map_err(std::io::Error::from)?;
+            nix::unistd::setsid().map_err(std::io::Error::from)?;
+            if switch_user {
+                nix::unistd::setgroups(&groups).map_err(std::io::Error::from)?;
+                nix::unistd::setgid(gid).map_err(std::io::Error::from)?;
+                nix::unistd::setuid(uid).map_err(std::io::Error::from)?;
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn().map_err(|e| {
+        format!(
+            "cannot start {} in {}: {e}",
+            if l.via_shell { "/bin/sh" } else { "the script" },
+            l.work_dir.display()
+        )
+    })
+}
