@@ -1,1 +1,347 @@
-//! Being written; see ARCHITECTURE.md.
+//! # batchd
+//!
+//! esched's batch daemon: a durable queue, the policy loop and a local executor behind a Unix
+//! socket, in the shape of Slurm's slurmctld + slurmstepd on one machine.
+//!
+//! - [`config`]: TOML configuration with an embedded default;
+//! - [`store`]: SQLite (WAL) with group commit: a submission is durable before it is
+//!   acknowledged;
+//! - [`core`]: jobs, nodes, dependencies, snapshots for the policy;
+//! - [`scheduler`]: snapshot → policy → validator → act, coalesced to one run per interval;
+//! - [`executor`] and [`supervise`]: each job under a small supervisor process that outlives
+//!   the daemon, enforces the walltime and records the exit status;
+//! - `server`: the socket API of `batch-proto`, one file per verb;
+//! - [`recovery`]: start-up after a restart or a crash.
+//!
+//! The daemon is a library function, [`run`] (until SIGINT/SIGTERM) or [`spawn`] (on its own
+//! thread, stopped by the returned handle), so tests boot it in a temporary directory.
+//!
+//! Architecture invariant: no policy logic here; every decision comes from the policy in
+//! force, through `sched_core::validate`.
+#![deny(missing_docs)]
+
+pub mod config;
+pub mod core;
+pub mod daemon;
+pub mod executor;
+pub mod launch;
+pub mod policy;
+pub mod record;
+pub mod recovery;
+pub mod scheduler;
+mod server;
+pub mod store;
+pub mod supervise;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tokio::net::UnixListener;
+use tokio::sync::oneshot;
+
+pub use config::{Config, ConfigError};
+use daemon::{Daemon, Settings};
+use store::{Store, StoreError, StoreThread};
+
+/// Why the daemon cannot start or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A bad configuration.
+    #[error("{0}")]
+    Config(#[from] ConfigError),
+    /// The database.
+    #[error("{}: {source}", path.display())]
+    Store {
+        /// The database file.
+        path: PathBuf,
+        /// What failed.
+        source: StoreError,
+    },
+    /// A file or directory.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// What failed.
+        source: std::io::Error,
+    },
+    /// Another daemon owns the socket.
+    #[error("{}: another batchd is already listening there", .0.display())]
+    AlreadyRunning(PathBuf),
+    /// The runtime could not start.
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(std::io::Error),
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
+    move |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// The program run as `PROGRAM supervise JOBDIR`: the configured one, else this executable if
+/// it is batchd, else a `batchd` beside it or one directory up (cargo's test binaries live in
+/// `deps/`).
+fn supervisor_program(config: &Config) -> PathBuf {
+    if let Some(p) = &config.supervisor {
+        return p.clone();
+    }
+    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("batchd"));
+    if exe.file_name().is_some_and(|n| n == "batchd") {
+        return exe;
+    }
+    let dir = exe.parent().map(Path::to_path_buf).unwrap_or_default();
+    [dir.join("batchd"), dir.join("../batchd")]
+        .into_iter()
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from("batchd"))
+}
+
+/// Binds the socket, refusing to steal it from a live daemon.
+fn bind(path: &Path) -> Result<UnixListener, Error> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(io(dir))?;
+    }
+    if path.exists() {
+        if std::os::unix::net::UnixStream::connect(path).is_ok() {
+            return Err(Error::AlreadyRunning(path.to_path_buf()));
+        }
+        std::fs::remove_file(path).map_err(io(path))?;
+    }
+    let l = UnixListener::bind(path).map_err(io(path))?;
+    // Anyone may connect: SO_PEERCRED says who they are and each request is checked.
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o666)).map_err(io(path))?;
+    Ok(l)
+}
+
+/// Everything started, before serving.
+struct Started {
+    daemon: Arc<Daemon>,
+    listener: UnixListener,
+    store_thread: StoreThread,
+    adopted: Vec<u64>,
+    socket: PathBuf,
+}
+
+/// Opens state, loads the policy, recovers jobs and binds the socket (inside a runtime).
+async fn start(config: Config, config_path: Option<PathBuf>) -> Result<Started, Error> {
+    let file = config_path
+        .as_ref()
+        .map_or_else(|| "<built-in>".to_string(), |p| p.display().to_string());
+    let state_dir = config.state_path();
+    std::fs::create_dir_all(state_dir.join("jobs")).map_err(io(&state_dir))?;
+    // Jobs' scripts live below; their users must reach them.
+    let _ = std::fs::set_permissions(
+        state_dir.join("jobs"),
+        std::fs::Permissions::from_mode(0o755),
+    );
+    let policy = {
+        let c = config.clone();
+        tokio::task::spawn_blocking(move || policy::build(&c))
+            .await
+            .map_err(|e| ConfigError::key(&file, "policy.name", e.to_string()))?
+            .map_err(|e| ConfigError::key(&file, "policy.name", e))?
+    };
+    let db = state_dir.join("batchd.sqlite");
+    let (store, store_thread, loaded) =
+        Store::open(&db, config.sync).map_err(|source| Error::Store {
+            path: db.clone(),
+            source,
+        })?;
+    let mut core = core::Core::new(&config.pools);
+    let recovered = recovery::restore(&mut core, loaded, &state_dir);
+    recovery::sweep_job_dirs(&core, &state_dir);
+    for rec in recovered.lost {
+        store.commit(rec).await.map_err(|source| Error::Store {
+            path: db.clone(),
+            source,
+        })?;
+    }
+    tracing::info!(
+        pending = recovered.pending,
+        running = recovered.adopted.len(),
+        next_id = core.next_id,
+        policy = policy.name(),
+        "state loaded"
+    );
+    let socket = config.socket_path();
+    let listener = bind(&socket)?;
+    let settings = Settings {
+        supervisor: supervisor_program(&config),
+        config,
+        config_path,
+    };
+    let daemon = Arc::new(Daemon::new(core, store, policy, settings, state_dir));
+    Ok(Started {
+        daemon,
+        listener,
+        store_thread,
+        adopted: recovered.adopted,
+        socket,
+    })
+}
+
+/// Serves until `stop` completes; then stops accepting and waits for the database.
+async fn serve(started: Started, stop: impl std::future::Future<Output = ()>) -> StoreThread {
+    let Started {
+        daemon,
+        listener,
+        store_thread,
+        adopted,
+        socket,
+    } = started;
+    for id in adopted {
+        tokio::spawn(executor::watch_adopted(
+            Arc::clone(&daemon),
+            id,
+            daemon.job_dir(id),
+        ));
+    }
+    let sched = tokio::spawn(scheduler::run(Arc::clone(&daemon)));
+    let api = tokio::spawn(server::serve(Arc::clone(&daemon), listener));
+    daemon.reschedule();
+    tracing::info!(socket = %socket.display(), "batchd ready");
+    stop.await;
+    api.abort();
+    sched.abort();
+    let _ = std::fs::remove_file(&socket);
+    tracing::info!("batchd stopping; running jobs stay with their supervisors");
+    store_thread
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, Error> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(Error::Runtime)
+}
+
+/// Runs the daemon until SIGINT or SIGTERM; SIGHUP re-reads the config (see `reconfigure`).
+pub fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Error> {
+    let rt = runtime()?;
+    let store_thread = rt.block_on(async {
+        let started = start(config, config_path).await?;
+        let d = Arc::clone(&started.daemon);
+        let hup = async move {
+            use tokio::signal::unix::{signal, SignalKind};
+            let Ok(mut s) = signal(SignalKind::hangup()) else {
+                return;
+            };
+            while s.recv().await.is_some() {
+                match server::reconfigure(&d).await {
+                    Ok(r) => tracing::info!(policy = %r.policy, "SIGHUP: reconfigured"),
+                    Err(e) => tracing::error!("SIGHUP: reconfigure failed: {e}"),
+                }
+            }
+        };
+        tokio::spawn(hup);
+        let stop = async {
+            use tokio::signal::unix::{signal, SignalKind};
+            match (
+                signal(SignalKind::terminate()),
+                signal(SignalKind::interrupt()),
+            ) {
+                (Ok(mut t), Ok(mut i)) => {
+                    tokio::select! { _ = t.recv() => {}, _ = i.recv() => {} }
+                }
+                _ => std::future::pending::<()>().await,
+            }
+        };
+        Ok::<_, Error>(serve(started, stop).await)
+    })?;
+    rt.shutdown_timeout(std::time::Duration::from_secs(2));
+    store_thread.join();
+    Ok(())
+}
+
+/// A daemon running on a thread of its own (for tests and embedding).
+pub struct DaemonHandle {
+    socket: PathBuf,
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl DaemonHandle {
+    /// Its socket.
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+
+    /// Stops it and waits until its database is closed.
+    pub fn stop(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for DaemonHandle {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// Starts a daemon on its own thread; returns once its socket accepts connections.
+pub fn spawn(config: Config, config_path: Option<PathBuf>) -> Result<DaemonHandle, Error> {
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<PathBuf, Error>>();
+    let (stop_tx, stop_rx) = oneshot::channel::<()>();
+    let thread = std::thread::Builder::new()
+        .name("batchd".into())
+        .spawn(move || {
+            let rt = match runtime() {
+                Ok(rt) => rt,
+                Err(e) => {
+                    let _ = ready_tx.send(Err(e));
+                    return;
+                }
+            };
+            let store_thread = rt.block_on(async {
+                match start(config, config_path).await {
+                    Ok(started) => {
+                        let _ = ready_tx.send(Ok(started.socket.clone()));
+                        Some(
+                            serve(started, async {
+                                let _ = stop_rx.await;
+                            })
+                            .await,
+                        )
+                    }
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        None
+                    }
+                }
+            });
+            rt.shutdown_timeout(std::time::Duration::from_secs(2));
+            if let Some(t) = store_thread {
+                t.join();
+            }
+        })
+        .map_err(Error::Runtime)?;
+    match ready_rx.recv() {
+        Ok(Ok(socket)) => Ok(DaemonHandle {
+            socket,
+            stop: Some(stop_tx),
+            thread: Some(thread),
+        }),
+        Ok(Err(e)) => {
+            let _ = thread.join();
+            Err(e)
+        }
+        Err(_) => {
+            let _ = thread.join();
+            Err(Error::Runtime(std::io::Error::other(
+                "the daemon thread died while starting",
+            )))
+        }
+    }
+}

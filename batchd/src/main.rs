@@ -1,0 +1,71 @@
+//! `batchd`: the esched batch daemon. Runs in the foreground (use systemd or `&` to detach);
+//! `batchd supervise JOBDIR` is the per-job supervisor it starts itself.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// esched's batch daemon: queue, policy loop and executor behind a Unix socket.
+#[derive(Parser, Debug)]
+#[command(name = "batchd", version, about)]
+struct Cli {
+    /// Configuration file (TOML); without it the built-in default runs (one pool `debug` of 8
+    /// nodes, policy `cbf`).
+    #[arg(short, long, value_name = "FILE", env = "ESCHED_CONFIG")]
+    config: Option<PathBuf>,
+    /// Print the effective configuration (every default filled in) and exit.
+    #[arg(long)]
+    print_config: bool,
+    /// Stay in the foreground (the only mode: batchd never daemonises itself).
+    #[arg(long, default_value_t = true)]
+    foreground: bool,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run one job's supervisor (started by batchd itself).
+    #[command(hide = true)]
+    Supervise {
+        /// The job's directory.
+        job_dir: PathBuf,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if let Some(Command::Supervise { job_dir }) = cli.command {
+        return ExitCode::from(batchd::supervise::supervise(&job_dir).clamp(0, 255) as u8);
+    }
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let config = match &cli.config {
+        Some(p) => batchd::Config::load(p),
+        None => Ok(batchd::Config::embedded()),
+    };
+    let config = match config {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("batchd: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if cli.print_config {
+        print!("{}", config.effective().to_toml());
+        return ExitCode::SUCCESS;
+    }
+    match batchd::run(config, cli.config) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("batchd: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,25 @@
+//! `Acct`: finished jobs from the database, by end time.
+
+use std::sync::Arc;
+
+use batch_proto::AcctRequest;
+
+use super::{internal, Reply};
+use crate::daemon::Daemon;
+
+pub async fn handle(d: &Arc<Daemon>, req: AcctRequest) -> Reply {
+    let (since, until) = (req.since, req.until);
+    match d
+        .store
+        .read(move |c| crate::store::finished_between(c, since, until))
+        .await
+    {
+        Ok(done) => Reply::Jobs(
+            done.iter()
+                .map(|r| r.info(None, None))
+                .filter(|i| req.filter.matches(i))
+                .collect(),
+        ),
+        Err(e) => internal(e),
+    }
+}

@@ -1,0 +1,79 @@
+//! `Hold` and `Release`: pending jobs only, by their owner or root.
+
+use std::sync::Arc;
+
+use batch_proto::{ActionReport, ErrorKind, JobFailure, JobState, Response};
+
+use super::{internal, Caller, Reply};
+use crate::daemon::Daemon;
+
+async fn set_held(d: &Arc<Daemon>, caller: &Caller, ids: Vec<u64>, held: bool) -> Reply {
+    let mut report = ActionReport::default();
+    let mut changed = Vec::new();
+    {
+        let mut core = d.core();
+        for id in ids {
+            let fail = |kind, message: String| JobFailure { id, kind, message };
+            let known = core.state_of(id).is_some();
+            let Some(a) = core.jobs.get_mut(&id) else {
+                report.failed.push(if known {
+                    fail(
+                        ErrorKind::InvalidState,
+                        format!("job {id} has already finished"),
+                    )
+                } else {
+                    fail(
+                        ErrorKind::InvalidJobId,
+                        format!("Invalid job id specified: {id}"),
+                    )
+                });
+                continue;
+            };
+            if !caller.may_touch(a.rec.uid) {
+                report.failed.push(fail(
+                    ErrorKind::PermissionDenied,
+                    format!("Access/permission denied for job {id}"),
+                ));
+                continue;
+            }
+            if a.rec.state != JobState::Pending {
+                report.failed.push(fail(
+                    ErrorKind::InvalidState,
+                    format!("job {id} is not pending"),
+                ));
+                continue;
+            }
+            if a.rec.held == held {
+                report.failed.push(fail(
+                    ErrorKind::InvalidState,
+                    format!(
+                        "job {id} is {}",
+                        if held { "already held" } else { "not held" }
+                    ),
+                ));
+                continue;
+            }
+            a.rec.held = held;
+            changed.push(a.rec.clone());
+        }
+    }
+    for rec in changed {
+        let id = rec.id;
+        if let Err(e) = d.store.commit(rec).await {
+            return internal(e);
+        }
+        report.done.push(id);
+    }
+    if !report.done.is_empty() {
+        d.reschedule();
+    }
+    Response::Acted(report).into()
+}
+
+pub async fn hold(d: &Arc<Daemon>, caller: &Caller, ids: Vec<u64>) -> Reply {
+    set_held(d, caller, ids, true).await
+}
+
+pub async fn release(d: &Arc<Daemon>, caller: &Caller, ids: Vec<u64>) -> Reply {
+    set_held(d, caller, ids, false).await
+}

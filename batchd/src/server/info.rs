@@ -1,0 +1,54 @@
+//! `Info`: pools, their nodes and who holds them.
+
+use std::sync::Arc;
+
+use batch_proto::{hostlist, ClusterInfo, JobState, NodeInfo, NodeState, PoolInfo, Response};
+
+use super::Reply;
+use crate::daemon::Daemon;
+
+pub fn handle(d: &Arc<Daemon>) -> Reply {
+    let policy = d.policy_name();
+    let core = d.core();
+    let pools = core
+        .pools
+        .iter()
+        .map(|p| {
+            let nodes: Vec<NodeInfo> = p
+                .alloc
+                .iter()
+                .enumerate()
+                .map(|(i, a)| NodeInfo {
+                    name: p.node_name(i as u32),
+                    state: if a.is_some() {
+                        NodeState::Allocated
+                    } else {
+                        NodeState::Idle
+                    },
+                    job: *a,
+                })
+                .collect();
+            let names: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
+            PoolInfo {
+                name: p.pool.name.clone(),
+                total: p.pool.nodes,
+                allocated: p.pool.nodes - p.free(),
+                node_list: hostlist::compress(&names),
+                nodes,
+            }
+        })
+        .collect();
+    let pending = core
+        .jobs
+        .values()
+        .filter(|a| a.rec.state == JobState::Pending)
+        .count() as u64;
+    let running = core.jobs.len() as u64 - pending;
+    Response::Info(ClusterInfo {
+        pools,
+        policy,
+        pending,
+        running,
+    })
+    .into()
+}

@@ -1,0 +1,58 @@
+//! `Reconfigure` (and SIGHUP): re-read the config file and switch to the policy it names.
+//!
+//! Queued and running jobs are untouched: only the policy, its parameters, the re-policy
+//! interval and the grace period change. Pools, socket and state directory take effect at a
+//! restart only; a changed pool list is refused. A policy that fails to load leaves the old
+//! one in force and the reply carries the loader's error.
+
+use std::sync::Arc;
+
+use batch_proto::{ErrorKind, ErrorReply, ReconfigureReply};
+
+use crate::config::Config;
+use crate::daemon::{lock, Daemon};
+
+/// Re-reads the config and swaps the policy.
+pub async fn reconfigure(d: &Arc<Daemon>) -> Result<ReconfigureReply, ErrorReply> {
+    let settings = d.settings();
+    let path = settings.config_path.clone();
+    let config = match &path {
+        Some(p) => {
+            Config::load(p).map_err(|e| ErrorReply::new(ErrorKind::Config, e.to_string()))?
+        }
+        None => Config::embedded(),
+    };
+    if config.pools != settings.config.pools {
+        return Err(ErrorReply::new(
+            ErrorKind::Config,
+            "the pools changed: pools take effect only when batchd restarts; nothing was changed",
+        ));
+    }
+    if config.socket != settings.config.socket || config.state_dir != settings.config.state_dir {
+        tracing::warn!("socket and state_dir changes take effect only when batchd restarts");
+    }
+    let built = {
+        let config = config.clone();
+        tokio::task::spawn_blocking(move || crate::policy::build(&config)).await
+    };
+    let policy = match built {
+        Ok(Ok(p)) => p,
+        Ok(Err(e)) => {
+            tracing::error!("reconfigure: keeping policy {}: {e}", d.policy_name());
+            return Err(ErrorReply::new(ErrorKind::PolicyLoad, e));
+        }
+        Err(e) => return Err(ErrorReply::new(ErrorKind::Internal, e.to_string())),
+    };
+    let name = policy.name().to_string();
+    *lock(&d.policy) = policy;
+    *d.policy_name.write().unwrap_or_else(|p| p.into_inner()) = name.clone();
+    d.settings.write().unwrap_or_else(|p| p.into_inner()).config = config;
+    // The new policy has no expected starts yet; the next run gives them.
+    d.core().expected.clear();
+    d.reschedule();
+    tracing::info!(policy = %name, "reconfigured");
+    Ok(ReconfigureReply {
+        policy: name,
+        config: path.map(|p| p.display().to_string()),
+    })
+}

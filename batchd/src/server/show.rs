@@ -1,0 +1,24 @@
+//! `ShowJob`: one job, active or finished.
+
+use std::sync::Arc;
+
+use batch_proto::ErrorReply;
+
+use super::{internal, Reply};
+use crate::daemon::Daemon;
+use crate::launch::now_ms;
+
+pub async fn handle(d: &Arc<Daemon>, id: u64) -> Reply {
+    {
+        let core = d.core();
+        if let Some(a) = core.jobs.get(&id) {
+            let reason = core.reasons(now_ms()).get(&id).copied();
+            return Reply::Jobs(vec![a.rec.info(reason, core.expected.get(&id).copied())]);
+        }
+    }
+    match d.store.read(move |c| crate::store::job_by_id(c, id)).await {
+        Ok(Some(r)) => Reply::Jobs(vec![r.info(None, None)]),
+        Ok(None) => ErrorReply::invalid_job(id).into(),
+        Err(e) => internal(e),
+    }
+}

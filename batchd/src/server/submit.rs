@@ -1,0 +1,208 @@
+//! `Submit`: check, store, acknowledge; or, for `--test-only`, ask a fresh policy instance.
+
+use std::sync::Arc;
+
+use batch_proto::{
+    Dependency, ErrorKind, ErrorReply, JobSpec, JobState, Response, SubmitRequest, TestOnlyReply,
+};
+use sched_core::{JobId, Pending};
+
+use super::{internal, Caller, Reply};
+use crate::core::{Active, Core};
+use crate::daemon::Daemon;
+use crate::launch::now_ms;
+use crate::record::{expand_pattern, JobRecord};
+
+/// Checks `spec` against the cluster: pool, size, dependencies.
+pub fn check_against(core: &Core, spec: &JobSpec) -> Result<(), ErrorReply> {
+    let invalid = |m: String| ErrorReply::new(ErrorKind::InvalidSpec, m);
+    let need = spec.shape.max_nodes();
+    match &spec.pool {
+        Some(name) => {
+            let Some(i) = core.pool_index(name) else {
+                let names: Vec<&str> = core.pools.iter().map(|p| p.pool.name.as_str()).collect();
+                return Err(invalid(format!(
+                    "invalid pool `{name}` (pools: {})",
+                    names.join(", ")
+                )));
+            };
+            let nodes = core.pools[i].pool.nodes;
+            if need > nodes {
+                return Err(invalid(format!(
+                    "Requested node configuration is not available: {need} nodes, pool {name} has {nodes}"
+                )));
+            }
+        }
+        None => {
+            let max = core.pools.iter().map(|p| p.pool.nodes).max().unwrap_or(0);
+            if need > max {
+                return Err(invalid(format!(
+                    "Requested node configuration is not available: {need} nodes, the largest pool has {max}"
+                )));
+            }
+        }
+    }
+    for d in &spec.dependencies {
+        if let Dependency::On { job, .. } = d {
+            if core.state_of(*job).is_none() {
+                return Err(invalid(format!(
+                    "Job dependency problem: job {job} does not exist"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: SubmitRequest) -> Reply {
+    let spec = req.spec;
+    if let Err(e) = spec.validate() {
+        return ErrorReply::new(ErrorKind::InvalidSpec, e.to_string()).into();
+    }
+    if d.euid != 0 && caller.uid != d.euid {
+        return ErrorReply::new(
+            ErrorKind::PermissionDenied,
+            format!(
+                "batchd runs as uid {} and can run jobs of that user only",
+                d.euid
+            ),
+        )
+        .into();
+    }
+    if req.test_only {
+        return test_only(d, caller, spec).await;
+    }
+    let now = now_ms();
+    let rec = {
+        let mut core = d.core();
+        if let Err(e) = check_against(&core, &spec) {
+            return e.into();
+        }
+        let id = core.next_id;
+        core.next_id += 1;
+        let out = spec
+            .stdout
+            .clone()
+            .unwrap_or_else(|| "esched-%j.out".to_string());
+        let stdout = expand_pattern(&out, id, &spec.name, &caller.user, &spec.work_dir);
+        let stderr = match &spec.stderr {
+            Some(p) => expand_pattern(p, id, &spec.name, &caller.user, &spec.work_dir),
+            None => stdout.clone(),
+        };
+        JobRecord {
+            id,
+            uid: caller.uid,
+            gid: caller.gid,
+            user: caller.user.clone(),
+            held: spec.hold,
+            spec,
+            submit: now,
+            state: JobState::Pending,
+            start: None,
+            end: None,
+            exit_code: None,
+            signal: None,
+            pool: None,
+            node_list: None,
+            nodes: 0,
+            shape: None,
+            detail: None,
+            stdout,
+            stderr,
+        }
+    };
+    let id = rec.id;
+    // Acknowledged only once committed: an acknowledged job survives a crash.
+    if let Err(e) = d.store.commit(rec.clone()).await {
+        tracing::error!(job = id, "submission not stored: {e}");
+        return internal(e);
+    }
+    d.core().jobs.insert(id, Active { rec, run: None });
+    d.reschedule();
+    tracing::debug!(job = id, uid = caller.uid, "submitted");
+    Response::Submitted { id }.into()
+}
+
+/// When the job would start if submitted now: a fresh instance of the policy in force plans
+/// the present queue plus this job, so the running policy's state is not disturbed.
+async fn test_only(d: &Arc<Daemon>, caller: &Caller, spec: JobSpec) -> Reply {
+    let config = d.settings().config;
+    let now = now_ms();
+    let (snap, id, pools) = {
+        let core = d.core();
+        if let Err(e) = check_against(&core, &spec) {
+            return e.into();
+        }
+        let (mut snap, _) = core.snapshot(now, config.grace_period_ms);
+        let id = core.next_id;
+        let rec = JobRecord {
+            id,
+            uid: caller.uid,
+            gid: caller.gid,
+            user: caller.user.clone(),
+            spec: spec.clone(),
+            submit: now,
+            state: JobState::Pending,
+            held: false,
+            start: None,
+            end: None,
+            exit_code: None,
+            signal: None,
+            pool: None,
+            node_list: None,
+            nodes: 0,
+            shape: None,
+            detail: None,
+            stdout: String::new(),
+            stderr: String::new(),
+        };
+        let eligible = !spec.hold && core.dep_status(&rec) == crate::core::DepStatus::Satisfied;
+        if eligible {
+            let pos = snap
+                .pending
+                .iter()
+                .position(|p| p.priority < spec.priority)
+                .unwrap_or(snap.pending.len());
+            snap.pending.insert(
+                pos,
+                Pending {
+                    id: JobId(id),
+                    user: caller.uid,
+                    submit: now,
+                    earliest_start: spec.begin.unwrap_or(0).max(now),
+                    priority: spec.priority,
+                    request: core.request_of(&rec),
+                },
+            );
+        }
+        let pools: Vec<String> = core.pools.iter().map(|p| p.pool.name.clone()).collect();
+        (snap, id, pools)
+    };
+    let planned = tokio::task::spawn_blocking(move || {
+        let mut policy = crate::policy::build(&config)?;
+        policy.try_plan(&snap.view()).map_err(|e| e.to_string())
+    })
+    .await;
+    let plan = match planned {
+        Ok(Ok(p)) => p,
+        Ok(Err(e)) => return ErrorReply::new(ErrorKind::PolicyLoad, e).into(),
+        Err(e) => return internal(e),
+    };
+    let placed = plan.placements.iter().find(|p| p.job == JobId(id));
+    let reply = match placed {
+        Some(p) => {
+            let (pool, nodes) = crate::core::Core::shape_needs(&p.shape).unzip();
+            TestOnlyReply {
+                expected_start: Some(p.start.max(now)),
+                pool: pool.and_then(|i| pools.get(i).cloned()),
+                nodes,
+            }
+        }
+        None => TestOnlyReply {
+            expected_start: None,
+            pool: None,
+            nodes: None,
+        },
+    };
+    Response::TestOnly(reply).into()
+}

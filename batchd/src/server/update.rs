@@ -1,0 +1,75 @@
+//! `Update`: change a pending job's name, size, time limit, begin time or priority.
+
+use std::sync::Arc;
+
+use batch_proto::{
+    ActionReport, ErrorKind, ErrorReply, JobShape, JobState, Response, UpdateRequest,
+};
+
+use super::{internal, Caller, Reply};
+use crate::daemon::Daemon;
+
+pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: UpdateRequest) -> Reply {
+    let id = req.id;
+    let rec = {
+        let mut core = d.core();
+        let Some(a) = core.jobs.get(&id) else {
+            return ErrorReply::invalid_job(id).into();
+        };
+        if !caller.may_touch(a.rec.uid) {
+            return ErrorReply::permission_denied(id).into();
+        }
+        if a.rec.state != JobState::Pending {
+            return ErrorReply::new(ErrorKind::InvalidState, format!("job {id} is not pending"))
+                .into();
+        }
+        let mut spec = a.rec.spec.clone();
+        if let Some(n) = req.name {
+            spec.name = n;
+        }
+        if req.time_limit.is_some() || req.nodes.is_some() {
+            let JobShape::Rigid { nodes, time_limit } = &mut spec.shape else {
+                return ErrorReply::new(
+                    ErrorKind::InvalidSpec,
+                    "only a rigid job's nodes and time limit can be changed",
+                )
+                .into();
+            };
+            *nodes = req.nodes.unwrap_or(*nodes);
+            *time_limit = req.time_limit.unwrap_or(*time_limit);
+        }
+        if let Some(b) = req.begin {
+            spec.begin = (b != 0).then_some(b);
+        }
+        if let Some(p) = req.priority {
+            if p > spec.priority && caller.uid != 0 {
+                return ErrorReply::new(
+                    ErrorKind::PermissionDenied,
+                    "only root may raise a job's priority",
+                )
+                .into();
+            }
+            spec.priority = p;
+        }
+        if let Err(e) = spec.validate() {
+            return ErrorReply::new(ErrorKind::InvalidSpec, e.to_string()).into();
+        }
+        if let Err(e) = super::submit::check_against(&core, &spec) {
+            return e.into();
+        }
+        let Some(a) = core.jobs.get_mut(&id) else {
+            return ErrorReply::invalid_job(id).into();
+        };
+        a.rec.spec = spec;
+        a.rec.clone()
+    };
+    if let Err(e) = d.store.commit(rec).await {
+        return internal(e);
+    }
+    d.reschedule();
+    Response::Acted(ActionReport {
+        done: vec![id],
+        failed: vec![],
+    })
+    .into()
+}

@@ -1,0 +1,630 @@
+//! batchd through its public surface: `batchd::spawn` in a temporary directory, spoken to with
+//! batch-proto's client. The end-to-end tests through the real CLI binaries live in cli-tools.
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use batch_proto::frame::{read_frame, write_frame};
+use batch_proto::{
+    CancelRequest, Client, ErrorKind, Hello, JobFilter, JobInfo, JobSpec, JobState, ListRequest,
+    PendingReason, Request, Response, ShowJobRequest, SubmitRequest,
+};
+use batchd::{Config, DaemonHandle};
+
+struct Cluster {
+    dir: tempfile::TempDir,
+    config: Config,
+    config_path: Option<PathBuf>,
+    daemon: Option<DaemonHandle>,
+}
+
+fn config(dir: &Path) -> Config {
+    let mut c = Config::embedded();
+    c.socket = Some(dir.join("batchd.sock"));
+    c.state_dir = Some(dir.join("state"));
+    c.supervisor = Some(PathBuf::from(env!("CARGO_BIN_EXE_batchd")));
+    c.grace_period_ms = 300;
+    c.repolicy_interval_ms = 20;
+    c
+}
+
+impl Cluster {
+    fn new() -> Cluster {
+        let dir = tempfile::tempdir().unwrap();
+        let config = config(dir.path());
+        let mut c = Cluster {
+            dir,
+            config,
+            config_path: None,
+            daemon: None,
+        };
+        c.boot();
+        c
+    }
+
+    fn boot(&mut self) {
+        self.daemon = Some(batchd::spawn(self.config.clone(), self.config_path.clone()).unwrap());
+    }
+
+    fn stop(&mut self) {
+        if let Some(d) = self.daemon.take() {
+            d.stop();
+        }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn client(&self) -> Client {
+        Client::connect(self.config.socket.as_ref().unwrap()).unwrap()
+    }
+
+    fn spec(&self, script: &str) -> JobSpec {
+        let mut s = JobSpec::new(
+            format!("#!/bin/sh\n{script}\n"),
+            self.dir.path().to_str().unwrap(),
+            1,
+            60_000,
+        );
+        s.environment = vec![("PATH".into(), "/usr/bin:/bin".into())];
+        s
+    }
+
+    fn submit(&self, spec: JobSpec) -> u64 {
+        match self
+            .client()
+            .request(&Request::Submit(SubmitRequest {
+                spec,
+                test_only: false,
+            }))
+            .unwrap()
+        {
+            Response::Submitted { id } => id,
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    fn show(&self, id: u64) -> JobInfo {
+        let mut jobs = self
+            .client()
+            .jobs(&Request::ShowJob(ShowJobRequest { id }))
+            .unwrap();
+        assert_eq!(jobs.len(), 1);
+        jobs.remove(0)
+    }
+
+    fn wait_for(&self, id: u64, what: &str, done: impl Fn(&JobInfo) -> bool) -> JobInfo {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let j = self.show(id);
+            if done(&j) {
+                return j;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "job {id} never became {what}: {j:?}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn wait_state(&self, id: u64, state: JobState) -> JobInfo {
+        self.wait_for(id, state.name(), |j| j.state == state)
+    }
+
+    fn cancel(&self, ids: Vec<u64>, signal: Option<i32>) -> Response {
+        let filter = JobFilter {
+            ids,
+            ..Default::default()
+        };
+        self.client()
+            .request(&Request::Cancel(CancelRequest { filter, signal }))
+            .unwrap()
+    }
+}
+
+fn pid_gone(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(s) => s
+            .rsplit_once(')')
+            .is_some_and(|(_, r)| r.trim_start().starts_with('Z')),
+    }
+}
+
+fn wait_file(path: &Path) -> String {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Ok(s) = std::fs::read_to_string(path) {
+            if !s.is_empty() {
+                return s;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} never written",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn job_runs_to_completion_with_its_output_and_environment() {
+    let c = Cluster::new();
+    let mut spec = c.spec("echo \"id=$ESCHED_JOB_ID nodes=$ESCHED_NODELIST n=$ESCHED_NNODES pool=$ESCHED_POOL name=$ESCHED_JOB_NAME arg=$1\"\necho oops >&2");
+    spec.shape = batch_proto::JobShape::Rigid {
+        nodes: 3,
+        time_limit: 60_000,
+    };
+    spec.name = "hello".into();
+    spec.args = vec!["first".into()];
+    let id = c.submit(spec);
+    let j = c.wait_state(id, JobState::Completed);
+    assert_eq!((j.exit_code, j.signal), (Some(0), Some(0)));
+    assert_eq!(j.node_list.as_deref(), Some("debug[001-003]"));
+    assert!(j.start_time.is_some() && j.end_time >= j.start_time);
+    let out = std::fs::read_to_string(c.path(&format!("esched-{id}.out"))).unwrap();
+    assert_eq!(
+        out,
+        format!("id={id} nodes=debug[001-003] n=3 pool=debug name=hello arg=first\noops\n")
+    );
+    // Finished jobs are in the accounting.
+    let acct = c.client().jobs(&Request::Acct(Default::default())).unwrap();
+    assert_eq!(acct.iter().map(|j| j.id).collect::<Vec<_>>(), vec![id]);
+}
+
+#[test]
+fn failing_script_ends_failed_with_its_exit_code_and_separate_stderr() {
+    let c = Cluster::new();
+    let mut spec = c.spec("echo out; echo err >&2; exit 3");
+    spec.stdout = Some("o-%j-%x.txt".into());
+    spec.stderr = Some("e-%j.txt".into());
+    spec.name = "bad".into();
+    let id = c.submit(spec);
+    let j = c.wait_state(id, JobState::Failed);
+    assert_eq!(j.exit_status(), "3:0");
+    assert_eq!(
+        std::fs::read_to_string(c.path(&format!("o-{id}-bad.txt"))).unwrap(),
+        "out\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(c.path(&format!("e-{id}.txt"))).unwrap(),
+        "err\n"
+    );
+}
+
+#[test]
+fn job_past_its_walltime_is_stopped_and_ends_timeout() {
+    let c = Cluster::new();
+    let mut spec = c.spec("echo started\nsleep 30");
+    spec.shape = batch_proto::JobShape::Rigid {
+        nodes: 1,
+        time_limit: 400,
+    };
+    let id = c.submit(spec);
+    let j = c.wait_state(id, JobState::Timeout);
+    assert_eq!(j.signal, Some(15), "{j:?}");
+    let ran = j.end_time.unwrap() - j.start_time.unwrap();
+    assert!(ran >= 400, "stopped after {ran} ms");
+    let out = std::fs::read_to_string(c.path(&format!("esched-{id}.out"))).unwrap();
+    assert!(out.starts_with("started\n"), "{out}");
+    assert!(
+        out.contains(&format!("*** JOB {id} CANCELLED AT"))
+            && out.contains("DUE TO TIME LIMIT ***"),
+        "{out}"
+    );
+}
+
+#[test]
+fn cancel_of_pending_and_running_jobs() {
+    let c = Cluster::new();
+    // A running job with a background child in its process group.
+    let mut big = c.spec("sleep 60 &\necho $! > child.pid\nwait");
+    big.shape = batch_proto::JobShape::Rigid {
+        nodes: 8,
+        time_limit: 60_000,
+    };
+    let running = c.submit(big);
+    let waiting = c.submit(c.spec("true"));
+    c.wait_state(running, JobState::Running);
+    let child: i32 = wait_file(&c.path("child.pid")).trim().parse().unwrap();
+    let j = c.show(waiting);
+    assert_eq!(
+        (j.state, j.reason),
+        (JobState::Pending, Some(PendingReason::Resources))
+    );
+    assert!(
+        j.expected_start.is_some(),
+        "the plan gives the queued job an expected start"
+    );
+
+    let Response::Acted(r) = c.cancel(vec![waiting], None) else {
+        panic!()
+    };
+    assert_eq!(r.done, vec![waiting]);
+    assert_eq!(c.show(waiting).state, JobState::Cancelled);
+
+    let Response::Acted(r) = c.cancel(vec![running], None) else {
+        panic!()
+    };
+    assert_eq!(r.done, vec![running]);
+    let j = c.wait_state(running, JobState::Cancelled);
+    assert!(j.end_time.is_some());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !pid_gone(child) {
+        assert!(
+            Instant::now() < deadline,
+            "the job's background child {child} survived the cancel"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Cancelling a finished or unknown job is an error per job.
+    let Response::Acted(r) = c.cancel(vec![running, 999], None) else {
+        panic!()
+    };
+    let kinds: Vec<ErrorKind> = r.failed.iter().map(|f| f.kind).collect();
+    assert_eq!(
+        kinds,
+        vec![ErrorKind::InvalidState, ErrorKind::InvalidJobId]
+    );
+}
+
+#[test]
+fn signal_reaches_the_job_without_cancelling_it() {
+    let c = Cluster::new();
+    let id = c.submit(c.spec(
+        "trap 'echo got USR1; exit 0' USR1\necho ready > ready.txt\nwhile :; do sleep 0.05; done",
+    ));
+    c.wait_state(id, JobState::Running);
+    wait_file(&c.path("ready.txt"));
+    let Response::Acted(r) = c.cancel(vec![id], Some(10)) else {
+        panic!()
+    };
+    assert_eq!(r.done, vec![id]);
+    c.wait_state(id, JobState::Completed);
+    assert!(std::fs::read_to_string(c.path(&format!("esched-{id}.out")))
+        .unwrap()
+        .contains("got USR1"));
+}
+
+#[test]
+fn dependencies_and_holds() {
+    let c = Cluster::new();
+    let bad = c.submit(c.spec("exit 1"));
+    c.wait_state(bad, JobState::Failed);
+    let mut s = c.spec("true");
+    s.dependencies = batch_proto::Dependency::parse_list(&format!("afterok:{bad}")).unwrap();
+    let never = c.submit(s);
+    let mut s = c.spec("true");
+    s.dependencies = batch_proto::Dependency::parse_list(&format!("afternotok:{bad}")).unwrap();
+    let runs = c.submit(s);
+    let mut s = c.spec("true");
+    s.hold = true;
+    let held = c.submit(s);
+    c.wait_state(runs, JobState::Completed);
+    let j = c.show(never);
+    assert_eq!(
+        (j.state, j.reason),
+        (
+            JobState::Pending,
+            Some(PendingReason::DependencyNeverSatisfied)
+        )
+    );
+    assert_eq!(c.show(held).reason, Some(PendingReason::Held));
+    let r = c
+        .client()
+        .request(&Request::Release(batch_proto::ReleaseRequest {
+            ids: vec![held],
+        }))
+        .unwrap();
+    assert!(
+        matches!(r, Response::Acted(ref a) if a.done == vec![held]),
+        "{r:?}"
+    );
+    c.wait_state(held, JobState::Completed);
+}
+
+#[test]
+fn bad_submissions_are_refused_with_a_reason() {
+    let c = Cluster::new();
+    let mut too_big = c.spec("true");
+    too_big.shape = batch_proto::JobShape::Rigid {
+        nodes: 9,
+        time_limit: 1000,
+    };
+    let mut bad_pool = c.spec("true");
+    bad_pool.pool = Some("gpu".into());
+    let mut bad_dep = c.spec("true");
+    bad_dep.dependencies = batch_proto::Dependency::parse_list("afterok:4242").unwrap();
+    let mut relative = c.spec("true");
+    relative.work_dir = "here".into();
+    for (spec, needle) in [
+        (too_big, "not available"),
+        (bad_pool, "gpu"),
+        (bad_dep, "4242"),
+        (relative, "work_dir"),
+    ] {
+        let r = c
+            .client()
+            .send(&Request::Submit(SubmitRequest {
+                spec,
+                test_only: false,
+            }))
+            .unwrap();
+        match r {
+            Response::Error(e) => {
+                assert_eq!(e.kind, ErrorKind::InvalidSpec);
+                assert!(e.message.contains(needle), "{}", e.message);
+            }
+            other => panic!("accepted: {other:?}"),
+        }
+    }
+    // Nothing was queued.
+    assert!(c
+        .client()
+        .jobs(&Request::List(ListRequest::default()))
+        .unwrap()
+        .is_empty());
+}
+
+#[test]
+fn test_only_gives_an_expected_start_and_queues_nothing() {
+    let c = Cluster::new();
+    let r = c
+        .client()
+        .request(&Request::Submit(SubmitRequest {
+            spec: c.spec("true"),
+            test_only: true,
+        }))
+        .unwrap();
+    let Response::TestOnly(t) = r else {
+        panic!("{r:?}")
+    };
+    assert!(t.expected_start.is_some());
+    assert_eq!(t.pool.as_deref(), Some("debug"));
+    assert!(c
+        .client()
+        .jobs(&Request::List(ListRequest::default()))
+        .unwrap()
+        .is_empty());
+    assert_eq!(c.submit(c.spec("true")), 1, "test-only consumed no id");
+}
+
+#[test]
+fn pending_jobs_and_ids_survive_a_restart() {
+    let mut c = Cluster::new();
+    let mut ids = Vec::new();
+    for i in 0..20 {
+        let mut s = c.spec("true");
+        s.hold = true;
+        s.name = format!("j{i}");
+        ids.push(c.submit(s));
+    }
+    let finished = c.submit(c.spec("exit 7"));
+    c.wait_state(finished, JobState::Failed);
+    c.stop();
+    c.boot();
+    let listed = c
+        .client()
+        .jobs(&Request::List(ListRequest::default()))
+        .unwrap();
+    assert_eq!(listed.iter().map(|j| j.id).collect::<Vec<_>>(), ids);
+    assert!(listed
+        .iter()
+        .all(|j| j.state == JobState::Pending && j.held));
+    assert_eq!(c.show(finished).exit_status(), "7:0");
+    assert_eq!(c.submit(c.spec("true")), finished + 1);
+}
+
+#[test]
+fn a_job_running_across_a_restart_is_recorded_when_it_ends() {
+    let mut c = Cluster::new();
+    let id = c.submit(c.spec("touch started\nsleep 1\nexit 4"));
+    c.wait_state(id, JobState::Running);
+    wait_file_exists(&c.path("started"));
+    c.stop();
+    // The job ends while no daemon runs.
+    std::thread::sleep(Duration::from_millis(1500));
+    c.boot();
+    let j = c.wait_state(id, JobState::Failed);
+    assert_eq!(j.exit_status(), "4:0");
+    // Its nodes are free again: a full-size job runs.
+    let mut s = c.spec("true");
+    s.shape = batch_proto::JobShape::Rigid {
+        nodes: 8,
+        time_limit: 10_000,
+    };
+    let next = c.submit(s);
+    c.wait_state(next, JobState::Completed);
+}
+
+#[test]
+fn a_running_job_is_readopted_and_finishes_after_a_restart() {
+    let mut c = Cluster::new();
+    let id = c.submit(c.spec("touch started\nsleep 1.5\necho done"));
+    c.wait_state(id, JobState::Running);
+    wait_file_exists(&c.path("started"));
+    c.stop();
+    c.boot();
+    assert_eq!(c.show(id).state, JobState::Running);
+    c.wait_state(id, JobState::Completed);
+    assert_eq!(
+        std::fs::read_to_string(c.path(&format!("esched-{id}.out"))).unwrap(),
+        "done\n"
+    );
+}
+
+fn wait_file_exists(path: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !path.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "{} never created",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn malformed_truncated_and_oversize_frames_get_an_error_and_the_daemon_stays_up() {
+    let c = Cluster::new();
+    let sock = c.config.socket.clone().unwrap();
+    let hello = |s: &mut UnixStream| {
+        write_frame(s, &Request::Hello(Hello::current())).unwrap();
+        let r: Response = read_frame(s).unwrap();
+        assert!(matches!(r, Response::Hello(_)));
+    };
+    let expect_error = |s: &mut UnixStream| match read_frame::<_, Response>(s).unwrap() {
+        Response::Error(e) => assert_eq!(e.kind, ErrorKind::BadRequest, "{e:?}"),
+        other => panic!("{other:?}"),
+    };
+    // Not JSON.
+    let mut s = UnixStream::connect(&sock).unwrap();
+    hello(&mut s);
+    s.write_all(&5u32.to_be_bytes()).unwrap();
+    s.write_all(b"{nope").unwrap();
+    expect_error(&mut s);
+    // JSON, but no request.
+    let mut s = UnixStream::connect(&sock).unwrap();
+    hello(&mut s);
+    write_frame(&mut s, &serde_json::json!({"Launch": {"missiles": true}})).unwrap();
+    expect_error(&mut s);
+    // Truncated: the header promises more than comes.
+    let mut s = UnixStream::connect(&sock).unwrap();
+    hello(&mut s);
+    s.write_all(&100u32.to_be_bytes()).unwrap();
+    s.write_all(b"{\"Version\"").unwrap();
+    s.shutdown(std::net::Shutdown::Write).unwrap();
+    expect_error(&mut s);
+    // Oversize header, before any hello.
+    let mut s = UnixStream::connect(&sock).unwrap();
+    s.write_all(&u32::MAX.to_be_bytes()).unwrap();
+    expect_error(&mut s);
+    let mut rest = Vec::new();
+    assert_eq!(
+        s.read_to_end(&mut rest).unwrap(),
+        0,
+        "the connection is closed"
+    );
+    // A request before the hello.
+    let mut s = UnixStream::connect(&sock).unwrap();
+    write_frame(&mut s, &Request::Info(Default::default())).unwrap();
+    expect_error(&mut s);
+    // Another protocol version.
+    let mut s = UnixStream::connect(&sock).unwrap();
+    write_frame(
+        &mut s,
+        &Request::Hello(Hello {
+            proto_version: 999,
+            software_version: "x".into(),
+        }),
+    )
+    .unwrap();
+    match read_frame::<_, Response>(&mut s).unwrap() {
+        Response::Error(e) => {
+            assert_eq!(e.kind, ErrorKind::VersionMismatch);
+            assert_eq!(
+                e.message,
+                format!(
+                    "protocol version mismatch: client 999, daemon {}",
+                    batch_proto::PROTOCOL_VERSION
+                )
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    // Still serving.
+    let id = c.submit(c.spec("true"));
+    c.wait_state(id, JobState::Completed);
+}
+
+#[test]
+fn reconfigure_swaps_the_policy_and_keeps_the_old_one_on_failure() {
+    let mut c = Cluster::new();
+    c.stop();
+    let file = c.path("batchd.toml");
+    let base = c.config.clone();
+    let write = |policy: &str| {
+        let mut cfg = base.clone();
+        cfg.policy.name = policy.into();
+        std::fs::write(&file, cfg.to_toml()).unwrap();
+    };
+    write("cbf");
+    c.config_path = Some(file.clone());
+    c.config = Config::load(&file).unwrap();
+    c.boot();
+    let mut s = c.spec("sleep 1");
+    s.shape = batch_proto::JobShape::Rigid {
+        nodes: 8,
+        time_limit: 10_000,
+    };
+    let running = c.submit(s);
+    let mut s = c.spec("true");
+    s.hold = true;
+    let queued = c.submit(s);
+    c.wait_state(running, JobState::Running);
+
+    write("easy");
+    let r = c
+        .client()
+        .request(&Request::Reconfigure(Default::default()))
+        .unwrap();
+    assert!(
+        matches!(r, Response::Reconfigured(ref x) if x.policy == "easy"),
+        "{r:?}"
+    );
+    write("no-such-policy");
+    let err = c
+        .client()
+        .request(&Request::Reconfigure(Default::default()))
+        .unwrap_err();
+    assert!(err.to_string().contains("no-such-policy"), "{err}");
+    let Response::Version(v) = c
+        .client()
+        .request(&Request::Version(Default::default()))
+        .unwrap()
+    else {
+        panic!()
+    };
+    assert_eq!(v.policy, "easy");
+    // Nothing was lost: the queued job is there and runs once released.
+    assert_eq!(c.show(queued).state, JobState::Pending);
+    c.client()
+        .request(&Request::Release(batch_proto::ReleaseRequest {
+            ids: vec![queued],
+        }))
+        .unwrap();
+    c.wait_state(running, JobState::Completed);
+    c.wait_state(queued, JobState::Completed);
+}
+
+#[test]
+fn info_lists_pools_and_allocated_nodes() {
+    let c = Cluster::new();
+    let mut s = c.spec("sleep 30");
+    s.shape = batch_proto::JobShape::Rigid {
+        nodes: 2,
+        time_limit: 60_000,
+    };
+    let id = c.submit(s);
+    c.wait_state(id, JobState::Running);
+    let Response::Info(info) = c
+        .client()
+        .request(&Request::Info(Default::default()))
+        .unwrap()
+    else {
+        panic!()
+    };
+    assert_eq!(info.pools.len(), 1);
+    let p = &info.pools[0];
+    assert_eq!((p.name.as_str(), p.total, p.allocated), ("debug", 8, 2));
+    assert_eq!(p.node_list, "debug[001-008]");
+    assert_eq!(p.nodes[0].job, Some(id));
+    c.cancel(vec![id], None);
+    c.wait_state(id, JobState::Cancelled);
+}
