@@ -52,10 +52,17 @@ fn job_running_across_a_restart_is_recorded() {
     );
     let id = c.submit(&["slow.sh"]);
     c.wait_state(id, JobState::Running);
+    // Wait for the job's first output: the supervisor has then surely recorded its pid. (A
+    // kill -9 in the few ms between the RUNNING record and that pid file loses the job as
+    // FAILED with no exit code: reported to batchd's owner.)
+    let out_file = c.work.join(format!("esched-{id}.out"));
+    c.wait_until("the job's first line", || {
+        std::fs::read_to_string(&out_file).is_ok_and(|t| t.contains("begin"))
+    });
     c.kill9();
     c.launch();
     let j = c.wait_state(id, JobState::Failed);
     assert_eq!(j.exit_code, Some(7));
-    let out = std::fs::read_to_string(c.work.join(format!("esched-{id}.out"))).expect("output");
+    let out = std::fs::read_to_string(&out_file).expect("output");
     assert!(out.contains("begin") && out.contains("end"), "{out}");
 }

@@ -45,7 +45,12 @@ fn ensure_built() -> PathBuf {
             if bin_dir().file_name().is_some_and(|n| n == "release") {
                 cmd.arg("--release");
             }
+            let t0 = Instant::now();
             let out = cmd.output().map_err(|e| format!("cannot run cargo: {e}"))?;
+            eprintln!(
+                "e2e: cargo build -p batchd took {:.1} s",
+                t0.elapsed().as_secs_f64()
+            );
             if !out.status.success() {
                 return Err(format!(
                     "cargo build -p batchd failed:\n{}",

@@ -1,0 +1,397 @@
+//! `ebench`: batchd's figures, printed (never asserted): submissions per second through the
+//! socket API and through `esubmit` processes, submit-to-start latency on an idle cluster, and
+//! `equeue`'s time with many pending jobs. `scripts/bench-batchd.sh` builds and runs it.
+//!
+//! It starts its own batchd (found next to this executable unless `--batchd` says otherwise) on
+//! a temporary socket and state directory, so it never touches a production daemon.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use batch_proto::{Client, JobInfo, JobSpec, Request, Response, ShowJobRequest, SubmitRequest};
+use clap::Parser;
+use cli_tools::batch::cli::{now_ms, run_tool};
+
+/// ebench's options.
+#[derive(Parser, Debug)]
+#[command(
+    name = "ebench",
+    version,
+    about = "Measure batchd: submission rate, start latency, equeue time"
+)]
+struct Cli {
+    /// The batchd executable (default: next to ebench).
+    #[arg(long)]
+    batchd: Option<PathBuf>,
+    /// Concurrent API clients.
+    #[arg(long, default_value_t = 4)]
+    clients: usize,
+    /// Held submissions per API client.
+    #[arg(long, default_value_t = 5000)]
+    per_client: usize,
+    /// Sequential `esubmit` processes.
+    #[arg(long, default_value_t = 500)]
+    esubmit: usize,
+    /// Trivial jobs timed from submit to start, one at a time.
+    #[arg(long, default_value_t = 50)]
+    latency: usize,
+    /// Pending jobs in the queue when `equeue` is timed.
+    #[arg(long, default_value_t = 100_000)]
+    queue: usize,
+    /// Runs of each `equeue` timing.
+    #[arg(long, default_value_t = 10)]
+    runs: usize,
+    /// Database durability: full or normal (batchd's default when omitted).
+    #[arg(long)]
+    sync: Option<String>,
+    /// batchd's re-policy interval in ms (its default, 100, when omitted).
+    #[arg(long)]
+    repolicy_ms: Option<u64>,
+}
+
+struct Daemon {
+    child: Child,
+    dir: PathBuf,
+    socket: PathBuf,
+    work: PathBuf,
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.child.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline && matches!(self.child.try_wait(), Ok(None)) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn start_daemon(cli: &Cli, exe: &Path) -> Result<Daemon> {
+    let dir = std::env::temp_dir().join(format!("esched-bench-{}", std::process::id()));
+    let socket = dir.join("batchd.sock");
+    let work = dir.join("work");
+    std::fs::create_dir_all(&work)?;
+    let plugin_dir = exe.parent().context("batchd has no directory")?;
+    let mut config = format!(
+        "socket = {:?}\nstate_dir = {:?}\nplugin_dir = {:?}\n",
+        socket,
+        dir.join("state"),
+        plugin_dir
+    );
+    if let Some(s) = &cli.sync {
+        config.push_str(&format!("sync = {s:?}\n"));
+    }
+    if let Some(r) = cli.repolicy_ms {
+        config.push_str(&format!("repolicy_interval_ms = {r}\n"));
+    }
+    config.push_str("\n[[pool]]\nname = \"debug\"\nnodes = 8\n\n[policy]\nname = \"cbf\"\n");
+    let cfg = dir.join("batchd.toml");
+    std::fs::write(&cfg, config)?;
+    let log = std::fs::File::create(dir.join("batchd.log"))?;
+    let child = Command::new(exe)
+        .arg("--config")
+        .arg(&cfg)
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .spawn()
+        .with_context(|| format!("starting {}", exe.display()))?;
+    let d = Daemon {
+        child,
+        dir,
+        socket,
+        work,
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Client::connect(&d.socket).is_err() {
+        if Instant::now() > deadline {
+            bail!("batchd did not answer within 20 s; see its log");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(d)
+}
+
+fn env_vars() -> Vec<(String, String)> {
+    std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect()
+}
+
+fn held_spec(work: &str, env: &[(String, String)], i: usize) -> JobSpec {
+    let mut s = JobSpec::new("#!/bin/sh\ntrue\n", work, 1, 60_000);
+    s.name = format!("bench{i}");
+    s.hold = true;
+    s.environment = env.to_vec();
+    s
+}
+
+/// `clients` threads each submitting `per_client` held jobs; returns (jobs, seconds).
+fn api_submissions(d: &Daemon, clients: usize, per_client: usize) -> Result<(usize, f64)> {
+    let work = d.work.to_str().context("non-UTF-8 temp dir")?.to_string();
+    let env = env_vars();
+    let t0 = Instant::now();
+    let handles: Vec<_> = (0..clients)
+        .map(|c| {
+            let socket = d.socket.clone();
+            let work = work.clone();
+            let env = env.clone();
+            std::thread::spawn(move || -> Result<()> {
+                let mut client = Client::connect(&socket)?;
+                for i in 0..per_client {
+                    let req = Request::Submit(SubmitRequest {
+                        spec: held_spec(&work, &env, c * per_client + i),
+                        test_only: false,
+                    });
+                    match client.request(&req)? {
+                        Response::Submitted { .. } => {}
+                        other => bail!("unexpected reply {other:?}"),
+                    }
+                }
+                Ok(())
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join()
+            .map_err(|_| anyhow::anyhow!("a client thread panicked"))??;
+    }
+    Ok((clients * per_client, t0.elapsed().as_secs_f64()))
+}
+
+fn tool(d: &Daemon, name: &str) -> Result<Command> {
+    let exe = std::env::current_exe()?.with_file_name(name);
+    let mut cmd = Command::new(exe);
+    cmd.env("ESCHED_SOCKET", &d.socket)
+        .current_dir(&d.work)
+        .stdin(Stdio::null());
+    Ok(cmd)
+}
+
+fn esubmit_processes(d: &Daemon, n: usize) -> Result<f64> {
+    let t0 = Instant::now();
+    for _ in 0..n {
+        let out = tool(d, "esubmit")?
+            .args(["--parsable", "-H", "--wrap", "true"])
+            .output()?;
+        if !out.status.success() {
+            bail!("esubmit failed: {}", String::from_utf8_lossy(&out.stderr));
+        }
+    }
+    Ok(t0.elapsed().as_secs_f64())
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((sorted.len() - 1) as f64 * p).round() as usize;
+    sorted[i]
+}
+
+/// Submit-to-start of trivial jobs, one at a time on an idle cluster: (to the daemon's start
+/// record, to the job's first instruction), ms each.
+fn latency(d: &Daemon, n: usize) -> Result<(Vec<f64>, Vec<f64>)> {
+    let mut client = Client::connect(&d.socket)?;
+    let work = d.work.to_str().context("non-UTF-8 temp dir")?.to_string();
+    let (mut daemon_side, mut job_side) = (Vec::new(), Vec::new());
+    for i in 0..n {
+        let stamp = d.work.join(format!("stamp{i}"));
+        // The job's first instruction takes the time; `date` is a fork+exec away, which we
+        // measure separately below and subtract.
+        let script = format!(
+            "#!/bin/sh\ndate +%s%N > {}.tmp && mv {0}.tmp {0}\n",
+            stamp.display()
+        );
+        let spec = JobSpec::new(script, work.clone(), 1, 60_000);
+        let sent = SystemTimeNs::now();
+        let id = match client.request(&Request::Submit(SubmitRequest {
+            spec,
+            test_only: false,
+        }))? {
+            Response::Submitted { id } => id,
+            other => bail!("unexpected reply {other:?}"),
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let ns = loop {
+            if let Ok(t) = std::fs::read_to_string(&stamp) {
+                if let Ok(ns) = t.trim().parse::<u128>() {
+                    break ns;
+                }
+            }
+            if Instant::now() > deadline {
+                bail!("job {id} did not start within 20 s");
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        };
+        job_side.push((ns.saturating_sub(sent.0)) as f64 / 1e6);
+        let jobs = client.jobs(&Request::ShowJob(ShowJobRequest { id }))?;
+        if let Some(start) = jobs.first().and_then(|j: &JobInfo| j.start_time) {
+            daemon_side.push(start as f64 - (sent.0 / 1_000_000) as f64);
+        }
+    }
+    daemon_side.sort_by(f64::total_cmp);
+    job_side.sort_by(f64::total_cmp);
+    Ok((daemon_side, job_side))
+}
+
+struct SystemTimeNs(u128);
+
+impl SystemTimeNs {
+    fn now() -> Self {
+        SystemTimeNs(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos()),
+        )
+    }
+}
+
+/// Fork+exec of `date` alone, ms (median of 20): the part of the job-side latency that is the
+/// probe's own cost.
+fn date_cost() -> Result<f64> {
+    let mut v = Vec::new();
+    for _ in 0..20 {
+        let t = Instant::now();
+        Command::new("sh")
+            .args(["-c", "date +%s%N > /dev/null"])
+            .status()?;
+        v.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    v.sort_by(f64::total_cmp);
+    Ok(percentile(&v, 0.5))
+}
+
+fn time_equeue(d: &Daemon, runs: usize, args: &[&str]) -> Result<(f64, f64)> {
+    let mut v = Vec::new();
+    for _ in 0..runs {
+        let t = Instant::now();
+        let st = tool(d, "equeue")?
+            .args(args)
+            .stdout(Stdio::null())
+            .status()?;
+        if !st.success() {
+            bail!("equeue failed");
+        }
+        v.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    v.sort_by(f64::total_cmp);
+    Ok((percentile(&v, 0.5), v.first().copied().unwrap_or(f64::NAN)))
+}
+
+fn pending_count(d: &Daemon) -> Result<usize> {
+    let mut c = Client::connect(&d.socket)?;
+    match c.request(&Request::Info(batch_proto::InfoRequest {}))? {
+        Response::Info(i) => Ok(usize::try_from(i.pending).unwrap_or(usize::MAX)),
+        other => bail!("unexpected reply {other:?}"),
+    }
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    let exe = match &cli.batchd {
+        Some(p) => p.clone(),
+        None => std::env::current_exe()?.with_file_name("batchd"),
+    };
+    let d = start_daemon(&cli, &exe)?;
+    println!(
+        "batchd: {} (sync {}, repolicy {} ms), 8 nodes, policy cbf; started {}",
+        exe.display(),
+        cli.sync.as_deref().unwrap_or("default"),
+        cli.repolicy_ms
+            .map_or_else(|| "default".to_string(), |r| r.to_string()),
+        now_ms()
+    );
+
+    if cli.latency > 0 {
+        let (daemon_side, job_side) = latency(&d, cli.latency)?;
+        let probe = date_cost()?;
+        println!(
+            "submit-to-start, idle cluster, {} jobs: daemon start record median {:.1} ms (p90 {:.1}, max {:.1}); \
+             job's first instruction median {:.1} ms (p90 {:.1}, max {:.1}), of which ~{:.1} ms is the `date` probe",
+            cli.latency,
+            percentile(&daemon_side, 0.5), percentile(&daemon_side, 0.9), daemon_side.last().copied().unwrap_or(f64::NAN),
+            percentile(&job_side, 0.5), percentile(&job_side, 0.9), job_side.last().copied().unwrap_or(f64::NAN),
+            probe
+        );
+    }
+
+    if cli.clients > 0 && cli.per_client > 0 {
+        let (n, secs) = api_submissions(&d, cli.clients, cli.per_client)?;
+        println!(
+            "API submissions: {} clients x {} held jobs = {n} in {secs:.2} s = {:.0} submissions/s",
+            cli.clients,
+            cli.per_client,
+            n as f64 / secs
+        );
+    }
+
+    if cli.esubmit > 0 {
+        let secs = esubmit_processes(&d, cli.esubmit)?;
+        println!(
+            "esubmit processes: {} sequential in {secs:.2} s = {:.0} submissions/s",
+            cli.esubmit,
+            cli.esubmit as f64 / secs
+        );
+    }
+
+    let pending = pending_count(&d)?;
+    if cli.queue > pending {
+        let missing = cli.queue - pending;
+        let clients = cli.clients.max(1);
+        let (n, secs) = api_submissions(&d, clients, missing.div_ceil(clients))?;
+        println!(
+            "filled the queue with {n} more held jobs in {secs:.1} s ({:.0}/s)",
+            n as f64 / secs
+        );
+    }
+    let pending = pending_count(&d)?;
+    for args in [&[][..], &["--json"][..], &["-t", "R"][..]] {
+        let (median, min) = time_equeue(&d, cli.runs, args)?;
+        println!("equeue {:<10} with {pending} pending: median {median:.0} ms, min {min:.0} ms over {} runs",
+            args.join(" "), cli.runs);
+    }
+    if Command::new("hyperfine")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        println!("hyperfine, equeue with {pending} pending:");
+        let equeue = std::env::current_exe()?.with_file_name("equeue");
+        let st = Command::new("hyperfine")
+            .args([
+                "-N",
+                "--warmup",
+                "2",
+                "--runs",
+                &cli.runs.max(3).to_string(),
+                "--style",
+                "basic",
+            ])
+            .arg(format!(
+                "{} --socket {}",
+                equeue.display(),
+                d.socket.display()
+            ))
+            .stdout(Stdio::inherit())
+            .status()?;
+        if !st.success() {
+            println!("(hyperfine failed: {st})");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    run_tool("ebench", || run(cli))
+}
