@@ -12,6 +12,7 @@
 #![deny(missing_docs)]
 
 pub mod engine;
+pub mod evolving;
 pub mod swf;
 
 pub use engine::{

@@ -226,6 +226,9 @@ impl Policy for EvolvingPolicy {
     }
 }
 
+// The plugin's one exported symbol; every call through it catches panics on this side.
+sched_abi::export_policy!(EvolvingPolicy);
+
 #[cfg(test)]
 mod tests {
     use super::*;
