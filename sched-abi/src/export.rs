@@ -150,16 +150,17 @@ fn param_error(e: ParamError) -> FfiError {
     }
 }
 
-/// A policy behind the [`FfiPolicy`] vtable.
+/// A policy behind the [`FfiPolicy`] vtable, with the buffers its snapshots are rebuilt in.
 struct Exported<P> {
     policy: P,
+    snapshot: OwnedSnapshot,
 }
 
 impl<P: Policy + Send + 'static> FfiPolicy for Exported<P> {
     fn plan(&mut self, snapshot: &FfiSnapshot) -> RResult<FfiPlan, FfiError> {
         guard(|| {
-            let owned = OwnedSnapshot::from(snapshot);
-            let plan = self.policy.plan(&owned.as_snapshot());
+            self.snapshot.refill_from(snapshot);
+            let plan = self.policy.plan(&self.snapshot.as_snapshot());
             ROk(FfiPlan::from(&plan))
         })
     }
@@ -178,7 +179,13 @@ extern "C" fn new_policy<P: NamedPolicy + Send + 'static>(
             Ok(p) => p,
             Err(e) => return RErr(param_error(e)),
         };
-        ROk(FfiPolicy_TO::from_value(Exported { policy }, TD_Opaque))
+        ROk(FfiPolicy_TO::from_value(
+            Exported {
+                policy,
+                snapshot: OwnedSnapshot::default(),
+            },
+            TD_Opaque,
+        ))
     })
 }
 

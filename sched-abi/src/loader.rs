@@ -226,13 +226,9 @@ enum OpenFailure {
     NoRootModule(Vec<String>),
 }
 
-/// The symbols that may hold the library's root module header, best guess first: the one
-/// [`crate::export_policy!`] defines for the crate the file is named after, any such symbol
-/// named in the file (a renamed library), and abi_stable's own fixed name (a library exported
-/// with `#[export_root_module]`).
-fn root_symbols(path: &Path) -> Vec<String> {
-    let prefix = crate::export::ROOT_SYMBOL_PREFIX;
-    let mut out = Vec::new();
+/// The symbol [`crate::export_policy!`] defines for the crate the file is named after
+/// (`lib<crate>.so`).
+fn crate_root_symbol(path: &Path) -> String {
     let stem = path
         .file_stem()
         .and_then(|s| s.to_str())
@@ -240,19 +236,26 @@ fn root_symbols(path: &Path) -> Vec<String> {
     let krate = stem
         .strip_prefix(std::env::consts::DLL_PREFIX)
         .unwrap_or(stem);
-    out.push(format!("{prefix}{krate}"));
+    format!("{}{krate}", crate::export::ROOT_SYMBOL_PREFIX)
+}
+
+/// Other symbols that may hold the root module header: any export macro symbol named in the
+/// file (a renamed library), then abi_stable's own fixed name (a library exported with
+/// `#[export_root_module]`).
+fn other_root_symbols(path: &Path) -> Vec<String> {
+    let prefix = crate::export::ROOT_SYMBOL_PREFIX.as_bytes();
+    let mut out: Vec<String> = Vec::new();
     if let Ok(bytes) = std::fs::read(path) {
         // The dynamic string table holds each exported name followed by a NUL.
-        let needle = prefix.as_bytes();
         let mut i = 0;
-        while let Some(at) = bytes[i..].windows(needle.len()).position(|w| w == needle) {
+        while let Some(at) = bytes[i..].windows(prefix.len()).position(|w| w == prefix) {
             let start = i + at;
             let end = bytes[start..]
                 .iter()
                 .position(|&b| b == 0)
                 .map_or(bytes.len(), |n| start + n);
             let name = &bytes[start..end];
-            if name.len() > needle.len()
+            if name.len() > prefix.len()
                 && name.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'_')
             {
                 if let Ok(name) = std::str::from_utf8(name) {
@@ -261,7 +264,7 @@ fn root_symbols(path: &Path) -> Vec<String> {
                     }
                 }
             }
-            i = start + needle.len();
+            i = start + prefix.len();
         }
     }
     out.push(abi_stable::library::ROOT_MODULE_LOADER_NAME.to_string());
@@ -270,8 +273,11 @@ fn root_symbols(path: &Path) -> Vec<String> {
 
 fn open_header(path: &Path) -> Result<&'static LibHeader, OpenFailure> {
     let raw = RawLibrary::load_at(path).map_err(OpenFailure::Library)?;
-    let symbols = root_symbols(path);
-    for name in &symbols {
+    let first = crate_root_symbol(path);
+    let mut tried = vec![first.clone()];
+    let mut candidates = vec![first];
+    let mut scanned = false;
+    while let Some(name) = candidates.pop() {
         let with_nul = format!("{name}\0");
         // SAFETY: the symbol, when present, is a `LibHeader` static: the export macro and
         // abi_stable's `#[export_root_module]` both define one under these names, and
@@ -283,8 +289,18 @@ fn open_header(path: &Path) -> Result<&'static LibHeader, OpenFailure> {
             std::mem::forget(raw);
             return Ok(lib);
         }
+        if candidates.is_empty() && !scanned {
+            // Reading the file is only worth it for a library that was renamed.
+            scanned = true;
+            let others: Vec<String> = other_root_symbols(path)
+                .into_iter()
+                .filter(|s| !tried.contains(s))
+                .collect();
+            tried.extend(others.iter().cloned());
+            candidates = others.into_iter().rev().collect();
+        }
     }
-    Err(OpenFailure::NoRootModule(symbols))
+    Err(OpenFailure::NoRootModule(tried))
 }
 
 /// An opened, checked policy library, from which policies are instantiated.
@@ -473,6 +489,7 @@ impl PolicyLibrary {
             library: self.clone(),
             params: params.clone(),
             policy: Some(policy),
+            scratch: FfiSnapshot::default(),
         })
     }
 }
@@ -498,6 +515,8 @@ pub struct LoadedPolicy {
     library: PolicyLibrary,
     params: Params,
     policy: Option<PolicyBox>,
+    /// The snapshot's mirror, kept to reuse its buffers from call to call.
+    scratch: FfiSnapshot,
 }
 
 impl std::fmt::Debug for LoadedPolicy {
@@ -536,8 +555,8 @@ impl LoadedPolicy {
                 self.policy.insert(fresh)
             }
         };
-        let ffi = FfiSnapshot::from(snapshot);
-        match policy.plan(&ffi) {
+        self.scratch.refill_from(snapshot);
+        match policy.plan(&self.scratch) {
             ROk(plan) => Ok(Plan::from(&plan)),
             RErr(e) => {
                 if let Some(poisoned) = self.policy.take() {

@@ -519,7 +519,7 @@ impl From<&FfiRunning> for Running {
 
 /// [`Snapshot`] across the boundary, owning its lists (a [`Snapshot`] borrows them).
 #[repr(C)]
-#[derive(StableAbi, Clone, Debug, PartialEq)]
+#[derive(StableAbi, Clone, Debug, Default, PartialEq)]
 pub struct FfiSnapshot {
     /// [`Snapshot::now`].
     pub now: u64,
@@ -539,6 +539,20 @@ impl From<&Snapshot<'_>> for FfiSnapshot {
             running: rvec(s.running, FfiRunning::from),
             pending: rvec(s.pending, FfiPending::from),
         }
+    }
+}
+
+impl FfiSnapshot {
+    /// Overwrites `self` with `s`, reusing the lists' buffers: a host calls a policy thousands
+    /// of times with queues of similar size, and fresh multi-megabyte buffers cost page faults.
+    pub fn refill_from(&mut self, s: &Snapshot<'_>) {
+        self.now = s.now;
+        self.pools.clear();
+        self.pools.extend(s.pools.iter().map(FfiPool::from));
+        self.running.clear();
+        self.running.extend(s.running.iter().map(FfiRunning::from));
+        self.pending.clear();
+        self.pending.extend(s.pending.iter().map(FfiPending::from));
     }
 }
 
@@ -575,6 +589,19 @@ impl From<&Snapshot<'_>> for OwnedSnapshot {
             running: s.running.to_vec(),
             pending: s.pending.to_vec(),
         }
+    }
+}
+
+impl OwnedSnapshot {
+    /// Overwrites `self` with `s`, reusing the lists' buffers (see [`FfiSnapshot::refill_from`]).
+    pub fn refill_from(&mut self, s: &FfiSnapshot) {
+        self.now = s.now;
+        self.pools.clear();
+        self.pools.extend(s.pools.iter().map(Pool::from));
+        self.running.clear();
+        self.running.extend(s.running.iter().map(Running::from));
+        self.pending.clear();
+        self.pending.extend(s.pending.iter().map(Pending::from));
     }
 }
 
@@ -924,7 +951,15 @@ mod tests {
             let snap = Snapshot { now, pools: &pools, running: &running, pending: &pending };
             let ffi = FfiSnapshot::from(&snap);
             let back = OwnedSnapshot::from(&ffi);
-            prop_assert_eq!(back, OwnedSnapshot::from(&snap));
+            prop_assert_eq!(&back, &OwnedSnapshot::from(&snap));
+            // Refilling buffers that held another snapshot gives the same.
+            let mut ffi2 = FfiSnapshot::from(&Snapshot { now: 1, pools: &pools, running: &running[..running.len() / 2], pending: &pending[pending.len() / 2..] });
+            ffi2.refill_from(&snap);
+            prop_assert_eq!(&ffi2, &ffi);
+            let mut back2 = OwnedSnapshot::default();
+            back2.pending.push(pending.first().cloned().unwrap_or_else(|| Pending { id: JobId(0), user: 0, submit: 0, earliest_start: 0, priority: 0, request: Request::rigid(1, 1) }));
+            back2.refill_from(&ffi);
+            prop_assert_eq!(back2, back);
         }
 
         #[test]
