@@ -1,0 +1,541 @@
+//! The reservation book: every queued job's reservation, in queue order, kept between calls
+//! and updated from the difference between two snapshots (CBF, and FCFS with `in_order`).
+//!
+//! Like [`common`](crate::common), this file is shared with the fcfs crate by `#[path]`.
+
+use std::collections::{HashMap, VecDeque};
+
+use sched_core::{JobId, JobReason, Placement, Plan, PoolSteps, Snapshot, Step, Time};
+
+use crate::common::{holds_end, same_holds_from, Cluster, Job};
+
+/// What happened to the book during the calls so far: for tests and benchmarks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Calls answered.
+    pub calls: u64,
+    /// Calls that rebuilt the whole schedule from scratch.
+    pub rebuilds: u64,
+    /// Calls that compressed the schedule after an early end or a cancellation.
+    pub compressions: u64,
+    /// Reservations recomputed by compressions (the rest could not move).
+    pub refits: u64,
+}
+
+#[derive(Clone, Debug)]
+struct Run {
+    holds: Vec<PoolSteps>,
+    seen: u64,
+}
+
+#[derive(Clone, Debug)]
+struct Entry {
+    id: JobId,
+    job: Job,
+    /// Pool index and start; `None` when the job fits nowhere ever (a hold that never ends
+    /// blocks it) or, in order, when a job ahead of it is in that case.
+    slot: Option<(usize, Time)>,
+    seen: u64,
+    gone: bool,
+}
+
+/// The schedule kept between calls.
+#[derive(Clone, Debug, Default)]
+pub struct Book {
+    /// FCFS: no job starts before the one ahead of it.
+    in_order: bool,
+    cluster: Cluster,
+    running: HashMap<JobId, Run>,
+    /// Queue order; entries of started or vanished jobs stay as tombstones (`gone`) until they
+    /// reach the front or outnumber the live ones, so that a start or a cancellation in the
+    /// middle of a long queue costs O(1) instead of a shift and a re-index.
+    queue: VecDeque<Entry>,
+    /// Sequence number of each live entry; `queue[seq - base]`.
+    pos: HashMap<JobId, u64>,
+    base: u64,
+    tombstones: usize,
+    /// During a call: the end of the last interval where nodes were freed since the last call
+    /// (an early end, a cancellation, a job moved earlier). FCFS's compression stops behind it.
+    freed_until: Time,
+    call: u64,
+    counters: Counters,
+}
+
+impl Book {
+    /// An empty book; `in_order` makes it FCFS.
+    pub fn new(in_order: bool) -> Self {
+        Book {
+            in_order,
+            ..Book::default()
+        }
+    }
+
+    /// What the book did so far.
+    pub fn counters(&self) -> Counters {
+        self.counters
+    }
+
+    /// The reservation of `job`: its expected start, when it has one.
+    pub fn reservation(&self, job: JobId) -> Option<Time> {
+        let seq = *self.pos.get(&job)?;
+        self.entry(seq).and_then(|e| e.slot).map(|(_, t)| t)
+    }
+
+    fn entry(&self, seq: u64) -> Option<&Entry> {
+        self.queue
+            .get(usize::try_from(seq.checked_sub(self.base)?).ok()?)
+    }
+
+    /// Updates the book from `snap` and answers with every queued job's reservation.
+    pub fn plan(&mut self, snap: &Snapshot<'_>) -> Plan {
+        self.call += 1;
+        self.counters.calls += 1;
+        let now = snap.now;
+        let mut plan = Plan::default();
+        if !self.cluster.same_pools(snap.pools) {
+            self.rebuild(snap, &mut plan);
+            return self.answer(plan, now);
+        }
+        self.cluster.forget_before(now);
+        match self.update(snap, &mut plan) {
+            Update::Rebuild => {
+                plan.rejects.clear();
+                self.rebuild(snap, &mut plan);
+            }
+            Update::Incremental { compress, new_jobs } => {
+                if compress {
+                    self.compress(now, &mut plan);
+                }
+                for (k, job) in new_jobs {
+                    self.push(snap.pending[k].id, job, now, &mut plan);
+                }
+            }
+        }
+        self.answer(plan, now)
+    }
+
+    /// Applies the differences between the book and `snap`; says whether the order of the queue
+    /// still allows an incremental update.
+    fn update(&mut self, snap: &Snapshot<'_>, plan: &mut Plan) -> Update {
+        let now = snap.now;
+        let call = self.call;
+        let mut compress = false;
+        let mut check_capacity = false;
+        self.freed_until = now;
+
+        for r in snap.running {
+            if let Some(run) = self.running.get_mut(&r.id) {
+                run.seen = call;
+                if !same_holds_from(&run.holds, &r.holds, now) {
+                    // A running job's time limit or shape changed (an admin's update): swap its
+                    // holds; a longer one may collide with reservations, checked below.
+                    self.cluster.add_holds(&run.holds, now, -1);
+                    self.cluster.add_holds(&r.holds, now, 1);
+                    run.holds.clone_from(&r.holds);
+                    compress = true;
+                    self.freed_until = Time::MAX;
+                    check_capacity = true;
+                }
+                continue;
+            }
+            // A job we reserved that the driver has started: its reservation is already in the
+            // profile, unless it was started otherwise than reserved.
+            let mut as_reserved = false;
+            if let Some(entry) = self.take(r.id) {
+                if let Some((p, s)) = entry.slot {
+                    let reserved = [PoolSteps {
+                        pool: self.cluster.pools[p].id,
+                        start: s,
+                        steps: vec![Step::new(entry.job.walltime, entry.job.nodes)],
+                    }];
+                    as_reserved = same_holds_from(&reserved, &r.holds, now);
+                    if !as_reserved {
+                        self.cluster.add_holds(&reserved, now, -1);
+                    }
+                }
+            }
+            if !as_reserved {
+                // Unknown to us (started by another policy before a swap, or otherwise than
+                // reserved): count its holds and check they collide with nothing.
+                self.cluster.add_holds(&r.holds, now, 1);
+                compress = true;
+                check_capacity = true;
+                self.freed_until = Time::MAX;
+            }
+            self.running.insert(
+                r.id,
+                Run {
+                    holds: r.holds.clone(),
+                    seen: call,
+                },
+            );
+        }
+        let cluster = &mut self.cluster;
+        let freed_until = &mut self.freed_until;
+        self.running.retain(|_, run| {
+            if run.seen == call {
+                return true;
+            }
+            // Ended: before its expected end, it frees nodes the queue may use. Compress at
+            // every end all the same, as the pyss reference does: a compression refits one job
+            // at a time while the jobs behind keep their slots, so the one before may have left
+            // a hole that a job ahead can use now.
+            let end = holds_end(&run.holds);
+            if end > now {
+                cluster.add_holds(&run.holds, now, -1);
+                *freed_until = (*freed_until).max(end);
+            }
+            compress = true;
+            false
+        });
+
+        let mut new_jobs: Vec<(usize, Job)> = Vec::new();
+        let mut last_known: Option<u64> = None;
+        for (k, p) in snap.pending.iter().enumerate() {
+            let Some(&seq) = self.pos.get(&p.id) else {
+                match Job::of(p, &self.cluster.pools) {
+                    Err(reason) => plan.rejects.push(JobReason { job: p.id, reason }),
+                    Ok(job) => new_jobs.push((k, job)),
+                }
+                continue;
+            };
+            // A known job behind a new one, or two known jobs swapped: the queue order changed
+            // (a higher-priority arrival, a priority update). Incremental updates keep the old
+            // order's guarantees only, so start over in the new order.
+            if !new_jobs.is_empty() || last_known.is_some_and(|l| seq < l) {
+                return Update::Rebuild;
+            }
+            last_known = Some(seq);
+            let i = (seq - self.base) as usize;
+            let e = &mut self.queue[i];
+            e.seen = call;
+            // A changed request or `--begin`, or a reservation that the driver did not start
+            // when it was due: no incremental step repairs those without moving later jobs.
+            if Job::of(p, &self.cluster.pools).ok() != Some(e.job)
+                || e.slot.is_some_and(|(_, s)| s < now)
+            {
+                return Update::Rebuild;
+            }
+        }
+        for i in 0..self.queue.len() {
+            let e = &self.queue[i];
+            if e.gone || e.seen == call {
+                continue;
+            }
+            // Vanished from the queue without being seen running: cancelled, or started by the
+            // last plan and ended already. Its slot frees nodes; compress as at any end.
+            let id = e.id;
+            if let Some(entry) = self.take(id) {
+                if let Some((p, s)) = entry.slot {
+                    self.cluster.add_job(p, s, &entry.job, now, -1);
+                    self.freed_until = self.freed_until.max(s.saturating_add(entry.job.walltime));
+                } else {
+                    self.freed_until = Time::MAX;
+                }
+                compress = true;
+            }
+        }
+        self.trim();
+        if check_capacity && self.cluster.over_committed(now) {
+            return Update::Rebuild;
+        }
+        Update::Incremental { compress, new_jobs }
+    }
+
+    /// Marks the entry of `id` gone and returns a copy of it.
+    fn take(&mut self, id: JobId) -> Option<Entry> {
+        let seq = self.pos.remove(&id)?;
+        let e = self.queue.get_mut((seq - self.base) as usize)?;
+        e.gone = true;
+        self.tombstones += 1;
+        Some(e.clone())
+    }
+
+    /// Drops the tombstones at the front, and all of them once they outnumber the live entries.
+    fn trim(&mut self) {
+        while self.queue.front().is_some_and(|e| e.gone) {
+            self.queue.pop_front();
+            self.base += 1;
+            self.tombstones -= 1;
+        }
+        if self.tombstones > 64 && self.tombstones * 2 > self.queue.len() {
+            self.queue.retain(|e| !e.gone);
+            self.tombstones = 0;
+            self.base = 0;
+            self.pos.clear();
+            self.pos
+                .extend(self.queue.iter().enumerate().map(|(i, e)| (e.id, i as u64)));
+        }
+    }
+
+    /// Moves every reservation to its earliest fit in queue order, never later.
+    fn compress(&mut self, now: Time, plan: &mut Plan) {
+        self.counters.compressions += 1;
+        if self.in_order {
+            self.compress_in_order(now, plan);
+        } else {
+            self.compress_conservative(now, plan);
+        }
+        self.trim();
+    }
+
+    /// CBF: for each job in queue order, remove its reservation, find its earliest fit from
+    /// now among everything else (the running jobs and every other reservation, including those
+    /// of the jobs behind it), and put it back there. This is the pyss reference's
+    /// `_reschedule_jobs` (shared/reference), which asserts that no job is delayed.
+    ///
+    /// No job moves later, by induction over the queue order. Before this pass, job j's slot
+    /// was free in the profile holding the running jobs, every other reservation and j itself.
+    /// Since then nodes were only freed (early ends, cancellations, jobs ahead of j leaving
+    /// their old slots) or taken by jobs ahead of j moving into new slots, and each of those
+    /// moved into room that was free at the time, with j's reservation in it. So once j's own
+    /// reservation is removed its old slot is free again, and the earliest fit from
+    /// `max(now, earliest start)` (≤ the old start: stale starts before `now` were rebuilt
+    /// instead) is at or before it.
+    ///
+    /// This is not the same as planning the queue again from scratch: a job behind j keeps its
+    /// old reservation while j is refitted and may block a hole that a fresh plan would give j.
+    /// A fresh plan, in turn, may move a job later (a job ahead may refill its old slot).
+    fn compress_conservative(&mut self, now: Time, plan: &mut Plan) {
+        let one_pool = self.cluster.pools.len() == 1;
+        for i in 0..self.queue.len() {
+            let e = &self.queue[i];
+            if e.gone {
+                continue;
+            }
+            let (job, old, id) = (e.job, e.slot, e.id);
+            let from = now.max(job.earliest);
+            // A job already at its lower bound cannot move earlier: skip the refit. (Not with a
+            // choice of pools: a lower-id pool freed at the same start would win the tie.)
+            if (one_pool || job.pool.is_some()) && old.is_some_and(|(_, s)| s == from) {
+                continue;
+            }
+            self.counters.refits += 1;
+            if let Some((p, s)) = old {
+                self.cluster.add_job(p, s, &job, now, -1);
+            }
+            let slot = self.cluster.earliest(&job, from);
+            debug_assert!(
+                old.is_none() || slot.zip(old).is_some_and(|((_, n), (_, o))| n <= o),
+                "job {id} moved later in a compression: {old:?} → {slot:?}"
+            );
+            if let Some(reason) = job.missed_deadline(slot.map(|s| s.1)) {
+                plan.rejects.push(JobReason { job: id, reason });
+                self.take(id);
+                continue;
+            }
+            if let Some((p, s)) = slot {
+                self.cluster.add_job(p, s, &job, now, 1);
+            }
+            self.queue[i].slot = slot;
+        }
+    }
+
+    /// FCFS: the planned starts are those of a plan from scratch in queue order, where a job's
+    /// start is its earliest fit at or after the start of the job ahead, among the running jobs
+    /// and the jobs ahead only: a job behind never changes the plan of a job ahead.
+    ///
+    /// So before job j is refitted, the reservations of the jobs behind it that could overlap
+    /// its candidate windows are lifted: those starting before j's old end (starts grow along
+    /// the queue, so they are a run right behind j); each is refitted in its turn.
+    ///
+    /// On one pool no job moves later: the job ahead of j starts no later than before, and a
+    /// job ahead that moved earlier holds, at or after j's old start, only nodes it held there
+    /// before (its new interval ends before its old end, and its old start was before j's). So
+    /// j's old slot is still free among the running jobs and the jobs ahead. With several pools
+    /// a job ahead may move earlier onto another pool and take j's room there: FCFS planned
+    /// from scratch then moves j later, and so does this.
+    ///
+    /// The pass stops at the first job that keeps its slot and starts after the end of every
+    /// change made so far (`freed_until`: freed intervals, old slots left, and slots taken on
+    /// another pool): from that start on, the profile of the running jobs and the jobs ahead is
+    /// what it was, and every job behind searches from that start on. The lifted jobs behind it
+    /// go back to their old slots.
+    fn compress_in_order(&mut self, now: Time, plan: &mut Plan) {
+        let one_pool = self.cluster.pools.len() == 1;
+        let n = self.queue.len();
+        let mut lifted = 0;
+        let mut prev = now;
+        for i in 0..n {
+            let e = &self.queue[i];
+            if e.gone {
+                continue;
+            }
+            let (job, old, id) = (e.job, e.slot, e.id);
+            let old_end = old.map_or(Time::MAX, |(_, s)| s.saturating_add(job.walltime));
+            let from = prev.max(now).max(job.earliest);
+            let mut reach = old_end;
+            let slot = loop {
+                while lifted < n {
+                    let e = &self.queue[lifted];
+                    match e.slot {
+                        _ if e.gone => {}
+                        Some((p, s)) if lifted <= i || s < reach => {
+                            self.cluster.add_job(p, s, &e.job, now, -1);
+                        }
+                        Some(_) => break,
+                        None => {}
+                    }
+                    lifted += 1;
+                }
+                // On one pool a job at its lower bound keeps its slot. With several pools jobs
+                // ahead may have moved later and taken it: refit.
+                let slot = if one_pool && old.is_some_and(|(_, s)| s == from) {
+                    old
+                } else {
+                    self.counters.refits += 1;
+                    self.cluster.earliest(&job, from)
+                };
+                // Moved later (several pools): jobs behind that start before its new end were
+                // still in the way; lift them too and fit again (no later than this fit).
+                match slot {
+                    Some((_, s)) if s.saturating_add(job.walltime) > reach && lifted < n => {
+                        reach = s.saturating_add(job.walltime);
+                    }
+                    _ => break slot,
+                }
+            };
+            debug_assert!(
+                !one_pool || old.is_none() || slot.zip(old).is_some_and(|((_, n), (_, o))| n <= o),
+                "job {id} moved later in a compression: {old:?} → {slot:?}"
+            );
+            if let Some(reason) = job.missed_deadline(slot.map(|s| s.1)) {
+                plan.rejects.push(JobReason { job: id, reason });
+                self.take(id);
+                self.freed_until = Time::MAX;
+                continue;
+            }
+            let Some((p, s)) = slot else {
+                // This job never starts (a hold that never ends), so no job behind it does.
+                for k in i..n {
+                    let e = &mut self.queue[k];
+                    if let (false, Some((p, s))) = (e.gone || k < lifted, e.slot) {
+                        self.cluster.add_job(p, s, &e.job, now, -1);
+                    }
+                    e.slot = None;
+                }
+                break;
+            };
+            self.cluster.add_job(p, s, &job, now, 1);
+            self.queue[i].slot = slot;
+            prev = s;
+            if slot != old {
+                // Its old slot is freed; its new one may hold nodes it did not hold before when it
+                // moved to another pool (on one pool the new interval ends before the old one).
+                self.freed_until = self
+                    .freed_until
+                    .max(old_end)
+                    .max(s.saturating_add(job.walltime));
+            } else if s >= self.freed_until {
+                for e in self.queue.range(i + 1..lifted) {
+                    if let (false, Some((p, s))) = (e.gone, e.slot) {
+                        self.cluster.add_job(p, s, &e.job, now, 1);
+                    }
+                }
+                break;
+            }
+        }
+    }
+
+    /// The earliest start to search from: `None` when, in order, the job ahead has no start.
+    fn lower_bound(&self, job: &Job, now: Time, prev: Option<Time>) -> Option<Time> {
+        let from = now.max(job.earliest);
+        if self.in_order {
+            prev.map(|p| p.max(from))
+        } else {
+            Some(from)
+        }
+    }
+
+    /// Appends a job at the end of the queue at its earliest fit.
+    fn push(&mut self, id: JobId, job: Job, now: Time, plan: &mut Plan) {
+        let prev = if self.in_order {
+            match self.queue.iter().rev().find(|e| !e.gone) {
+                Some(e) => e.slot.map(|s| s.1),
+                None => Some(now),
+            }
+        } else {
+            Some(now)
+        };
+        let slot = self
+            .lower_bound(&job, now, prev)
+            .and_then(|f| self.cluster.earliest(&job, f));
+        if let Some(reason) = job.missed_deadline(slot.map(|s| s.1)) {
+            plan.rejects.push(JobReason { job: id, reason });
+            return;
+        }
+        if let Some((p, s)) = slot {
+            self.cluster.add_job(p, s, &job, now, 1);
+        }
+        self.pos.insert(id, self.base + self.queue.len() as u64);
+        self.queue.push_back(Entry {
+            id,
+            job,
+            slot,
+            seen: self.call,
+            gone: false,
+        });
+    }
+
+    /// Forgets the book and plans `snap` from scratch, in its queue order. Unlike a compression
+    /// this may move a job later than its previous reservation: a job now ahead of it may take
+    /// its room. It happens only when the order of the queue changes, a queued request changes,
+    /// the pools change, or the driver did something other than what was planned.
+    fn rebuild(&mut self, snap: &Snapshot<'_>, plan: &mut Plan) {
+        self.counters.rebuilds += 1;
+        let now = snap.now;
+        self.cluster = Cluster::new(snap.pools);
+        self.running.clear();
+        for r in snap.running {
+            self.cluster.add_holds(&r.holds, now, 1);
+            self.running.insert(
+                r.id,
+                Run {
+                    holds: r.holds.clone(),
+                    seen: self.call,
+                },
+            );
+        }
+        self.queue.clear();
+        self.pos.clear();
+        self.base = 0;
+        self.tombstones = 0;
+        for p in snap.pending {
+            match Job::of(p, &self.cluster.pools) {
+                Err(reason) => plan.rejects.push(JobReason { job: p.id, reason }),
+                Ok(job) => self.push(p.id, job, now, plan),
+            }
+        }
+    }
+
+    /// Every reservation in queue order, and a wake-up at the earliest future one. The drivers
+    /// call at every arrival and end, but a reservation may fall where nothing happens: at a
+    /// job's `--begin` time, or at the old end of a job that has since moved earlier (the jobs
+    /// ahead of it were refitted before it moved). pyss starts every job at its reservation.
+    fn answer(&self, mut plan: Plan, now: Time) -> Plan {
+        plan.placements.reserve(self.queue.len() - self.tombstones);
+        let mut wake: Option<Time> = None;
+        for e in self.queue.iter().filter(|e| !e.gone) {
+            let Some((p, start)) = e.slot else { continue };
+            if start > now && wake.is_none_or(|w| start < w) {
+                wake = Some(start);
+            }
+            plan.placements.push(Placement {
+                job: e.id,
+                start,
+                shape: e.job.shape(self.cluster.pools[p].id),
+                claim_from: None,
+            });
+        }
+        plan.wake_at = wake;
+        plan
+    }
+}
+
+enum Update {
+    Rebuild,
+    Incremental {
+        compress: bool,
+        new_jobs: Vec<(usize, Job)>,
+    },
+}

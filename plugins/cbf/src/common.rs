@@ -1,0 +1,272 @@
+//! What the three rigid policies (cbf, easy, fcfs) share: how a pending job is seen as rigid,
+//! which jobs are refused for good, the per-pool "nodes used" profiles and the choice of pool.
+//!
+//! This file is compiled into each policy crate through `#[path]` rather than shared through a
+//! crate dependency: every policy crate is also a cdylib exporting its own plugin root module,
+//! and a policy library linking another policy's rlib would carry that one's root module too.
+
+use sched_core::request::total_duration;
+use sched_core::{Duration, Pending, Pool, PoolId, PoolSteps, Profile, Request, Shape, Step, Time};
+
+/// A pending job as a rigid-only policy sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Job {
+    /// Nodes for the whole run.
+    pub nodes: u32,
+    /// Time limit.
+    pub walltime: Duration,
+    /// The only pool the job may use, when it is bound to one.
+    pub pool: Option<PoolId>,
+    /// Never start before this: the later of submission and `--begin`.
+    pub earliest: Time,
+    /// Co-allocated jobs only: the latest allowed start.
+    pub deadline: Option<Time>,
+}
+
+impl Job {
+    /// The rigid view of `p` on `pools`, or why the job can never run under a rigid policy.
+    ///
+    /// A job is refused for good when it asks for no nodes (Slurm refuses a node count of 0
+    /// too: a job holding nothing cannot be protected by a reservation nor charged), offers no
+    /// shape at all, names an unknown pool, or asks for more nodes than every pool it may use
+    /// has. A zero walltime is accepted: such a job holds nothing and starts at its earliest
+    /// allowed time.
+    pub fn of(p: &Pending, pools: &[Pool]) -> Result<Job, String> {
+        // Klein & Pérez §5 (rigid baseline): an evolving job is its largest step's node count for
+        // the sum of its steps' durations; `as_rigid` implements exactly that, and packs a
+        // co-allocated job's components into one pool.
+        let Some(rigid) = p.request.as_rigid() else {
+            return Err(format!(
+                "the {} request offers no configuration to run with",
+                p.request.kind()
+            ));
+        };
+        let pool = match &p.request {
+            Request::CoAllocated(c) => {
+                let mut fixed = c.components.iter().filter_map(|c| c.pool);
+                let first = fixed.next();
+                if let Some(other) = fixed.find(|q| Some(*q) != first) {
+                    return Err(format!(
+                        "co-allocated components are fixed to {} and {}; a rigid policy packs a job into one pool",
+                        first.map_or_else(String::new, |f| f.to_string()),
+                        other
+                    ));
+                }
+                first
+            }
+            _ => rigid.pool,
+        };
+        if rigid.nodes == 0 {
+            return Err("asks for 0 nodes; a job needs at least one node".to_string());
+        }
+        match pool {
+            Some(id) => match pools.iter().find(|q| q.id == id) {
+                None => return Err(format!("asks for {id}, which does not exist")),
+                Some(q) if q.nodes < rigid.nodes => {
+                    return Err(format!(
+                        "asks for {} nodes in pool `{}`, which has {}",
+                        rigid.nodes, q.name, q.nodes
+                    ))
+                }
+                Some(_) => {}
+            },
+            None => {
+                let largest = pools.iter().map(|q| q.nodes).max().unwrap_or(0);
+                if largest < rigid.nodes {
+                    return Err(format!(
+                        "asks for {} nodes, the largest pool has {largest}",
+                        rigid.nodes
+                    ));
+                }
+            }
+        }
+        let deadline = match &p.request {
+            Request::CoAllocated(c) => c.deadline,
+            _ => None,
+        };
+        Ok(Job {
+            nodes: rigid.nodes,
+            walltime: rigid.walltime,
+            pool,
+            earliest: p.earliest_start.max(p.submit),
+            deadline,
+        })
+    }
+
+    /// The shape of this job on the pool `pool`.
+    pub fn shape(&self, pool: PoolId) -> Shape {
+        Shape::rigid(pool, self.nodes, self.walltime)
+    }
+
+    /// Whether the job may run on `pool`.
+    pub fn allows(&self, pool: &Pool) -> bool {
+        self.pool.is_none_or(|p| p == pool.id) && pool.nodes >= self.nodes
+    }
+
+    /// The reason to refuse the job when `start` misses its deadline.
+    pub fn missed_deadline(&self, start: Option<Time>) -> Option<String> {
+        let d = self.deadline?;
+        match start {
+            Some(s) if s <= d => None,
+            Some(s) => Some(format!(
+                "cannot start by its deadline {d} ms (earliest start {s} ms)"
+            )),
+            None => Some(format!("cannot start by its deadline {d} ms")),
+        }
+    }
+}
+
+/// The pools of a snapshot sorted by id (ties between pools go to the lowest id) with one
+/// "nodes used" profile each.
+#[derive(Clone, Debug, Default)]
+pub struct Cluster {
+    /// The pools, by id.
+    pub pools: Vec<Pool>,
+    /// Nodes in use (running holds and whatever the policy reserved), per pool.
+    pub used: Vec<Profile>,
+}
+
+impl Cluster {
+    /// Empty profiles over `pools`.
+    pub fn new(pools: &[Pool]) -> Self {
+        let mut pools = pools.to_vec();
+        pools.sort_by_key(|p| p.id);
+        let used = vec![Profile::new(); pools.len()];
+        Cluster { pools, used }
+    }
+
+    /// Whether the snapshot's pools are the ones these profiles were built for.
+    pub fn same_pools(&self, pools: &[Pool]) -> bool {
+        pools.len() == self.pools.len()
+            && pools
+                .iter()
+                .all(|p| self.index(p.id).is_some_and(|i| self.pools[i] == *p))
+    }
+
+    /// Position of pool `id` in [`Cluster::pools`].
+    pub fn index(&self, id: PoolId) -> Option<usize> {
+        self.pools.binary_search_by_key(&id, |p| p.id).ok()
+    }
+
+    /// Forgets everything before `now` in every profile.
+    pub fn forget_before(&mut self, now: Time) {
+        for u in &mut self.used {
+            u.forget_before(now);
+        }
+    }
+
+    /// Adds (`sign = 1`) or removes (`sign = -1`) the part of `holds` from `from` on. The past
+    /// is clipped because profiles forget it: a removal reaching before the first remembered
+    /// change point would leave negative values there.
+    pub fn add_holds(&mut self, holds: &[PoolSteps], from: Time, sign: i64) {
+        for h in holds {
+            let Some(i) = self.index(h.pool) else {
+                continue;
+            };
+            add_steps_from(&mut self.used[i], h.start, &h.steps, from, sign);
+        }
+    }
+
+    /// Adds (`sign = 1`) or removes (`sign = -1`) `job` on pool index `pool` at `start`,
+    /// without the part before `from`.
+    pub fn add_job(&mut self, pool: usize, start: Time, job: &Job, from: Time, sign: i64) {
+        let end = start.saturating_add(job.walltime);
+        self.used[pool].add(start.max(from), end, sign * i64::from(job.nodes));
+    }
+
+    /// The earliest start `≥ from` of `job` over the pools it may use and that pool's index;
+    /// ties go to the lowest pool id. `None` when it never fits (a hold that never ends).
+    pub fn earliest(&self, job: &Job, from: Time) -> Option<(usize, Time)> {
+        let mut best: Option<(usize, Time)> = None;
+        for (i, pool) in self.pools.iter().enumerate() {
+            if !job.allows(pool) {
+                continue;
+            }
+            let limit = i64::from(pool.nodes) - i64::from(job.nodes);
+            if let Some(t) = self.used[i].earliest_fit(from, job.walltime, limit) {
+                if best.is_none_or(|(_, b)| t < b) {
+                    best = Some((i, t));
+                }
+                if t == from {
+                    break;
+                }
+            }
+        }
+        best
+    }
+
+    /// A pool (lowest id first) where `job` can run on `[now, now + walltime)`.
+    pub fn fits_now(&self, job: &Job, now: Time) -> Option<usize> {
+        if job.earliest > now {
+            return None;
+        }
+        let end = now.saturating_add(job.walltime);
+        self.pools.iter().enumerate().find_map(|(i, pool)| {
+            let limit = i64::from(pool.nodes) - i64::from(job.nodes);
+            (job.allows(pool)
+                && self.used[i].value_at(now) <= limit
+                && self.used[i].max_over(now, end) <= limit)
+                .then_some(i)
+        })
+    }
+
+    /// Free nodes of the emptiest pool at `now`: no job of more nodes can start now.
+    pub fn most_free_now(&self, now: Time) -> i64 {
+        self.pools
+            .iter()
+            .zip(&self.used)
+            .map(|(p, u)| i64::from(p.nodes) - u.value_at(now))
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Whether some pool is over-committed at some time `≥ now`.
+    pub fn over_committed(&self, now: Time) -> bool {
+        self.pools
+            .iter()
+            .zip(&self.used)
+            .any(|(p, u)| u.max_over(now, Time::MAX) > i64::from(p.nodes))
+    }
+}
+
+/// Adds `sign ×` the EP `steps` begun at `start`, without the part before `from`.
+pub fn add_steps_from(profile: &mut Profile, start: Time, steps: &[Step], from: Time, sign: i64) {
+    let mut t = start;
+    for s in steps {
+        let end = t.saturating_add(s.duration);
+        let a = t.max(from);
+        if a < end && s.nodes > 0 {
+            profile.add(a, end, sign * i64::from(s.nodes));
+        }
+        t = end;
+    }
+}
+
+/// Whether two lists of holds are the same from `from` on (a driver may restate what a running
+/// job holds from a different start each call).
+pub fn same_holds_from(a: &[PoolSteps], b: &[PoolSteps], from: Time) -> bool {
+    fn segments(
+        h: &[PoolSteps],
+        from: Time,
+    ) -> impl Iterator<Item = (PoolId, Time, Time, u32)> + '_ {
+        h.iter().flat_map(move |ps| {
+            let mut t = ps.start;
+            ps.steps.iter().filter_map(move |s| {
+                let end = t.saturating_add(s.duration);
+                let a = t.max(from);
+                t = end;
+                (a < end && s.nodes > 0).then_some((ps.pool, a, end, s.nodes))
+            })
+        })
+    }
+    segments(a, from).eq(segments(b, from))
+}
+
+/// The end of the last hold: when the job is expected to free its nodes.
+pub fn holds_end(holds: &[PoolSteps]) -> Time {
+    holds
+        .iter()
+        .map(|h| h.start.saturating_add(total_duration(&h.steps)))
+        .max()
+        .unwrap_or(0)
+}

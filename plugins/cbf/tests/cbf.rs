@@ -1,0 +1,165 @@
+//! Conservative backfilling through its public surface, on random workloads.
+
+#[path = "support/replay.rs"]
+mod replay;
+
+mod properties {
+    use std::collections::HashMap;
+
+    use esched_cbf::Cbf;
+    use proptest::prelude::*;
+    use sched_core::{JobId, Profile, Request, Shape, Snapshot, Time};
+
+    use crate::replay::{pools, replay, strategy::workload};
+
+    /// A naive conservative backfilling to check the incremental one against: it rebuilds its
+    /// profiles from scratch at every call and, when a job ended, refits every reservation in
+    /// queue order, one at a time, as pyss's `_reschedule_jobs` does. Rigid jobs, no
+    /// cancellations (the replay has none).
+    #[derive(Default)]
+    struct Oracle {
+        reserved: HashMap<JobId, (usize, Time, Time)>,
+        ends: HashMap<JobId, Time>,
+    }
+
+    impl Oracle {
+        fn plan(&mut self, snap: &Snapshot<'_>) -> Vec<(JobId, usize, Time)> {
+            let now = snap.now;
+            let mut used = vec![Profile::new(); snap.pools.len()];
+            for r in snap.running {
+                for h in &r.holds {
+                    used[h.pool.0 as usize].add_steps(h.start, &h.steps, 1);
+                }
+            }
+            let ended = self
+                .ends
+                .keys()
+                .any(|id| !snap.running.iter().any(|r| r.id == *id));
+            self.ends = snap
+                .running
+                .iter()
+                .map(|r| (r.id, r.expected_end()))
+                .collect();
+            let rigid = |id: JobId| {
+                let job = snap.pending.iter().find(|q| q.id == id).expect("pending");
+                let Request::Rigid(r) = &job.request else {
+                    panic!("rigid workloads only")
+                };
+                (r.clone(), now.max(job.submit))
+            };
+            let earliest = |used: &[Profile], id: JobId| {
+                let (r, from) = rigid(id);
+                snap.pools
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, q)| {
+                        q.nodes >= r.nodes && r.pool.is_none_or(|w| w.0 as usize == *i)
+                    })
+                    .filter_map(|(i, q)| {
+                        used[i]
+                            .earliest_fit(from, r.walltime, i64::from(q.nodes - r.nodes))
+                            .map(|t| (t, i))
+                    })
+                    .min()
+                    .map(|(t, i)| (i, t))
+            };
+            let add = |used: &mut [Profile], id: JobId, (pool, start): (usize, Time), sign: i64| {
+                let (r, _) = rigid(id);
+                used[pool].add(start, start + r.walltime, sign * i64::from(r.nodes));
+            };
+            let known: Vec<JobId> = snap
+                .pending
+                .iter()
+                .map(|p| p.id)
+                .filter(|id| self.reserved.contains_key(id))
+                .collect();
+            // A job started by the last plan may have ended already, before it was ever seen
+            // running. pyss compresses at every end, early or not.
+            let ended_unseen = self
+                .reserved
+                .keys()
+                .any(|id| !known.contains(id) && !snap.running.iter().any(|r| r.id == *id));
+            let compress = ended || ended_unseen;
+            self.reserved.retain(|id, _| known.contains(id));
+            let slot_of = |r: &HashMap<JobId, (usize, Time, Time)>, id: &JobId| (r[id].0, r[id].1);
+            for id in &known {
+                add(&mut used, *id, slot_of(&self.reserved, id), 1);
+            }
+            let reserve = |used: &mut [Profile], id: JobId, reserved: &mut HashMap<_, _>| {
+                let Some(slot) = earliest(used, id) else {
+                    return;
+                };
+                add(used, id, slot, 1);
+                reserved.insert(id, (slot.0, slot.1, slot.1 + rigid(id).0.walltime));
+            };
+            if compress {
+                for id in &known {
+                    add(&mut used, *id, slot_of(&self.reserved, id), -1);
+                    reserve(&mut used, *id, &mut self.reserved);
+                }
+            }
+            for p in snap.pending.iter().filter(|p| !known.contains(&p.id)) {
+                reserve(&mut used, p.id, &mut self.reserved);
+            }
+            snap.pending
+                .iter()
+                .filter_map(|p| {
+                    self.reserved
+                        .get(&p.id)
+                        .map(|&(pool, t, _)| (p.id, pool, t))
+                })
+                .collect()
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        /// Every plan is valid (checked by `replay`), no job starts before its submission, no
+        /// job starts later than the reservation it got when it was first queued, and every plan
+        /// is the one a naive, non-incremental conservative backfilling gives.
+        #[test]
+        fn cbf_keeps_its_first_reservations((sizes, jobs) in workload(40, 2)) {
+            let pools = pools(&sizes);
+            let mut cbf = Cbf::new();
+            let mut first: HashMap<JobId, Time> = HashMap::new();
+            let mut mismatch: Option<String> = None;
+            let mut oracle = Oracle::default();
+            let out = replay(&mut cbf, &pools, &jobs, |snap: &Snapshot<'_>, plan| {
+                for p in &plan.placements {
+                    first.entry(p.job).or_insert(p.start);
+                }
+                let expected = oracle.plan(snap);
+                let got: Vec<(JobId, usize, Time)> = plan
+                    .placements
+                    .iter()
+                    .map(|p| match p.shape {
+                        Shape::Rigid { pool, .. } => (p.job, pool.0 as usize, p.start),
+                        ref other => panic!("not a rigid shape: {other:?}"),
+                    })
+                    .collect();
+                if mismatch.is_none() && got != expected {
+                    mismatch = Some(format!("at {}: planned {got:?}\nnaive CBF {expected:?}", snap.now));
+                }
+            });
+            prop_assert!(mismatch.is_none(), "{}", mismatch.unwrap_or_default());
+            for (i, job) in jobs.iter().enumerate() {
+                let id = JobId(i as u64);
+                match out.start[i] {
+                    Some(s) => {
+                        prop_assert!(s >= job.submit, "job {i} started at {s} before its submission");
+                        let r = first[&id];
+                        prop_assert!(s <= r, "job {i} started at {s}, after its first reservation {r}");
+                    }
+                    None => prop_assert!(out.rejected[i], "job {i} neither started nor rejected"),
+                }
+                let fits_somewhere = sizes.iter().enumerate().any(|(p, &n)| {
+                    n >= job.nodes && job.pool.is_none_or(|q| q as usize == p)
+                });
+                prop_assert_eq!(out.rejected[i], !fits_somewhere, "job {} rejection", i);
+            }
+            // Queue order is submit order and never changes here: one build, then increments.
+            prop_assert_eq!(cbf.counters().rebuilds, 1);
+        }
+    }
+}
