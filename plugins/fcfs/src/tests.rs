@@ -1,0 +1,166 @@
+use sched_core::{
+    validate, JobId, NamedPolicy, Params, Pending, Plan, Policy, Pool, PoolId, PoolSteps, Request,
+    Running, Shape, Snapshot, Time,
+};
+
+use crate::Fcfs;
+
+fn pools(sizes: &[u32]) -> Vec<Pool> {
+    sizes
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| Pool {
+            id: PoolId(i as u32),
+            name: format!("p{i}"),
+            nodes: n,
+        })
+        .collect()
+}
+
+fn job(id: u64, nodes: u32, walltime: u64) -> Pending {
+    Pending {
+        id: JobId(id),
+        user: 0,
+        submit: 0,
+        earliest_start: 0,
+        priority: 0,
+        request: Request::rigid(nodes, walltime),
+    }
+}
+
+fn running(id: u64, pool: u32, nodes: u32, start: Time, end: Time) -> Running {
+    Running {
+        id: JobId(id),
+        user: 0,
+        request: Request::rigid(nodes, end - start),
+        shape: Shape::rigid(PoolId(pool), nodes, end - start),
+        start,
+        holds: vec![PoolSteps::flat(PoolId(pool), start, end, nodes)],
+        killable: false,
+    }
+}
+
+fn plan(p: &mut Fcfs, now: Time, pools: &[Pool], run: &[Running], pend: &[Pending]) -> Plan {
+    let snap = Snapshot {
+        now,
+        pools,
+        running: run,
+        pending: pend,
+    };
+    let plan = p.plan(&snap);
+    validate(&snap, &plan).expect("valid plan");
+    plan
+}
+
+fn start_of(plan: &Plan, id: u64) -> Option<Time> {
+    plan.placements
+        .iter()
+        .find(|p| p.job == JobId(id))
+        .map(|p| p.start)
+}
+
+#[test]
+fn never_starts_a_job_before_the_one_ahead() {
+    let pools = pools(&[10]);
+    let run = vec![running(1, 0, 6, 0, 100)];
+    // Job 3 would fit in the hole now, but job 2 waits until 100: job 3 starts with it.
+    let p = plan(
+        &mut Fcfs::new(),
+        0,
+        &pools,
+        &run,
+        &[job(2, 8, 100), job(3, 2, 10), job(4, 4, 10)],
+    );
+    assert_eq!(
+        [2, 3, 4].map(|j| start_of(&p, j)),
+        [Some(100), Some(100), Some(200)]
+    );
+}
+
+#[test]
+fn early_end_moves_the_planned_starts_earlier_in_order() {
+    let pools = pools(&[10]);
+    let run = vec![running(1, 0, 10, 0, 100)];
+    let pend = vec![
+        job(2, 10, 50),
+        job(3, 5, 50),
+        job(4, 5, 200),
+        job(5, 10, 10),
+    ];
+    let mut fcfs = Fcfs::new();
+    let before = plan(&mut fcfs, 0, &pools, &run, &pend);
+    assert_eq!(
+        [2, 3, 4, 5].map(|j| start_of(&before, j)),
+        [Some(100), Some(150), Some(150), Some(350)]
+    );
+    let after = plan(&mut fcfs, 40, &pools, &[], &pend);
+    assert_eq!(
+        [2, 3, 4, 5].map(|j| start_of(&after, j)),
+        [Some(40), Some(90), Some(90), Some(290)]
+    );
+    let fresh = plan(&mut Fcfs::new(), 40, &pools, &[], &pend);
+    assert_eq!(after.placements, fresh.placements);
+    assert_eq!(fcfs.counters().rebuilds, 1);
+}
+
+#[test]
+fn compression_stops_behind_the_freed_interval() {
+    let pools = pools(&[10]);
+    // Two running jobs; job 1 (4 nodes until 100) ends early at 10. The queue: job 2 needs all
+    // 10 nodes, so it waits for job 7 (until 1000) either way; nothing behind it can move.
+    let run = vec![running(1, 0, 4, 0, 100), running(7, 0, 6, 0, 1000)];
+    let pend: Vec<Pending> = (2..50).map(|i| job(i, 10, 10)).collect();
+    let mut fcfs = Fcfs::new();
+    let before = plan(&mut fcfs, 0, &pools, &run, &pend);
+    let after = plan(&mut fcfs, 10, &pools, &run[1..], &pend);
+    assert_eq!(before.placements, after.placements);
+    assert_eq!(fcfs.counters().compressions, 1);
+    assert_eq!(
+        fcfs.counters().refits,
+        1,
+        "only the first job is looked at again"
+    );
+}
+
+#[test]
+fn arrivals_queue_behind_the_last_planned_start() {
+    let pools = pools(&[4]);
+    let mut fcfs = Fcfs::new();
+    let run = vec![running(1, 0, 4, 0, 100)];
+    let p = plan(&mut fcfs, 0, &pools, &run, &[job(2, 4, 100)]);
+    assert_eq!(start_of(&p, 2), Some(100));
+    let mut late = job(3, 1, 1);
+    late.submit = 5;
+    late.earliest_start = 5;
+    let p = plan(&mut fcfs, 5, &pools, &run, &[job(2, 4, 100), late]);
+    assert_eq!(start_of(&p, 3), Some(200));
+    assert_eq!(fcfs.counters().rebuilds, 1);
+}
+
+#[test]
+fn rejected_jobs_do_not_hold_the_queue() {
+    let pools = pools(&[8, 4]);
+    let p = plan(
+        &mut Fcfs::new(),
+        0,
+        &pools,
+        &[],
+        &[job(1, 9, 10), job(2, 6, 10), job(3, 4, 10)],
+    );
+    assert_eq!(p.rejects.len(), 1);
+    assert_eq!(
+        p.rejects[0].reason,
+        "asks for 9 nodes, the largest pool has 8"
+    );
+    // Job 3 goes to pool 1 (pool 0 has only 2 free), at the same time as job 2.
+    assert_eq!((start_of(&p, 2), start_of(&p, 3)), (Some(0), Some(0)));
+    assert_eq!(p.placements[1].shape, Shape::rigid(PoolId(1), 4, 10));
+}
+
+#[test]
+fn unknown_parameter_is_refused_by_name() {
+    let err = Fcfs::from_params(&Params::from_pairs([("strict", "yes")])).unwrap_err();
+    assert!(err.to_string().contains("`strict`"), "{err}");
+    assert!(Fcfs::from_params(&Params::new()).is_ok());
+    assert_eq!(Fcfs::NAME, "fcfs");
+}
