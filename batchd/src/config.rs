@@ -343,6 +343,26 @@ mod tests {
     }
 
     #[test]
+    fn example_configs_are_valid() {
+        for (name, text) in [
+            (
+                "batchd.toml",
+                include_str!("../../examples/configs/batchd.toml"),
+            ),
+            (
+                "easy-two-pools.toml",
+                include_str!("../../examples/configs/easy-two-pools.toml"),
+            ),
+            (
+                "plugin-by-path.toml",
+                include_str!("../../examples/configs/plugin-by-path.toml"),
+            ),
+        ] {
+            Config::parse(text, name).unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+
+    #[test]
     fn params_become_text() {
         let c = Config::parse(
             "[[pool]]\nname=\"a\"\nnodes=1\n[policy]\nname=\"x\"\n[policy.params]\nlimit = 2\nmode = \"fast\"\non = true\n",

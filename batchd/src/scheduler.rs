@@ -39,16 +39,33 @@ pub async fn run(d: Arc<Daemon>) {
                 tokio::time::sleep_until(next.into()).await;
             }
         }
-        last = Some(Instant::now());
-        wake_at = run_once(&d).await;
+        let began = Instant::now();
+        let (ran, wake) = run_once(&d).await;
+        wake_at = wake;
+        if ran {
+            last = Some(began);
+        }
     }
 }
 
-/// One policy call and its consequences; returns when the policy wants to be called again.
-pub async fn run_once(d: &Arc<Daemon>) -> Option<u64> {
+/// One policy call and its consequences; returns whether the policy was called, and when it
+/// wants to be called again.
+///
+/// With no eligible pending job there is nothing to place, so the policy is not called and the
+/// call does not count against the interval: the end of the last job on an idle cluster must not
+/// delay the start of the next submission (a stateful policy sees the end in its next snapshot).
+pub async fn run_once(d: &Arc<Daemon>) -> (bool, Option<u64>) {
     let now = now_ms();
     let grace = d.settings().config.grace_period_ms;
-    let (snap, _) = d.core().snapshot(now, grace);
+    let (snap, _) = {
+        let mut core = d.core();
+        let (snap, reasons) = core.snapshot(now, grace);
+        if snap.pending.is_empty() {
+            core.expected.clear();
+            return (false, None);
+        }
+        (snap, reasons)
+    };
     let d2 = Arc::clone(d);
     let planned = tokio::task::spawn_blocking(move || {
         let mut policy = lock(&d2.policy);
@@ -61,22 +78,22 @@ pub async fn run_once(d: &Arc<Daemon>) -> Option<u64> {
         Ok(x) => x,
         Err(e) => {
             tracing::error!("policy call failed: {e}");
-            return None;
+            return (true, None);
         }
     };
     let plan = match result {
         Ok(p) => p,
         Err(e) => {
             tracing::error!(policy = %name, "policy failed: {e}; acting on nothing");
-            return None;
+            return (true, None);
         }
     };
     if let Err(e) = validate(&snap.view(), &plan) {
         tracing::error!(policy = %name, "plan refused: {e}; acting on nothing");
-        return None;
+        return (true, None);
     }
     act(d, &snap, &plan).await;
-    plan.wake_at.filter(|&t| t > now)
+    (true, plan.wake_at.filter(|&t| t > now))
 }
 
 /// Carries out a valid plan: starts what starts now, records expected starts, rejects and
