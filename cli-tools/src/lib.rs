@@ -1,1 +1,5 @@
 //! Being written.
+
+pub mod batch;
+pub mod esim;
+pub mod policies;

@@ -1,0 +1,128 @@
+//! esim's command line.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use sched_sim::ValidateMode;
+
+/// Replay a workload trace (SWF, plain or .gz) through a scheduling policy on a virtual clock.
+///
+/// `esim --policy cbf --trace FILE` is the same as `esim run --policy cbf --trace FILE`.
+#[derive(Debug, Parser)]
+#[command(
+    name = "esim",
+    version,
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true
+)]
+pub struct Cli {
+    /// What to do (default: run).
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// Options of `run`, accepted without the subcommand.
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// esim's subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Replay a trace through a policy (the default).
+    Run(RunArgs),
+    /// Measure how long a policy takes to plan queues of growing size, and a trace replay.
+    Bench(BenchArgs),
+    /// Klein & Pérez's Tables 1–2: rigid and five evolving variants on the papers' workload.
+    EvolvingTables(crate::esim::tables::TablesArgs),
+    /// Schedule Klein & Pérez test instances (JSON in, JSON out) with one plan call each.
+    Schedule(crate::esim::schedule::ScheduleArgs),
+}
+
+/// Which plans' parts the engine validates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ValidateArg {
+    /// Every placement, future reservations included.
+    Full,
+    /// Only what is acted on now (starts, kills, rejects).
+    Starts,
+}
+
+impl From<ValidateArg> for ValidateMode {
+    fn from(v: ValidateArg) -> Self {
+        match v {
+            ValidateArg::Full => ValidateMode::Full,
+            ValidateArg::Starts => ValidateMode::Starts,
+        }
+    }
+}
+
+/// `esim run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The policy: a name (fcfs, easy, cbf…, loaded from `libesched_<name>.so` in
+    /// `$ESCHED_PLUGIN_DIR` or next to esim) or the path of a policy library.
+    #[arg(long, default_value = "cbf")]
+    pub policy: String,
+    /// The trace, in the Standard Workload Format, plain or gzip-compressed.
+    #[arg(long, value_name = "FILE", required = true)]
+    pub trace: Option<PathBuf>,
+    /// A policy parameter; repeatable. Overrides the same key of --params-file.
+    #[arg(long = "param", value_name = "KEY=VALUE")]
+    pub params: Vec<String>,
+    /// A TOML file whose top-level keys are the policy's parameters.
+    #[arg(long, value_name = "FILE")]
+    pub params_file: Option<PathBuf>,
+    /// Machine size in nodes (default: the trace's MaxProcs, else MaxNodes header).
+    #[arg(long, value_name = "N")]
+    pub nodes: Option<u32>,
+    /// Write per-job results to this CSV file. Columns: id,submit_ms,start_ms,end_ms,nodes,wait_ms
+    /// (times in milliseconds from the trace's origin).
+    #[arg(long, value_name = "FILE")]
+    pub jobs: Option<PathBuf>,
+    /// Print the summary as JSON on stdout instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Replay only the first N jobs of the trace (after skipping unusable ones).
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+    /// No progress bar, no warnings (errors only).
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// What of each plan to validate: `full` checks future reservations too, `starts` only
+    /// what is acted on.
+    #[arg(long, value_enum, default_value = "full")]
+    pub validate: ValidateArg,
+    /// Use the policy linked into esim instead of loading its plugin library (to compare the
+    /// two).
+    #[arg(long)]
+    pub linked: bool,
+}
+
+/// `esim bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// The policy to measure.
+    #[arg(long, default_value = "cbf")]
+    pub policy: String,
+    /// Queue sizes to plan, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1000,10000,100000")]
+    pub sizes: Vec<usize>,
+    /// Nodes of the one pool.
+    #[arg(long, default_value_t = 10_000)]
+    pub nodes: u32,
+    /// Runs per size; the median is reported.
+    #[arg(long, default_value_t = 5)]
+    pub runs: usize,
+    /// Seed of the random workload.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Also time a full replay of this trace (SWF, plain or .gz) with the policy.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// What the replay validates.
+    #[arg(long, value_enum, default_value = "full")]
+    pub validate: ValidateArg,
+    /// Use the policy linked into esim instead of loading its plugin library (to compare the
+    /// two).
+    #[arg(long)]
+    pub linked: bool,
+}

@@ -1,0 +1,60 @@
+//! `esim`: replays a workload trace through a policy on a virtual clock and reports the
+//! schedule's figures; `esim bench` measures planning cost.
+//!
+//! `esim [run options]` and `esim run [run options]` are the same command; other subcommands
+//! sit beside `run` in [`Command`].
+
+pub mod bench;
+pub mod cli;
+pub mod output;
+pub mod progress;
+pub mod run;
+pub mod schedule;
+pub mod tables;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+pub use cli::{BenchArgs, Cli, Command, RunArgs};
+
+/// Runs esim with the process's arguments: one `esim: error: …` line and exit 1 on failure.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let quiet = match &cli.command {
+        Some(Command::Run(r)) => r.quiet,
+        Some(Command::Bench(_)) => false,
+        Some(Command::EvolvingTables(_)) => false,
+        Some(Command::Schedule(_)) => false,
+        None => cli.run.quiet,
+    };
+    init_logs(quiet);
+    let result = match cli.command {
+        Some(Command::Run(args)) => run::run(&args),
+        Some(Command::Bench(args)) => bench::bench(&args),
+        Some(Command::EvolvingTables(args)) => tables::tables(&args),
+        Some(Command::Schedule(args)) => schedule::run(&args),
+        None => run::run(&cli.run),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("esim: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Logs go to stderr, warnings and up unless `RUST_LOG` says otherwise; `--quiet` keeps only
+/// errors.
+fn init_logs(quiet: bool) {
+    use tracing_subscriber::EnvFilter;
+    let default = if quiet { "error" } else { "warn" };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .without_time()
+        .try_init();
+}

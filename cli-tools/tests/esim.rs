@@ -1,0 +1,229 @@
+//! The `esim` binary, run as a user would.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// esim with the policies linked in (`--linked`): these tests are about the simulator's
+/// command line, not the plugin loader, which has its own tests.
+fn esim(args: &[&str]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_esim"));
+    match args.first() {
+        Some(&"bench") | Some(&"run") => cmd.arg(args[0]).arg("--linked").args(&args[1..]),
+        _ => cmd.arg("--linked").args(args),
+    };
+    cmd.output().expect("esim runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A 16-node trace of 60 jobs with some contention, plus one job of unknown size and two too
+/// large, so each skip reason warns once.
+fn trace(dir: &Path) -> PathBuf {
+    let mut text = String::from("; Version: 2.2\n; MaxNodes: 16\n; MaxProcs: 16\n");
+    for i in 0..60u64 {
+        let submit = i * 37 % 1000 + i * 20;
+        let nodes = [1, 2, 4, 8, 16, 3][i as usize % 6];
+        let req = 100 + (i * 53) % 900;
+        let run = req * (1 + i % 4) / 4;
+        text.push_str(&format!(
+            "{} {submit} -1 {run} {nodes} -1 -1 {nodes} {req} -1 1 {} 1 -1 -1 -1 -1 -1\n",
+            i + 1,
+            i % 5
+        ));
+    }
+    text.push_str("61 2000 -1 10 -1 -1 -1 -1 100 -1 1 1 1 -1 -1 -1 -1 -1\n");
+    text.push_str("62 2000 -1 10 17 -1 -1 17 100 -1 1 1 1 -1 -1 -1 -1 -1\n");
+    text.push_str("63 2000 -1 10 32 -1 -1 32 100 -1 1 1 1 -1 -1 -1 -1 -1\n");
+    let p = dir.join("small.swf");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    assert!(o.status.success(), "esim failed: {}", stderr(o));
+    serde_json::from_str(&stdout(o)).unwrap_or_else(|e| panic!("{e}: {}", stdout(o)))
+}
+
+#[test]
+fn top_level_flags_are_the_run_subcommand() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = trace(dir.path());
+    let t = t.to_str().unwrap();
+    let a = json(&esim(&["--policy", "cbf", "--trace", t, "--json", "-q"]));
+    let b = json(&esim(&[
+        "run", "--policy", "cbf", "--trace", t, "--json", "-q",
+    ]));
+    assert_eq!(a["summary"], b["summary"]);
+    assert_eq!(a["counts"]["ran"], 60);
+    assert_eq!(a["skipped"]["unknown_size"], 1);
+    assert_eq!(a["skipped"]["too_large"], 2);
+    assert_eq!(a["counts"]["refused_plans"], 0);
+}
+
+#[test]
+fn every_policy_replays_and_writes_per_job_csv() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = trace(dir.path());
+    for policy in ["fcfs", "easy", "cbf"] {
+        let csv = dir.path().join(format!("{policy}.csv"));
+        let o = esim(&[
+            "--policy",
+            policy,
+            "--trace",
+            t.to_str().unwrap(),
+            "--jobs",
+            csv.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{policy}: {}", stderr(&o));
+        let table = stdout(&o);
+        for key in ["utilisation", "mean", "bounded slowdown", "policy calls"] {
+            assert!(table.contains(key), "{policy}: no {key} in\n{table}");
+        }
+        let text = std::fs::read_to_string(&csv).unwrap();
+        let mut lines = text.lines();
+        assert_eq!(
+            lines.next(),
+            Some("id,submit_ms,start_ms,end_ms,nodes,wait_ms")
+        );
+        let rows: Vec<Vec<u64>> = lines
+            .map(|l| l.split(',').map(|f| f.parse().unwrap()).collect())
+            .collect();
+        assert_eq!(rows.len(), 60);
+        for r in &rows {
+            assert!(
+                r[2] >= r[1] && r[3] >= r[2] && r[5] == r[2] - r[1],
+                "{policy}: {r:?}"
+            );
+            assert_eq!(r[1] % 1000, 0, "seconds became ms");
+        }
+    }
+}
+
+#[test]
+fn skipped_jobs_warn_once_per_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = trace(dir.path());
+    let o = esim(&["--trace", t.to_str().unwrap()]);
+    let err = stderr(&o);
+    assert_eq!(
+        err.lines().filter(|l| l.contains("skipped")).count(),
+        2,
+        "{err}"
+    );
+    assert!(
+        err.contains("skipped 2 job(s): larger than the machine"),
+        "{err}"
+    );
+    let q = esim(&["--trace", t.to_str().unwrap(), "--quiet"]);
+    assert_eq!(stderr(&q), "");
+}
+
+#[test]
+fn nodes_overrides_the_header() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = trace(dir.path());
+    let v = json(&esim(&[
+        "--trace",
+        t.to_str().unwrap(),
+        "--nodes",
+        "32",
+        "--json",
+        "-q",
+        "--limit",
+        "70",
+    ]));
+    assert_eq!(v["nodes"], 32);
+    assert_eq!(v["counts"]["ran"], 62);
+    assert_eq!(v["skipped"]["too_large"], 0);
+}
+
+fn one_error_line(o: &Output) -> String {
+    assert!(!o.status.success());
+    let err = stderr(o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("esim: error: "), "{err}");
+    err
+}
+
+#[test]
+fn bad_input_is_one_clear_error_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.swf");
+    std::fs::write(&bad, "; MaxProcs: 4\n1 0 -1 10 1 -1 -1 1 10 -1 1 1 1 -1 -1 -1 -1 -1\n2 0 -1 ten 1 -1 -1 1 10 -1 1 1 1 -1 -1 -1 -1 -1\n").unwrap();
+    let err = one_error_line(&esim(&["--trace", bad.to_str().unwrap()]));
+    assert!(
+        err.contains("bad.swf:3: field 4 is not a number: `ten`"),
+        "{err}"
+    );
+
+    let missing = dir.path().join("missing.swf");
+    let err = one_error_line(&esim(&["--trace", missing.to_str().unwrap()]));
+    assert!(
+        err.contains("missing.swf") && err.contains("No such file"),
+        "{err}"
+    );
+
+    let t = trace(dir.path());
+    let err = one_error_line(&esim(&["--policy", "sjf", "--trace", t.to_str().unwrap()]));
+    assert!(
+        err.contains("unknown policy `sjf` (known: fcfs, easy, cbf, evolving)"),
+        "{err}"
+    );
+
+    let err = one_error_line(&esim(&[
+        "--trace",
+        t.to_str().unwrap(),
+        "--param",
+        "nope=1",
+    ]));
+    assert!(err.contains("unknown parameter `nope`"), "{err}");
+
+    let err = one_error_line(&esim(&["--trace", t.to_str().unwrap(), "--param", "nope"]));
+    assert!(err.contains("expected KEY=VALUE"), "{err}");
+}
+
+#[test]
+fn params_file_feeds_the_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = trace(dir.path());
+    let f = dir.path().join("p.toml");
+    std::fs::write(&f, "no_such = 3\n").unwrap();
+    let err = one_error_line(&esim(&[
+        "--trace",
+        t.to_str().unwrap(),
+        "--params-file",
+        f.to_str().unwrap(),
+    ]));
+    assert!(err.contains("unknown parameter `no_such`"), "{err}");
+}
+
+#[test]
+fn bench_prints_its_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = trace(dir.path());
+    let o = esim(&[
+        "bench",
+        "--sizes",
+        "50,100",
+        "--runs",
+        "1",
+        "--nodes",
+        "200",
+        "--trace",
+        t.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let rows: Vec<&str> = out
+        .lines()
+        .filter(|l| l.trim_start().starts_with("50 ") || l.trim_start().starts_with("100 "))
+        .collect();
+    assert_eq!(rows.len(), 2, "{out}");
+    assert!(out.contains("replay of"), "{out}");
+}
