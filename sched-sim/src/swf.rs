@@ -49,12 +49,12 @@ pub const FIELDS: usize = 18;
 #[derive(Debug, thiserror::Error)]
 pub enum SwfError {
     /// The file cannot be opened or read.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {error}", path.display())]
     Io {
         /// The file.
         path: PathBuf,
-        /// What the OS said.
-        source: std::io::Error,
+        /// What the OS said (shown in the message, so not also a `source`).
+        error: std::io::Error,
     },
     /// A job line that is not 18 numbers.
     #[error("{}:{line}: {reason}", path.display())]
@@ -216,9 +216,9 @@ impl Trace {
 
 /// Reads the SWF file at `path`, plain or gzip.
 pub fn read_path(path: &Path, opts: &ReadOptions) -> Result<Trace, SwfError> {
-    let io = |source| SwfError::Io {
+    let io = |error| SwfError::Io {
         path: path.to_path_buf(),
-        source,
+        error,
     };
     let file = File::open(path).map_err(io)?;
     let mut raw = BufReader::new(file);
@@ -240,9 +240,9 @@ pub fn read<R: BufRead>(reader: R, path: &Path, opts: &ReadOptions) -> Result<Tr
     let mut line_no = 0usize;
     loop {
         buf.clear();
-        let n = read_line(&mut reader, &mut buf).map_err(|source| SwfError::Io {
+        let n = read_line(&mut reader, &mut buf).map_err(|error| SwfError::Io {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         if n == 0 {
             break;
