@@ -114,8 +114,9 @@ pub fn render(
         out.push_str(&format.header());
         out.push('\n');
     }
+    let mut scratch = String::new();
     for j in jobs {
-        out.push_str(&format.row(j, now, zone));
+        format.write_row(&mut out, &mut scratch, j, now, zone);
         out.push('\n');
     }
     out
