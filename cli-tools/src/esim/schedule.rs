@@ -152,7 +152,7 @@ pub fn schedule(
             policy: make()?,
             rigid: false,
         };
-        let s = schedule_test(&mut variant, ti, &apps, t.n_nodes)?;
+        let s = schedule_test(&mut variant, ti, &apps, t.n_nodes, 1)?;
         tests.push(OutputTest {
             apps: s
                 .apps

@@ -74,10 +74,36 @@ impl Fitted {
     }
 }
 
-/// Whether `nodes` more nodes fit on `[t0, t1)` above `res` in a pool of `nnodes`:
-/// EP l. 6 `nnodes − max(epres, t0, t1) ≥ n`.
-fn fits(res: &Profile, nnodes: i64, t0: Time, t1: Time, nodes: u32) -> bool {
-    nnodes - res.max_over(t0, t1) >= i64::from(nodes)
+/// How the base fit jumps past a conflict (EP l. 7 and l. 13).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Jump {
+    /// As printed: test `nnodes − max(epres, t0, t1) < n` with [`Profile::max_over`], then jump
+    /// to `loc(epres, t0, t1)` ([`Profile::loc`]), the end of the last step holding the maximum.
+    Loc,
+    /// One [`Profile::last_above`] query that both detects the conflict and jumps to the end of
+    /// the last step of `[t0, t1)` leaving fewer than `n` nodes free. Any start before that end
+    /// still overlaps that step, so the jump is as valid as `loc`'s and never shorter: the
+    /// search visits a subset of the same candidates, in the same order, and stops at the same
+    /// first solution (the property tests check both agree). The default: fewer queries.
+    #[default]
+    LastConflict,
+}
+
+/// The end of the conflict on `[t0, t1)` for `nodes` more nodes above `res` in a pool of
+/// `cap`, or `None` when they fit: EP l. 6 (and l. 12) `nnodes − max(epres, t0, t1) < n`, with
+/// the jump of l. 7 (and l. 13).
+fn conflict(res: &Profile, cap: i64, t0: Time, t1: Time, nodes: u32, jump: Jump) -> Option<Time> {
+    // max over an empty interval is 0 (EP §3.1): nothing to ask the profile.
+    if t0 >= t1 {
+        return None;
+    }
+    match jump {
+        Jump::Loc => (cap - res.max_over(t0, t1) < i64::from(nodes)).then(|| res.loc(t0, t1)),
+        // Never NEVER: base_fit checked that the profile ends low enough for every step.
+        Jump::LastConflict => res
+            .last_above(t0, t1, cap - i64::from(nodes))
+            .map(|(_, end)| end),
+    }
 }
 
 /// Base fit (EP Algorithm 2, RR Algorithm 3): the scheduled EP of `req` over `res` in a pool of
@@ -94,6 +120,18 @@ pub fn base_fit(
     nnodes: u32,
     limit: ExpandLimit,
     from: Time,
+) -> Option<Fitted> {
+    base_fit_with(req, res, nnodes, limit, from, Jump::default())
+}
+
+/// [`base_fit`] with an explicit way of jumping past conflicts.
+pub fn base_fit_with(
+    req: &[Step],
+    res: &Profile,
+    nnodes: u32,
+    limit: ExpandLimit,
+    from: Time,
+    jump: Jump,
 ) -> Option<Fitted> {
     let cap = i64::from(nnodes);
     let widest = req.iter().map(|s| s.nodes).max().unwrap_or(0);
@@ -120,10 +158,11 @@ pub fn base_fit(
         let outcome = loop {
             let t = ts[k];
             let end = t.saturating_add(d);
-            // EP l. 6–7: the step does not fit at t; jump to the end of the last step of epres
-            // holding the maximum on [t, t + d): any start before it still overlaps it.
-            if !fits(res, cap, t, end, nodes) {
-                ts[k] = res.loc(t, end);
+            // EP l. 6–7: the step does not fit at t; jump past the conflict (see [`Jump`]): any
+            // start before its end still overlaps it (d > 0 here: an empty window never
+            // conflicts).
+            if let Some(after) = conflict(res, cap, t, end, nodes, jump) {
+                ts[k] = after;
                 continue;
             }
             if k > 0 {
@@ -143,8 +182,10 @@ pub fn base_fit(
                 // Interpretation: `loc` jumps past the last *maximum*, which may leave another
                 // conflicting (non-maximal) step behind it; that is still a valid lower bound, the
                 // next attempt simply fails again and jumps further (RR §4.3.2 says the same).
-                if !fits(res, cap, t0[k], t, prev.nodes) {
-                    break Err(res.loc(t0[k], t));
+                // The jump is clipped to t, as `loc` is: a zero-duration previous step may start
+                // at t and hold nothing, whatever lies after t.
+                if let Some(after) = conflict(res, cap, t0[k], t, prev.nodes, jump) {
+                    break Err(after.min(t));
                 }
             }
             break Ok(());

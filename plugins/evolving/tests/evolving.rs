@@ -3,7 +3,7 @@
 //! expanded within the limit; C2: the pool is never overflown) and against an exhaustive search
 //! for the earliest completion time on tiny instances.
 
-use esched_evolving::fit::{base_fit, compact};
+use esched_evolving::fit::{base_fit, base_fit_with, compact, Jump};
 use esched_evolving::{EvolvingPolicy, ExpandLimit, Fitted, ListScheduler};
 use proptest::prelude::*;
 use sched_core::request::total_duration;
@@ -290,6 +290,9 @@ mod optimality {
             for (i, req) in t.apps.iter().enumerate() {
                 let res = sched.resources().clone();
                 let base: Fitted = base_fit(req, &res, t.nnodes, limit, t.from).expect("fits");
+                // The paper's max/loc jumps and the single-query jumps visit the same solution.
+                let paper = base_fit_with(req, &res, t.nnodes, limit, t.from, Jump::Loc);
+                prop_assert_eq!(paper.as_ref(), Some(&base));
                 let (earliest, latest_start) = brute(req, &res, t.nnodes, limit, t.from);
                 prop_assert_eq!(base.end(), earliest, "app {} of {:?}: {:?}", i, t, base);
                 let c = compact(req, &res, t.nnodes, limit, &base);
