@@ -676,4 +676,53 @@ mod tests {
         assert!(w.starts_with("#!/bin/sh\n") && w.contains("\necho hi\n"));
         assert!(script_opts(&w).unwrap() == SubmitOpts::default());
     }
+
+    #[test]
+    fn wire_specs() {
+        let s = resolve(&cli(&["-N", "2", "job.sh"]), "#!/bin/sh\n", &[("X", "1")]).unwrap();
+        let j = to_job_spec(&s).unwrap();
+        assert_eq!(
+            j.shape,
+            JobShape::Rigid {
+                nodes: 2,
+                time_limit: DEFAULT_TIME_LIMIT
+            }
+        );
+        assert_eq!(
+            (j.work_dir.as_str(), j.name.as_str()),
+            ("/home/u", "job.sh")
+        );
+        assert_eq!(j.environment, vec![("X".to_string(), "1".to_string())]);
+        let s = resolve(&cli(&["-t", "UNLIMITED", "job.sh"]), "#!/bin/sh\n", &[]).unwrap();
+        assert!(to_job_spec(&s).unwrap_err().to_string().contains("finite"));
+        let s = resolve(
+            &cli(&["--profile", "500:5,3600:10", "job.sh"]),
+            "#!/bin/sh\n",
+            &[],
+        )
+        .unwrap();
+        assert_eq!(
+            to_job_spec(&s).unwrap().shape,
+            JobShape::Evolving {
+                steps: vec![Step::new(500_000, 5), Step::new(3_600_000, 10)]
+            }
+        );
+        let s = resolve(
+            &cli(&["--moldable", "4:60", "-d", "afterok:3", "job.sh"]),
+            "#!/bin/sh\n",
+            &[],
+        )
+        .unwrap();
+        let j = to_job_spec(&s).unwrap();
+        assert_eq!(
+            j.shape,
+            JobShape::Moldable {
+                configs: vec![MoldConfig {
+                    nodes: 4,
+                    walltime: 60 * MINUTE
+                }]
+            }
+        );
+        assert_eq!(j.dependencies.len(), 1);
+    }
 }
