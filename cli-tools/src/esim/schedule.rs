@@ -221,7 +221,10 @@ mod tests {
         .unwrap()
     }
 
-    fn apps(out: &Output) -> Vec<(u64, u64, Vec<(u64, u32)>)> {
+    /// (start, end, EP) of one application, whole seconds.
+    type App = (u64, u64, Vec<(u64, u32)>);
+
+    fn apps(out: &Output) -> Vec<App> {
         let s = |x: &Seconds| match x {
             Seconds::Whole(v) => *v,
             Seconds::Frac(f) => panic!("fractional {f}"),
