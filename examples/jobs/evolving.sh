@@ -1,7 +1,7 @@
 #!/bin/sh
-# An evolving job (Klein & Pérez): 5 nodes for 500 s, then 10 nodes for an hour. The steps
+# An evolving job (Klein & Pérez): 4 nodes for 500 s, then 8 nodes for an hour. The steps
 # are stored with the job and used by policies that plan evolving requests (the `evolving`
-# plugin); rigid policies see the job as 10 nodes for 4100 s.
+# plugin); rigid policies see the job as 8 nodes for 4100 s.
 #ESUB -J evolving
-#ESUB --profile 500:5,3600:10
+#ESUB --profile 500:4,3600:8
 echo "evolving job $ESCHED_JOB_ID started with $ESCHED_NNODES nodes"
