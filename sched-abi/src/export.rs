@@ -157,11 +157,13 @@ struct Exported<P> {
 }
 
 impl<P: Policy + Send + 'static> FfiPolicy for Exported<P> {
-    fn plan(&mut self, snapshot: &FfiSnapshot) -> RResult<FfiPlan, FfiError> {
+    fn plan(&mut self, snapshot: &FfiSnapshot, out: &mut FfiPlan) -> RResult<(), FfiError> {
         guard(|| {
             self.snapshot.refill_from(snapshot);
             let plan = self.policy.plan(&self.snapshot.as_snapshot());
-            ROk(FfiPlan::from(&plan))
+            // The buffer's lists grow through their own vtables, i.e. the host's allocator.
+            out.refill_from(&plan);
+            ROk(())
         })
     }
 }

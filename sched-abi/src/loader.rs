@@ -17,7 +17,7 @@ use abi_stable::std_types::{RErr, ROk, RString, Tuple2};
 use sched_core::{Params, Plan, Policy, Snapshot};
 
 use crate::module::{AbiVersion, FfiError, FfiErrorKind, PolicyBox, PolicyMod_Ref, ABI_VERSION};
-use crate::types::FfiSnapshot;
+use crate::types::{FfiPlan, FfiSnapshot};
 
 /// Why a policy library could not be loaded or instantiated.
 #[derive(Debug, thiserror::Error)]
@@ -490,6 +490,7 @@ impl PolicyLibrary {
             params: params.clone(),
             policy: Some(policy),
             scratch: FfiSnapshot::default(),
+            scratch_plan: FfiPlan::default(),
         })
     }
 }
@@ -515,8 +516,9 @@ pub struct LoadedPolicy {
     library: PolicyLibrary,
     params: Params,
     policy: Option<PolicyBox>,
-    /// The snapshot's mirror, kept to reuse its buffers from call to call.
+    /// The snapshot's and the plan's mirrors, kept to reuse their buffers from call to call.
     scratch: FfiSnapshot,
+    scratch_plan: FfiPlan,
 }
 
 impl std::fmt::Debug for LoadedPolicy {
@@ -556,8 +558,8 @@ impl LoadedPolicy {
             }
         };
         self.scratch.refill_from(snapshot);
-        match policy.plan(&self.scratch) {
-            ROk(plan) => Ok(Plan::from(&plan)),
+        match policy.plan(&self.scratch, &mut self.scratch_plan) {
+            ROk(()) => Ok(Plan::from(&self.scratch_plan)),
             RErr(e) => {
                 if let Some(poisoned) = self.policy.take() {
                     std::mem::forget(poisoned);

@@ -70,10 +70,14 @@ pub struct FfiError {
 /// `Send` so a driver can run a slow plan off its async runtime.
 #[sabi_trait]
 pub trait FfiPolicy: Send {
-    /// [`sched_core::Policy::plan`], returning a panic as [`FfiErrorKind::Panic`].
+    /// [`sched_core::Policy::plan`] into `plan`, a buffer the host owns and reuses from call to
+    /// call (the policy overwrites it); a panic comes back as [`FfiErrorKind::Panic`].
     #[sabi(last_prefix_field)]
-    fn plan(&mut self, snapshot: &FfiSnapshot)
-        -> abi_stable::std_types::RResult<FfiPlan, FfiError>;
+    fn plan(
+        &mut self,
+        snapshot: &FfiSnapshot,
+        plan: &mut FfiPlan,
+    ) -> abi_stable::std_types::RResult<(), FfiError>;
 }
 
 /// An owned policy object from a plugin.

@@ -736,6 +736,23 @@ impl From<&Plan> for FfiPlan {
     }
 }
 
+impl FfiPlan {
+    /// Overwrites `self` with `p`, reusing the lists' buffers.
+    pub fn refill_from(&mut self, p: &Plan) {
+        self.placements.clear();
+        self.placements
+            .extend(p.placements.iter().map(FfiPlacement::from));
+        self.kills.clear();
+        self.kills.extend(p.kills.iter().map(FfiJobReason::from));
+        self.rejects.clear();
+        self.rejects
+            .extend(p.rejects.iter().map(FfiJobReason::from));
+        self.wake_at = p.wake_at.into();
+        self.views.clear();
+        self.views.extend(p.views.iter().map(FfiView::from));
+    }
+}
+
 impl From<&FfiPlan> for Plan {
     fn from(p: &FfiPlan) -> Self {
         Plan {
@@ -965,7 +982,12 @@ mod tests {
         #[test]
         fn plan_round_trips(plan in plan()) {
             let ffi = FfiPlan::from(&plan);
-            prop_assert_eq!(Plan::from(&ffi), plan);
+            prop_assert_eq!(&Plan::from(&ffi), &plan);
+            let mut reused = FfiPlan::from(&Plan { wake_at: Some(3), ..plan.clone() });
+            reused.refill_from(&Plan::default());
+            prop_assert_eq!(&reused, &FfiPlan::default());
+            reused.refill_from(&plan);
+            prop_assert_eq!(reused, ffi);
         }
     }
 
