@@ -182,17 +182,11 @@ impl Profile {
     /// The earliest `t ≥ from` such that the profile stays `≤ limit` on `[t, t + duration)`,
     /// or `None` if there is none. A zero duration fits at `from`.
     pub fn earliest_fit(&self, from: Time, duration: Duration, limit: i64) -> Option<Time> {
-        let mut t = from;
-        loop {
-            let end = t.saturating_add(duration);
-            match self.last_above(t, end, limit) {
-                None => return Some(t),
-                Some((_, NEVER)) => return None,
-                // Every window starting before the end of the last conflicting step still
-                // contains part of it, so the next candidate is that end.
-                Some((_, e)) => t = e,
-            }
+        // An empty window fits anywhere; windows are clipped at the end of time.
+        if duration == 0 || from == NEVER {
+            return Some(from);
         }
+        self.tree.earliest_fit(from, duration, limit)
     }
 
     /// Drops every change point before `t`, keeping the value at `t`: the past is forgotten

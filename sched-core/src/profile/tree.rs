@@ -1,11 +1,13 @@
 //! The tree under [`Profile`](super::Profile): an arena-allocated treap keyed by time.
 //!
-//! Each node is one step `[key, next key)` holding its value. Nodes carry the maximum value of
-//! their subtree and a lazy range-add tag, so that adding on an interval, the maximum over an
-//! interval and "the last step above a limit" all cost one or two root-to-leaf paths.
+//! Each node is one step `[key, next key)` holding its value. Nodes carry the maximum and the
+//! minimum value of their subtree and a lazy range-add tag, so that adding on an interval, the
+//! maximum over an interval, "the last step above a limit" and "the first step at or below a
+//! limit" all cost one or two root-to-leaf paths.
 //!
 //! Conventions:
-//! - `nodes[0]` is the `NIL` sentinel (size 0, max `i64::MIN`); it is never written, so that
+//! - `nodes[0]` is the `NIL` sentinel (size 0, max `i64::MIN`, min `i64::MAX`); it is never
+//!   written, so that
 //!   `pull` reads children without branching.
 //! - A node's `val` and `max` already include the tags of all its strict ancestors' *applied*
 //!   adds but not the pending `tag`s above it: the true value of a node is `val` plus the sum
@@ -26,7 +28,17 @@ struct Node {
     key: Time,
     val: i64,
     max: i64,
+    min: i64,
     tag: i64,
+    /// The subtree's first key.
+    first_key: Time,
+    /// The key of the subtree's first step at its maximum.
+    first_max: Time,
+    /// The key following the subtree's last step at its maximum, `NEVER` if that step is the
+    /// subtree's last (its end lies outside).
+    after_max: Time,
+    /// The longest stretch strictly between two steps at the subtree's maximum.
+    gap: Time,
     left: u32,
     right: u32,
     prio: u32,
@@ -37,7 +49,12 @@ const SENTINEL: Node = Node {
     key: 0,
     val: 0,
     max: i64::MIN,
+    min: i64::MAX,
     tag: 0,
+    first_key: 0,
+    first_max: 0,
+    after_max: NEVER,
+    gap: 0,
     left: NIL,
     right: NIL,
     prio: 0,
@@ -109,7 +126,12 @@ impl Treap {
             key,
             val,
             max: val,
+            min: val,
             tag: 0,
+            first_key: key,
+            first_max: key,
+            after_max: NEVER,
+            gap: 0,
             left: NIL,
             right: NIL,
             prio: prio_of(key),
@@ -146,6 +168,7 @@ impl Treap {
             let n = &mut self.nodes[x as usize];
             n.val += delta;
             n.max += delta;
+            n.min += delta;
             n.tag += delta;
         }
     }
@@ -163,9 +186,46 @@ impl Treap {
         let n = self.nodes[x as usize];
         debug_assert_eq!(n.tag, 0, "pull on a node with a pending tag");
         let (l, r) = (self.nodes[n.left as usize], self.nodes[n.right as usize]);
+        let max = n.val.max(l.max).max(r.max);
+        // Walk the three parts in key order, joining the stretches between maximum steps.
+        // These fields are about *which* steps reach the maximum, so a range add on the whole
+        // subtree (`apply`) leaves them unchanged.
+        let mut first_max = None;
+        let mut gap = 0;
+        // The key after the last maximum step met so far.
+        let mut after: Option<Time> = None;
+        if l.size > 0 && l.max == max {
+            first_max = Some(l.first_max);
+            gap = l.gap;
+            after = Some(if l.after_max == NEVER {
+                n.key
+            } else {
+                l.after_max
+            });
+        }
+        if n.val == max {
+            first_max = first_max.or(Some(n.key));
+            if let Some(a) = after {
+                gap = gap.max(n.key - a);
+            }
+            after = Some(if r.size > 0 { r.first_key } else { NEVER });
+        }
+        if r.size > 0 && r.max == max {
+            first_max = first_max.or(Some(r.first_max));
+            if let Some(a) = after {
+                gap = gap.max(r.first_max - a);
+            }
+            gap = gap.max(r.gap);
+            after = Some(r.after_max);
+        }
         let node = &mut self.nodes[x as usize];
-        node.max = n.val.max(l.max).max(r.max);
+        node.max = max;
+        node.min = n.val.min(l.min).min(r.min);
         node.size = 1 + l.size + r.size;
+        node.first_key = if l.size > 0 { l.first_key } else { n.key };
+        node.first_max = first_max.unwrap_or(n.key);
+        node.after_max = after.unwrap_or(NEVER);
+        node.gap = gap;
     }
 
     /// Splits `x` into the keys `< k` and the keys `≥ k`.
@@ -377,6 +437,25 @@ impl Treap {
         self.last_key_above_in(n.left, below, t0, t1, limit, n.key)
     }
 
+    /// The earliest `t ≥ from` such that every step meeting `[t, t + duration)` is at most
+    /// `limit`; `duration > 0`.
+    pub(crate) fn earliest_fit(&self, from: Time, duration: Time, limit: i64) -> Option<Time> {
+        let at_from = self.value_at(from);
+        let mut search = FitSearch {
+            tree: self,
+            duration,
+            limit,
+            run: (at_from <= limit).then_some(from),
+        };
+        if from < NEVER {
+            if let Some(t) = search.scan(self.root, 0, from + 1, NEVER, NEVER) {
+                return Some(t);
+            }
+        }
+        // A free run reaching the end of time holds any duration.
+        search.run
+    }
+
     /// The last key `< t` with its value, and the first key `≥ t`.
     pub(crate) fn neighbours(&self, t: Time) -> (Option<(Time, i64)>, Option<Time>) {
         let mut x = self.root;
@@ -477,16 +556,18 @@ impl Treap {
     }
 
     /// Checks every structural invariant; returns a description of the first one broken.
+    /// Brute force, for the property tests.
     pub(crate) fn check(&self) -> Result<(), String> {
+        /// Returns the subtree's steps (key, true value) in order.
         fn walk(
             t: &Treap,
             x: u32,
             acc: i64,
             lo: Option<Time>,
             hi: Option<Time>,
-        ) -> Result<(u32, i64), String> {
+        ) -> Result<Vec<(Time, i64)>, String> {
             if x == NIL {
-                return Ok((0, i64::MIN));
+                return Ok(Vec::new());
             }
             let n = t.nodes[x as usize];
             if lo.is_some_and(|lo| n.key <= lo) || hi.is_some_and(|hi| n.key >= hi) {
@@ -498,19 +579,42 @@ impl Treap {
                 }
             }
             let below = acc + n.tag;
-            let (ls, lm) = walk(t, n.left, below, lo, Some(n.key))?;
-            let (rs, rm) = walk(t, n.right, below, Some(n.key), hi)?;
-            let size = 1 + ls + rs;
-            let max = (n.val + acc).max(lm).max(rm);
+            let mut steps = walk(t, n.left, below, lo, Some(n.key))?;
+            steps.push((n.key, n.val + acc));
+            steps.extend(walk(t, n.right, below, Some(n.key), hi)?);
+            let size = steps.len() as u32;
+            let max = steps.iter().map(|s| s.1).max().unwrap_or(i64::MIN);
+            let min = steps.iter().map(|s| s.1).min().unwrap_or(i64::MAX);
+            let at_max: Vec<usize> = (0..steps.len()).filter(|&i| steps[i].1 == max).collect();
+            let first_max = steps[at_max[0]].0;
+            let last = at_max[at_max.len() - 1];
+            let after_max = steps.get(last + 1).map_or(NEVER, |s| s.0);
+            let gap = at_max
+                .windows(2)
+                .map(|w| steps[w[1]].0 - steps[w[0] + 1].0)
+                .max()
+                .unwrap_or(0);
+            let found = (n.first_key, n.first_max, n.after_max, n.gap);
+            let expected = (steps[0].0, first_max, after_max, gap);
+            if found != expected {
+                return Err(format!(
+                    "(first key, first max, after max, gap) {found:?} ≠ {expected:?} at key {}",
+                    n.key
+                ));
+            }
             if n.size != size {
                 return Err(format!("size {} ≠ {size} at key {}", n.size, n.key));
             }
             if n.max + acc != max {
                 return Err(format!("max {} ≠ {max} at key {}", n.max + acc, n.key));
             }
-            Ok((size, max))
+            if n.min + acc != min {
+                return Err(format!("min {} ≠ {min} at key {}", n.min + acc, n.key));
+            }
+            Ok(steps)
         }
-        if self.nodes[0].size != 0 || self.nodes[0].max != i64::MIN || self.nodes[0].tag != 0 {
+        let s = self.nodes[0];
+        if s.size != 0 || s.max != i64::MIN || s.min != i64::MAX || s.tag != 0 {
             return Err("sentinel written".into());
         }
         walk(self, self.root, 0, None, None)?;
@@ -559,5 +663,99 @@ impl Iterator for Iter<'_> {
     fn size_hint(&self) -> (usize, Option<usize>) {
         let n = self.tree.len();
         (self.stack.len().min(n), Some(n))
+    }
+}
+
+/// The state of an [`Treap::earliest_fit`] query: the steps after `from` are fed in key order,
+/// whole subtrees at a time where their summaries decide.
+struct FitSearch<'a> {
+    tree: &'a Treap,
+    duration: Time,
+    limit: i64,
+    /// Where the current run of steps at or below the limit started (clipped to `from`);
+    /// `None` while on a step above it.
+    run: Option<Time>,
+}
+
+impl FitSearch<'_> {
+    /// Feeds the step starting at `key`; returns the fit if the run it ends is long enough.
+    fn step(&mut self, key: Time, value: i64) -> Option<Time> {
+        if value > self.limit {
+            if let Some(start) = self.run.take() {
+                if key - start >= self.duration {
+                    return Some(start);
+                }
+            }
+        } else if self.run.is_none() {
+            self.run = Some(key);
+        }
+        None
+    }
+
+    /// Feeds the steps of subtree `x` whose keys lie in `[lo, hi)`; every key of `x` is below
+    /// `upper`, and `acc` is the sum of the pending tags above `x`.
+    fn scan(&mut self, x: u32, acc: i64, lo: Time, hi: Time, upper: Time) -> Option<Time> {
+        if x == NIL {
+            return None;
+        }
+        let n = &self.tree.nodes[x as usize];
+        if lo <= n.first_key && upper <= hi {
+            return self.scan_whole(x, acc, upper);
+        }
+        let below = acc + n.tag;
+        if n.key < lo {
+            return self.scan(n.right, below, lo, hi, upper);
+        }
+        if n.key >= hi {
+            return self.scan(n.left, below, lo, hi, n.key);
+        }
+        if let Some(t) = self.scan(n.left, below, lo, hi, n.key) {
+            return Some(t);
+        }
+        if let Some(t) = self.step(n.key, n.val + acc) {
+            return Some(t);
+        }
+        self.scan(n.right, below, lo, hi, upper)
+    }
+
+    /// Feeds every step of subtree `x`.
+    fn scan_whole(&mut self, x: u32, acc: i64, upper: Time) -> Option<Time> {
+        if x == NIL {
+            return None;
+        }
+        let n = &self.tree.nodes[x as usize];
+        let (max, min) = (n.max + acc, n.min + acc);
+        if max <= self.limit {
+            self.run = self.run.or(Some(n.first_key));
+            return None;
+        }
+        if min > self.limit {
+            return self.step(n.first_key, min);
+        }
+        if n.gap < self.duration {
+            // Steps at the subtree's maximum are above the limit, so every run lying between
+            // two of them is shorter than the job: only the stretch before the first one
+            // (which may extend the current run) and the one after the last (which may start
+            // the next) need looking at. This is what keeps a wide or long job from visiting
+            // every short gap of a densely packed plan.
+            if let Some(t) = self.scan(x, acc, n.first_key, n.first_max, upper) {
+                return Some(t);
+            }
+            if let Some(t) = self.step(n.first_max, max) {
+                return Some(t);
+            }
+            if n.after_max == NEVER {
+                return None;
+            }
+            return self.scan(x, acc, n.after_max, NEVER, upper);
+        }
+        let below = acc + n.tag;
+        if let Some(t) = self.scan_whole(n.left, below, n.key) {
+            return Some(t);
+        }
+        if let Some(t) = self.step(n.key, n.val + acc) {
+            return Some(t);
+        }
+        self.scan_whole(n.right, below, upper)
     }
 }

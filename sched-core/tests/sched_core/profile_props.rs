@@ -207,6 +207,36 @@ proptest! {
         }
     }
 
+    /// A conservative-backfilling plan: jobs placed one after the other at their earliest fit
+    /// on a small pool, so the profile gets densely packed with many short gaps, the case the
+    /// tree's fit search prunes hardest.
+    #[test]
+    fn packed_plans_agree(
+        jobs in prop::collection::vec((1i64..=16, 1u64..40), 1..150),
+        probes in prop::collection::vec((0u64..400, 1u64..80, 0i64..=16), 1..20),
+    ) {
+        const POOL: i64 = 16;
+        let mut tree = Profile::new();
+        let mut naive = NaiveProfile::new();
+        for &(nodes, walltime) in &jobs {
+            let start = naive.earliest_fit(0, walltime, POOL - nodes);
+            prop_assert_eq!(tree.earliest_fit(0, walltime, POOL - nodes), start);
+            let start = start.unwrap_or(0);
+            naive.add(start, start + walltime, nodes);
+            tree.add(start, start + walltime, nodes);
+        }
+        if let Err(e) = tree.check_invariants() {
+            panic!("broken tree: {e}");
+        }
+        for &(from, duration, limit) in &probes {
+            prop_assert_eq!(
+                tree.earliest_fit(from, duration, limit),
+                naive.earliest_fit(from, duration, limit),
+                "earliest_fit({}, {}, {})", from, duration, limit
+            );
+        }
+    }
+
     /// Equality is equality of step functions, however the profile was built.
     #[test]
     fn equality_is_of_step_functions(ops in prop::collection::vec(op(), 1..30)) {
