@@ -15,6 +15,7 @@
 #![deny(missing_docs)]
 
 pub mod metrics;
+pub mod nodemap;
 pub mod policy;
 pub mod pool;
 pub mod profile;
