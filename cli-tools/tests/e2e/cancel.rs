@@ -74,3 +74,36 @@ fn other_user_cannot_cancel_or_hold_my_job() {
     c.ok("ecancel", &[&id.to_string()]);
     c.wait_state(id, JobState::Cancelled);
 }
+
+#[test]
+fn signal_hold_release_and_cancel_by_name() {
+    let c = Cluster::start(1, "cbf");
+    // -s delivers a signal without cancelling: the job notes it and carries on.
+    c.script(
+        "usr1.sh",
+        "#!/bin/sh\ntrap 'echo got-usr1 > usr1.seen' USR1\necho $$ > usr1.pids\n\
+         i=0; while [ ! -f usr1.seen ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done\nexit 0\n",
+    );
+    let id = c.submit(&["-J", "sig", "usr1.sh"]);
+    c.wait_state(id, JobState::Running);
+    c.wait_until("the job's trap installed", || {
+        !recorded_pids(&c.work).is_empty()
+    });
+    c.ok("ecancel", &["-s", "USR1", &id.to_string()]);
+    let j = c.wait_state(id, JobState::Completed);
+    assert_eq!(j.exit_code, Some(0));
+    assert!(c.work.join("usr1.seen").exists());
+
+    // A job held after submission waits; released, it runs.
+    let blocker = c.submit(&["-J", "blocker", "--wrap", "sleep 30"]);
+    c.wait_state(blocker, JobState::Running);
+    let later = c.submit(&["-J", "later", "--wrap", "true"]);
+    c.ok("econtrol", &["hold", &later.to_string()]);
+    assert!(c.job(later).is_some_and(|j| j.held));
+    // -n cancels by name, leaving the others alone.
+    c.ok("ecancel", &["-n", "blocker"]);
+    c.wait_state(blocker, JobState::Cancelled);
+    assert_eq!(c.job(later).map(|j| j.state), Some(JobState::Pending));
+    c.ok("econtrol", &["release", &later.to_string()]);
+    c.wait_state(later, JobState::Completed);
+}
