@@ -53,9 +53,21 @@ fn other_user_cannot_cancel_or_hold_my_job() {
     let c = Cluster::start(1, "cbf");
     let id = c.submit(&["-H", "--wrap", "true"]);
     // uid/gid 65534 (nobody) owns no job here.
+    // The checkout may sit under a directory only root can enter (CI's clone under /root):
+    // give the other user copies of the tools in the cluster's world-readable temp dir.
+    let bin = c.dir.path().join("bin");
+    std::fs::create_dir(&bin).expect("bin dir");
+    for tool in ["ecancel", "econtrol"] {
+        std::fs::copy(crate::harness::bin_dir().join(tool), bin.join(tool)).expect("copy tool");
+    }
     let as_nobody = |tool: &str, args: &[&str]| {
-        let mut cmd = c.tool(tool);
-        cmd.args(args).uid(65534).gid(65534);
+        let mut cmd = std::process::Command::new(bin.join(tool));
+        cmd.env("ESCHED_SOCKET", &c.socket)
+            .current_dir(&c.work)
+            .args(args)
+            .uid(65534)
+            // std drops root's supplementary groups itself when it sets the uid.
+            .gid(65534);
         cmd.output().expect("run as nobody")
     };
     let o = as_nobody("ecancel", &[&id.to_string()]);
