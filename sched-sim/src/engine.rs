@@ -72,6 +72,19 @@ pub enum ValidateMode {
     Starts,
 }
 
+/// How the events of one instant reach the policy.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EventOrder {
+    /// Every end, then every submission, then one policy call: the policy sees the instant
+    /// whole (what batchd does with the events of one scheduling cycle).
+    #[default]
+    Instant,
+    /// One policy call after each event, submissions before ends: the order of the pyss
+    /// reference schedules, for job-by-job comparisons with them.
+    PerEvent,
+}
+
 /// How a job left the machine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -219,6 +232,8 @@ pub struct Simulation<'o> {
     pub validate: ValidateMode,
     /// The bound of the bounded slowdown.
     pub tau: Duration,
+    /// How the events of one instant reach the policy.
+    pub events: EventOrder,
     observer: Option<&'o mut dyn Observer>,
 }
 
@@ -230,6 +245,7 @@ impl<'o> Simulation<'o> {
             policy_name: policy_name.into(),
             validate: ValidateMode::Full,
             tau: DEFAULT_TAU,
+            events: EventOrder::Instant,
             observer: None,
         }
     }
@@ -243,6 +259,12 @@ impl<'o> Simulation<'o> {
     /// Validates plans as `mode` says.
     pub fn validate(mut self, mode: ValidateMode) -> Self {
         self.validate = mode;
+        self
+    }
+
+    /// Hands the events of an instant to the policy as `order` says.
+    pub fn events(mut self, order: EventOrder) -> Self {
+        self.events = order;
         self
     }
 
@@ -318,6 +340,37 @@ impl<'o> Engine<'o> {
         })
     }
 
+    /// The next job ending at `now`, removed from the heap.
+    fn pop_end(&mut self, now: Time) -> Option<usize> {
+        match self.ends.peek() {
+            Some(&Reverse((t, _, i))) if t == now => {
+                self.ends.pop();
+                Some(i)
+            }
+            _ => None,
+        }
+    }
+
+    /// Queues the next job of the workload if it is submitted at `now`.
+    fn submit_next(&mut self, now: Time) -> bool {
+        let Some(j) = self.jobs.get(self.next_submit) else {
+            return false;
+        };
+        if j.submit != now {
+            return false;
+        }
+        self.pending.push(Pending {
+            id: j.id,
+            user: j.user,
+            submit: j.submit,
+            earliest_start: j.submit,
+            priority: 0,
+            request: j.request.clone(),
+        });
+        self.next_submit += 1;
+        true
+    }
+
     fn next_event(&self) -> Option<Time> {
         let end = self.ends.peek().map(|Reverse((t, _, _))| *t);
         let submit = self.jobs.get(self.next_submit).map(|j| j.submit);
@@ -327,34 +380,37 @@ impl<'o> Engine<'o> {
     fn run(mut self, policy: &mut dyn Policy) -> Result<SimResults, SimError> {
         let t0 = Instant::now();
         while let Some(now) = self.next_event() {
-            // Ends before submissions: a job submitted the instant another ends sees the
-            // freed nodes. The reference (pyss) handles every submission of a second before
-            // its ends, which changes a handful of starts (see docs/results.md).
-            while let Some(&Reverse((t, _, i))) = self.ends.peek() {
-                if t != now {
-                    break;
-                }
-                self.ends.pop();
-                self.finish(i, now);
-            }
-            while let Some(j) = self.jobs.get(self.next_submit) {
-                if j.submit != now {
-                    break;
-                }
-                self.pending.push(Pending {
-                    id: j.id,
-                    user: j.user,
-                    submit: j.submit,
-                    earliest_start: j.submit,
-                    priority: 0,
-                    request: j.request.clone(),
-                });
-                self.next_submit += 1;
-            }
             if self.wake.is_some_and(|w| w <= now) {
                 self.wake = None;
             }
-            self.call(policy, now);
+            match self.sim.events {
+                // Ends before submissions: a job submitted the instant another ends sees the
+                // freed nodes, and the policy sees everything that happened at the instant
+                // at once. The reference (pyss) handles every submission of a second before
+                // its ends, and schedules after each event (see docs/results.md).
+                EventOrder::Instant => {
+                    while let Some(i) = self.pop_end(now) {
+                        self.finish(i, now);
+                    }
+                    while self.submit_next(now) {}
+                    self.call(policy, now);
+                }
+                EventOrder::PerEvent => {
+                    let mut called = false;
+                    while self.submit_next(now) {
+                        self.call(policy, now);
+                        called = true;
+                    }
+                    while let Some(i) = self.pop_end(now) {
+                        self.finish(i, now);
+                        self.call(policy, now);
+                        called = true;
+                    }
+                    if !called {
+                        self.call(policy, now);
+                    }
+                }
+            }
             if self.next_event().is_none() && !self.pending.is_empty() {
                 return Err(SimError::Stall {
                     at: now,

@@ -16,7 +16,7 @@ pub mod evolving;
 pub mod swf;
 
 pub use engine::{
-    Counts, EndReason, JobResult, Observer, SimError, SimJob, SimResults, Simulation, Timing,
-    ValidateMode,
+    Counts, EndReason, EventOrder, JobResult, Observer, SimError, SimJob, SimResults, Simulation,
+    Timing, ValidateMode,
 };
 pub use swf::{ReadOptions, SwfError, SwfJob, Trace};

@@ -186,7 +186,7 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<()> {
             &trace,
             &args.policy,
             &mut *policy,
-            args.validate.into(),
+            (args.validate.into(), sched_sim::EventOrder::Instant),
             None,
         )?;
         let t = r.timing;

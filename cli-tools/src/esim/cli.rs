@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use sched_sim::ValidateMode;
+use sched_sim::{EventOrder, ValidateMode};
 
 /// Replay a workload trace (SWF, plain or .gz) through a scheduling policy on a virtual clock.
 ///
@@ -55,6 +55,24 @@ impl From<ValidateArg> for ValidateMode {
     }
 }
 
+/// How the events of one instant reach the policy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum EventsArg {
+    /// All ends, then all submissions, then one policy call.
+    Instant,
+    /// One policy call per event, submissions first (the pyss reference's order).
+    PerEvent,
+}
+
+impl From<EventsArg> for EventOrder {
+    fn from(v: EventsArg) -> Self {
+        match v {
+            EventsArg::Instant => EventOrder::Instant,
+            EventsArg::PerEvent => EventOrder::PerEvent,
+        }
+    }
+}
+
 /// `esim run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -91,6 +109,11 @@ pub struct RunArgs {
     /// what is acted on.
     #[arg(long, value_enum, default_value = "full")]
     pub validate: ValidateArg,
+    /// How the events of one instant reach the policy: `instant` (every end, then every
+    /// submission, then one call) or `per-event` (one call per event, submissions first, as
+    /// the pyss reference schedules do; for job-by-job comparisons with them).
+    #[arg(long, value_enum, default_value = "instant")]
+    pub events: EventsArg,
     /// Use the policy linked into esim instead of loading its plugin library (to compare the
     /// two).
     #[arg(long)]

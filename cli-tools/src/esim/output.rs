@@ -9,7 +9,7 @@ use anyhow::Context;
 use sched_core::metrics::Summary;
 use sched_core::Params;
 use sched_sim::swf::{Skipped, Trace};
-use sched_sim::{Counts, JobResult, SimResults, Timing, ValidateMode};
+use sched_sim::{Counts, EventOrder, JobResult, SimResults, Timing, ValidateMode};
 use serde::Serialize;
 
 /// The summary of a run, as printed (`--json` serialises it as is).
@@ -35,6 +35,8 @@ pub struct Report {
     pub timing: Timing,
     /// What was validated.
     pub validate: ValidateMode,
+    /// How the events of an instant reached the policy.
+    pub events: EventOrder,
 }
 
 impl Report {
@@ -44,7 +46,7 @@ impl Report {
         params: &Params,
         trace: &Trace,
         results: &SimResults,
-        validate: ValidateMode,
+        (validate, events): (ValidateMode, EventOrder),
     ) -> Self {
         Report {
             policy: policy.to_string(),
@@ -60,6 +62,7 @@ impl Report {
             summary: results.summary,
             timing: results.timing,
             validate,
+            events,
         }
     }
 

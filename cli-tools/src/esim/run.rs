@@ -5,7 +5,7 @@ use std::path::Path;
 use anyhow::{bail, Context};
 use sched_core::{Params, Pool, PoolId};
 use sched_sim::swf::{self, ReadOptions, Trace};
-use sched_sim::{SimJob, SimResults, Simulation, ValidateMode};
+use sched_sim::{EventOrder, SimJob, SimResults, Simulation, ValidateMode};
 
 use super::cli::RunArgs;
 use super::output::{self, Report};
@@ -33,7 +33,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
         &trace,
         &args.policy,
         &mut *policy,
-        args.validate.into(),
+        (args.validate.into(), args.events.into()),
         Some(&mut progress),
     )?;
     progress.finish();
@@ -45,7 +45,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
         &params,
         &trace,
         &results,
-        args.validate.into(),
+        (args.validate.into(), args.events.into()),
     );
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -60,7 +60,7 @@ pub fn replay(
     trace: &Trace,
     policy_name: &str,
     policy: &mut dyn sched_core::Policy,
-    validate: ValidateMode,
+    (validate, events): (ValidateMode, EventOrder),
     observer: Option<&mut dyn sched_sim::Observer>,
 ) -> anyhow::Result<SimResults> {
     let pools = vec![Pool {
@@ -69,7 +69,9 @@ pub fn replay(
         nodes: trace.nodes,
     }];
     let jobs: Vec<SimJob> = trace.jobs.iter().map(SimJob::from).collect();
-    let mut sim = Simulation::new(pools, policy_name).validate(validate);
+    let mut sim = Simulation::new(pools, policy_name)
+        .validate(validate)
+        .events(events);
     if let Some(o) = observer {
         sim = sim.observer(o);
     }

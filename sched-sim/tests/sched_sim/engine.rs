@@ -274,3 +274,36 @@ fn duplicate_ids_are_refused() {
         .run(&mut TinyFcfs, vec![job(1, 0, 1, 1, 1), job(1, 5, 1, 1, 1)]);
     assert!(matches!(err, Err(SimError::DuplicateJob(JobId(1)))));
 }
+
+#[test]
+fn per_event_order_calls_after_each_event_submissions_first() {
+    /// Records, per call, the time and the running jobs.
+    struct Rec(Vec<(Time, Vec<u64>)>);
+    impl Policy for Rec {
+        fn plan(&mut self, s: &Snapshot<'_>) -> Plan {
+            self.0
+                .push((s.now, s.running.iter().map(|r| r.id.0).collect()));
+            TinyFcfs.plan(s)
+        }
+    }
+    let jobs = vec![
+        job(1, 0, 4, 100, 10),
+        job(2, 10, 4, 100, 10),
+        job(3, 10, 1, 5, 5),
+    ];
+    let mut rec = Rec(Vec::new());
+    let r = Simulation::new(pools(&[4]), "rec")
+        .events(sched_sim::EventOrder::PerEvent)
+        .run(&mut rec, jobs)
+        .unwrap();
+    assert_eq!(starts(&r), vec![(1, 0, 10), (2, 10, 20), (3, 20, 25)]);
+    // At 10: one call per submission (job 1 still running), then one for job 1's end.
+    let at_10: Vec<_> = rec
+        .0
+        .iter()
+        .filter(|(t, _)| *t == 10)
+        .map(|(_, run)| run.clone())
+        .collect();
+    assert_eq!(at_10, vec![vec![1], vec![1], vec![]]);
+    assert_eq!(r.counts.policy_calls, 6);
+}

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use proptest::prelude::*;
 use sched_core::validate::PlanError;
 use sched_core::{JobId, NamedPolicy, Params, Plan, Policy, PoolId, Request, Snapshot, Time};
-use sched_sim::{Observer, SimJob, SimResults, Simulation};
+use sched_sim::{EventOrder, Observer, SimJob, SimResults, Simulation};
 
 use crate::common::pools;
 
@@ -107,12 +107,19 @@ impl Observer for Watch {
     }
 }
 
-fn run<P: NamedPolicy>(w: &Work) -> Result<(Watch, SimResults), TestCaseError> {
+/// Replays `w` with `P`, the events of an instant handed over at once or one by one.
+fn run<P: NamedPolicy>(w: &Work, per_event: bool) -> Result<(Watch, SimResults), TestCaseError> {
+    let order = if per_event {
+        EventOrder::PerEvent
+    } else {
+        EventOrder::Instant
+    };
     let mut policy =
         P::from_params(&Params::new()).map_err(|e| TestCaseError::fail(e.to_string()))?;
     let mut watch = Watch::default();
     let r = Simulation::new(pools(&w.pools), P::NAME)
         .observer(&mut watch)
+        .events(order)
         .run(&mut policy as &mut dyn Policy, w.jobs.clone())
         .map_err(|e| TestCaseError::fail(format!("{}: {e}", P::NAME)))?;
     check_common(P::NAME, w, &watch, &r)?;
@@ -182,8 +189,8 @@ proptest! {
     #![proptest_config(config())]
 
     #[test]
-    fn fcfs_starts_jobs_in_queue_order(w in work()) {
-        let (_, r) = run::<esched_fcfs::Fcfs>(&w)?;
+    fn fcfs_starts_jobs_in_queue_order(w in work(), per_event in any::<bool>()) {
+        let (_, r) = run::<esched_fcfs::Fcfs>(&w, per_event)?;
         // Results come in queue order (submit time, then workload order).
         for pair in r.jobs.windows(2) {
             prop_assert!(pair[0].start <= pair[1].start, "job {} starts at {} after job {} at {}", pair[0].id, pair[0].start, pair[1].id, pair[1].start);
@@ -191,8 +198,8 @@ proptest! {
     }
 
     #[test]
-    fn easy_never_delays_the_first_queued_job(w in work()) {
-        let (watch, r) = run::<esched_easy::Easy>(&w)?;
+    fn easy_never_delays_the_first_queued_job(w in work(), per_event in any::<bool>()) {
+        let (watch, r) = run::<esched_easy::Easy>(&w, per_event)?;
         prop_assert!(watch.head_delays.is_empty(), "{:?}", watch.head_delays);
         for j in &r.jobs {
             if let Some(&res) = watch.head_reservation.get(&j.id) {
@@ -202,8 +209,8 @@ proptest! {
     }
 
     #[test]
-    fn cbf_never_starts_a_job_after_its_first_reservation(w in work()) {
-        let (watch, r) = run::<esched_cbf::Cbf>(&w)?;
+    fn cbf_never_starts_a_job_after_its_first_reservation(w in work(), per_event in any::<bool>()) {
+        let (watch, r) = run::<esched_cbf::Cbf>(&w, per_event)?;
         for j in &r.jobs {
             let res = watch.first_reservation.get(&j.id).copied();
             prop_assert!(res.is_some(), "job {} never had a reservation", j.id);
