@@ -312,10 +312,48 @@ pub struct PolicyLibrary {
     module: PolicyMod_Ref,
 }
 
+/// The gist of abi_stable's layout report (hundreds of lines): where in the root module the
+/// first difference is, what it is, and the expected and found layouts there.
+fn layout_gist(report: &str) -> String {
+    let lines: Vec<&str> = report.lines().map(str::trim).collect();
+    let Some(first_err) = lines.iter().position(|l| l.starts_with("Error:")) else {
+        return short(report);
+    };
+    let what = lines[first_err].trim_start_matches("Error:").trim();
+    // The field path is listed under the last non-empty "N error(s)inside:" before it.
+    let block = lines[..first_err]
+        .iter()
+        .rposition(|l| l.contains("error(s)inside:") && !l.starts_with("0 "))
+        .unwrap_or(0);
+    let path: Vec<&str> = lines[block..first_err]
+        .iter()
+        .take_while(|l| !l.starts_with("Layout of expected type:"))
+        .filter_map(|l| l.strip_prefix("field_name:"))
+        .filter(|f| !f.chars().all(|c| c.is_ascii_digit()) && !f.starts_with("__"))
+        .collect();
+    let after = |label: &str| {
+        lines[first_err..]
+            .iter()
+            .skip_while(|l| **l != label)
+            .nth(1)
+            .map_or("?", |l| l.trim())
+    };
+    short(&format!(
+        "at {}: {what}: expected `{}`, found `{}`",
+        if path.is_empty() {
+            "the root module".to_string()
+        } else {
+            path.join(".")
+        },
+        after("Expected:"),
+        after("Found:")
+    ))
+}
+
 fn short(text: &str) -> String {
     let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() > 400 {
-        format!("{}…", flat.chars().take(400).collect::<String>())
+    if flat.chars().count() > 300 {
+        format!("{}…", flat.chars().take(300).collect::<String>())
     } else {
         flat
     }
@@ -404,7 +442,7 @@ impl PolicyLibrary {
                     path: path.clone(),
                     host: ABI_VERSION.to_string(),
                     plugin: format!("claims {plugin_version}"),
-                    detail: short(&err.to_string()),
+                    detail: layout_gist(&err.to_string()),
                 },
                 LibraryError::ParseVersionError(err) => LoadError::AbiMismatch {
                     path: path.clone(),
@@ -581,5 +619,22 @@ impl Policy for LoadedPolicy {
             tracing::error!(policy = self.name(), "{e}");
             Plan::default()
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_gist_names_the_field_path_and_the_difference() {
+        let report = "Compared <this>:\n    big\n0 error(s)inside:\n    <other>\n\n4 error(s)inside:\n    <other>\n\n    \
+            field_name:0\n    type:PolicyMod\n    field_name:new\n    field_name:__returns\n    field_name:plan\n\n\
+            Layout of expected type:\n    x\n\nError:too many fields\nExpected:\n    4\nFound:\n    3\n\nError:unexpected field\n";
+        assert_eq!(
+            layout_gist(report),
+            "at new.plan: too many fields: expected `4`, found `3`"
+        );
+        assert_eq!(layout_gist("no structure\n at all"), "no structure at all");
     }
 }

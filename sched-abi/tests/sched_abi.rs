@@ -193,6 +193,33 @@ mod load_errors {
     }
 
     #[test]
+    fn a_library_changed_since_it_was_loaded_needs_a_restart() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("libesched_test_panic.so");
+        std::fs::copy(plugin("test-panic"), &path).unwrap();
+        let spec = path.to_str().unwrap();
+        load(spec, None, &Params::new()).expect("first load");
+        load(spec, None, &Params::new()).expect("same file again: the mapped copy is reused");
+        // A "rebuild": the file's size changes (appending leaves the mapped pages untouched).
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .write_all(b"rebuilt")
+            .unwrap();
+        let e = err(spec, None, &Params::new());
+        assert!(matches!(e, LoadError::Rebuilt { .. }), "{e:?}");
+        assert!(
+            e.to_string().ends_with(
+                "the library changed on disk since this process loaded it; a loaded library is never \
+                 unloaded, so the new build is used only after a restart"
+            ),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn a_renamed_policy_library_is_still_found() {
         let dir = tempfile::tempdir().unwrap();
         let renamed = dir.path().join("site-greedy.so");
@@ -237,7 +264,8 @@ mod load_errors {
         };
         assert_eq!(host, &sched_abi::ABI_VERSION.to_string());
         assert_eq!(plugin, "claims 1.0.0");
-        assert!(!detail.is_empty());
+        // The gist of abi_stable's report: where the layouts differ and how.
+        assert!(detail.starts_with("at ") && detail.contains("expected `"), "{detail}");
         assert!(e.to_string().contains("(layouts differ: "), "{e}");
     }
 
