@@ -456,6 +456,25 @@ impl Treap {
         search.run
     }
 
+    /// The first key of subtree `x` whose value exceeds `limit` (`acc`: tags pending above).
+    fn first_key_above(&self, mut x: u32, mut acc: i64, limit: i64) -> Option<Time> {
+        while x != NIL {
+            let n = &self.nodes[x as usize];
+            if n.max + acc <= limit {
+                return None;
+            }
+            let below = acc + n.tag;
+            if n.left != NIL && self.nodes[n.left as usize].max + below > limit {
+                (x, acc) = (n.left, below);
+            } else if n.val + acc > limit {
+                return Some(n.key);
+            } else {
+                (x, acc) = (n.right, below);
+            }
+        }
+        None
+    }
+
     /// The last key `< t` with its value, and the first key `≥ t`.
     pub(crate) fn neighbours(&self, t: Time) -> (Option<(Time, i64)>, Option<Time>) {
         let mut x = self.root;
@@ -731,6 +750,30 @@ impl FitSearch<'_> {
         }
         if min > self.limit {
             return self.step(n.first_key, min);
+        }
+        if upper - n.first_key <= self.duration {
+            // The subtree covers [first key, upper), no longer than the job, so no run lying
+            // between two of its steps above the limit can hold it: only the run before the
+            // first such step (continuing the current one) and the one after the last
+            // (starting the next) matter. Two descents instead of a visit to every gap.
+            let Some(first_busy) = self.tree.first_key_above(x, acc, self.limit) else {
+                return None;
+            };
+            if first_busy > n.first_key {
+                self.run = self.run.or(Some(n.first_key));
+            }
+            if let Some(t) = self.step(first_busy, max) {
+                return Some(t);
+            }
+            if let Some((_, after)) = self
+                .tree
+                .last_key_above_in(x, acc, 0, NEVER, self.limit, NEVER)
+            {
+                if after != NEVER {
+                    self.run = Some(after);
+                }
+            }
+            return None;
         }
         if n.gap < self.duration {
             // Steps at the subtree's maximum are above the limit, so every run lying between
