@@ -251,48 +251,42 @@ fn push_cell(out: &mut String, v: &str, width: Option<usize>, right: bool) {
 
 fn field(job: &JobInfo, letter: char, now: Time, zone: &dyn Zone, buf: &mut String) {
     use std::fmt::Write as _;
-    // Writing into a String cannot fail.
-    let _ = match letter {
-        'i' => write!(buf, "{}", job.id),
-        'P' => Ok(buf.push_str(job.pool.as_deref().unwrap_or("(any)"))),
-        'j' => Ok(buf.push_str(&job.name)),
-        'u' => Ok(buf.push_str(&job.user)),
-        'U' => write!(buf, "{}", job.uid),
-        't' => Ok(buf.push_str(job.state.code())),
-        'T' => Ok(buf.push_str(job.state.name())),
-        'M' => Ok(buf.push_str(&format_squeue_duration(time_used(job, now)))),
-        'l' => Ok(buf.push_str(&format_limit(Some(job.time_limit)))),
-        'L' => Ok(buf.push_str(&format_squeue_duration(
+    // Writing into a String cannot fail, hence the ignored results.
+    match letter {
+        'i' => drop(write!(buf, "{}", job.id)),
+        'P' => buf.push_str(job.pool.as_deref().unwrap_or("(any)")),
+        'j' => buf.push_str(&job.name),
+        'u' => buf.push_str(&job.user),
+        'U' => drop(write!(buf, "{}", job.uid)),
+        't' => buf.push_str(job.state.code()),
+        'T' => buf.push_str(job.state.name()),
+        'M' => buf.push_str(&format_squeue_duration(time_used(job, now))),
+        'l' => buf.push_str(&format_limit(Some(job.time_limit))),
+        'L' => buf.push_str(&format_squeue_duration(
             job.time_limit.saturating_sub(time_used(job, now)),
-        ))),
-        'D' => write!(buf, "{}", job.nodes),
+        )),
+        'D' => drop(write!(buf, "{}", job.nodes)),
         'R' => match (&job.node_list, job.state) {
-            (Some(list), st) if st != JobState::Pending && !list.is_empty() => {
-                Ok(buf.push_str(list))
-            }
-            _ => write!(buf, "({})", reason_str(job)),
+            (Some(list), st) if st != JobState::Pending && !list.is_empty() => buf.push_str(list),
+            _ => drop(write!(buf, "({})", reason_str(job))),
         },
-        'r' => Ok(buf.push_str(reason_str(job))),
-        'N' => Ok(buf.push_str(job.node_list.as_deref().unwrap_or(""))),
-        'S' => Ok(buf.push_str(&format_opt_timestamp(shown_start(job), zone))),
-        'V' => Ok(buf.push_str(&format_opt_timestamp(Some(job.submit_time), zone))),
-        'e' => Ok(buf.push_str(&format_opt_timestamp(job.end_time, zone))),
-        'Z' => Ok(buf.push_str(&job.work_dir)),
+        'r' => buf.push_str(reason_str(job)),
+        'N' => buf.push_str(job.node_list.as_deref().unwrap_or("")),
+        'S' => buf.push_str(&format_opt_timestamp(shown_start(job), zone)),
+        'V' => buf.push_str(&format_opt_timestamp(Some(job.submit_time), zone)),
+        'e' => buf.push_str(&format_opt_timestamp(job.end_time, zone)),
+        'Z' => buf.push_str(&job.work_dir),
+        'E' if job.dependencies.is_empty() => buf.push_str("(null)"),
         'E' => {
-            if job.dependencies.is_empty() {
-                buf.push_str("(null)");
-            } else {
-                for (i, d) in job.dependencies.iter().enumerate() {
-                    if i > 0 {
-                        buf.push(',');
-                    }
-                    let _ = write!(buf, "{d}");
+            for (i, d) in job.dependencies.iter().enumerate() {
+                if i > 0 {
+                    buf.push(',');
                 }
+                drop(write!(buf, "{d}"));
             }
-            Ok(())
         }
-        _ => write!(buf, "{}", job.priority),
-    };
+        _ => drop(write!(buf, "{}", job.priority)),
+    }
 }
 
 #[cfg(test)]

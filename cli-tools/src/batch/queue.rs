@@ -87,6 +87,7 @@ impl QueueCli {
                 pools: split_list(&self.pools),
             },
             include_finished,
+            brief: false,
         })
     }
 
