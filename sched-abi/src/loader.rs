@@ -142,9 +142,11 @@ pub enum PluginError {
     },
 }
 
-/// Where names are looked for when no plugin directory is configured: the directory of the
-/// running executable, then its `deps/` (where cargo leaves the cdylibs of dependencies), and,
-/// for an executable that itself lives in `deps/` (a test), the directory above.
+/// Where names are looked for when no plugin directory is configured: next to the running
+/// executable. In a cargo target directory, its `deps/` first: cargo rewrites the copy there
+/// whenever anything depending on the plugin is rebuilt, while the copy beside the executable is
+/// refreshed only when the plugin's own package is built, so it may be older. An executable
+/// that itself lives in `deps/` (a test) also looks in the directory above.
 pub fn default_plugin_dirs() -> Vec<PathBuf> {
     let Some(dir) = std::env::current_exe()
         .ok()
@@ -152,7 +154,7 @@ pub fn default_plugin_dirs() -> Vec<PathBuf> {
     else {
         return Vec::new();
     };
-    let mut dirs = vec![dir.clone(), dir.join("deps")];
+    let mut dirs = vec![dir.join("deps"), dir.clone()];
     if dir.file_name().is_some_and(|n| n == "deps") {
         if let Some(up) = dir.parent() {
             dirs.push(up.to_path_buf());

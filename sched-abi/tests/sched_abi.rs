@@ -265,7 +265,10 @@ mod load_errors {
         assert_eq!(host, &sched_abi::ABI_VERSION.to_string());
         assert_eq!(plugin, "claims 1.0.0");
         // The gist of abi_stable's report: where the layouts differ and how.
-        assert!(detail.starts_with("at ") && detail.contains("expected `"), "{detail}");
+        assert!(
+            detail.starts_with("at ") && detail.contains("expected `"),
+            "{detail}"
+        );
         assert!(e.to_string().contains("(layouts differ: "), "{e}");
     }
 
