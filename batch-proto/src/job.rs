@@ -520,11 +520,14 @@ pub struct JobInfo {
     /// Signal that ended it, once ended (0 for none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signal: Option<i32>,
-    /// Working directory.
+    /// Working directory (empty in a brief listing).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub work_dir: String,
-    /// Resolved stdout path.
+    /// Resolved stdout path (empty in a brief listing).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub stdout: String,
-    /// Resolved stderr path.
+    /// Resolved stderr path (empty in a brief listing).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub stderr: String,
     /// What it asked for.
     pub shape: JobShape,

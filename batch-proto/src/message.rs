@@ -145,6 +145,10 @@ pub struct ListRequest {
     /// Also finished jobs (they are otherwise left to `Acct`).
     #[serde(default)]
     pub include_finished: bool,
+    /// Leave out what `equeue`'s default columns do not show (work directory, output paths,
+    /// arguments, dependencies, detail): a third of the bytes of a 100,000-job listing.
+    #[serde(default)]
+    pub brief: bool,
 }
 
 /// Cancel (or signal) the selected jobs. At least one filter must be given.
@@ -513,6 +517,7 @@ mod tests {
                     ..Default::default()
                 },
                 include_finished: true,
+                brief: true,
             }),
             Request::Cancel(CancelRequest {
                 filter: JobFilter {

@@ -226,21 +226,55 @@ impl Core {
         }
     }
 
-    /// The snapshot for a policy call at `now`, and the reason of every pending job left out.
+    /// `(uid, name)` of every running job, for `singleton`.
+    fn running_names(&self) -> HashSet<(u32, &str)> {
+        self.jobs
+            .values()
+            .filter(|a| a.run.is_some())
+            .map(|a| (a.rec.uid, a.rec.spec.name.as_str()))
+            .collect()
+    }
+
+    /// Every pending job in queue order, whether it goes into the policy's snapshot, and the
+    /// reason when something other than the queue keeps it waiting.
     ///
-    /// Left out: held jobs, jobs whose dependencies do not hold yet (or never will), and a
-    /// singleton job while another job of its name and user runs or an earlier one waits.
-    /// Jobs with a future `--begin` are included with that `earliest_start`, so the plan gives
-    /// them an expected start (`equeue --start`).
-    pub fn snapshot(&self, now: u64, grace_ms: u64) -> (SnapshotData, HashMap<u64, PendingReason>) {
-        let mut reasons = HashMap::new();
-        let mut singles: HashSet<(u32, &str)> = HashSet::new();
+    /// Left out of the snapshot: held jobs, jobs whose dependencies do not hold yet (or never
+    /// will), and a singleton job while another job of its name and user runs or an earlier
+    /// one waits. Jobs with a future `--begin` go in with that `earliest_start`, so the plan
+    /// gives them an expected start (`equeue --start`).
+    pub fn classify(&self, now: u64) -> Vec<(&JobRecord, bool, Option<PendingReason>)> {
+        let mut singles = self.running_names();
+        self.pending_in_order()
+            .into_iter()
+            .map(|rec| {
+                if rec.held {
+                    return (rec, false, Some(PendingReason::Held));
+                }
+                match self.dep_status(rec) {
+                    DepStatus::Never => {
+                        return (rec, false, Some(PendingReason::DependencyNeverSatisfied))
+                    }
+                    DepStatus::Waiting => return (rec, false, Some(PendingReason::Dependency)),
+                    DepStatus::Satisfied => {}
+                }
+                if rec.spec.dependencies.contains(&Dependency::Singleton)
+                    && !singles.insert((rec.uid, rec.spec.name.as_str()))
+                {
+                    return (rec, false, Some(PendingReason::Dependency));
+                }
+                let later = rec.spec.begin.unwrap_or(0) > now;
+                (rec, true, later.then_some(PendingReason::BeginTime))
+            })
+            .collect()
+    }
+
+    /// The snapshot for a policy call at `now` (see [`Core::classify`] for who is in it).
+    pub fn snapshot(&self, now: u64, grace_ms: u64) -> SnapshotData {
         let mut running = Vec::new();
         for a in self.jobs.values() {
             let (Some(run), Some(shape), Some(start)) = (&a.run, &a.rec.shape, a.rec.start) else {
                 continue;
             };
-            singles.insert((a.rec.uid, a.rec.spec.name.as_str()));
             // The executor gives an evolving job its largest step for its whole run (it does
             // not resize running jobs), so that is what it holds.
             let nodes = run.nodes.len() as u32;
@@ -263,74 +297,56 @@ impl Core {
                 killable: false,
             });
         }
-        let mut pending = Vec::new();
-        for rec in self.pending_in_order() {
-            if rec.held {
-                reasons.insert(rec.id, PendingReason::Held);
-                continue;
-            }
-            match self.dep_status(rec) {
-                DepStatus::Never => {
-                    reasons.insert(rec.id, PendingReason::DependencyNeverSatisfied);
-                    continue;
-                }
-                DepStatus::Waiting => {
-                    reasons.insert(rec.id, PendingReason::Dependency);
-                    continue;
-                }
-                DepStatus::Satisfied => {}
-            }
-            if rec.spec.dependencies.contains(&Dependency::Singleton)
-                && !singles.insert((rec.uid, rec.spec.name.as_str()))
-            {
-                reasons.insert(rec.id, PendingReason::Dependency);
-                continue;
-            }
-            let begin = rec.spec.begin.unwrap_or(0);
-            if begin > now {
-                reasons.insert(rec.id, PendingReason::BeginTime);
-            }
-            pending.push(Pending {
+        let pending = self
+            .classify(now)
+            .into_iter()
+            .filter(|(_, eligible, _)| *eligible)
+            .map(|(rec, _, _)| Pending {
                 id: JobId(rec.id),
                 user: rec.uid,
                 submit: rec.submit.min(now),
-                earliest_start: begin.max(rec.submit.min(now)),
+                earliest_start: rec.spec.begin.unwrap_or(0).max(rec.submit.min(now)),
                 priority: rec.spec.priority,
                 request: self.request_of(rec),
-            });
-        }
+            })
+            .collect();
         let pools = self.pools.iter().map(|p| p.pool.clone()).collect();
-        (
-            SnapshotData {
-                now,
-                pools,
-                running,
-                pending,
-            },
-            reasons,
-        )
+        SnapshotData {
+            now,
+            pools,
+            running,
+            pending,
+        }
     }
 
-    /// Every pending job's reason, in queue order: the snapshot's exclusions, then
-    /// `Resources` for the first eligible job and `Priority` for the rest (Slurm's usage).
-    pub fn reasons(&self, now: u64) -> HashMap<u64, PendingReason> {
-        let (snap, mut reasons) = self.snapshot(now, 0);
+    /// Every pending job in queue order with its reason: the exclusions of
+    /// [`Core::classify`], then `Resources` for the first eligible job and `Priority` for the
+    /// rest (Slurm's usage).
+    pub fn pending_with_reasons(&self, now: u64) -> Vec<(&JobRecord, PendingReason)> {
         let mut first = true;
-        for p in &snap.pending {
-            if reasons.contains_key(&p.id.0) {
-                continue;
-            }
-            reasons.insert(
-                p.id.0,
-                if first {
-                    PendingReason::Resources
-                } else {
-                    PendingReason::Priority
-                },
-            );
-            first = false;
-        }
-        reasons
+        self.classify(now)
+            .into_iter()
+            .map(|(rec, _, reason)| {
+                let r = reason.unwrap_or_else(|| {
+                    let r = if first {
+                        PendingReason::Resources
+                    } else {
+                        PendingReason::Priority
+                    };
+                    first = false;
+                    r
+                });
+                (rec, r)
+            })
+            .collect()
+    }
+
+    /// The reason of pending job `id`.
+    pub fn reason_of(&self, now: u64, id: u64) -> Option<PendingReason> {
+        self.pending_with_reasons(now)
+            .into_iter()
+            .find(|(r, _)| r.id == id)
+            .map(|(_, r)| r)
     }
 
     /// Nodes a shape needs in its pool, and the pool.
@@ -554,14 +570,18 @@ mod tests {
         for r in [a, b, h, w, later, rec(15)] {
             add(&mut c, r);
         }
-        let reasons = c.reasons(100);
+        let reasons: HashMap<u64, PendingReason> = c
+            .pending_with_reasons(100)
+            .into_iter()
+            .map(|(r, why)| (r.id, why))
+            .collect();
         assert_eq!(reasons[&10], PendingReason::DependencyNeverSatisfied);
         assert_eq!(reasons[&11], PendingReason::Resources);
         assert_eq!(reasons[&12], PendingReason::Held);
         assert_eq!(reasons[&13], PendingReason::Dependency);
         assert_eq!(reasons[&14], PendingReason::BeginTime);
         assert_eq!(reasons[&15], PendingReason::Priority);
-        let (snap, _) = c.snapshot(100, 0);
+        let snap = c.snapshot(100, 0);
         let ids: Vec<u64> = snap.pending.iter().map(|p| p.id.0).collect();
         assert_eq!(ids, vec![11, 14, 15]);
         assert_eq!(snap.pending[1].earliest_start, 1_000_000);
@@ -575,9 +595,9 @@ mod tests {
             r.spec.dependencies = vec![Dependency::Singleton];
             add(&mut c, r);
         }
-        let (snap, reasons) = c.snapshot(0, 0);
+        let snap = c.snapshot(0, 0);
         assert_eq!(snap.pending.len(), 1);
-        assert_eq!(reasons[&2], PendingReason::Dependency);
+        assert_eq!(c.reason_of(0, 2), Some(PendingReason::Dependency));
     }
 
     #[test]

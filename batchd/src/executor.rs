@@ -5,7 +5,6 @@
 //! supervisor's exit (its own child) or, for a supervisor adopted after a restart, by polling
 //! its pid and status file.
 
-use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
@@ -102,19 +101,14 @@ pub async fn launch(d: Arc<Daemon>, rec: JobRecord) {
         Err(_) => Stdio::null(),
     };
     let mut cmd = tokio::process::Command::new(&settings.supervisor);
+    // No pre_exec hook here (the supervisor calls setsid() itself): without one the standard
+    // library spawns with posix_spawn instead of fork, which would copy the page tables of a
+    // daemon holding 100,000 jobs at every start.
     cmd.arg("supervise")
         .arg(&dir)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(log);
-    // SAFETY: setsid is async-signal-safe and touches no memory of the parent.
-    unsafe {
-        cmd.as_std_mut().pre_exec(|| {
-            nix::unistd::setsid()
-                .map(drop)
-                .map_err(std::io::Error::from)
-        });
-    }
     let child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {

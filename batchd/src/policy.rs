@@ -34,6 +34,11 @@ fn builtin(name: &str, params: &Params) -> Option<Result<BoxedPolicy, String>> {
 }
 
 /// Builds the policy `config` names; the error is the loader's message.
+///
+/// For a stock policy name any load failure falls back to the linked copy, with a warning
+/// that carries the loader's error: a stale `libesched_cbf.so` left next to the binary by an
+/// older build (an ABI mismatch) must not stop the default config from running. A path or
+/// any other name has no fallback.
 pub fn build(config: &Config) -> Result<BoxedPolicy, String> {
     let name = config.policy.name.as_str();
     let params = config.policy_params();
@@ -42,21 +47,22 @@ pub fn build(config: &Config) -> Result<BoxedPolicy, String> {
             tracing::info!(policy = name, path = %p.library().path().display(), "policy loaded");
             Ok(Box::new(p))
         }
-        // A library that exists but is unusable (wrong ABI, bad parameters) is an error to
-        // report, not a reason to quietly run something else.
-        Err(e @ (LoadError::NotFound { .. } | LoadError::NotAPolicy { .. })) => {
-            match builtin(name, &config.policy_params()) {
-                Some(p) => {
-                    tracing::info!(
+        // Bad parameters are the config's fault: the linked copy would refuse them too.
+        Err(e @ LoadError::Params { .. }) => Err(e.to_string()),
+        Err(e) => match builtin(name, &config.policy_params()) {
+            Some(p) => {
+                if matches!(e, LoadError::NotFound { .. }) {
+                    tracing::info!(policy = name, "no plugin library; running the linked copy");
+                } else {
+                    tracing::warn!(
                         policy = name,
-                        "no plugin library ({e}); running the linked copy"
+                        "plugin library unusable ({e}); running the linked copy"
                     );
-                    p
                 }
-                None => Err(e.to_string()),
+                p
             }
-        }
-        Err(e) => Err(e.to_string()),
+            None => Err(e.to_string()),
+        },
     }
 }
 

@@ -57,16 +57,17 @@ pub async fn run(d: Arc<Daemon>) {
 pub async fn run_once(d: &Arc<Daemon>) -> (bool, Option<u64>) {
     let now = now_ms();
     let grace = d.settings().config.grace_period_ms;
-    let (snap, _) = {
+    let snap = {
         let mut core = d.core();
-        let (snap, reasons) = core.snapshot(now, grace);
+        let snap = core.snapshot(now, grace);
         if snap.pending.is_empty() {
             core.expected.clear();
             return (false, None);
         }
-        (snap, reasons)
+        snap
     };
     let d2 = Arc::clone(d);
+    let snapped = Instant::now();
     let planned = tokio::task::spawn_blocking(move || {
         let mut policy = lock(&d2.policy);
         let name = policy.name().to_string();
@@ -74,6 +75,7 @@ pub async fn run_once(d: &Arc<Daemon>) -> (bool, Option<u64>) {
         (name, snap, result)
     })
     .await;
+    let planned_in = snapped.elapsed();
     let (name, snap, result) = match planned {
         Ok(x) => x,
         Err(e) => {
@@ -93,6 +95,15 @@ pub async fn run_once(d: &Arc<Daemon>) -> (bool, Option<u64>) {
         return (true, None);
     }
     act(d, &snap, &plan).await;
+    tracing::debug!(
+        pending = snap.pending.len(),
+        running = snap.running.len(),
+        placed = plan.placements.len(),
+        snapshot = ?Duration::from_millis(now_ms().saturating_sub(now)).saturating_sub(planned_in),
+        plan = ?planned_in,
+        wake_at = ?plan.wake_at,
+        "policy run"
+    );
     (true, plan.wake_at.filter(|&t| t > now))
 }
 

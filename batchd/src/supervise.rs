@@ -27,6 +27,9 @@ const CANCELLED: u8 = 2;
 
 /// Runs the supervisor for the job in `job_dir`; returns the process exit code.
 pub fn supervise(job_dir: &Path) -> i32 {
+    // A session of its own: the daemon's terminal, session and process group may go away.
+    // (It fails only for a group leader, i.e. when started by hand from a shell; harmless.)
+    let _ = nix::unistd::setsid();
     let me = std::process::id();
     if let Err(e) = crate::launch::write_atomic(
         &job_dir.join(files::SUPERVISOR_PID),

@@ -628,3 +628,33 @@ fn info_lists_pools_and_allocated_nodes() {
     c.cancel(vec![id], None);
     c.wait_state(id, JobState::Cancelled);
 }
+
+#[test]
+fn brief_listing_leaves_out_paths_and_full_listing_has_them() {
+    let c = Cluster::new();
+    let mut s = c.spec("true");
+    s.hold = true;
+    s.args = vec!["a".into()];
+    let id = c.submit(s);
+    let full = c
+        .client()
+        .jobs(&Request::List(ListRequest::default()))
+        .unwrap();
+    assert_eq!(
+        full[0].stdout,
+        c.path(&format!("esched-{id}.out")).display().to_string()
+    );
+    assert_eq!(full[0].args, vec!["a".to_string()]);
+    let brief = c
+        .client()
+        .jobs(&Request::List(ListRequest {
+            brief: true,
+            ..Default::default()
+        }))
+        .unwrap();
+    assert_eq!(
+        (brief[0].id, brief[0].held, brief[0].reason),
+        (id, true, Some(PendingReason::Held))
+    );
+    assert!(brief[0].stdout.is_empty() && brief[0].work_dir.is_empty() && brief[0].args.is_empty());
+}

@@ -11,8 +11,11 @@ use crate::launch::now_ms;
 /// Active jobs matching `filter`, with reasons and expected starts.
 pub fn active_infos(d: &Daemon, filter: &batch_proto::JobFilter) -> Vec<JobInfo> {
     let core = d.core();
-    let reasons = core.reasons(now_ms());
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(if filter.is_empty() {
+        core.jobs.len()
+    } else {
+        0
+    });
     for a in core
         .jobs
         .values()
@@ -23,11 +26,12 @@ pub fn active_infos(d: &Daemon, filter: &batch_proto::JobFilter) -> Vec<JobInfo>
             out.push(info);
         }
     }
-    for rec in core.pending_in_order() {
-        let info = rec.info(
-            reasons.get(&rec.id).copied(),
-            core.expected.get(&rec.id).copied(),
-        );
+    for (rec, reason) in core.pending_with_reasons(now_ms()) {
+        // Cheap check first: `-j` names ids.
+        if !filter.ids.is_empty() && !filter.ids.contains(&rec.id) {
+            continue;
+        }
+        let info = rec.info(Some(reason), core.expected.get(&rec.id).copied());
         if filter.matches(&info) {
             out.push(info);
         }
@@ -49,6 +53,16 @@ pub async fn handle(d: &Arc<Daemon>, req: ListRequest) -> Reply {
                     .filter(|i| req.filter.matches(i)),
             ),
             Err(e) => return internal(e),
+        }
+    }
+    if req.brief {
+        for j in &mut jobs {
+            j.work_dir = String::new();
+            j.stdout = String::new();
+            j.stderr = String::new();
+            j.args = Vec::new();
+            j.dependencies = Vec::new();
+            j.detail = None;
         }
     }
     Reply::Jobs(jobs)

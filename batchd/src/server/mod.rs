@@ -164,11 +164,14 @@ async fn connection(d: Arc<Daemon>, mut stream: UnixStream) {
     while let Some(req) = next_request(&mut stream).await {
         let verb = req.verb();
         tracing::debug!(uid = caller.uid, verb, "request");
+        let began = std::time::Instant::now();
         let reply = dispatch(&d, &caller, req).await;
+        let handled = began.elapsed();
         let ok = match reply {
             Reply::One(r) => send(&mut stream, &r).await,
             Reply::Jobs(jobs) => send_jobs(&mut stream, jobs).await,
         };
+        tracing::debug!(verb, ?handled, total = ?began.elapsed(), "answered");
         if !ok {
             return;
         }

@@ -12,7 +12,7 @@ pub async fn handle(d: &Arc<Daemon>, id: u64) -> Reply {
     {
         let core = d.core();
         if let Some(a) = core.jobs.get(&id) {
-            let reason = core.reasons(now_ms()).get(&id).copied();
+            let reason = core.reason_of(now_ms(), id);
             return Reply::Jobs(vec![a.rec.info(reason, core.expected.get(&id).copied())]);
         }
     }

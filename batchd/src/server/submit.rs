@@ -133,7 +133,7 @@ async fn test_only(d: &Arc<Daemon>, caller: &Caller, spec: JobSpec) -> Reply {
         if let Err(e) = check_against(&core, &spec) {
             return e.into();
         }
-        let (mut snap, _) = core.snapshot(now, config.grace_period_ms);
+        let mut snap = core.snapshot(now, config.grace_period_ms);
         let id = core.next_id;
         let rec = JobRecord {
             id,
