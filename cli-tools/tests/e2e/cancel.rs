@@ -116,6 +116,17 @@ fn signal_hold_release_and_cancel_by_name() {
     c.ok("ecancel", &["-n", "blocker"]);
     c.wait_state(blocker, JobState::Cancelled);
     assert_eq!(c.job(later).map(|j| j.state), Some(JobState::Pending));
+    c.ok(
+        "econtrol",
+        &[
+            "update",
+            &format!("JobId={later}"),
+            "Name=renamed",
+            "TimeLimit=2",
+        ],
+    );
+    let j = c.job(later).expect("updated job");
+    assert_eq!((j.name.as_str(), j.time_limit), ("renamed", 120_000));
     c.ok("econtrol", &["release", &later.to_string()]);
     c.wait_state(later, JobState::Completed);
 }
