@@ -136,7 +136,13 @@ mod tests {
     use super::*;
 
     fn job(submit: u64, start: u64, end: u64, nodes: u128) -> JobOutcome {
-        JobOutcome { id: JobId(0), submit, start, end, area: nodes * u128::from(end - start) }
+        JobOutcome {
+            id: JobId(0),
+            submit,
+            start,
+            end,
+            area: nodes * u128::from(end - start),
+        }
     }
 
     #[test]
@@ -147,12 +153,19 @@ mod tests {
         assert_eq!(m.slowdown, 100.0);
         assert_eq!(m.wait, 99.0);
         // A job that did not wait has bounded slowdown 1.
-        assert_eq!(job(0, 0, 1_000, 1).metrics(DEFAULT_TAU).bounded_slowdown, 1.0);
+        assert_eq!(
+            job(0, 0, 1_000, 1).metrics(DEFAULT_TAU).bounded_slowdown,
+            1.0
+        );
     }
 
     #[test]
     fn utilisation_and_makespan() {
-        let s = summarize(&[job(0, 0, 10_000, 2), job(0, 10_000, 20_000, 2)], 4, DEFAULT_TAU);
+        let s = summarize(
+            &[job(0, 0, 10_000, 2), job(0, 10_000, 20_000, 2)],
+            4,
+            DEFAULT_TAU,
+        );
         assert_eq!(s.makespan, 20.0);
         assert_eq!(s.utilisation, 0.5);
         assert_eq!(s.wait.mean, 5.0);

@@ -28,12 +28,17 @@ pub struct PoolSteps {
 impl PoolSteps {
     /// `nodes` nodes of `pool` on `[start, end)`.
     pub fn flat(pool: PoolId, start: Time, end: Time, nodes: u32) -> Self {
-        PoolSteps { pool, start, steps: vec![Step::new(end.saturating_sub(start), nodes)] }
+        PoolSteps {
+            pool,
+            start,
+            steps: vec![Step::new(end.saturating_sub(start), nodes)],
+        }
     }
 
     /// When the last step ends.
     pub fn end(&self) -> Time {
-        self.start.saturating_add(crate::request::total_duration(&self.steps))
+        self.start
+            .saturating_add(crate::request::total_duration(&self.steps))
     }
 }
 
@@ -77,7 +82,11 @@ pub struct Running {
 impl Running {
     /// When the job's holds end: its expected (latest) end.
     pub fn expected_end(&self) -> Time {
-        self.holds.iter().map(PoolSteps::end).max().unwrap_or(self.start)
+        self.holds
+            .iter()
+            .map(PoolSteps::end)
+            .max()
+            .unwrap_or(self.start)
     }
 }
 
@@ -140,20 +149,43 @@ pub enum Shape {
 impl Shape {
     /// The rigid shape of `nodes` nodes for `walltime` on `pool`.
     pub fn rigid(pool: PoolId, nodes: u32, walltime: crate::time::Duration) -> Self {
-        Shape::Rigid { pool, nodes, walltime }
+        Shape::Rigid {
+            pool,
+            nodes,
+            walltime,
+        }
     }
 
     /// The nodes this shape holds when started at `start`, per pool.
     pub fn holds(&self, request: &Request, start: Time) -> Vec<PoolSteps> {
         match self {
-            Shape::Rigid { pool, nodes, walltime } | Shape::Moldable { pool, nodes, walltime } => {
-                vec![PoolSteps { pool: *pool, start, steps: vec![Step::new(*walltime, *nodes)] }]
+            Shape::Rigid {
+                pool,
+                nodes,
+                walltime,
+            }
+            | Shape::Moldable {
+                pool,
+                nodes,
+                walltime,
+            } => {
+                vec![PoolSteps {
+                    pool: *pool,
+                    start,
+                    steps: vec![Step::new(*walltime, *nodes)],
+                }]
             }
             Shape::Evolving { pool, steps } => {
-                vec![PoolSteps { pool: *pool, start, steps: steps.clone() }]
+                vec![PoolSteps {
+                    pool: *pool,
+                    start,
+                    steps: steps.clone(),
+                }]
             }
             Shape::CoAllocated { pools } => {
-                let Request::CoAllocated(c) = request else { return Vec::new() };
+                let Request::CoAllocated(c) = request else {
+                    return Vec::new();
+                };
                 pools
                     .iter()
                     .zip(&c.components)
@@ -265,9 +297,14 @@ impl Params {
     }
 
     /// Parameters from `(key, value)` pairs.
-    pub fn from_pairs<K: Into<String>, V: Into<String>>(pairs: impl IntoIterator<Item = (K, V)>) -> Self {
+    pub fn from_pairs<K: Into<String>, V: Into<String>>(
+        pairs: impl IntoIterator<Item = (K, V)>,
+    ) -> Self {
         Params {
-            values: pairs.into_iter().map(|(k, v)| (k.into(), v.into())).collect(),
+            values: pairs
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
             read: Default::default(),
         }
     }
@@ -325,7 +362,10 @@ impl Params {
         let read = self.read.borrow();
         match self.values.keys().find(|k| !read.contains(*k)) {
             None => Ok(()),
-            Some(k) => Err(ParamError::Unknown { key: k.clone(), known: read.iter().cloned().collect() }),
+            Some(k) => Err(ParamError::Unknown {
+                key: k.clone(),
+                known: read.iter().cloned().collect(),
+            }),
         }
     }
 }
@@ -355,7 +395,10 @@ mod tests {
         let p = Params::from_pairs([("expand_limit", "2"), ("compakt", "true")]);
         assert_eq!(p.parse_or("expand_limit", 1.0f64).unwrap(), 2.0);
         let err = p.finish().unwrap_err();
-        assert_eq!(err.to_string(), "unknown parameter `compakt` (known: expand_limit)");
+        assert_eq!(
+            err.to_string(),
+            "unknown parameter `compakt` (known: expand_limit)"
+        );
     }
 
     #[test]

@@ -34,7 +34,9 @@ impl Step {
 
 /// Sum of the durations of `steps` (saturating).
 pub fn total_duration(steps: &[Step]) -> Duration {
-    steps.iter().fold(0, |acc: Duration, s| acc.saturating_add(s.duration))
+    steps
+        .iter()
+        .fold(0, |acc: Duration, s| acc.saturating_add(s.duration))
 }
 
 /// Largest node count of `steps` (0 for none).
@@ -133,7 +135,10 @@ impl Moldable {
         if let Some(m) = self.model {
             for k in self.min_nodes.max(1)..=self.max_nodes {
                 if !self.configs.iter().any(|c| c.nodes == k) {
-                    out.push(MoldConfig { nodes: k, walltime: m.walltime(k) });
+                    out.push(MoldConfig {
+                        nodes: k,
+                        walltime: m.walltime(k),
+                    });
                 }
             }
         }
@@ -187,7 +192,11 @@ pub enum Request {
 impl Request {
     /// A rigid request of `nodes` nodes for `walltime`, on any pool.
     pub fn rigid(nodes: u32, walltime: Duration) -> Self {
-        Request::Rigid(Rigid { pool: None, nodes, walltime })
+        Request::Rigid(Rigid {
+            pool: None,
+            nodes,
+            walltime,
+        })
     }
 
     /// An evolving request of the given steps, on any pool.
@@ -247,7 +256,11 @@ mod tests {
 
     #[test]
     fn evolving_as_rigid_takes_max_nodes_and_sum_of_durations() {
-        let r = Request::evolving(vec![Step::new(500, 5), Step::new(3600, 10), Step::new(10, 1)]);
+        let r = Request::evolving(vec![
+            Step::new(500, 5),
+            Step::new(3600, 10),
+            Step::new(10, 1),
+        ]);
         let rigid = r.as_rigid().unwrap();
         assert_eq!((rigid.nodes, rigid.walltime), (10, 4110));
     }
@@ -256,7 +269,10 @@ mod tests {
     fn moldable_explicit_config_beats_model() {
         let m = Moldable {
             pool: None,
-            configs: vec![MoldConfig { nodes: 4, walltime: 100 }],
+            configs: vec![MoldConfig {
+                nodes: 4,
+                walltime: 100,
+            }],
             model: Some(SpeedupModel::Linear { work: 1000 }),
             min_nodes: 1,
             max_nodes: 8,
@@ -270,7 +286,10 @@ mod tests {
 
     #[test]
     fn amdahl_is_monotone_and_bounded_by_serial_part() {
-        let m = SpeedupModel::Amdahl { work: 10_000, serial: 0.1 };
+        let m = SpeedupModel::Amdahl {
+            work: 10_000,
+            serial: 0.1,
+        };
         assert_eq!(m.walltime(1), 10_000);
         assert!(m.walltime(2) < m.walltime(1));
         assert!(m.walltime(1000) >= 1_000);

@@ -115,7 +115,11 @@ pub fn validate(snapshot: &Snapshot<'_>, plan: &Plan) -> Result<(), PlanError> {
             v.push(Violation::Duplicate(p.job));
         }
         if p.start < snapshot.now {
-            v.push(Violation::StartInPast { job: p.job, start: p.start, now: snapshot.now });
+            v.push(Violation::StartInPast {
+                job: p.job,
+                start: p.start,
+                now: snapshot.now,
+            });
         }
         if p.start < job.earliest_start.max(job.submit) {
             v.push(Violation::StartTooEarly {
@@ -127,13 +131,21 @@ pub fn validate(snapshot: &Snapshot<'_>, plan: &Plan) -> Result<(), PlanError> {
         if let Request::CoAllocated(c) = &job.request {
             if let Some(d) = c.deadline {
                 if p.start > d {
-                    v.push(Violation::PastDeadline { job: p.job, start: p.start, deadline: d });
+                    v.push(Violation::PastDeadline {
+                        job: p.job,
+                        start: p.start,
+                        deadline: d,
+                    });
                 }
             }
         }
         if let Some(c) = p.claim_from {
             if c > p.start {
-                v.push(Violation::ClaimAfterStart { job: p.job, claim: c, start: p.start });
+                v.push(Violation::ClaimAfterStart {
+                    job: p.job,
+                    claim: c,
+                    start: p.start,
+                });
             }
         }
         if let Err(what) = check_shape(snapshot, &job.request, &p.shape) {
@@ -178,7 +190,11 @@ pub fn validate(snapshot: &Snapshot<'_>, plan: &Plan) -> Result<(), PlanError> {
 /// papers' rigid baseline): an evolving job as its maximum nodes for the sum of its durations,
 /// one of a moldable job's configurations, a co-allocated job packed whole into one pool its
 /// components allow.
-pub fn check_shape(snapshot: &Snapshot<'_>, request: &Request, shape: &Shape) -> Result<(), String> {
+pub fn check_shape(
+    snapshot: &Snapshot<'_>,
+    request: &Request,
+    shape: &Shape,
+) -> Result<(), String> {
     let pool_ok = |pool: PoolId, wanted: Option<PoolId>| -> Result<(), String> {
         if snapshot.pool(pool).is_none() {
             return Err(format!("unknown pool {pool}"));
@@ -189,7 +205,14 @@ pub fn check_shape(snapshot: &Snapshot<'_>, request: &Request, shape: &Shape) ->
         }
     };
     match (request, shape) {
-        (Request::Rigid(r), Shape::Rigid { pool, nodes, walltime }) => {
+        (
+            Request::Rigid(r),
+            Shape::Rigid {
+                pool,
+                nodes,
+                walltime,
+            },
+        ) => {
             pool_ok(*pool, r.pool)?;
             if (*nodes, *walltime) != (r.nodes, r.walltime) {
                 return Err(format!(
@@ -199,23 +222,50 @@ pub fn check_shape(snapshot: &Snapshot<'_>, request: &Request, shape: &Shape) ->
             }
             Ok(())
         }
-        (Request::Moldable(m), Shape::Moldable { pool, nodes, walltime })
-        | (Request::Moldable(m), Shape::Rigid { pool, nodes, walltime }) => {
+        (
+            Request::Moldable(m),
+            Shape::Moldable {
+                pool,
+                nodes,
+                walltime,
+            },
+        )
+        | (
+            Request::Moldable(m),
+            Shape::Rigid {
+                pool,
+                nodes,
+                walltime,
+            },
+        ) => {
             pool_ok(*pool, m.pool)?;
             match m.walltime_on(*nodes) {
                 Some(w) if w == *walltime => Ok(()),
-                Some(w) => Err(format!("moldable on {nodes} nodes allows {w} ms, plan says {walltime}")),
-                None => Err(format!("moldable request offers no configuration on {nodes} nodes")),
+                Some(w) => Err(format!(
+                    "moldable on {nodes} nodes allows {w} ms, plan says {walltime}"
+                )),
+                None => Err(format!(
+                    "moldable request offers no configuration on {nodes} nodes"
+                )),
             }
         }
         (Request::Evolving(e), Shape::Evolving { pool, steps }) => {
             pool_ok(*pool, e.pool)?;
             if steps.len() != e.steps.len() {
-                return Err(format!("scheduled EP has {} steps, requested {}", steps.len(), e.steps.len()));
+                return Err(format!(
+                    "scheduled EP has {} steps, requested {}",
+                    steps.len(),
+                    e.steps.len()
+                ));
             }
             for (i, (s, r)) in steps.iter().zip(&e.steps).enumerate() {
                 if s.nodes != r.nodes {
-                    return Err(format!("step {} holds {} nodes, requested {}", i + 1, s.nodes, r.nodes));
+                    return Err(format!(
+                        "step {} holds {} nodes, requested {}",
+                        i + 1,
+                        s.nodes,
+                        r.nodes
+                    ));
                 }
                 if s.duration < r.duration {
                     return Err(format!(
@@ -228,7 +278,14 @@ pub fn check_shape(snapshot: &Snapshot<'_>, request: &Request, shape: &Shape) ->
             }
             Ok(())
         }
-        (Request::Evolving(e), Shape::Rigid { pool, nodes, walltime }) => {
+        (
+            Request::Evolving(e),
+            Shape::Rigid {
+                pool,
+                nodes,
+                walltime,
+            },
+        ) => {
             pool_ok(*pool, e.pool)?;
             let want = request.as_rigid().map(|r| (r.nodes, r.walltime));
             if Some((*nodes, *walltime)) != want {
@@ -240,24 +297,42 @@ pub fn check_shape(snapshot: &Snapshot<'_>, request: &Request, shape: &Shape) ->
         }
         (Request::CoAllocated(c), Shape::CoAllocated { pools }) => {
             if pools.len() != c.components.len() {
-                return Err(format!("{} pools for {} components", pools.len(), c.components.len()));
+                return Err(format!(
+                    "{} pools for {} components",
+                    pools.len(),
+                    c.components.len()
+                ));
             }
             for (p, comp) in pools.iter().zip(&c.components) {
                 pool_ok(*p, comp.pool)?;
             }
             Ok(())
         }
-        (Request::CoAllocated(c), Shape::Rigid { pool, nodes, walltime }) => {
+        (
+            Request::CoAllocated(c),
+            Shape::Rigid {
+                pool,
+                nodes,
+                walltime,
+            },
+        ) => {
             for comp in &c.components {
                 pool_ok(*pool, comp.pool)?;
             }
             let total: u32 = c.components.iter().map(|c| c.nodes).sum();
             if (*nodes, *walltime) != (total, c.walltime) {
-                return Err(format!("co-allocated job as rigid must be {total} × {} ms", c.walltime));
+                return Err(format!(
+                    "co-allocated job as rigid must be {total} × {} ms",
+                    c.walltime
+                ));
             }
             Ok(())
         }
-        (r, s) => Err(format!("a {} request cannot be placed with a {} shape", r.kind(), shape_kind(s))),
+        (r, s) => Err(format!(
+            "a {} request cannot be placed with a {} shape",
+            r.kind(),
+            shape_kind(s)
+        )),
     }
 }
 
@@ -298,7 +373,9 @@ fn check_capacity(
         }
     }
     for p in &plan.placements {
-        let Some(job) = pending.get(&p.job) else { continue };
+        let Some(job) = pending.get(&p.job) else {
+            continue;
+        };
         let holds = p.shape.holds(&job.request, p.start);
         for h in &holds {
             push(h, now);
@@ -324,7 +401,9 @@ fn check_capacity(
             if used > i64::from(nodes) && !reported {
                 reported = true;
                 v.push(Violation::OverCommit {
-                    pool: snapshot.pool(pool).map_or_else(|| pool.to_string(), |p| p.name.clone()),
+                    pool: snapshot
+                        .pool(pool)
+                        .map_or_else(|| pool.to_string(), |p| p.name.clone()),
                     at: t,
                     used: used as u64,
                     nodes,
@@ -351,36 +430,79 @@ mod tests {
     use crate::request::Step;
 
     fn pools() -> Vec<Pool> {
-        vec![Pool { id: PoolId(0), name: "debug".into(), nodes: 8 }]
+        vec![Pool {
+            id: PoolId(0),
+            name: "debug".into(),
+            nodes: 8,
+        }]
     }
 
     fn pending(id: u64, req: Request) -> Pending {
-        Pending { id: JobId(id), user: 0, submit: 0, earliest_start: 0, priority: 0, request: req }
+        Pending {
+            id: JobId(id),
+            user: 0,
+            submit: 0,
+            earliest_start: 0,
+            priority: 0,
+            request: req,
+        }
     }
 
     fn place(id: u64, start: Time, nodes: u32, walltime: u64) -> Placement {
-        Placement { job: JobId(id), start, shape: Shape::rigid(PoolId(0), nodes, walltime), claim_from: None }
+        Placement {
+            job: JobId(id),
+            start,
+            shape: Shape::rigid(PoolId(0), nodes, walltime),
+            claim_from: None,
+        }
     }
 
     #[test]
     fn accepts_back_to_back_jobs() {
         let pools = pools();
-        let pend = vec![pending(1, Request::rigid(8, 10)), pending(2, Request::rigid(8, 10))];
-        let snap = Snapshot { now: 0, pools: &pools, running: &[], pending: &pend };
-        let plan = Plan { placements: vec![place(1, 0, 8, 10), place(2, 10, 8, 10)], ..Plan::default() };
+        let pend = vec![
+            pending(1, Request::rigid(8, 10)),
+            pending(2, Request::rigid(8, 10)),
+        ];
+        let snap = Snapshot {
+            now: 0,
+            pools: &pools,
+            running: &[],
+            pending: &pend,
+        };
+        let plan = Plan {
+            placements: vec![place(1, 0, 8, 10), place(2, 10, 8, 10)],
+            ..Plan::default()
+        };
         assert_eq!(validate(&snap, &plan), Ok(()));
     }
 
     #[test]
     fn refuses_over_commit_and_names_pool() {
         let pools = pools();
-        let pend = vec![pending(1, Request::rigid(5, 10)), pending(2, Request::rigid(4, 10))];
-        let snap = Snapshot { now: 0, pools: &pools, running: &[], pending: &pend };
-        let plan = Plan { placements: vec![place(1, 0, 5, 10), place(2, 9, 4, 10)], ..Plan::default() };
+        let pend = vec![
+            pending(1, Request::rigid(5, 10)),
+            pending(2, Request::rigid(4, 10)),
+        ];
+        let snap = Snapshot {
+            now: 0,
+            pools: &pools,
+            running: &[],
+            pending: &pend,
+        };
+        let plan = Plan {
+            placements: vec![place(1, 0, 5, 10), place(2, 9, 4, 10)],
+            ..Plan::default()
+        };
         let err = validate(&snap, &plan).unwrap_err();
         assert_eq!(
             err.violations,
-            vec![Violation::OverCommit { pool: "debug".into(), at: 9, used: 9, nodes: 8 }]
+            vec![Violation::OverCommit {
+                pool: "debug".into(),
+                at: 9,
+                used: 9,
+                nodes: 8
+            }]
         );
     }
 
@@ -397,10 +519,21 @@ mod tests {
             killable: true,
         }];
         let pend = vec![pending(1, Request::rigid(4, 10))];
-        let snap = Snapshot { now: 50, pools: &pools, running: &running, pending: &pend };
-        let mut plan = Plan { placements: vec![place(1, 50, 4, 10)], ..Plan::default() };
+        let snap = Snapshot {
+            now: 50,
+            pools: &pools,
+            running: &running,
+            pending: &pend,
+        };
+        let mut plan = Plan {
+            placements: vec![place(1, 50, 4, 10)],
+            ..Plan::default()
+        };
         assert!(validate(&snap, &plan).is_err());
-        plan.kills.push(JobReason { job: JobId(7), reason: "local job preempted".into() });
+        plan.kills.push(JobReason {
+            job: JobId(7),
+            reason: "local job preempted".into(),
+        });
         assert_eq!(validate(&snap, &plan), Ok(()));
     }
 
@@ -409,21 +542,35 @@ mod tests {
         let pools = pools();
         let req = Request::evolving(vec![Step::new(10, 2), Step::new(20, 4)]);
         let pend = vec![pending(1, req)];
-        let snap = Snapshot { now: 0, pools: &pools, running: &[], pending: &pend };
+        let snap = Snapshot {
+            now: 0,
+            pools: &pools,
+            running: &[],
+            pending: &pend,
+        };
         let shape = |steps: Vec<Step>| Plan {
             placements: vec![Placement {
                 job: JobId(1),
                 start: 5,
-                shape: Shape::Evolving { pool: PoolId(0), steps },
+                shape: Shape::Evolving {
+                    pool: PoolId(0),
+                    steps,
+                },
                 claim_from: None,
             }],
             ..Plan::default()
         };
-        assert_eq!(validate(&snap, &shape(vec![Step::new(15, 2), Step::new(20, 4)])), Ok(()));
+        assert_eq!(
+            validate(&snap, &shape(vec![Step::new(15, 2), Step::new(20, 4)])),
+            Ok(())
+        );
         assert!(validate(&snap, &shape(vec![Step::new(5, 2), Step::new(20, 4)])).is_err());
         assert!(validate(&snap, &shape(vec![Step::new(10, 3), Step::new(20, 4)])).is_err());
         // The rigid baseline: max nodes for the total duration.
-        let rigid = Plan { placements: vec![place(1, 0, 4, 30)], ..Plan::default() };
+        let rigid = Plan {
+            placements: vec![place(1, 0, 4, 30)],
+            ..Plan::default()
+        };
         assert_eq!(validate(&snap, &rigid), Ok(()));
     }
 
@@ -431,14 +578,26 @@ mod tests {
     fn refuses_unknown_jobs_past_starts_and_double_placements() {
         let pools = pools();
         let pend = vec![pending(1, Request::rigid(1, 10))];
-        let snap = Snapshot { now: 100, pools: &pools, running: &[], pending: &pend };
+        let snap = Snapshot {
+            now: 100,
+            pools: &pools,
+            running: &[],
+            pending: &pend,
+        };
         let plan = Plan {
-            placements: vec![place(1, 50, 1, 10), place(1, 100, 1, 10), place(9, 100, 1, 1)],
+            placements: vec![
+                place(1, 50, 1, 10),
+                place(1, 100, 1, 10),
+                place(9, 100, 1, 1),
+            ],
             ..Plan::default()
         };
         let err = validate(&snap, &plan).unwrap_err();
         assert!(err.violations.contains(&Violation::NotPending(JobId(9))));
         assert!(err.violations.contains(&Violation::Duplicate(JobId(1))));
-        assert!(err.violations.iter().any(|v| matches!(v, Violation::StartInPast { .. })));
+        assert!(err
+            .violations
+            .iter()
+            .any(|v| matches!(v, Violation::StartInPast { .. })));
     }
 }
