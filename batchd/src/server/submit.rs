@@ -69,6 +69,13 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: SubmitRequest) -> Rep
         )
         .into();
     }
+    if spec.priority > 0 && caller.uid != 0 {
+        return ErrorReply::new(
+            ErrorKind::PermissionDenied,
+            "only root may give a job a positive priority",
+        )
+        .into();
+    }
     if req.test_only {
         return test_only(d, caller, spec).await;
     }
