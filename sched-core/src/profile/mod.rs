@@ -9,10 +9,13 @@
 //! which the profile stays at or below a limit for a given duration.
 //!
 //! Representation: a balanced search tree keyed by time (a treap, see `tree.rs`), one node per
-//! change point, each node augmented with the maximum of its subtree and a lazy range-add tag.
-//! With `n` change points, [`Profile::add`], [`Profile::value_at`], [`Profile::max_over`],
-//! [`Profile::loc`], [`Profile::last_above`] and [`Profile::forget_before`] cost O(log n)
-//! (expected); [`Profile::earliest_fit`] costs O(log n) per conflict it jumps over.
+//! change point, each node augmented with the maximum and minimum of its subtree, a lazy
+//! range-add tag and a summary of the gaps between its tall steps. With `n` change points,
+//! [`Profile::add`], [`Profile::value_at`], [`Profile::max_over`], [`Profile::loc`],
+//! [`Profile::last_above`] and [`Profile::forget_before`] cost O(log n) (expected).
+//! [`Profile::earliest_fit`] walks the tree in time order, passing over whole subtrees that
+//! are free, busy, shorter than the job, or whose free runs between tall steps are all too
+//! short; its cost depends on the profile's shape, not only on `n` (see the benchmark).
 //!
 //! Normal form: the value is 0 before the first change point and no change point repeats the
 //! value of the step before it, so [`Profile::len`] counts real changes and adding then removing

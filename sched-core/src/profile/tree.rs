@@ -2,17 +2,18 @@
 //!
 //! Each node is one step `[key, next key)` holding its value. Nodes carry the maximum and the
 //! minimum value of their subtree and a lazy range-add tag, so that adding on an interval, the
-//! maximum over an interval, "the last step above a limit" and "the first step at or below a
-//! limit" all cost one or two root-to-leaf paths.
+//! maximum over an interval and "the last step above a limit" cost one or two root-to-leaf
+//! paths. For the earliest-fit search they also carry [`Fence`]s: where the subtree's tall
+//! steps are and the longest stretch between two of them, so that the search can pass over a
+//! subtree whose free runs are all too short without visiting them.
 //!
 //! Conventions:
 //! - `nodes[0]` is the `NIL` sentinel (size 0, max `i64::MIN`, min `i64::MAX`); it is never
-//!   written, so that
-//!   `pull` reads children without branching.
-//! - A node's `val` and `max` already include the tags of all its strict ancestors' *applied*
-//!   adds but not the pending `tag`s above it: the true value of a node is `val` plus the sum
-//!   of the tags of its strict ancestors. Read-only descents carry that sum as `acc`; mutating
-//!   ones push tags down on the way, so a node's own `tag` is 0 whenever it is pulled.
+//!   written, so that `pull` reads children without branching.
+//! - A node's `val`, `max` and `min` include every tag pushed down to it but not the pending
+//!   `tag`s of its ancestors: the true value of a node is `val` plus the sum of the tags of its
+//!   strict ancestors. Read-only descents carry that sum as `acc`; mutating ones push tags down
+//!   on the way, so a node's own `tag` is 0 whenever it is pulled.
 //! - Priorities are a hash of the key, so the shape of the tree depends only on its set of
 //!   keys and no random state is kept. A mixing hash is enough for expected O(log n) depth
 //!   on the regular, clustered timestamps schedules produce.
@@ -23,6 +24,43 @@ use crate::time::{Time, NEVER};
 
 const NIL: u32 = 0;
 
+/// How far below its subtree's maximum each level of fences reaches (see [`Fence`]). Powers of
+/// 4 so that a limit far below the maximum (a wide job in a busy plan) finds fences at most 4×
+/// shallower than it could use. Values are node counts: beyond 4,096 the deepest level serves.
+/// More levels prune better and cost more in every `pull`; this is the measured balance on
+/// the CBF benchmark (10,000 nodes).
+const DEPTHS: [i64; LEVELS] = [1, 4, 16, 64, 256, 1024, 4096];
+const LEVELS: usize = 7;
+
+/// The largest level whose depth is at most `depth`, if any.
+fn level_within(depth: i64) -> Option<usize> {
+    DEPTHS.iter().rposition(|&d| d <= depth)
+}
+
+/// A set of "tall" steps of a subtree, every one above `max - DEPTHS[level]`, summarised by
+/// where the first starts, where the last ends and the longest stretch strictly between two
+/// consecutive ones. A query whose limit is at most `max - DEPTHS[level]` sees every fence as
+/// busy, so when `gap` is shorter than the job nothing between the first and last fence can
+/// hold it. At level 0 the fences are exactly the steps at the maximum; deeper levels reuse
+/// the children's fences at the deepest level that still qualifies, a subset of the tall
+/// steps, which keeps `pull` O(1) and the bound sound.
+#[derive(Clone, Copy, Debug)]
+struct Fence {
+    /// The key of the first fence.
+    first: Time,
+    /// The key following the last fence, `NEVER` if that is the subtree's last step (its end
+    /// lies outside).
+    after: Time,
+    /// The longest stretch strictly between two consecutive fences.
+    gap: Time,
+}
+
+const NO_FENCE: Fence = Fence {
+    first: 0,
+    after: NEVER,
+    gap: 0,
+};
+
 #[derive(Clone, Copy, Debug)]
 struct Node {
     key: Time,
@@ -32,13 +70,8 @@ struct Node {
     tag: i64,
     /// The subtree's first key.
     first_key: Time,
-    /// The key of the subtree's first step at its maximum.
-    first_max: Time,
-    /// The key following the subtree's last step at its maximum, `NEVER` if that step is the
-    /// subtree's last (its end lies outside).
-    after_max: Time,
-    /// The longest stretch strictly between two steps at the subtree's maximum.
-    gap: Time,
+    /// Fences at each level of depth below the maximum.
+    fences: [Fence; LEVELS],
     left: u32,
     right: u32,
     prio: u32,
@@ -52,9 +85,7 @@ const SENTINEL: Node = Node {
     min: i64::MAX,
     tag: 0,
     first_key: 0,
-    first_max: 0,
-    after_max: NEVER,
-    gap: 0,
+    fences: [NO_FENCE; LEVELS],
     left: NIL,
     right: NIL,
     prio: 0,
@@ -129,16 +160,18 @@ impl Treap {
             min: val,
             tag: 0,
             first_key: key,
-            first_max: key,
-            after_max: NEVER,
-            gap: 0,
+            fences: [Fence {
+                first: key,
+                after: NEVER,
+                gap: 0,
+            }; LEVELS],
             left: NIL,
             right: NIL,
             prio: prio_of(key),
             size: 1,
         };
         if let Some(i) = self.free.pop() {
-            let old = self.nodes[i as usize];
+            let old = &self.nodes[i as usize];
             for c in [old.left, old.right] {
                 if c != NIL {
                     self.free.push(c);
@@ -174,58 +207,77 @@ impl Treap {
     }
 
     fn push(&mut self, x: u32) {
-        let n = self.nodes[x as usize];
-        if n.tag != 0 {
-            self.apply(n.left, n.tag);
-            self.apply(n.right, n.tag);
+        let (tag, left, right) = {
+            let n = &self.nodes[x as usize];
+            (n.tag, n.left, n.right)
+        };
+        if tag != 0 {
+            self.apply(left, tag);
+            self.apply(right, tag);
             self.nodes[x as usize].tag = 0;
         }
     }
 
     fn pull(&mut self, x: u32) {
-        let n = self.nodes[x as usize];
+        // By reference: nodes are a few cache lines, copying them would cost more than `pull`.
+        let n = &self.nodes[x as usize];
         debug_assert_eq!(n.tag, 0, "pull on a node with a pending tag");
-        let (l, r) = (self.nodes[n.left as usize], self.nodes[n.right as usize]);
+        let (l, r) = (&self.nodes[n.left as usize], &self.nodes[n.right as usize]);
         let max = n.val.max(l.max).max(r.max);
-        // Walk the three parts in key order, joining the stretches between maximum steps.
-        // These fields are about *which* steps reach the maximum, so a range add on the whole
-        // subtree (`apply`) leaves them unchanged.
-        let mut first_max = None;
-        let mut gap = 0;
-        // The key after the last maximum step met so far.
-        let mut after: Option<Time> = None;
-        if l.size > 0 && l.max == max {
-            first_max = Some(l.first_max);
-            gap = l.gap;
-            after = Some(if l.after_max == NEVER {
-                n.key
-            } else {
-                l.after_max
-            });
-        }
-        if n.val == max {
-            first_max = first_max.or(Some(n.key));
-            if let Some(a) = after {
-                gap = gap.max(n.key - a);
+        // Walk the three parts in key order, joining the stretches between fences. Fences
+        // are about *which* steps are tall relative to the subtree's maximum, so a range add
+        // on the whole subtree (`apply`) leaves them unchanged.
+        let mut fences = [NO_FENCE; LEVELS];
+        for (k, fence) in fences.iter_mut().enumerate() {
+            let depth = DEPTHS[k];
+            let tall = max.saturating_sub(depth);
+            // A child's fences at depth `d` below its own maximum are above `tall` as long as
+            // d ≤ depth − (max − child max).
+            let child = |c: &Node| {
+                if c.size == 0 || c.max <= tall {
+                    return None;
+                }
+                level_within(depth.saturating_sub(max.saturating_sub(c.max))).map(|j| c.fences[j])
+            };
+            let mut first = None;
+            let mut gap = 0;
+            // The key after the last fence met so far.
+            let mut after: Option<Time> = None;
+            if let Some(f) = child(l) {
+                first = Some(f.first);
+                gap = f.gap;
+                after = Some(if f.after == NEVER { n.key } else { f.after });
             }
-            after = Some(if r.size > 0 { r.first_key } else { NEVER });
-        }
-        if r.size > 0 && r.max == max {
-            first_max = first_max.or(Some(r.first_max));
-            if let Some(a) = after {
-                gap = gap.max(r.first_max - a);
+            if n.val > tall {
+                first = first.or(Some(n.key));
+                if let Some(a) = after {
+                    gap = gap.max(n.key - a);
+                }
+                after = Some(if r.size > 0 { r.first_key } else { NEVER });
             }
-            gap = gap.max(r.gap);
-            after = Some(r.after_max);
+            if let Some(f) = child(r) {
+                first = first.or(Some(f.first));
+                if let Some(a) = after {
+                    gap = gap.max(f.first - a);
+                }
+                gap = gap.max(f.gap);
+                after = Some(f.after);
+            }
+            *fence = Fence {
+                first: first.unwrap_or(n.key),
+                after: after.unwrap_or(NEVER),
+                gap,
+            };
         }
+        let min = n.val.min(l.min).min(r.min);
+        let size = 1 + l.size + r.size;
+        let first_key = if l.size > 0 { l.first_key } else { n.key };
         let node = &mut self.nodes[x as usize];
         node.max = max;
-        node.min = n.val.min(l.min).min(r.min);
-        node.size = 1 + l.size + r.size;
-        node.first_key = if l.size > 0 { l.first_key } else { n.key };
-        node.first_max = first_max.unwrap_or(n.key);
-        node.after_max = after.unwrap_or(NEVER);
-        node.gap = gap;
+        node.min = min;
+        node.size = size;
+        node.first_key = first_key;
+        node.fences = fences;
     }
 
     /// Splits `x` into the keys `< k` and the keys `≥ k`.
@@ -234,14 +286,17 @@ impl Treap {
             return (NIL, NIL);
         }
         self.push(x);
-        let n = self.nodes[x as usize];
-        if n.key < k {
-            let (a, b) = self.split(n.right, k);
+        let (key, left, right) = {
+            let n = &self.nodes[x as usize];
+            (n.key, n.left, n.right)
+        };
+        if key < k {
+            let (a, b) = self.split(right, k);
             self.nodes[x as usize].right = a;
             self.pull(x);
             (x, b)
         } else {
-            let (a, b) = self.split(n.left, k);
+            let (a, b) = self.split(left, k);
             self.nodes[x as usize].left = b;
             self.pull(x);
             (a, x)
@@ -303,13 +358,16 @@ impl Treap {
             return NIL;
         }
         self.push(x);
-        let n = self.nodes[x as usize];
-        if n.left == NIL {
+        let (left, right) = {
+            let n = &self.nodes[x as usize];
+            (n.left, n.right)
+        };
+        if left == NIL {
             self.nodes[x as usize].right = NIL;
             self.release(x);
-            return n.right;
+            return right;
         }
-        let l = self.pop_first(n.left);
+        let l = self.pop_first(left);
         self.nodes[x as usize].left = l;
         self.pull(x);
         x
@@ -604,6 +662,7 @@ impl Treap {
             let size = steps.len() as u32;
             let max = steps.iter().map(|s| s.1).max().unwrap_or(i64::MIN);
             let min = steps.iter().map(|s| s.1).min().unwrap_or(i64::MAX);
+            // Level 0: exactly the steps at the maximum.
             let at_max: Vec<usize> = (0..steps.len()).filter(|&i| steps[i].1 == max).collect();
             let first_max = steps[at_max[0]].0;
             let last = at_max[at_max.len() - 1];
@@ -613,13 +672,46 @@ impl Treap {
                 .map(|w| steps[w[1]].0 - steps[w[0] + 1].0)
                 .max()
                 .unwrap_or(0);
-            let found = (n.first_key, n.first_max, n.after_max, n.gap);
+            let f = n.fences[0];
+            let found = (n.first_key, f.first, f.after, f.gap);
             let expected = (steps[0].0, first_max, after_max, gap);
             if found != expected {
                 return Err(format!(
                     "(first key, first max, after max, gap) {found:?} ≠ {expected:?} at key {}",
                     n.key
                 ));
+            }
+            // Deeper levels: sound, not exact. The first and last fences are tall and every
+            // run of short steps between them fits in the gap.
+            for (k, f) in n.fences.iter().enumerate() {
+                let tall = max.saturating_sub(DEPTHS[k]);
+                let Some(i) = steps.iter().position(|s| s.0 == f.first) else {
+                    return Err(format!("level {k} first fence {} is no key", f.first));
+                };
+                let j = if f.after == NEVER {
+                    steps.len() - 1
+                } else {
+                    match steps.iter().position(|s| s.0 == f.after) {
+                        Some(a) if a > 0 => a - 1,
+                        _ => return Err(format!("level {k} fence end {} is no key", f.after)),
+                    }
+                };
+                if steps[i].1 <= tall || steps[j].1 <= tall || i > j {
+                    return Err(format!("level {k} fences not tall at key {}", n.key));
+                }
+                let mut run_start = None;
+                for s in &steps[i + 1..=j] {
+                    match (s.1 > tall, run_start) {
+                        (true, Some(start)) => {
+                            if s.0 - start > f.gap {
+                                return Err(format!("level {k} gap too small at key {}", n.key));
+                            }
+                            run_start = None;
+                        }
+                        (false, None) => run_start = Some(s.0),
+                        _ => {}
+                    }
+                }
             }
             if n.size != size {
                 return Err(format!("size {} ≠ {size} at key {}", n.size, n.key));
@@ -756,9 +848,8 @@ impl FitSearch<'_> {
             // between two of its steps above the limit can hold it: only the run before the
             // first such step (continuing the current one) and the one after the last
             // (starting the next) matter. Two descents instead of a visit to every gap.
-            let Some(first_busy) = self.tree.first_key_above(x, acc, self.limit) else {
-                return None;
-            };
+            // Always found: the maximum is above the limit here.
+            let first_busy = self.tree.first_key_above(x, acc, self.limit)?;
             if first_busy > n.first_key {
                 self.run = self.run.or(Some(n.first_key));
             }
@@ -775,22 +866,24 @@ impl FitSearch<'_> {
             }
             return None;
         }
-        if n.gap < self.duration {
-            // Steps at the subtree's maximum are above the limit, so every run lying between
-            // two of them is shorter than the job: only the stretch before the first one
-            // (which may extend the current run) and the one after the last (which may start
-            // the next) need looking at. This is what keeps a wide or long job from visiting
-            // every short gap of a densely packed plan.
-            if let Some(t) = self.scan(x, acc, n.first_key, n.first_max, upper) {
+        // The deepest fences still above the limit (level 0 always is: max > limit here).
+        let fence = level_within(max.saturating_sub(self.limit)).map(|k| n.fences[k]);
+        if let Some(f) = fence.filter(|f| f.gap < self.duration) {
+            // Fences are above the limit, so every run lying between two of them is shorter
+            // than the job: only the stretch before the first one (which may extend the
+            // current run) and the one after the last (which may start the next) need
+            // looking at. This is what keeps a wide or long job from visiting every short gap
+            // of a densely packed plan.
+            if let Some(t) = self.scan(x, acc, n.first_key, f.first, upper) {
                 return Some(t);
             }
-            if let Some(t) = self.step(n.first_max, max) {
+            if let Some(t) = self.step(f.first, max) {
                 return Some(t);
             }
-            if n.after_max == NEVER {
+            if f.after == NEVER {
                 return None;
             }
-            return self.scan(x, acc, n.after_max, NEVER, upper);
+            return self.scan(x, acc, f.after, NEVER, upper);
         }
         let below = acc + n.tag;
         if let Some(t) = self.scan_whole(n.left, below, n.key) {

@@ -191,6 +191,38 @@ fn agree(tree: &Profile, naive: &NaiveProfile, queries: &[Query]) {
     assert_eq!(tree.value_at(NEVER), naive.value_at(NEVER));
 }
 
+/// Plans `jobs` (nodes, walltime) one after the other at their earliest fit on a pool of
+/// `pool` nodes in both profiles, then probes `(from, duration, limit)` fits.
+fn packed_plans(
+    pool: i64,
+    jobs: &[(i64, u64)],
+    probes: &[(u64, u64, i64)],
+) -> Result<(), TestCaseError> {
+    let mut tree = Profile::new();
+    let mut naive = NaiveProfile::new();
+    for &(nodes, walltime) in jobs {
+        let start = naive.earliest_fit(0, walltime, pool - nodes);
+        prop_assert_eq!(tree.earliest_fit(0, walltime, pool - nodes), start);
+        let start = start.unwrap_or(0);
+        naive.add(start, start + walltime, nodes);
+        tree.add(start, start + walltime, nodes);
+    }
+    if let Err(e) = tree.check_invariants() {
+        panic!("broken tree: {e}");
+    }
+    for &(from, duration, limit) in probes {
+        prop_assert_eq!(
+            tree.earliest_fit(from, duration, limit),
+            naive.earliest_fit(from, duration, limit),
+            "earliest_fit({}, {}, {})",
+            from,
+            duration,
+            limit
+        );
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
@@ -215,26 +247,21 @@ proptest! {
         jobs in prop::collection::vec((1i64..=16, 1u64..40), 1..150),
         probes in prop::collection::vec((0u64..400, 1u64..80, 0i64..=16), 1..20),
     ) {
-        const POOL: i64 = 16;
-        let mut tree = Profile::new();
-        let mut naive = NaiveProfile::new();
-        for &(nodes, walltime) in &jobs {
-            let start = naive.earliest_fit(0, walltime, POOL - nodes);
-            prop_assert_eq!(tree.earliest_fit(0, walltime, POOL - nodes), start);
-            let start = start.unwrap_or(0);
-            naive.add(start, start + walltime, nodes);
-            tree.add(start, start + walltime, nodes);
-        }
-        if let Err(e) = tree.check_invariants() {
-            panic!("broken tree: {e}");
-        }
-        for &(from, duration, limit) in &probes {
-            prop_assert_eq!(
-                tree.earliest_fit(from, duration, limit),
-                naive.earliest_fit(from, duration, limit),
-                "earliest_fit({}, {}, {})", from, duration, limit
-            );
-        }
+        packed_plans(16, &jobs, &probes)?;
+    }
+
+    /// The same on a 10,000-node pool with power-of-two jobs, as in the benchmark, so that
+    /// limits fall thousands of nodes below the profile's maximum.
+    #[test]
+    fn wide_packed_plans_agree(
+        jobs in prop::collection::vec((0u32..=14, 1u64..40), 1..120),
+        probes in prop::collection::vec((0u64..400, 1u64..80, 0i64..=10_000), 1..20),
+    ) {
+        let jobs: Vec<(i64, u64)> = jobs
+            .iter()
+            .map(|&(e, w)| (if e == 14 { 10_000 } else { 1i64 << e }, w))
+            .collect();
+        packed_plans(10_000, &jobs, &probes)?;
     }
 
     /// Equality is equality of step functions, however the profile was built.
