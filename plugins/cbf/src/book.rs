@@ -7,7 +7,7 @@ use std::collections::{HashMap, VecDeque};
 
 use sched_core::{JobId, JobReason, Placement, Plan, PoolSteps, Snapshot, Step, Time};
 
-use crate::common::{holds_end, same_holds_from, Cluster, Job};
+use crate::common::{holds_end, same_holds_from, Cluster, FitHints, Job};
 
 /// What happened to the book during the calls so far: for tests and benchmarks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -103,11 +103,11 @@ impl Book {
                 self.rebuild(snap, &mut plan);
             }
             Update::Incremental { compress, new_jobs } => {
-                if compress {
+                if compress > 0 {
                     self.compress(now, &mut plan);
                 }
                 for (k, job) in new_jobs {
-                    self.push(snap.pending[k].id, job, now, &mut plan);
+                    self.push(snap.pending[k].id, job, now, &mut plan, None);
                 }
             }
         }
@@ -119,7 +119,11 @@ impl Book {
     fn update(&mut self, snap: &Snapshot<'_>, plan: &mut Plan) -> Update {
         let now = snap.now;
         let call = self.call;
-        let mut compress = false;
+        // Jobs that ended or vanished, or 1 after any other change that may free nodes: one
+        // compression pass follows if not 0. (pyss compresses at each termination; repeating
+        // the pass per job ending at the same instant moved KTH-SP2 far from its schedule, 58 %
+        // of equal starts instead of 97.5 %, so its terminations are effectively one pass.)
+        let mut compress: u32 = 0;
         let mut check_capacity = false;
         self.freed_until = now;
 
@@ -132,7 +136,7 @@ impl Book {
                     self.cluster.add_holds(&run.holds, now, -1);
                     self.cluster.add_holds(&r.holds, now, 1);
                     run.holds.clone_from(&r.holds);
-                    compress = true;
+                    compress = compress.max(1);
                     self.freed_until = Time::MAX;
                     check_capacity = true;
                 }
@@ -158,7 +162,7 @@ impl Book {
                 // Unknown to us (started by another policy before a swap, or otherwise than
                 // reserved): count its holds and check they collide with nothing.
                 self.cluster.add_holds(&r.holds, now, 1);
-                compress = true;
+                compress = compress.max(1);
                 check_capacity = true;
                 self.freed_until = Time::MAX;
             }
@@ -185,7 +189,7 @@ impl Book {
                 cluster.add_holds(&run.holds, now, -1);
                 *freed_until = (*freed_until).max(end);
             }
-            compress = true;
+            compress += 1;
             false
         });
 
@@ -232,7 +236,7 @@ impl Book {
                 } else {
                     self.freed_until = Time::MAX;
                 }
-                compress = true;
+                compress += 1;
             }
         }
         self.trim();
@@ -268,15 +272,19 @@ impl Book {
         }
     }
 
-    /// Moves every reservation to its earliest fit in queue order, never later.
-    fn compress(&mut self, now: Time, plan: &mut Plan) {
+    /// Moves every reservation to its earliest fit in queue order, never later; whether
+    /// another pass could move more.
+    fn compress(&mut self, now: Time, plan: &mut Plan) -> bool {
         self.counters.compressions += 1;
-        if self.in_order {
+        let again = if self.in_order {
+            // Planned from scratch in order: one pass reaches the fixpoint.
             self.compress_in_order(now, plan);
+            false
         } else {
-            self.compress_conservative(now, plan);
-        }
+            self.compress_conservative(now, plan)
+        };
         self.trim();
+        again
     }
 
     /// CBF: for each job in queue order, remove its reservation, find its earliest fit from
@@ -296,8 +304,9 @@ impl Book {
     /// This is not the same as planning the queue again from scratch: a job behind j keeps its
     /// old reservation while j is refitted and may block a hole that a fresh plan would give j.
     /// A fresh plan, in turn, may move a job later (a job ahead may refill its old slot).
-    fn compress_conservative(&mut self, now: Time, plan: &mut Plan) {
+    fn compress_conservative(&mut self, now: Time, plan: &mut Plan) -> bool {
         let one_pool = self.cluster.pools.len() == 1;
+        let mut moved = false;
         for i in 0..self.queue.len() {
             let e = &self.queue[i];
             if e.gone {
@@ -322,13 +331,16 @@ impl Book {
             if let Some(reason) = job.missed_deadline(slot.map(|s| s.1)) {
                 plan.rejects.push(JobReason { job: id, reason });
                 self.take(id);
+                moved = true;
                 continue;
             }
             if let Some((p, s)) = slot {
                 self.cluster.add_job(p, s, &job, now, 1);
             }
+            moved |= slot != old;
             self.queue[i].slot = slot;
         }
+        moved
     }
 
     /// FCFS: the planned starts are those of a plan from scratch in queue order, where a job's
@@ -337,7 +349,8 @@ impl Book {
     ///
     /// So before job j is refitted, the reservations of the jobs behind it that could overlap
     /// its candidate windows are lifted: those starting before j's old end (starts grow along
-    /// the queue, so they are a run right behind j); each is refitted in its turn.
+    /// the queue, so they are a run right behind j), or before its new end if it moved later;
+    /// each is refitted in its turn.
     ///
     /// On one pool no job moves later: the job ahead of j starts no later than before, and a
     /// job ahead that moved earlier holds, at or after j's old start, only nodes it held there
@@ -448,7 +461,14 @@ impl Book {
     }
 
     /// Appends a job at the end of the queue at its earliest fit.
-    fn push(&mut self, id: JobId, job: Job, now: Time, plan: &mut Plan) {
+    fn push(
+        &mut self,
+        id: JobId,
+        job: Job,
+        now: Time,
+        plan: &mut Plan,
+        hints: Option<&mut FitHints>,
+    ) {
         let prev = if self.in_order {
             match self.queue.iter().rev().find(|e| !e.gone) {
                 Some(e) => e.slot.map(|s| s.1),
@@ -459,7 +479,7 @@ impl Book {
         };
         let slot = self
             .lower_bound(&job, now, prev)
-            .and_then(|f| self.cluster.earliest(&job, f));
+            .and_then(|f| self.cluster.earliest_hinted(&job, f, hints));
         if let Some(reason) = job.missed_deadline(slot.map(|s| s.1)) {
             plan.rejects.push(JobReason { job: id, reason });
             return;
@@ -500,10 +520,13 @@ impl Book {
         self.pos.clear();
         self.base = 0;
         self.tombstones = 0;
+        // Hints cost a table of ~1 MB per pool: worth it for long queues only.
+        let mut hints =
+            (snap.pending.len() >= 256).then(|| FitHints::new(now, self.cluster.pools.len()));
         for p in snap.pending {
             match Job::of(p, &self.cluster.pools) {
                 Err(reason) => plan.rejects.push(JobReason { job: p.id, reason }),
-                Ok(job) => self.push(p.id, job, now, plan),
+                Ok(job) => self.push(p.id, job, now, plan, hints.as_mut()),
             }
         }
     }
@@ -535,7 +558,7 @@ impl Book {
 enum Update {
     Rebuild,
     Incremental {
-        compress: bool,
+        compress: u32,
         new_jobs: Vec<(usize, Job)>,
     },
 }

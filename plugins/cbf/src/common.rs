@@ -177,13 +177,29 @@ impl Cluster {
     /// The earliest start `≥ from` of `job` over the pools it may use and that pool's index;
     /// ties go to the lowest pool id. `None` when it never fits (a hold that never ends).
     pub fn earliest(&self, job: &Job, from: Time) -> Option<(usize, Time)> {
+        self.earliest_hinted(job, from, None)
+    }
+
+    /// [`Cluster::earliest`], starting each pool's search at the bound `hints` know of, and
+    /// teaching them the fits found.
+    pub fn earliest_hinted(
+        &self,
+        job: &Job,
+        from: Time,
+        mut hints: Option<&mut FitHints>,
+    ) -> Option<(usize, Time)> {
         let mut best: Option<(usize, Time)> = None;
         for (i, pool) in self.pools.iter().enumerate() {
             if !job.allows(pool) {
                 continue;
             }
             let limit = i64::from(pool.nodes) - i64::from(job.nodes);
-            if let Some(t) = self.used[i].earliest_fit(from, job.walltime, limit) {
+            let start = hints.as_deref().map_or(from, |h| h.bound(i, job, from));
+            let fit = self.used[i].earliest_fit(start, job.walltime, limit);
+            if let (Some(h), Some(t)) = (hints.as_deref_mut(), fit) {
+                h.learn(i, job, from, t);
+            }
+            if let Some(t) = fit {
                 if best.is_none_or(|(_, b)| t < b) {
                     best = Some((i, t));
                 }
@@ -226,6 +242,81 @@ impl Cluster {
             .iter()
             .zip(&self.used)
             .any(|(p, u)| u.max_over(now, Time::MAX) > i64::from(p.nodes))
+    }
+}
+
+/// Lower bounds on earliest fits while the profiles only grow (one plan from scratch): a job
+/// with more nodes and a longer walltime than a job already fitted from the same time cannot
+/// fit on that pool before it did, since any window holding it would have held the smaller job
+/// then. Searching from that bound instead of `now` skips the packed part of the schedule that
+/// the fit query would otherwise walk through gap by gap.
+///
+/// Per pool, a 2-D Fenwick tree of prefix maxima over (node count, walltime) buckets. Buckets
+/// are monotone (exact below 16, then 8 per power of two), so a strictly smaller bucket means a
+/// strictly smaller value and only true dominance is used.
+#[derive(Clone, Debug)]
+pub struct FitHints {
+    from: Time,
+    cells: Vec<Time>,
+}
+
+const NODE_BUCKETS: usize = 240;
+const TIME_BUCKETS: usize = 496;
+const CELLS: usize = (NODE_BUCKETS + 1) * (TIME_BUCKETS + 1);
+
+fn bucket(x: u64) -> usize {
+    if x < 16 {
+        x as usize
+    } else {
+        let e = 63 - x.leading_zeros() as usize;
+        16 + (e - 4) * 8 + ((x >> (e - 3)) & 7) as usize
+    }
+}
+
+impl FitHints {
+    /// Hints for fits searched from `from` on `pools` pools.
+    pub fn new(from: Time, pools: usize) -> Self {
+        FitHints {
+            from,
+            cells: vec![0; CELLS * pools],
+        }
+    }
+
+    /// The latest fit of a job dominated by `job` on pool `pool`, or `from`.
+    fn bound(&self, pool: usize, job: &Job, from: Time) -> Time {
+        if from < self.from {
+            return from;
+        }
+        let cells = &self.cells[pool * CELLS..][..CELLS];
+        let mut best = from;
+        let mut i = bucket(u64::from(job.nodes));
+        while i > 0 {
+            let mut j = bucket(job.walltime);
+            while j > 0 {
+                best = best.max(cells[i * (TIME_BUCKETS + 1) + j]);
+                j &= j - 1;
+            }
+            i &= i - 1;
+        }
+        best
+    }
+
+    /// Records that `job`, searched from `from`, fits on `pool` at `t` at the earliest.
+    fn learn(&mut self, pool: usize, job: &Job, from: Time, t: Time) {
+        if from != self.from {
+            return;
+        }
+        let cells = &mut self.cells[pool * CELLS..][..CELLS];
+        let mut i = bucket(u64::from(job.nodes)) + 1;
+        while i <= NODE_BUCKETS {
+            let mut j = bucket(job.walltime) + 1;
+            while j <= TIME_BUCKETS {
+                let c = &mut cells[i * (TIME_BUCKETS + 1) + j];
+                *c = (*c).max(t);
+                j += j & j.wrapping_neg();
+            }
+            i += i & i.wrapping_neg();
+        }
     }
 }
 

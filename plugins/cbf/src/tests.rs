@@ -407,3 +407,37 @@ fn compression_refits_one_job_at_a_time_like_the_reference() {
         (Some(100), Some(10))
     );
 }
+
+#[test]
+fn fit_hints_of_a_long_plan_from_scratch_change_nothing() {
+    // 600 jobs in one call use the dominance hints; the same jobs arriving 100 at a time (at
+    // the same instant, so nothing else changes) are fitted without them.
+    let pools = pools(&[64, 32]);
+    let mut x: u64 = 7;
+    let mut rnd = |m: u64| {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (x >> 33) % m
+    };
+    let pend: Vec<Pending> = (0..600)
+        .map(|i| {
+            let j = job(i, ((1 + rnd(64) as u32) >> rnd(6)).max(1), 1 + rnd(5_000));
+            if rnd(4) == 0 {
+                on(1, job(i, 1 + rnd(32) as u32, 1 + rnd(5_000)))
+            } else {
+                j
+            }
+        })
+        .collect();
+    let run = vec![running(1000, 0, 10, 0, 700)];
+    let at_once = plan(&mut Cbf::new(), 0, &pools, &run, &pend);
+    let mut cbf = Cbf::new();
+    let mut in_steps = Plan::default();
+    for k in (100..=600).step_by(100) {
+        in_steps = plan(&mut cbf, 0, &pools, &run, &pend[..k]);
+    }
+    assert_eq!(cbf.counters().rebuilds, 1);
+    assert_eq!(at_once.placements, in_steps.placements);
+    assert_eq!(at_once.rejects, in_steps.rejects);
+}

@@ -13,9 +13,9 @@ mod properties {
     use crate::replay::{pools, replay, strategy::workload};
 
     /// A naive conservative backfilling to check the incremental one against: it rebuilds its
-    /// profiles from scratch at every call and, when a job ended, refits every reservation in
-    /// queue order, one at a time, as pyss's `_reschedule_jobs` does. Rigid jobs, no
-    /// cancellations (the replay has none).
+    /// profiles from scratch at every call and, when jobs ended, refits every reservation in
+    /// queue order, one at a time, as pyss's `_reschedule_jobs` does at a termination. Rigid
+    /// jobs, no cancellations (the replay has none).
     #[derive(Default)]
     struct Oracle {
         reserved: HashMap<JobId, (usize, Time, Time)>,
@@ -34,7 +34,8 @@ mod properties {
             let ended = self
                 .ends
                 .keys()
-                .any(|id| !snap.running.iter().any(|r| r.id == *id));
+                .filter(|id| !snap.running.iter().any(|r| r.id == **id))
+                .count();
             self.ends = snap
                 .running
                 .iter()
@@ -78,8 +79,9 @@ mod properties {
             let ended_unseen = self
                 .reserved
                 .keys()
-                .any(|id| !known.contains(id) && !snap.running.iter().any(|r| r.id == *id));
-            let compress = ended || ended_unseen;
+                .filter(|id| !known.contains(id) && !snap.running.iter().any(|r| r.id == **id))
+                .count();
+            let passes = ended + ended_unseen;
             self.reserved.retain(|id, _| known.contains(id));
             let slot_of = |r: &HashMap<JobId, (usize, Time, Time)>, id: &JobId| (r[id].0, r[id].1);
             for id in &known {
@@ -92,7 +94,7 @@ mod properties {
                 add(used, id, slot, 1);
                 reserved.insert(id, (slot.0, slot.1, slot.1 + rigid(id).0.walltime));
             };
-            if compress {
+            if passes > 0 {
                 for id in &known {
                     add(&mut used, *id, slot_of(&self.reserved, id), -1);
                     reserve(&mut used, *id, &mut self.reserved);
