@@ -2,8 +2,9 @@
 //! the real tool binaries (`esubmit`, `equeue`, `ecancel`, `eacct`, `econtrol`, `einfo`).
 //!
 //! batchd and the policy plugins belong to other packages, so Cargo does not build them for
-//! this test; the harness runs `cargo build -p batchd -p esched-cbf -p esched-easy` once
-//! before the first daemon starts (a no-op when they are up to date).
+//! this test; the harness runs `cargo build --profile test -p batchd -p esched-cbf -p
+//! esched-easy` once before the first daemon starts (a no-op when they are up to date, as after
+//! `cargo test --workspace`).
 
 #[path = "e2e/harness.rs"]
 mod harness;

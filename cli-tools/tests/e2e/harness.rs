@@ -41,9 +41,12 @@ fn ensure_built() -> PathBuf {
                 "-p",
                 "esched-easy",
             ]);
-            // The tools were built into bin_dir(); build batchd next to them.
+            // Build batchd next to the tools and with their profile: under `cargo test` that is
+            // the `test` profile, so after `cargo test --workspace` this is a no-op.
             if bin_dir().file_name().is_some_and(|n| n == "release") {
                 cmd.arg("--release");
+            } else {
+                cmd.args(["--profile", "test"]);
             }
             let t0 = Instant::now();
             let out = cmd.output().map_err(|e| format!("cannot run cargo: {e}"))?;
