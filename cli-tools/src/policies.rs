@@ -71,7 +71,14 @@ fn make<P: NamedPolicy + Send + 'static>(
 /// `$ESCHED_PLUGIN_DIR` when set, else next to the executable) or a path to a shared library.
 pub fn select(spec: &str, params: &Params) -> anyhow::Result<Box<dyn Policy + Send>> {
     let dir = std::env::var_os("ESCHED_PLUGIN_DIR").map(std::path::PathBuf::from);
-    Ok(Box::new(sched_abi::load(spec, dir.as_deref(), params)?))
+    match sched_abi::load(spec, dir.as_deref(), params) {
+        Ok(p) => Ok(Box::new(p)),
+        // A mistyped name should say which names exist, not only which files were tried.
+        Err(e @ sched_abi::LoadError::NotFound { .. }) if !spec.contains('/') => Err(
+            anyhow::anyhow!("{e} (policies shipped with esched: {})", BUILTIN.join(", ")),
+        ),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// [`builtin`] when `linked`, else [`select`].

@@ -176,6 +176,17 @@ fn bad_input_is_one_clear_error_line() {
         "{err}"
     );
 
+    // Through the plugin loader (no --linked) too.
+    let loaded = Command::new(env!("CARGO_BIN_EXE_esim"))
+        .args(["--policy", "sjf", "--trace", t.to_str().unwrap()])
+        .output()
+        .expect("esim runs");
+    let err = one_error_line(&loaded);
+    assert!(
+        err.contains("policy `sjf` not found") && err.contains("fcfs, easy, cbf"),
+        "{err}"
+    );
+
     let err = one_error_line(&esim(&[
         "--trace",
         t.to_str().unwrap(),

@@ -3,7 +3,8 @@
 //! Events are job submissions (from the workload, in submit order), job ends (the actual run
 //! time, capped at what the job's shape holds: a job is killed at its walltime) and the
 //! policy's wake-ups. At each instant the engine handles every end, then every submission,
-//! then calls the policy once with a [`Snapshot`]; the plan goes through
+//! then calls the policy once with a [`Snapshot`] ([`EventOrder::Instant`]; the other order,
+//! [`EventOrder::PerEvent`], reproduces the pyss reference schedules); the plan goes through
 //! [`sched_core::validate`] and, if accepted, the engine kills, rejects and starts what it
 //! says. A refused plan is logged (naming the policy) and nothing of it is acted on.
 //!
