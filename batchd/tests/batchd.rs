@@ -658,3 +658,81 @@ fn brief_listing_leaves_out_paths_and_full_listing_has_them() {
     );
     assert!(brief[0].stdout.is_empty() && brief[0].work_dir.is_empty() && brief[0].args.is_empty());
 }
+
+/// The real binary: refuses a bad config with one line, reconfigures on SIGHUP, stops on
+/// SIGTERM leaving its state behind.
+mod binary {
+    use super::*;
+    use std::process::{Command, Stdio};
+
+    #[test]
+    fn bad_config_is_refused_with_file_key_and_reason() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("bad.toml");
+        std::fs::write(
+            &file,
+            "[[pool]]\nname = \"debug\"\nnodes = 0\n[policy]\nname = \"cbf\"\n",
+        )
+        .unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_batchd"))
+            .arg("--config")
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            err.trim(),
+            format!(
+                "batchd: {}: key `pool[0].nodes`: pool `debug` has zero nodes",
+                file.display()
+            )
+        );
+    }
+
+    #[test]
+    fn sighup_reconfigures_and_sigterm_stops() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("batchd.toml");
+        let mut cfg = config(dir.path());
+        std::fs::write(&file, cfg.to_toml()).unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_batchd"))
+            .arg("--config")
+            .arg(&file)
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let sock = cfg.socket.clone().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut client = loop {
+            if let Ok(c) = Client::connect(&sock) {
+                break c;
+            }
+            assert!(Instant::now() < deadline, "batchd never listened");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let policy =
+            |c: &mut Client| match c.request(&Request::Version(Default::default())).unwrap() {
+                Response::Version(v) => v.policy,
+                other => panic!("{other:?}"),
+            };
+        assert_eq!(policy(&mut client), "cbf");
+        cfg.policy.name = "fcfs".into();
+        std::fs::write(&file, cfg.to_toml()).unwrap();
+        let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGHUP).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while policy(&mut client) != "fcfs" {
+            assert!(
+                Instant::now() < deadline,
+                "SIGHUP did not switch the policy"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+        let status = child.wait().unwrap();
+        assert!(status.success(), "{status}");
+        assert!(!sock.exists(), "the socket is removed at a clean stop");
+        assert!(dir.path().join("state/batchd.sqlite").exists());
+    }
+}
