@@ -230,9 +230,9 @@ pub fn base_fit_with(
     Some(Fitted { start, steps })
 }
 
-/// Compacting (EP §4.2 "Post-processing Optimization", RR §4.3.3): keeps the completion time of
-/// `base` and moves every step as late as it can, so that the EP starts as late as possible and
-/// the expansion (in time) is smallest.
+/// The compacting search (EP §4.2 "Post-processing Optimization", RR §4.3.3): keeps the
+/// completion time of `base` and moves every step as late as it can, so that the EP starts as
+/// late as possible and the expansion (in time) is smallest. [`compact`] decides whether to use it.
 ///
 /// Interpretation: the papers give no pseudo-code, only "the last step is placed so that it ends
 /// at the completion time found by the base algorithm, then the other steps are placed from right
@@ -246,7 +246,7 @@ pub fn base_fit_with(
 /// the search stops at the first one), so only `[base.start, c)` of `res` is mirrored. Should the result not end exactly at `c` or start before
 /// `base.start` (impossible while base fit is optimal) the base EP is returned unchanged, as the
 /// papers allow ("in the worst case, no compacting occurs").
-pub fn compact(
+pub fn compact_latest(
     req: &[Step],
     res: &Profile,
     nnodes: u32,
@@ -284,6 +284,31 @@ pub fn compact(
     Fitted {
         start: c - total_duration(&steps),
         steps,
+    }
+}
+
+/// Compacting as used by the policy: the [`compact_latest`] EP when it wastes no more node-time
+/// than `base`, otherwise `base` itself.
+///
+/// Interpretation: the papers compact "in order to reduce resource waste" and warn that the
+/// greedy right-to-left placement "might expand steps with high node-count" (EP §4.2); they also
+/// say that in the worst case "the same EP is returned". The latest-start EP can indeed waste
+/// more than the base fit's: with the same start and completion it may move the expansion from
+/// a narrow step to a wider one (the unit test below has one such instance, found by the
+/// property tests). Returning the base EP then keeps both promises — same completion, never more
+/// waste — at the cost of not always starting as late as possible.
+pub fn compact(
+    req: &[Step],
+    res: &Profile,
+    nnodes: u32,
+    limit: ExpandLimit,
+    base: &Fitted,
+) -> Fitted {
+    let latest = compact_latest(req, res, nnodes, limit, base);
+    if latest.waste(req) <= base.waste(req) {
+        latest
+    } else {
+        base.clone()
     }
 }
 
@@ -433,5 +458,35 @@ mod tests {
         assert_eq!(ExpandLimit::NONE.max_duration(7), 7);
         assert_eq!(ExpandLimit::INFINITE.max_duration(7), NEVER);
         assert!(ExpandLimit::new(0.5).is_none() && ExpandLimit::new(f64::NAN).is_none());
+    }
+
+    #[test]
+    fn compacting_never_trades_a_narrow_expansion_for_a_wide_one() {
+        // 4 nodes, l = 2: an earlier app holds 1 node on [0, 4), 2 on [4, 7). The last step
+        // (3 nodes) must wait until 7. The base fit expands the 1-node step on [5, 7); the latest
+        // start for completion 8 is still 0, and the right-to-left search expands the 2-node
+        // step on [4, 6) instead: twice the waste.
+        let mut res = Profile::new();
+        res.add_steps(0, &steps(&[(4, 1), (3, 2)]), 1);
+        let req = steps(&[(4, 3), (1, 2), (1, 1), (1, 3)]);
+        let l = ExpandLimit::new(2.0).unwrap();
+        let base = base_fit(&req, &res, 4, l, 0).unwrap();
+        assert_eq!(
+            base,
+            Fitted {
+                start: 0,
+                steps: steps(&[(4, 3), (1, 2), (2, 1), (1, 3)])
+            }
+        );
+        let latest = compact_latest(&req, &res, 4, l, &base);
+        assert_eq!(
+            latest,
+            Fitted {
+                start: 0,
+                steps: steps(&[(4, 3), (2, 2), (1, 1), (1, 3)])
+            }
+        );
+        assert_eq!((base.waste(&req), latest.waste(&req)), (1, 2));
+        assert_eq!(compact(&req, &res, 4, l, &base), base);
     }
 }
