@@ -16,7 +16,7 @@ pub struct Counters {
     pub calls: u64,
     /// Calls that rebuilt the whole schedule from scratch.
     pub rebuilds: u64,
-    /// Calls that compressed the schedule after an early end or a cancellation.
+    /// Calls that compressed the schedule after an end or a cancellation.
     pub compressions: u64,
     /// Reservations recomputed by compressions (the rest could not move).
     pub refits: u64,

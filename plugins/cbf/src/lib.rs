@@ -3,8 +3,9 @@
 //! Every queued job gets a reservation in queue order, at the earliest time it fits given the
 //! running jobs and the reservations of the jobs ahead of it; a later job may use any hole but
 //! never delays an earlier job's reservation (Mu'alem & Feitelson's conservative backfilling,
-//! the pyss reference of `shared/reference`). When a job ends before its walltime, or a queued
-//! job is cancelled, the schedule is compressed in queue order and no job moves later.
+//! the pyss reference of `shared/reference`). When a job ends (before its walltime it frees
+//! nodes; pyss compresses at every termination) or a queued job is cancelled, the schedule is
+//! compressed in queue order and no job moves later.
 //!
 //! The schedule is kept between calls and updated from the difference between snapshots (see
 //! [`Cbf`]), because the drivers call the policy at every arrival and every end.
@@ -29,9 +30,10 @@ use sched_core::{JobId, NamedPolicy, ParamError, Params, Plan, Policy, Snapshot,
 /// Each call diffs the snapshot against the book: running jobs that ended before their expected
 /// end free the rest of their hold, reservations the driver started become running holds,
 /// unknown running jobs (after a policy swap) are added, cancelled jobs are removed; then, if
-/// nodes were freed, the schedule is compressed in queue order; new jobs at the end of the queue
-/// get their earliest fit. The cost of a call is O(log n) per change plus O(q) to answer, and
-/// O(q log n) when it compresses (n: change points of the profile, q: queued jobs). When the
+/// a job ended or vanished, the schedule is compressed in queue order; new jobs at the end of
+/// the queue get their earliest fit. A call costs one profile update per change plus O(q) to
+/// answer, and q fit queries when it compresses (q: queued jobs; a fit query is logarithmic in
+/// the profile's size when the schedule has few short holes, more on a fragmented one). When the
 /// queue's order changes (an arrival ahead of queued jobs, a priority update), the schedule is
 /// rebuilt from scratch in the new order, which may move jobs later than their previous
 /// reservation: conservative backfilling's guarantee holds for a fixed order only.

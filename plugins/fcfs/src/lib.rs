@@ -25,12 +25,11 @@ use sched_core::{JobId, NamedPolicy, ParamError, Params, Plan, Policy, Snapshot,
 ///
 /// It is the conservative-backfilling book of the cbf crate with one more constraint, so it
 /// shares that code: a job's planned start is never before the planned start of the job ahead.
-/// An arrival costs one O(log n) fit (n: change points of the profile); a start or an end at
-/// the expected time costs O(log n); an early end or a cancellation recomputes the planned
-/// starts in queue order, but stops at the first job that did not move and starts after every
-/// freed interval, since nothing behind it can move either; answering costs O(q) for the q
-/// placements returned. A queue reordering (priorities) rebuilds the plan from scratch,
-/// O(q log n).
+/// An arrival costs one fit query; a start costs one profile update; an end or a cancellation
+/// recomputes the planned starts in queue order, but stops at the first job that did not move
+/// and starts after every changed interval, since nothing behind it can move either (an end at
+/// the expected time stops at the first job); answering costs O(q) for the q placements
+/// returned. A queue reordering (priorities) rebuilds the plan from scratch, q fit queries.
 #[derive(Clone, Debug)]
 pub struct Fcfs {
     book: book::Book,
