@@ -55,10 +55,11 @@ pub fn supervise(job_dir: &Path) -> i32 {
     if let Err(e) = waited.thread_block() {
         return fail(job_dir, format!("cannot block signals: {e}"));
     }
-    let child = match spawn_job(&launch) {
+    let (child, notes) = match spawn_job(&launch) {
         Ok(c) => c,
         Err(e) => return fail(job_dir, e),
     };
+    let notes = Arc::new(notes);
     let pgid = Pid::from_raw(child.id() as i32);
     if let Err(e) =
         crate::launch::write_atomic(&job_dir.join(files::JOB_PID), pgid.to_string().as_bytes())
@@ -71,6 +72,7 @@ pub fn supervise(job_dir: &Path) -> i32 {
     {
         let outcome = Arc::clone(&outcome);
         let l = launch.clone();
+        let notes = Arc::clone(&notes);
         std::thread::spawn(move || loop {
             match waited.wait() {
                 Ok(Signal::SIGTERM) | Ok(Signal::SIGINT) => {
@@ -79,7 +81,7 @@ pub fn supervise(job_dir: &Path) -> i32 {
                         .is_ok()
                     {
                         note(
-                            &l,
+                            &notes,
                             &format!(
                                 "*** JOB {} CANCELLED AT {} ***",
                                 l.job_id,
@@ -101,6 +103,7 @@ pub fn supervise(job_dir: &Path) -> i32 {
     {
         let outcome = Arc::clone(&outcome);
         let l = launch.clone();
+        let notes = Arc::clone(&notes);
         std::thread::spawn(move || {
             let left = l.deadline_ms.saturating_sub(now_ms());
             std::thread::sleep(Duration::from_millis(left));
@@ -109,7 +112,7 @@ pub fn supervise(job_dir: &Path) -> i32 {
                 .is_ok()
             {
                 note(
-                    &l,
+                    &notes,
                     &format!(
                         "*** JOB {} CANCELLED AT {} DUE TO TIME LIMIT ***",
                         l.job_id,
@@ -179,50 +182,54 @@ fn stop_group(pgid: Pid, grace: Duration) {
     let _ = kill(group, Signal::SIGKILL);
 }
 
-/// Appends a line to the job's stderr file, as slurmstepd does.
-fn note(l: &Launch, line: &str) {
-    match OpenOptions::new().append(true).open(&l.stderr) {
-        Ok(mut f) => {
-            let _ = writeln!(f, "batchd: {line}");
-        }
-        Err(e) => eprintln!(
-            "batchd supervise: cannot write to {}: {e}",
-            l.stderr.display()
-        ),
+/// Appends a line to the job's stderr file, as slurmstepd does. `stderr` shares the job's
+/// open file (and its offset), so the line lands after what the job wrote, and no path is
+/// opened again as root: the user may have replaced it with a symlink meanwhile.
+fn note(stderr: &File, line: &str) {
+    let mut f = stderr;
+    if let Err(e) = writeln!(f, "batchd: {line}") {
+        eprintln!("batchd supervise: cannot write to the job's stderr: {e}");
     }
 }
 
-/// Opens an output file for the job's user (created 0644, truncated, owned by the user).
-fn open_output(path: &Path, uid: u32, gid: u32, as_root: bool) -> Result<File, String> {
-    let f = OpenOptions::new()
+/// Opens an output file (created 0644, truncated).
+fn open_output(path: &Path) -> Result<File, String> {
+    OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
         .mode(0o644)
         .open(path)
-        .map_err(|e| format!("cannot open output file {}: {e}", path.display()))?;
-    if as_root {
-        nix::unistd::fchown(
-            std::os::fd::AsRawFd::as_raw_fd(&f),
-            Some(Uid::from_raw(uid)),
-            Some(Gid::from_raw(gid)),
-        )
-        .map_err(|e| format!("cannot give {} to uid {uid}: {e}", path.display()))?;
-    }
-    Ok(f)
+        .map_err(|e| format!("cannot open output file {}: {e}", path.display()))
 }
 
-fn spawn_job(l: &Launch) -> Result<std::process::Child, String> {
+/// Runs `f` with the job user's effective ids and groups when `switch` is set: a supervisor
+/// running as root must open the job's files with the user's rights (a user's symlink must not
+/// lead root into /etc), and the files are then the user's.
+fn as_user<T>(
+    switch: bool,
+    groups: &[Gid],
+    uid: Uid,
+    gid: Gid,
+    f: impl FnOnce() -> T,
+) -> Result<T, String> {
+    if !switch {
+        return Ok(f());
+    }
+    let err = |what: &str, e: nix::Error| format!("cannot {what}: {e}");
+    nix::unistd::setgroups(groups).map_err(|e| err("set the user's groups", e))?;
+    nix::unistd::setegid(gid).map_err(|e| err("switch to the user's group", e))?;
+    nix::unistd::seteuid(uid).map_err(|e| err("switch to the user", e))?;
+    let out = f();
+    nix::unistd::seteuid(Uid::from_raw(0)).map_err(|e| err("switch back to root", e))?;
+    nix::unistd::setegid(Gid::from_raw(0)).map_err(|e| err("switch back to root's group", e))?;
+    Ok(out)
+}
+
+/// Starts the job; returns it and a handle on its stderr file for the supervisor's notes.
+fn spawn_job(l: &Launch) -> Result<(std::process::Child, File), String> {
     let as_root = Uid::effective().is_root();
     let switch_user = as_root && l.uid != 0;
-    let stdout = open_output(&l.stdout, l.uid, l.gid, as_root)?;
-    let stderr = if l.stderr == l.stdout {
-        stdout
-            .try_clone()
-            .map_err(|e| format!("cannot duplicate output file: {e}"))?
-    } else {
-        open_output(&l.stderr, l.uid, l.gid, as_root)?
-    };
     let groups = if switch_user {
         let name = std::ffi::CString::new(l.user.as_str())
             .map_err(|_| "user name has a NUL byte".to_string())?;
@@ -232,13 +239,30 @@ fn spawn_job(l: &Launch) -> Result<std::process::Child, String> {
     } else {
         Vec::new()
     };
+    let (uid, gid) = (Uid::from_raw(l.uid), Gid::from_raw(l.gid));
+    let (stdout, stderr) = as_user(
+        switch_user,
+        &groups,
+        uid,
+        gid,
+        || -> Result<(File, File), String> {
+            let stdout = open_output(&l.stdout)?;
+            let stderr = if l.stderr == l.stdout {
+                stdout
+                    .try_clone()
+                    .map_err(|e| format!("cannot duplicate output file: {e}"))?
+            } else {
+                open_output(&l.stderr)?
+            };
+            Ok((stdout, stderr))
+        },
+    )??;
+    let notes = stderr
+        .try_clone()
+        .map_err(|e| format!("cannot duplicate output file: {e}"))?;
     if as_root {
         // The script lives in the state directory; only its owner may read it.
-        let _ = nix::unistd::chown(
-            &l.script,
-            Some(Uid::from_raw(l.uid)),
-            Some(Gid::from_raw(l.gid)),
-        );
+        let _ = nix::unistd::chown(&l.script, Some(uid), Some(gid));
     }
     let _ = std::fs::set_permissions(&l.script, std::fs::Permissions::from_mode(0o700));
     let mut cmd = if l.via_shell {
@@ -255,7 +279,6 @@ fn spawn_job(l: &Launch) -> Result<std::process::Child, String> {
         .stdin(Stdio::null())
         .stdout(stdout)
         .stderr(stderr);
-    let (uid, gid) = (Uid::from_raw(l.uid), Gid::from_raw(l.gid));
     // SAFETY: the closure runs in the forked child before exec; it only makes async-signal-safe
     // system calls (sigprocmask, setsid, setgroups, setgid, setuid) on data prepared before the
     // fork, and the supervisor forks from its only thread.
@@ -273,11 +296,12 @@ fn spawn_job(l: &Launch) -> Result<std::process::Child, String> {
             Ok(())
         });
     }
-    cmd.spawn().map_err(|e| {
+    let child = cmd.spawn().map_err(|e| {
         format!(
             "cannot start {} in {}: {e}",
             if l.via_shell { "/bin/sh" } else { "the script" },
             l.work_dir.display()
         )
-    })
+    })?;
+    Ok((child, notes))
 }
