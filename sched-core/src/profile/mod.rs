@@ -241,6 +241,54 @@ mod tests {
     }
 
     #[test]
+    fn paper_example_delay_sum_and_last_above() {
+        let p = paper_epres();
+        // delay(epres, 600): the same steps 600 s later.
+        let d = p.delayed(600);
+        assert_eq!(
+            d.change_points().collect::<Vec<_>>(),
+            vec![(600, 10), (1800, 20), (5400, 0)]
+        );
+        // epres + delay(epres, 600): 10, 20, 30, 20, 0.
+        let mut sum = p.clone();
+        sum.add_profile(&d);
+        assert_eq!(
+            sum.change_points().collect::<Vec<_>>(),
+            vec![
+                (0, 10),
+                (600, 20),
+                (1200, 30),
+                (1800, 40),
+                (4800, 20),
+                (5400, 0)
+            ]
+        );
+        assert_eq!(sum.max_over(0, NEVER), 40);
+        assert_eq!(sum.loc(0, NEVER), 4800);
+        assert_eq!(p.last_above(0, 10_000, 15), Some((1200, 4800)));
+        assert_eq!(p.last_above(100, 1200, 5), Some((100, 1200)));
+        assert_eq!(p.last_above(0, 10_000, 20), None);
+    }
+
+    #[test]
+    fn forgetting_the_past_keeps_the_present() {
+        let mut p = paper_epres();
+        p.forget_before(2000);
+        assert_eq!(
+            p.change_points().collect::<Vec<_>>(),
+            vec![(2000, 20), (4800, 0)]
+        );
+        p.forget_before(4800);
+        assert!(p.is_empty());
+        let mut q = Profile::new();
+        q.add(10, NEVER, 3);
+        assert_eq!(q.value_at(NEVER), 3, "an open-ended add never ends");
+        q.forget_before(NEVER);
+        assert!(q.is_empty(), "the whole of time is past");
+        assert!(paper_epres().delayed(NEVER).is_empty());
+    }
+
+    #[test]
     fn add_and_remove_leaves_nothing() {
         let mut p = paper_epres();
         p.add_steps(0, &[Step::new(1200, 10), Step::new(3600, 20)], -1);

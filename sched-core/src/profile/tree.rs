@@ -34,7 +34,13 @@ const LEVELS: usize = 7;
 
 /// The largest level whose depth is at most `depth`, if any.
 fn level_within(depth: i64) -> Option<usize> {
-    DEPTHS.iter().rposition(|&d| d <= depth)
+    if depth < 1 {
+        return None;
+    }
+    // DEPTHS[k] = 4^k: the level is ⌊log4 depth⌋, capped. `pull` asks this for every level of
+    // both children, so it is worth a closed form.
+    let log4 = (63 - depth.leading_zeros() as usize) / 2;
+    Some(log4.min(LEVELS - 1))
 }
 
 /// A set of "tall" steps of a subtree, every one above `max - DEPTHS[level]`, summarised by
@@ -893,5 +899,29 @@ impl FitSearch<'_> {
             return Some(t);
         }
         self.scan_whole(n.right, below, upper)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn level_within_is_the_deepest_level_not_below() {
+        let mut depths: Vec<i64> = (-3..20_000).collect();
+        depths.extend([i64::MAX, i64::MAX / 3, 1 << 40]);
+        for d in depths {
+            let scanned = DEPTHS.iter().rposition(|&k| k <= d);
+            assert_eq!(level_within(d), scanned, "depth {d}");
+        }
+    }
+
+    #[test]
+    fn from_sorted_builds_a_valid_treap() {
+        let points = (0..1_000u64).map(|i| (i * 7, (i % 5) as i64 + 1 + (i % 2) as i64 * 10));
+        let t = Treap::from_sorted(points.clone());
+        assert_eq!(t.len(), 1_000);
+        assert_eq!(t.check(), Ok(()));
+        assert!(t.iter().eq(points));
     }
 }
