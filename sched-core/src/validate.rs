@@ -418,7 +418,7 @@ fn claim(pool: PoolId, from: Time, to: Time, nodes: u32) -> PoolSteps {
 }
 
 /// The placements of `plan` that start at or before `now`: what the driver starts.
-pub fn starts_now<'p>(plan: &'p Plan, now: Time) -> impl Iterator<Item = &'p Placement> {
+pub fn starts_now(plan: &Plan, now: Time) -> impl Iterator<Item = &Placement> {
     plan.placements.iter().filter(move |p| p.start <= now)
 }
 
