@@ -736,3 +736,41 @@ mod binary {
         assert!(dir.path().join("state/batchd.sqlite").exists());
     }
 }
+
+#[test]
+fn evolving_and_moldable_jobs_run_under_the_default_policy() {
+    let c = Cluster::new();
+    let mut e = c.spec("echo $ESCHED_NNODES");
+    e.shape = batch_proto::JobShape::Evolving {
+        steps: vec![
+            sched_core::Step::new(200, 2),
+            sched_core::Step::new(5_000, 4),
+        ],
+    };
+    let mut m = c.spec("echo $ESCHED_NNODES");
+    m.shape = batch_proto::JobShape::Moldable {
+        configs: vec![
+            sched_core::MoldConfig {
+                nodes: 3,
+                walltime: 5_000,
+            },
+            sched_core::MoldConfig {
+                nodes: 6,
+                walltime: 3_000,
+            },
+        ],
+    };
+    let (e, m) = (c.submit(e), c.submit(m));
+    let rigid = c.submit(c.spec("true"));
+    for id in [e, m, rigid] {
+        c.wait_state(id, JobState::Completed);
+    }
+    // An evolving job holds its largest step for its whole run.
+    assert_eq!(c.show(e).nodes, 4);
+    let n: u32 = std::fs::read_to_string(c.path(&format!("esched-{m}.out")))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(n == 3 || n == 6, "{n}");
+}
