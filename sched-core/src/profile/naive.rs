@@ -165,6 +165,10 @@ impl NaiveProfile {
             match self.last_above(t, end, limit) {
                 None => return Some(t),
                 Some((_, NEVER)) => return None,
+                // Every window starting before the end of the last conflicting step still
+                // contains part of it, so the next candidate is that end (Klein & Pérez's
+                // `loc` jump). One jump per free gap too short for the job: the tree's search
+                // passes over such gaps a subtree at a time instead.
                 Some((_, e)) => t = e,
             }
         }
