@@ -16,8 +16,8 @@ pub async fn handle(d: &Arc<Daemon>, req: AcctRequest) -> Reply {
     {
         Ok(done) => Reply::Jobs(
             done.iter()
+                .filter(|r| super::list::record_matches(&req.filter, r))
                 .map(|r| r.info(None, None))
-                .filter(|i| req.filter.matches(i))
                 .collect(),
         ),
         Err(e) => internal(e),
