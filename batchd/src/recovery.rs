@@ -38,7 +38,7 @@ pub fn restore(core: &mut Core, loaded: Loaded, state_dir: &Path) -> Recovered {
         let id = rec.id;
         match rec.state {
             JobState::Pending => {
-                core.jobs.insert(id, Active { rec, run: None });
+                core.insert(Active { rec, run: None });
                 out.pending += 1;
             }
             _ => match core.adopt(rec, state_dir.join("jobs").join(id.to_string())) {

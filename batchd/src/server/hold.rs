@@ -15,7 +15,7 @@ async fn set_held(d: &Arc<Daemon>, caller: &Caller, ids: Vec<u64>, held: bool) -
         for id in ids {
             let fail = |kind, message: String| JobFailure { id, kind, message };
             let known = core.state_of(id).is_some();
-            let Some(a) = core.jobs.get_mut(&id) else {
+            let Some(a) = core.jobs.get(&id) else {
                 report.failed.push(if known {
                     fail(
                         ErrorKind::InvalidState,
@@ -53,8 +53,9 @@ async fn set_held(d: &Arc<Daemon>, caller: &Caller, ids: Vec<u64>, held: bool) -
                 ));
                 continue;
             }
-            a.rec.held = held;
-            changed.push(a.rec.clone());
+            if let Some(rec) = core.update_pending(id, |r| r.held = held) {
+                changed.push(rec);
+            }
         }
     }
     for rec in changed {

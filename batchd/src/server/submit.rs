@@ -124,7 +124,7 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: SubmitRequest) -> Rep
         tracing::error!(job = id, "submission not stored: {e}");
         return internal(e);
     }
-    d.core().jobs.insert(id, Active { rec, run: None });
+    d.core().insert(Active { rec, run: None });
     d.reschedule();
     tracing::debug!(job = id, uid = caller.uid, "submitted");
     Response::Submitted { id }.into()

@@ -57,11 +57,10 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: UpdateRequest) -> Rep
         if let Err(e) = super::submit::check_against(&core, &spec) {
             return e.into();
         }
-        let Some(a) = core.jobs.get_mut(&id) else {
+        let Some(rec) = core.update_pending(id, |r| r.spec = spec) else {
             return ErrorReply::invalid_job(id).into();
         };
-        a.rec.spec = spec;
-        a.rec.clone()
+        rec
     };
     if let Err(e) = d.store.commit(rec).await {
         return internal(e);
