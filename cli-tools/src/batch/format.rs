@@ -282,7 +282,7 @@ fn field(job: &JobInfo, letter: char, now: Time, zone: &dyn Zone, buf: &mut Stri
                 if i > 0 {
                     buf.push(',');
                 }
-                drop(write!(buf, "{d}"));
+                let _ = write!(buf, "{d}");
             }
         }
         _ => drop(write!(buf, "{}", job.priority)),
