@@ -249,15 +249,19 @@ fn push_cell(out: &mut String, v: &str, width: Option<usize>, right: bool) {
     }
 }
 
-fn field(job: &JobInfo, letter: char, now: Time, zone: &dyn Zone, buf: &mut String) {
+/// Formats into `buf`; writing into a String cannot fail.
+fn put(buf: &mut String, args: std::fmt::Arguments<'_>) {
     use std::fmt::Write as _;
-    // Writing into a String cannot fail, hence the ignored results.
+    let _ = buf.write_fmt(args);
+}
+
+fn field(job: &JobInfo, letter: char, now: Time, zone: &dyn Zone, buf: &mut String) {
     match letter {
-        'i' => drop(write!(buf, "{}", job.id)),
+        'i' => put(buf, format_args!("{}", job.id)),
         'P' => buf.push_str(job.pool.as_deref().unwrap_or("(any)")),
         'j' => buf.push_str(&job.name),
         'u' => buf.push_str(&job.user),
-        'U' => drop(write!(buf, "{}", job.uid)),
+        'U' => put(buf, format_args!("{}", job.uid)),
         't' => buf.push_str(job.state.code()),
         'T' => buf.push_str(job.state.name()),
         'M' => buf.push_str(&format_squeue_duration(time_used(job, now))),
@@ -265,10 +269,10 @@ fn field(job: &JobInfo, letter: char, now: Time, zone: &dyn Zone, buf: &mut Stri
         'L' => buf.push_str(&format_squeue_duration(
             job.time_limit.saturating_sub(time_used(job, now)),
         )),
-        'D' => drop(write!(buf, "{}", job.nodes)),
+        'D' => put(buf, format_args!("{}", job.nodes)),
         'R' => match (&job.node_list, job.state) {
             (Some(list), st) if st != JobState::Pending && !list.is_empty() => buf.push_str(list),
-            _ => drop(write!(buf, "({})", reason_str(job))),
+            _ => put(buf, format_args!("({})", reason_str(job))),
         },
         'r' => buf.push_str(reason_str(job)),
         'N' => buf.push_str(job.node_list.as_deref().unwrap_or("")),
@@ -282,10 +286,10 @@ fn field(job: &JobInfo, letter: char, now: Time, zone: &dyn Zone, buf: &mut Stri
                 if i > 0 {
                     buf.push(',');
                 }
-                let _ = write!(buf, "{d}");
+                put(buf, format_args!("{d}"));
             }
         }
-        _ => drop(write!(buf, "{}", job.priority)),
+        _ => put(buf, format_args!("{}", job.priority)),
     }
 }
 
