@@ -246,6 +246,20 @@ impl Core {
         status
     }
 
+    /// How the policy sees a waiting job. A submit time in the future (a clock that stepped
+    /// back) is clamped to `now`, and `--begin` becomes the earliest start.
+    pub fn pending_of(&self, rec: &JobRecord, now: u64) -> Pending {
+        let submit = rec.submit.min(now);
+        Pending {
+            id: JobId(rec.id),
+            user: rec.uid,
+            submit,
+            earliest_start: rec.spec.begin.unwrap_or(0).max(submit),
+            priority: rec.spec.priority,
+            request: self.request_of(rec),
+        }
+    }
+
     /// The policy request for a pending job.
     pub fn request_of(&self, rec: &JobRecord) -> Request {
         let pool = rec
@@ -363,14 +377,7 @@ impl Core {
             .classify_these(now, self.queued())
             .into_iter()
             .filter(|(_, eligible, _)| *eligible)
-            .map(|(rec, _, _)| Pending {
-                id: JobId(rec.id),
-                user: rec.uid,
-                submit: rec.submit.min(now),
-                earliest_start: rec.spec.begin.unwrap_or(0).max(rec.submit.min(now)),
-                priority: rec.spec.priority,
-                request: self.request_of(rec),
-            })
+            .map(|(rec, _, _)| self.pending_of(rec, now))
             .collect();
         let pools = self.pools.iter().map(|p| p.pool.clone()).collect();
         SnapshotData {
@@ -567,27 +574,8 @@ mod tests {
     }
 
     fn rec(id: u64) -> JobRecord {
-        JobRecord {
-            id,
-            uid: 1,
-            gid: 1,
-            user: "u".into(),
-            spec: JobSpec::new("#!/bin/sh\n", "/tmp", 2, 1000),
-            submit: 0,
-            state: JobState::Pending,
-            held: false,
-            start: None,
-            end: None,
-            exit_code: None,
-            signal: None,
-            pool: None,
-            node_list: None,
-            nodes: 0,
-            shape: None,
-            detail: None,
-            stdout: String::new(),
-            stderr: String::new(),
-        }
+        let spec = JobSpec::new("#!/bin/sh\n", "/tmp", 2, 1000);
+        JobRecord::submitted(id, 1, 1, "u", spec, 0)
     }
 
     fn add(c: &mut Core, r: JobRecord) {

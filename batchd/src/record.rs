@@ -47,6 +47,39 @@ pub struct JobRecord {
 }
 
 impl JobRecord {
+    /// A job just submitted by `uid`/`gid` (`user`): pending, held if its spec asks, its
+    /// output paths resolved from the spec's patterns (default `esched-%j.out`; stderr joins
+    /// stdout unless the spec names its own file).
+    pub fn submitted(id: u64, uid: u32, gid: u32, user: &str, spec: JobSpec, submit: u64) -> Self {
+        let out = spec.stdout.as_deref().unwrap_or("esched-%j.out");
+        let stdout = expand_pattern(out, id, &spec.name, user, &spec.work_dir);
+        let stderr = match &spec.stderr {
+            Some(p) => expand_pattern(p, id, &spec.name, user, &spec.work_dir),
+            None => stdout.clone(),
+        };
+        JobRecord {
+            id,
+            uid,
+            gid,
+            user: user.to_string(),
+            held: spec.hold,
+            spec,
+            submit,
+            state: JobState::Pending,
+            start: None,
+            end: None,
+            exit_code: None,
+            signal: None,
+            pool: None,
+            node_list: None,
+            nodes: 0,
+            shape: None,
+            detail: None,
+            stdout,
+            stderr,
+        }
+    }
+
     /// The wire view; `reason` and `expected_start` come from the scheduler.
     pub fn info(&self, reason: Option<PendingReason>, expected_start: Option<u64>) -> JobInfo {
         let pending = self.state == JobState::Pending;

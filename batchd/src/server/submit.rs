@@ -3,15 +3,15 @@
 use std::sync::Arc;
 
 use batch_proto::{
-    Dependency, ErrorKind, ErrorReply, JobSpec, JobState, Response, SubmitRequest, TestOnlyReply,
+    Dependency, ErrorKind, ErrorReply, JobSpec, Response, SubmitRequest, TestOnlyReply,
 };
-use sched_core::{JobId, Pending};
 
 use super::{internal, Caller, Reply};
 use crate::core::{Active, Core};
 use crate::daemon::Daemon;
 use crate::launch::now_ms;
-use crate::record::{expand_pattern, JobRecord};
+use crate::record::JobRecord;
+use sched_core::JobId;
 
 /// Checks `spec` against the cluster: pool, size, dependencies.
 pub fn check_against(core: &Core, spec: &JobSpec) -> Result<(), ErrorReply> {
@@ -87,36 +87,7 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: SubmitRequest) -> Rep
         }
         let id = core.next_id;
         core.next_id += 1;
-        let out = spec
-            .stdout
-            .clone()
-            .unwrap_or_else(|| "esched-%j.out".to_string());
-        let stdout = expand_pattern(&out, id, &spec.name, &caller.user, &spec.work_dir);
-        let stderr = match &spec.stderr {
-            Some(p) => expand_pattern(p, id, &spec.name, &caller.user, &spec.work_dir),
-            None => stdout.clone(),
-        };
-        JobRecord {
-            id,
-            uid: caller.uid,
-            gid: caller.gid,
-            user: caller.user.clone(),
-            held: spec.hold,
-            spec,
-            submit: now,
-            state: JobState::Pending,
-            start: None,
-            end: None,
-            exit_code: None,
-            signal: None,
-            pool: None,
-            node_list: None,
-            nodes: 0,
-            shape: None,
-            detail: None,
-            stdout,
-            stderr,
-        }
+        JobRecord::submitted(id, caller.uid, caller.gid, &caller.user, spec, now)
     };
     let id = rec.id;
     // Acknowledged only once committed: an acknowledged job survives a crash.
@@ -142,27 +113,7 @@ async fn test_only(d: &Arc<Daemon>, caller: &Caller, spec: JobSpec) -> Reply {
         }
         let mut snap = core.snapshot(now, config.grace_period_ms);
         let id = core.next_id;
-        let rec = JobRecord {
-            id,
-            uid: caller.uid,
-            gid: caller.gid,
-            user: caller.user.clone(),
-            spec: spec.clone(),
-            submit: now,
-            state: JobState::Pending,
-            held: false,
-            start: None,
-            end: None,
-            exit_code: None,
-            signal: None,
-            pool: None,
-            node_list: None,
-            nodes: 0,
-            shape: None,
-            detail: None,
-            stdout: String::new(),
-            stderr: String::new(),
-        };
+        let rec = JobRecord::submitted(id, caller.uid, caller.gid, &caller.user, spec.clone(), now);
         let eligible = !spec.hold && core.dep_status(&rec) == crate::core::DepStatus::Satisfied;
         if eligible {
             let pos = snap
@@ -170,17 +121,7 @@ async fn test_only(d: &Arc<Daemon>, caller: &Caller, spec: JobSpec) -> Reply {
                 .iter()
                 .position(|p| p.priority < spec.priority)
                 .unwrap_or(snap.pending.len());
-            snap.pending.insert(
-                pos,
-                Pending {
-                    id: JobId(id),
-                    user: caller.uid,
-                    submit: now,
-                    earliest_start: spec.begin.unwrap_or(0).max(now),
-                    priority: spec.priority,
-                    request: core.request_of(&rec),
-                },
-            );
+            snap.pending.insert(pos, core.pending_of(&rec, now));
         }
         let pools: Vec<String> = core.pools.iter().map(|p| p.pool.name.clone()).collect();
         (snap, id, pools)
