@@ -232,14 +232,14 @@ fn cancel_of_pending_and_running_jobs() {
     let waiting = c.submit(c.spec("true"));
     c.wait_state(running, JobState::Running);
     let child: i32 = wait_file(&c.path("child.pid")).trim().parse().unwrap();
-    let j = c.show(waiting);
+    // The plan that gives the queued job its expected start may come one re-policy interval
+    // after its submission, later than the running job's first output.
+    let j = c.wait_for(waiting, "an expected start from the plan", |j| {
+        j.expected_start.is_some()
+    });
     assert_eq!(
         (j.state, j.reason),
         (JobState::Pending, Some(PendingReason::Resources))
-    );
-    assert!(
-        j.expected_start.is_some(),
-        "the plan gives the queued job an expected start"
     );
 
     let Response::Acted(r) = c.cancel(vec![waiting], None) else {
