@@ -20,6 +20,8 @@ pub mod policy;
 pub mod pool;
 pub mod profile;
 pub mod request;
+#[cfg(any(test, feature = "testkit"))]
+pub mod testkit;
 pub mod time;
 pub mod validate;
 

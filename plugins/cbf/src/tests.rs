@@ -1,51 +1,12 @@
 use sched_core::{
-    validate, JobId, NamedPolicy, Params, Pending, Placement, Plan, Policy, Pool, PoolId,
-    PoolSteps, Request, Rigid, Running, Shape, Snapshot, Time,
+    validate, JobId, NamedPolicy, Params, Pending, Placement, Plan, Policy, Pool, PoolId, Request,
+    Rigid, Running, Shape, Snapshot, Time,
 };
 
 use crate::Cbf;
-
-fn pools(sizes: &[u32]) -> Vec<Pool> {
-    sizes
-        .iter()
-        .enumerate()
-        .map(|(i, &n)| Pool {
-            id: PoolId(i as u32),
-            name: format!("p{i}"),
-            nodes: n,
-        })
-        .collect()
-}
-
-fn job(id: u64, nodes: u32, walltime: u64) -> Pending {
-    Pending {
-        id: JobId(id),
-        user: 0,
-        submit: 0,
-        earliest_start: 0,
-        priority: 0,
-        request: Request::rigid(nodes, walltime),
-    }
-}
-
-fn on(pool: u32, mut p: Pending) -> Pending {
-    if let Request::Rigid(r) = &mut p.request {
-        r.pool = Some(PoolId(pool));
-    }
-    p
-}
-
-fn running(id: u64, pool: u32, nodes: u32, start: Time, end: Time) -> Running {
-    Running {
-        id: JobId(id),
-        user: 0,
-        request: Request::rigid(nodes, end - start),
-        shape: Shape::rigid(PoolId(pool), nodes, end - start),
-        start,
-        holds: vec![PoolSteps::flat(PoolId(pool), start, end, nodes)],
-        killable: false,
-    }
-}
+use sched_core::testkit::{
+    on_pool as on, pending_rigid as job, pool_of, pools, running_rigid as running, start_of,
+};
 
 fn plan(p: &mut Cbf, now: Time, pools: &[Pool], run: &[Running], pend: &[Pending]) -> Plan {
     let snap = Snapshot {
@@ -57,23 +18,6 @@ fn plan(p: &mut Cbf, now: Time, pools: &[Pool], run: &[Running], pend: &[Pending
     let plan = p.plan(&snap);
     validate(&snap, &plan).expect("valid plan");
     plan
-}
-
-fn start_of(plan: &Plan, id: u64) -> Option<Time> {
-    plan.placements
-        .iter()
-        .find(|p| p.job == JobId(id))
-        .map(|p| p.start)
-}
-
-fn pool_of(plan: &Plan, id: u64) -> Option<PoolId> {
-    plan.placements
-        .iter()
-        .find(|p| p.job == JobId(id))
-        .map(|p| match p.shape {
-            Shape::Rigid { pool, .. } => pool,
-            _ => panic!("not rigid"),
-        })
 }
 
 /// The state every scenario starts from: 10 nodes, job 1 holds 6 until 100.

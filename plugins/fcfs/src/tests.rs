@@ -1,44 +1,10 @@
 use sched_core::{
-    validate, JobId, NamedPolicy, Params, Pending, Plan, Policy, Pool, PoolId, PoolSteps, Request,
-    Running, Shape, Snapshot, Time,
+    validate, NamedPolicy, Params, Pending, Plan, Policy, Pool, PoolId, Running, Shape, Snapshot,
+    Time,
 };
 
 use crate::Fcfs;
-
-fn pools(sizes: &[u32]) -> Vec<Pool> {
-    sizes
-        .iter()
-        .enumerate()
-        .map(|(i, &n)| Pool {
-            id: PoolId(i as u32),
-            name: format!("p{i}"),
-            nodes: n,
-        })
-        .collect()
-}
-
-fn job(id: u64, nodes: u32, walltime: u64) -> Pending {
-    Pending {
-        id: JobId(id),
-        user: 0,
-        submit: 0,
-        earliest_start: 0,
-        priority: 0,
-        request: Request::rigid(nodes, walltime),
-    }
-}
-
-fn running(id: u64, pool: u32, nodes: u32, start: Time, end: Time) -> Running {
-    Running {
-        id: JobId(id),
-        user: 0,
-        request: Request::rigid(nodes, end - start),
-        shape: Shape::rigid(PoolId(pool), nodes, end - start),
-        start,
-        holds: vec![PoolSteps::flat(PoolId(pool), start, end, nodes)],
-        killable: false,
-    }
-}
+use sched_core::testkit::{pending_rigid as job, pools, running_rigid as running, start_of};
 
 fn plan(p: &mut Fcfs, now: Time, pools: &[Pool], run: &[Running], pend: &[Pending]) -> Plan {
     let snap = Snapshot {
@@ -50,13 +16,6 @@ fn plan(p: &mut Fcfs, now: Time, pools: &[Pool], run: &[Running], pend: &[Pendin
     let plan = p.plan(&snap);
     validate(&snap, &plan).expect("valid plan");
     plan
-}
-
-fn start_of(plan: &Plan, id: u64) -> Option<Time> {
-    plan.placements
-        .iter()
-        .find(|p| p.job == JobId(id))
-        .map(|p| p.start)
 }
 
 #[test]

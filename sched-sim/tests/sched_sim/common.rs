@@ -1,19 +1,9 @@
 //! Helpers shared by the test modules.
 
-use sched_core::{JobId, Plan, Policy, Pool, PoolId, Request, Shape, Snapshot};
+use sched_core::{JobId, Plan, Policy, PoolId, Request, Shape, Snapshot};
 use sched_sim::SimJob;
 
-pub fn pools(sizes: &[u32]) -> Vec<Pool> {
-    sizes
-        .iter()
-        .enumerate()
-        .map(|(i, &n)| Pool {
-            id: PoolId(i as u32),
-            name: format!("p{i}"),
-            nodes: n,
-        })
-        .collect()
-}
+pub use sched_core::testkit::pools;
 
 pub fn job(id: u64, submit: u64, nodes: u32, walltime: u64, runtime: u64) -> SimJob {
     SimJob {

@@ -10,6 +10,8 @@ use sched_core::{
     validate, JobId, Plan, Policy, Pool, PoolId, Request, Rigid, Running, Snapshot, Time,
 };
 
+pub use sched_core::testkit::pools;
+
 /// One job of a test workload.
 #[derive(Clone, Debug)]
 pub struct Spec {
@@ -122,19 +124,6 @@ pub fn replay<P: Policy>(
         "jobs left pending with nothing more to happen: {pending:?}"
     );
     out
-}
-
-/// `n` pools of the given sizes, ids 0..n.
-pub fn pools(sizes: &[u32]) -> Vec<Pool> {
-    sizes
-        .iter()
-        .enumerate()
-        .map(|(i, &nodes)| Pool {
-            id: PoolId(i as u32),
-            name: format!("p{i}"),
-            nodes,
-        })
-        .collect()
 }
 
 pub mod strategy {
