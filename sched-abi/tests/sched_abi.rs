@@ -84,6 +84,15 @@ mod common {
     }
 
     /// Runs `f` with the `tracing` output of this thread captured, and returns it.
+    /// The one pool most tests run on: `batch`, 4 nodes (the over-commit message names it).
+    pub fn batch_pool() -> Vec<sched_core::Pool> {
+        vec![sched_core::Pool {
+            id: sched_core::PoolId(0),
+            name: "batch".into(),
+            nodes: 4,
+        }]
+    }
+
     pub fn capture_logs<T>(f: impl FnOnce() -> T) -> (T, String) {
         use std::io::Write;
         use std::sync::{Arc, Mutex};
@@ -321,16 +330,12 @@ mod load_errors {
 }
 
 mod loading {
-    use super::common::plugin_str;
+    use super::common::{batch_pool, plugin_str};
     use sched_abi::{load, PolicyLibrary};
     use sched_core::{JobId, Params, Pending, Pool, PoolId, Request, Snapshot};
 
     fn snapshot_parts() -> (Vec<Pool>, Vec<Pending>) {
-        let pools = vec![Pool {
-            id: PoolId(0),
-            name: "batch".into(),
-            nodes: 4,
-        }];
+        let pools = batch_pool();
         let pending = (1..=3)
             .map(|i| Pending {
                 id: JobId(i),
@@ -445,9 +450,9 @@ mod loading {
 }
 
 mod containment {
-    use super::common::{capture_logs, plugin_str};
+    use super::common::{batch_pool, capture_logs, plugin_str};
     use sched_abi::{load, HostStats, PluginError, PolicyHost};
-    use sched_core::{validate, JobId, Params, Pending, Pool, PoolId, Request, Snapshot};
+    use sched_core::{validate, JobId, Params, Pending, Request, Snapshot};
 
     fn job(id: u64, nodes: u32) -> Pending {
         Pending {
@@ -464,11 +469,7 @@ mod containment {
     fn a_panic_is_an_error_and_the_instance_is_rebuilt() {
         let params = Params::from_pairs([("panic_on_job", "3")]);
         let mut p = load(&plugin_str("test-panic"), None, &params).unwrap();
-        let pools = vec![Pool {
-            id: PoolId(0),
-            name: "batch".into(),
-            nodes: 4,
-        }];
+        let pools = batch_pool();
         let bad = vec![job(3, 1)];
         let e = p
             .try_plan(&Snapshot {
@@ -503,11 +504,7 @@ mod containment {
     fn host_keeps_last_valid_plan_after_a_panic_and_goes_on() {
         let params = Params::from_pairs([("panic_on_job", "3")]);
         let mut host = PolicyHost::new(load(&plugin_str("test-panic"), None, &params).unwrap());
-        let pools = vec![Pool {
-            id: PoolId(0),
-            name: "batch".into(),
-            nodes: 4,
-        }];
+        let pools = batch_pool();
 
         let q1 = vec![job(1, 2), job(2, 4)];
         let s1 = Snapshot {
@@ -585,11 +582,7 @@ mod containment {
     fn host_refuses_an_over_committing_plan_naming_plugin_and_violation() {
         let mut host =
             PolicyHost::new(load(&plugin_str("test-overcommit"), None, &Params::new()).unwrap());
-        let pools = vec![Pool {
-            id: PoolId(0),
-            name: "batch".into(),
-            nodes: 4,
-        }];
+        let pools = batch_pool();
         let fits = vec![job(1, 3)];
         let s1 = Snapshot {
             now: 0,
