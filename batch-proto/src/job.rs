@@ -545,6 +545,75 @@ pub struct JobInfo {
     /// Arguments of the script.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
+    /// The scheduled EP of an evolving job (its steps as planned, each possibly expanded
+    /// beyond the requested duration, without the leading delay): the one it runs with once
+    /// started, the latest plan's while pending. `None` for other jobs, and for an evolving
+    /// job the policy runs as rigid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduled_ep: Option<Vec<Step>>,
+    /// Where a running evolving job is in its scheduled EP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<StepStatus>,
+}
+
+/// What a running evolving job is doing in its current step, as the job itself is told in its
+/// step file (see docs/evolving.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StepPhase {
+    /// Within the requested duration of the step.
+    Running,
+    /// The step's requested duration is over and the next step's nodes are not available yet:
+    /// the scheduler expanded the step (or the nodes are late); the job keeps what it holds.
+    Waiting,
+    /// The next step has fewer nodes: the job may choose which of its nodes it frees
+    /// (`erelease`) until the step ends; otherwise the nodes it got last are freed.
+    Releasing,
+}
+
+impl StepPhase {
+    /// The lowercase name used on the wire, in the step file and by the tools.
+    pub fn name(self) -> &'static str {
+        match self {
+            StepPhase::Running => "running",
+            StepPhase::Waiting => "waiting",
+            StepPhase::Releasing => "releasing",
+        }
+    }
+}
+
+impl fmt::Display for StepPhase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A running evolving job's position in its scheduled EP.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepStatus {
+    /// The current step, from 1.
+    pub index: u32,
+    /// Number of steps.
+    pub count: u32,
+    /// Nodes the job holds now (those in its node file).
+    pub nodes: u32,
+    /// What the job is doing in the step.
+    pub phase: StepPhase,
+    /// When the step ends as scheduled (ms since the epoch).
+    pub ends: EpochMs,
+    /// Nodes the job holds in the next step (`None` in the last step).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_nodes: Option<u32>,
+    /// Nodes the job has chosen to free at the end of the step (`erelease`), compressed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chosen_release: Option<String>,
+}
+
+impl StepStatus {
+    /// `2/3`, as `equeue` shows it.
+    pub fn short(&self) -> String {
+        format!("{}/{}", self.index, self.count)
+    }
 }
 
 impl JobInfo {

@@ -29,7 +29,8 @@ pub mod socket;
 pub use client::{Client, ClientError};
 pub use frame::{FrameError, MAX_FRAME};
 pub use job::{
-    DepKind, Dependency, JobInfo, JobShape, JobSpec, JobState, PendingReason, SpecError,
+    DepKind, Dependency, JobInfo, JobShape, JobSpec, JobState, PendingReason, SpecError, StepPhase,
+    StepStatus,
 };
 pub use message::*;
 

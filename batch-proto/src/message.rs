@@ -55,6 +55,9 @@ pub enum Request {
     Acct(AcctRequest),
     /// Re-read the config file and switch policy.
     Reconfigure(ReconfigureRequest),
+    /// A running evolving job names the nodes it frees at the end of its current step
+    /// (`erelease`; Klein & Pérez's condition C4).
+    ReleaseNodes(ReleaseNodesRequest),
 }
 
 impl Request {
@@ -73,6 +76,7 @@ impl Request {
             Request::Info(_) => "info",
             Request::Acct(_) => "acct",
             Request::Reconfigure(_) => "reconfigure",
+            Request::ReleaseNodes(_) => "release-nodes",
         }
     }
 }
@@ -227,6 +231,30 @@ pub struct AcctRequest {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReconfigureRequest {}
 
+/// The nodes a running evolving job frees when its current step ends and the next one holds
+/// fewer. Only while the job is told it is releasing (its step file says so); the count must
+/// be exactly the difference; a second request replaces the first.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReleaseNodesRequest {
+    /// The job.
+    pub job: u64,
+    /// Its nodes to free, in host-list syntax (`debug[002-003]`).
+    pub nodes: String,
+}
+
+/// What a [`ReleaseNodesRequest`] recorded.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReleaseNodesReply {
+    /// The job.
+    pub job: u64,
+    /// The nodes that leave it, compressed.
+    pub nodes: String,
+    /// When they leave it: the end of the current step (ms since the epoch).
+    pub at: EpochMs,
+    /// The step that begins then, from 1.
+    pub next_step: u32,
+}
+
 /// What the daemon answers.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Response {
@@ -254,6 +282,8 @@ pub enum Response {
     Info(ClusterInfo),
     /// The new config is in force.
     Reconfigured(ReconfigureReply),
+    /// The nodes an evolving job chose to free are recorded.
+    NodesReleased(ReleaseNodesReply),
     /// The request failed.
     Error(ErrorReply),
 }
@@ -471,6 +501,8 @@ mod tests {
             priority: 0,
             held: false,
             args: vec![],
+            scheduled_ep: None,
+            step: None,
         }
     }
 

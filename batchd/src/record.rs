@@ -114,6 +114,8 @@ impl JobRecord {
             priority: self.spec.priority,
             held: self.held,
             args: self.spec.args.clone(),
+            scheduled_ep: None,
+            step: None,
         }
     }
 

@@ -229,6 +229,8 @@ mod tests {
             priority: 0,
             held: false,
             args: vec![],
+            scheduled_ep: None,
+            step: None,
         }
     }
 

@@ -356,6 +356,8 @@ mod tests {
             priority: 0,
             held: true,
             args: vec![],
+            scheduled_ep: None,
+            step: None,
         };
         let s = show_job(&j, 0, &FixedZone(0));
         assert!(

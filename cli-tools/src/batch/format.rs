@@ -330,6 +330,8 @@ mod tests {
             priority: 7,
             held: false,
             args: vec![],
+            scheduled_ep: None,
+            step: None,
         }
     }
 
