@@ -1,6 +1,6 @@
 //! The logic behind the SLURM-like user tools (`esubmit`, `equeue`, `ecancel`, `einfo`,
-//! `eacct`, `econtrol`): option values in Slurm's formats, `#ESUB` script directives, and
-//! squeue-style output. The binaries in `src/bin/` are glue over this module and `batch-proto`.
+//! `eacct`, `econtrol`, `erelease`): option values in Slurm's formats, `#ESUB` script
+//! directives, and squeue-style output. The binaries in `src/bin/` are glue over this module and `batch-proto`.
 
 pub mod acct;
 pub mod cancel;
@@ -11,6 +11,7 @@ pub mod error;
 pub mod format;
 pub mod info;
 pub mod queue;
+pub mod release;
 pub mod spec;
 pub mod submit;
 pub mod time;
