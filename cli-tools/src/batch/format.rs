@@ -67,12 +67,15 @@ pub struct Format {
     pieces: Vec<Piece>,
 }
 
-/// squeue's default format.
-pub const DEFAULT_FORMAT: &str = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R";
-/// squeue `--start`'s default format.
-pub const START_FORMAT: &str = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %R";
+/// squeue's default format, plus STEP before the node list: where each running evolving job
+/// is in its scheduled EP is what a user of evolving jobs watches.
+pub const DEFAULT_FORMAT: &str = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %.5s %R";
+/// squeue `--start`'s default format, plus STEP as in [`DEFAULT_FORMAT`].
+pub const START_FORMAT: &str = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %.5s %R";
 
-const LETTERS: &str = "iPjuUtTMlLDRrNSVeZEQ";
+/// The field letters. `s` is squeue's "node selection plugin" field, meaningless here, so it
+/// is free for the step.
+const LETTERS: &str = "iPjuUtTMlLDRrNSVeZEQs";
 
 fn header(letter: char) -> &'static str {
     match letter {
@@ -95,6 +98,7 @@ fn header(letter: char) -> &'static str {
         'e' => "END_TIME",
         'Z' => "WORK_DIR",
         'E' => "DEPENDENCY",
+        's' => "STEP",
         _ => "PRIORITY",
     }
 }
@@ -289,6 +293,10 @@ fn field(job: &JobInfo, letter: char, now: Time, zone: &dyn Zone, buf: &mut Stri
                 put(buf, format_args!("{d}"));
             }
         }
+        's' => match &job.step {
+            Some(st) => buf.push_str(&st.short()),
+            None => buf.push('-'),
+        },
         _ => put(buf, format_args!("{}", job.priority)),
     }
 }
@@ -297,7 +305,7 @@ fn field(job: &JobInfo, letter: char, now: Time, zone: &dyn Zone, buf: &mut Stri
 mod tests {
     use super::super::time::FixedZone;
     use super::*;
-    use batch_proto::{DepKind, Dependency, JobShape, PendingReason};
+    use batch_proto::{DepKind, Dependency, JobShape, PendingReason, StepPhase, StepStatus};
 
     fn job() -> JobInfo {
         JobInfo {
@@ -340,12 +348,12 @@ mod tests {
         let f = Format::parse(DEFAULT_FORMAT).unwrap();
         assert_eq!(
             f.header(),
-            "             JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)"
+            "             JOBID PARTITION     NAME     USER ST       TIME  NODES  STEP NODELIST(REASON)"
         );
         let z = FixedZone(0);
         assert_eq!(
             f.row(&job(), 1_065_000, &z),
-            "                42     debug a-rather    alice  R       1:05      3 node[001-003]"
+            "                42     debug a-rather    alice  R       1:05      3     - node[001-003]"
         );
         let mut p = job();
         p.state = JobState::Pending;
@@ -354,7 +362,38 @@ mod tests {
         p.reason = Some(PendingReason::Resources);
         assert!(f
             .row(&p, 5_000_000, &z)
-            .ends_with("PD       0:00      3 (Resources)"));
+            .ends_with("PD       0:00      3     - (Resources)"));
+    }
+
+    #[test]
+    fn step_of_a_running_evolving_job() {
+        let mut j = job();
+        j.step = Some(StepStatus {
+            index: 2,
+            count: 3,
+            nodes: 4,
+            phase: StepPhase::Waiting,
+            ends: 2_000_000,
+            next_nodes: Some(1),
+            chosen_release: None,
+        });
+        let z = FixedZone(0);
+        let f = Format::parse(DEFAULT_FORMAT).unwrap();
+        assert!(
+            f.row(&j, 1_065_000, &z)
+                .ends_with("      3   2/3 node[001-003]"),
+            "{}",
+            f.row(&j, 1_065_000, &z)
+        );
+        let f = Format::parse(START_FORMAT).unwrap();
+        assert!(f.header().ends_with("  NODES  STEP NODELIST(REASON)"));
+        assert!(f.row(&j, 0, &z).ends_with("   2/3 node[001-003]"));
+        assert_eq!(
+            Format::parse("%s|%-6s|").unwrap().row(&j, 0, &z),
+            "2/3|2/3   |"
+        );
+        assert_eq!(Format::parse("%s").unwrap().header(), "STEP");
+        assert_eq!(Format::parse("%s").unwrap().row(&job(), 0, &z), "-");
     }
 
     #[test]

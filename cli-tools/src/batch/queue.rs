@@ -20,8 +20,9 @@ use super::time::{LocalZone, Zone};
     after_help = "Format fields (-o): %i id, %P pool, %j name, %u user, %U uid, %t state code, \
                   %T state, %M time used, %l time limit, %L time left, %D nodes, %R node list \
                   or (reason), %r reason, %N node list, %S start (expected while pending), %V \
-                  submit, %e end, %Z work dir, %E dependencies, %Q priority. %.N right-justifies \
-                  in N columns, %N or %-N left-justifies; longer values are cut."
+                  submit, %e end, %Z work dir, %E dependencies, %Q priority, %s step of a running \
+                  evolving job (2/3; - for others). %.N right-justifies in N columns, %N or \
+                  %-N left-justifies; longer values are cut."
 )]
 pub struct QueueCli {
     /// Only these users' jobs (names or uids, comma-separated).
@@ -185,5 +186,16 @@ mod tests {
             .header()
             .contains("NODELIST(REASON)"));
         assert_eq!(cli(&["-o", "%i"]).format().unwrap().header(), "JOBID");
+        for args in [&[][..], &["--start"][..]] {
+            let h = cli(args).format().unwrap().header();
+            assert!(h.ends_with(" NODES  STEP NODELIST(REASON)"), "{h}");
+        }
+    }
+
+    #[test]
+    fn help_lists_the_step_field() {
+        use clap::CommandFactory;
+        let help = QueueCli::command().render_help().to_string();
+        assert!(help.contains("%s step"), "{help}");
     }
 }
