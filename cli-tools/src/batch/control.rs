@@ -5,16 +5,17 @@ use std::process::ExitCode;
 
 use batch_proto::{
     ClientError, HoldRequest, InfoRequest, JobInfo, JobShape, ListRequest, ReconfigureRequest,
-    ReleaseRequest, Request, Response, ShowJobRequest, UpdateRequest, VersionRequest,
+    ReleaseRequest, Request, Response, ShowJobRequest, StepStatus, UpdateRequest, VersionRequest,
 };
 use clap::{Parser, Subcommand};
 use sched_core::time::Time;
+use sched_core::Step;
 
 use super::cli::{connect, now_ms, parse_ids, print_out};
 use super::format::{reason, time_used};
 use super::time::{
-    format_opt_timestamp, format_sacct_duration, parse_begin, parse_time_limit, LocalZone,
-    TimeLimit, Zone,
+    format_opt_timestamp, format_sacct_duration, format_timestamp, parse_begin, parse_time_limit,
+    LocalZone, TimeLimit, Zone,
 };
 
 /// `econtrol`'s command line.
@@ -106,6 +107,49 @@ pub fn parse_update(pairs: &[String], now: Time, zone: &dyn Zone) -> anyhow::Res
     Ok(req)
 }
 
+/// A duration in seconds as `esubmit --profile` reads it. A scheduled EP's step may be expanded
+/// to end off a whole second (it waits for nodes another job frees at any millisecond): such a
+/// duration keeps its milliseconds as a decimal fraction (`12.5`) rather than being rounded to
+/// a number that is not what the job gets.
+fn profile_seconds(ms: u64) -> String {
+    let (secs, rest) = (ms / 1000, ms % 1000);
+    if rest == 0 {
+        secs.to_string()
+    } else {
+        format!("{secs}.{rest:03}")
+            .trim_end_matches('0')
+            .to_string()
+    }
+}
+
+/// Steps as `SECONDS:NODES,...`, the syntax of `esubmit --profile`, for both the requested
+/// profile and the scheduled EP so that the two read side by side.
+pub fn format_steps(steps: &[Step]) -> String {
+    steps
+        .iter()
+        .map(|s| format!("{}:{}", profile_seconds(s.duration), s.nodes))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The `Step=` line of a running evolving job (without indent or newline).
+pub fn step_line(st: &StepStatus, zone: &dyn Zone) -> String {
+    let mut s = format!(
+        "Step={} StepPhase={} StepNodes={} StepEnd={} NextStepNodes={}",
+        st.short(),
+        st.phase,
+        st.nodes,
+        format_timestamp(st.ends, zone),
+        st.next_nodes
+            .map_or_else(|| "(null)".to_string(), |n| n.to_string()),
+    );
+    if let Some(list) = &st.chosen_release {
+        s.push_str(" ChosenRelease=");
+        s.push_str(list);
+    }
+    s
+}
+
 /// A job in scontrol's `Key=Value` layout.
 pub fn show_job(j: &JobInfo, now: Time, zone: &dyn Zone) -> String {
     let ts = |t: Option<Time>| format_opt_timestamp(t, zone);
@@ -124,14 +168,7 @@ pub fn show_job(j: &JobInfo, now: Time, zone: &dyn Zone) -> String {
     };
     let shape = match &j.shape {
         JobShape::Rigid { .. } => "rigid".to_string(),
-        JobShape::Evolving { steps } => format!(
-            "evolving({})",
-            steps
-                .iter()
-                .map(|s| format!("{}:{}", s.duration / 1000, s.nodes))
-                .collect::<Vec<_>>()
-                .join(",")
-        ),
+        JobShape::Evolving { steps } => format!("evolving({})", format_steps(steps)),
         JobShape::Moldable { configs } => format!(
             "moldable({})",
             configs
@@ -149,8 +186,8 @@ pub fn show_job(j: &JobInfo, now: Time, zone: &dyn Zone) -> String {
     let mut s = format!(
         "JobId={} JobName={}\n   UserId={}({}) Priority={}\n   JobState={} Reason={}{} Dependency={}\n   \
          Held={} ExitCode={}\n   RunTime={} TimeLimit={}\n   SubmitTime={} BeginTime={}\n   \
-         StartTime={} EndTime={}\n   Partition={} NodeList={}\n   NumNodes={} Shape={}\n   \
-         WorkDir={}\n   StdOut={}\n   StdErr={}\n",
+         StartTime={} EndTime={}\n   Partition={} NodeList={}\n   NumNodes={} Shape={}\n",
+
         j.id,
         j.name,
         j.user,
@@ -172,10 +209,17 @@ pub fn show_job(j: &JobInfo, now: Time, zone: &dyn Zone) -> String {
         j.node_list.as_deref().unwrap_or("(null)"),
         j.nodes,
         shape,
-        j.work_dir,
-        j.stdout,
-        j.stderr,
     );
+    if let Some(ep) = &j.scheduled_ep {
+        s.push_str(&format!("   ScheduledEP={}\n", format_steps(ep)));
+    }
+    if let Some(st) = &j.step {
+        s.push_str(&format!("   {}\n", step_line(st, zone)));
+    }
+    s.push_str(&format!(
+        "   WorkDir={}\n   StdOut={}\n   StdErr={}\n",
+        j.work_dir, j.stdout, j.stderr
+    ));
     if !j.args.is_empty() {
         s.push_str(&format!("   Args={}\n", j.args.join(" ")));
     }
@@ -324,9 +368,8 @@ mod tests {
         assert!(parse_update(&p(&["JobId"]), 0, &z).is_err());
     }
 
-    #[test]
-    fn show_job_is_key_value() {
-        let j = JobInfo {
+    fn held_job() -> JobInfo {
+        JobInfo {
             id: 3,
             name: "n".into(),
             uid: 1000,
@@ -358,7 +401,12 @@ mod tests {
             args: vec![],
             scheduled_ep: None,
             step: None,
-        };
+        }
+    }
+
+    #[test]
+    fn show_job_is_key_value() {
+        let j = held_job();
         let s = show_job(&j, 0, &FixedZone(0));
         assert!(
             s.starts_with("JobId=3 JobName=n\n   UserId=alice(1000)"),
@@ -373,5 +421,96 @@ mod tests {
                 && s.contains("Held=1")
                 && s.contains("NodeList=(null)")
         );
+        assert!(!s.contains("ScheduledEP") && !s.contains("Step="), "{s}");
+    }
+
+    #[test]
+    fn profile_syntax_round_trips_through_esubmit() {
+        let steps = vec![Step::new(500_000, 5), Step::new(3_600_000, 10)];
+        assert_eq!(format_steps(&steps), "500:5,3600:10");
+        assert_eq!(
+            super::super::spec::parse_profile("500:5,3600:10").unwrap(),
+            steps
+        );
+        // An expansion ending off a whole second keeps its milliseconds.
+        assert_eq!(
+            format_steps(&[Step::new(12_500, 2), Step::new(1_007, 1), Step::new(0, 3)]),
+            "12.5:2,1.007:1,0:3"
+        );
+    }
+
+    #[test]
+    fn show_evolving_job_scheduled_ep_and_step() {
+        let mut j = held_job();
+        j.state = JobState::Running;
+        j.held = false;
+        j.reason = None;
+        j.start_time = Some(1_000_000);
+        j.nodes = 4;
+        j.node_list = Some("debug[001-004]".into());
+        j.shape = JobShape::Evolving {
+            steps: vec![
+                Step::new(60_000, 2),
+                Step::new(120_000, 4),
+                Step::new(30_000, 1),
+            ],
+        };
+        j.scheduled_ep = Some(vec![
+            Step::new(60_000, 2),
+            Step::new(150_000, 4),
+            Step::new(30_000, 1),
+        ]);
+        j.step = Some(StepStatus {
+            index: 2,
+            count: 3,
+            nodes: 4,
+            phase: batch_proto::StepPhase::Waiting,
+            ends: 1_210_000,
+            next_nodes: Some(1),
+            chosen_release: None,
+        });
+        let s = show_job(&j, 1_200_000, &FixedZone(3600));
+        let lines: Vec<&str> = s.lines().collect();
+        let at = lines
+            .iter()
+            .position(|l| l.contains("Shape="))
+            .unwrap_or_else(|| panic!("{s}"));
+        assert_eq!(lines[at], "   NumNodes=4 Shape=evolving(60:2,120:4,30:1)");
+        assert_eq!(lines[at + 1], "   ScheduledEP=60:2,150:4,30:1");
+        assert_eq!(
+            lines[at + 2],
+            "   Step=2/3 StepPhase=waiting StepNodes=4 StepEnd=1970-01-01T01:20:10 \
+             NextStepNodes=1"
+        );
+        assert!(lines[at + 3].starts_with("   WorkDir="), "{s}");
+
+        let st = j.step.as_mut().unwrap();
+        st.phase = batch_proto::StepPhase::Releasing;
+        st.chosen_release = Some("debug[002-004]".into());
+        let s = show_job(&j, 1_200_000, &FixedZone(0));
+        assert!(
+            s.contains(" StepPhase=releasing ")
+                && s.contains(" NextStepNodes=1 ChosenRelease=debug[002-004]\n"),
+            "{s}"
+        );
+
+        // The last step has no next one.
+        let last = StepStatus {
+            index: 3,
+            next_nodes: None,
+            chosen_release: None,
+            ..j.step.clone().unwrap()
+        };
+        assert!(step_line(&last, &FixedZone(0)).ends_with(" NextStepNodes=(null)"));
+
+        // Pending: the latest plan's EP, no step.
+        j.state = JobState::Pending;
+        j.step = None;
+        let s = show_job(&j, 0, &FixedZone(0));
+        assert!(
+            s.contains("\n   ScheduledEP=60:2,150:4,30:1\n   WorkDir="),
+            "{s}"
+        );
+        assert!(!s.contains("Step="), "{s}");
     }
 }
