@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use batch_proto::hostlist;
-use batch_proto::{ClientError, ReleaseNodesReply, ReleaseNodesRequest, Request, Response};
+use batch_proto::{Client, ClientError, ReleaseNodesReply, ReleaseNodesRequest, Request, Response};
 use clap::Parser;
 
 use super::cli::{connect, print_out};
@@ -103,24 +103,32 @@ pub fn released_line(r: &ReleaseNodesReply, zone: &dyn Zone) -> String {
     )
 }
 
+/// Sends `req`; the daemon's refusal (`Response::Error`) comes back as the error.
+pub fn release(
+    client: &mut Client,
+    req: ReleaseNodesRequest,
+) -> Result<ReleaseNodesReply, ClientError> {
+    match client.request(&Request::ReleaseNodes(req))? {
+        Response::NodesReleased(r) => Ok(r),
+        other => Err(ClientError::unexpected("release-nodes", &other)),
+    }
+}
+
 /// erelease.
 pub fn run(cli: ReleaseCli) -> anyhow::Result<ExitCode> {
     let env_job = std::env::var(JOB_ID_VAR).ok();
     let req = cli.request(env_job.as_deref())?;
     let mut client = connect(cli.socket.as_deref())?;
-    match client.request(&Request::ReleaseNodes(req))? {
-        Response::NodesReleased(r) => {
-            print_out(&released_line(&r, &LocalZone))?;
-            Ok(ExitCode::SUCCESS)
-        }
-        other => Err(ClientError::unexpected("release-nodes", &other).into()),
-    }
+    let reply = release(&mut client, req)?;
+    print_out(&released_line(&reply, &LocalZone))?;
+    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::time::FixedZone;
     use super::*;
+    use batch_proto::{ErrorKind, ErrorReply};
     use clap::CommandFactory;
 
     fn cli(args: &[&str]) -> ReleaseCli {
@@ -200,6 +208,59 @@ mod tests {
             ..r
         };
         assert!(released_line(&r, &FixedZone(0)).contains(" debug004 leaves the job at "));
+    }
+
+    /// A daemon on the other end of a socket pair: answers the hello, then `reply` to the one
+    /// request, which it hands back.
+    fn fake_daemon(reply: Response) -> (Client, std::thread::JoinHandle<Request>) {
+        use batch_proto::frame::{read_frame, write_frame};
+        use batch_proto::Hello;
+        let (a, mut b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let daemon = std::thread::spawn(move || {
+            let _: Request = read_frame(&mut b).unwrap();
+            write_frame(&mut b, &Response::Hello(Hello::current())).unwrap();
+            let req: Request = read_frame(&mut b).unwrap();
+            write_frame(&mut b, &reply).unwrap();
+            req
+        });
+        (Client::handshake(a).unwrap(), daemon)
+    }
+
+    #[test]
+    fn daemon_answers() {
+        let req = ReleaseNodesRequest {
+            job: 7,
+            nodes: "debug002,debug003".into(),
+        };
+        let ok = ReleaseNodesReply {
+            job: 7,
+            nodes: "debug[002-003]".into(),
+            at: 5_000,
+            next_step: 3,
+        };
+        let (mut c, daemon) = fake_daemon(Response::NodesReleased(ok.clone()));
+        assert_eq!(release(&mut c, req.clone()).unwrap(), ok);
+        assert_eq!(daemon.join().unwrap(), Request::ReleaseNodes(req.clone()));
+
+        let refusal = ErrorReply::new(
+            ErrorKind::InvalidState,
+            "job 7 is not releasing nodes (step 2/3 is running)",
+        );
+        let (mut c, _) = fake_daemon(Response::Error(refusal));
+        let e = release(&mut c, req.clone()).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "job 7 is not releasing nodes (step 2/3 is running)"
+        );
+
+        let (mut c, _) = fake_daemon(Response::Jobs(vec![]));
+        assert!(matches!(
+            release(&mut c, req),
+            Err(ClientError::Unexpected {
+                request: "release-nodes",
+                ..
+            })
+        ));
     }
 
     #[test]
