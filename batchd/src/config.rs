@@ -78,6 +78,73 @@ pub struct Config {
     pub pools: Vec<PoolConfig>,
     /// The policy.
     pub policy: PolicyConfig,
+    /// How evolving jobs are told about their steps.
+    #[serde(default)]
+    pub evolving: EvolvingConfig,
+}
+
+/// How batchd talks to running evolving jobs (see docs/evolving.md, "Running evolving jobs").
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EvolvingConfig {
+    /// The signal sent to the job's process each time its node file or step file changes:
+    /// a name (`WINCH`, `SIGUSR1`) or a number. The default, SIGWINCH, is ignored by processes
+    /// that do not handle it, so a job script that never looks at its step file is not killed.
+    #[serde(default = "default_resize_signal")]
+    pub signal: String,
+    /// How long before the end of a step followed by a smaller one the job is told to choose
+    /// the nodes it frees, in ms (at most the whole step).
+    #[serde(default = "default_release_notice")]
+    pub release_notice_ms: u64,
+}
+
+impl Default for EvolvingConfig {
+    fn default() -> Self {
+        EvolvingConfig {
+            signal: default_resize_signal(),
+            release_notice_ms: default_release_notice(),
+        }
+    }
+}
+
+impl EvolvingConfig {
+    /// The signal, parsed.
+    pub fn signal(&self) -> Result<nix::sys::signal::Signal, String> {
+        parse_signal(&self.signal)
+    }
+}
+
+/// A signal by name (with or without `SIG`, any case) or number.
+pub fn parse_signal(s: &str) -> Result<nix::sys::signal::Signal, String> {
+    use std::str::FromStr;
+    let t = s.trim();
+    let parsed = match t.parse::<i32>() {
+        Ok(n) => nix::sys::signal::Signal::try_from(n).ok(),
+        Err(_) => {
+            let up = t.to_ascii_uppercase();
+            let name = if up.starts_with("SIG") {
+                up
+            } else {
+                format!("SIG{up}")
+            };
+            nix::sys::signal::Signal::from_str(&name).ok()
+        }
+    };
+    match parsed {
+        Some(nix::sys::signal::Signal::SIGKILL | nix::sys::signal::Signal::SIGSTOP) => {
+            Err(format!("`{t}` cannot be handled by a job"))
+        }
+        Some(sig) => Ok(sig),
+        None => Err(format!("`{t}` is not a signal name or number")),
+    }
+}
+
+fn default_resize_signal() -> String {
+    "WINCH".into()
+}
+
+fn default_release_notice() -> u64 {
+    10_000
 }
 
 fn default_interval() -> u64 {
@@ -205,6 +272,9 @@ impl Config {
                     "parameters must be strings, numbers or booleans",
                 ));
             }
+        }
+        if let Err(e) = self.evolving.signal() {
+            return Err(ConfigError::key(file, "evolving.signal", e));
         }
         if self.repolicy_interval_ms == 0 || self.repolicy_interval_ms > 60_000 {
             return Err(ConfigError::key(

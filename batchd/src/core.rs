@@ -5,13 +5,15 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 
-use batch_proto::{hostlist, DepKind, Dependency, JobShape, JobState, PendingReason};
+use batch_proto::{hostlist, DepKind, Dependency, JobInfo, JobShape, JobState, PendingReason};
+use sched_core::nodemap::{NodeId, NodeMap};
 use sched_core::{
     Evolving, JobId, MoldConfig, Moldable, Pending, Pool, PoolId, PoolSteps, Request, Rigid,
     Running, Shape,
 };
 
 use crate::config::PoolConfig;
+use crate::evolve::EvoRun;
 use crate::record::JobRecord;
 
 /// One pool and which job holds each node.
@@ -19,33 +21,60 @@ use crate::record::JobRecord;
 pub struct PoolState {
     /// The pool as policies see it.
     pub pool: Pool,
-    /// Holder of each node, by index.
-    pub alloc: Vec<Option<u64>>,
+    /// Which job holds which node (node IDs are indices in the pool), each job's nodes in the
+    /// order it got them: the first one runs an evolving job's driver (Klein & Pérez, C4).
+    pub map: NodeMap,
 }
 
 impl PoolState {
+    fn new(pool: Pool) -> Self {
+        // `0..n` has no duplicate, the only error `NodeMap::new` knows.
+        let map = NodeMap::new(0..pool.nodes).unwrap_or_default();
+        PoolState { pool, map }
+    }
+
     /// Free node count.
     pub fn free(&self) -> u32 {
-        self.alloc.iter().filter(|a| a.is_none()).count() as u32
+        self.map.free_count() as u32
+    }
+
+    /// The job holding node `i`.
+    pub fn holder(&self, i: NodeId) -> Option<u64> {
+        self.map.owner(i).map(|j| j.0)
     }
 
     /// The name of node `i`.
-    pub fn node_name(&self, i: u32) -> String {
+    pub fn node_name(&self, i: NodeId) -> String {
         hostlist::node_name(&self.pool.name, i, self.pool.nodes)
+    }
+
+    /// The names of `nodes`, in their order.
+    pub fn names(&self, nodes: &[NodeId]) -> Vec<String> {
+        nodes.iter().map(|&i| self.node_name(i)).collect()
+    }
+
+    /// The node called `name` in this pool.
+    pub fn node_index(&self, name: &str) -> Option<NodeId> {
+        name.strip_prefix(self.pool.name.as_str())
+            .filter(|digits| !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|n| n.parse::<u32>().ok())
+            .filter(|&n| n >= 1 && n <= self.pool.nodes)
+            .map(|n| n - 1)
     }
 }
 
-/// What a running job holds.
+/// What a running job holds (its nodes are in its pool's [`NodeMap`]).
 #[derive(Clone, Debug)]
 pub struct RunState {
     /// Pool index.
     pub pool: usize,
-    /// Node indices in the pool.
-    pub nodes: Vec<u32>,
     /// Its directory under the state directory.
     pub job_dir: PathBuf,
     /// A cancel was sent to its supervisor.
     pub cancelling: bool,
+    /// Where an evolving job started with its scheduled EP is in it (`None` for every other
+    /// job, an evolving one run as rigid included).
+    pub evolving: Option<EvoRun>,
 }
 
 /// An active (pending, running, completing) job.
@@ -81,6 +110,8 @@ pub struct Core {
     pub next_id: u64,
     /// Expected start of pending jobs from the latest plan.
     pub expected: HashMap<u64, u64>,
+    /// The latest plan's scheduled EP of pending evolving jobs it placed as evolving.
+    pub expected_ep: HashMap<u64, Vec<sched_core::Step>>,
     /// Pending jobs that are not held, in queue order. With the next two sets, it spares the
     /// policy loop a walk over every record: at 100,000 queued jobs that walk (and a sort)
     /// at each run held the lock long enough to cut submissions to a tenth.
@@ -130,23 +161,44 @@ impl Core {
             pools: pools
                 .iter()
                 .enumerate()
-                .map(|(i, p)| PoolState {
-                    pool: Pool {
+                .map(|(i, p)| {
+                    PoolState::new(Pool {
                         id: PoolId(i as u32),
                         name: p.name.clone(),
                         nodes: p.nodes,
-                    },
-                    alloc: vec![None; p.nodes as usize],
+                    })
                 })
                 .collect(),
             jobs: BTreeMap::new(),
             finished: HashMap::new(),
             next_id: 1,
             expected: HashMap::new(),
+            expected_ep: HashMap::new(),
             queue: BTreeSet::new(),
             held: BTreeSet::new(),
             running: BTreeSet::new(),
         }
+    }
+
+    /// The nodes running job `id` holds, in the order it got them.
+    pub fn nodes_of(&self, id: u64) -> &[NodeId] {
+        let Some(run) = self.jobs.get(&id).and_then(|a| a.run.as_ref()) else {
+            return &[];
+        };
+        self.pools
+            .get(run.pool)
+            .map_or(&[], |p| p.map.nodes_of(JobId(id)))
+    }
+
+    /// The wire view of active job `rec`: its record, the latest plan's expected start and
+    /// scheduled EP while it waits, its step while it runs evolving.
+    pub fn info_of(&self, rec: &JobRecord, reason: Option<PendingReason>) -> JobInfo {
+        let mut info = rec.info(reason, self.expected.get(&rec.id).copied());
+        if rec.state == JobState::Pending {
+            info.scheduled_ep = self.expected_ep.get(&rec.id).cloned();
+        }
+        info.step = self.step_status(rec.id);
+        info
     }
 
     /// Index of the pool called `name`.
@@ -350,17 +402,16 @@ impl Core {
             let (Some(run), Some(shape), Some(start)) = (&a.run, &a.rec.shape, a.rec.start) else {
                 continue;
             };
-            // The executor gives an evolving job its largest step for its whole run (it does
-            // not resize running jobs), so that is what it holds.
-            let nodes = run.nodes.len() as u32;
+            let nodes = self.nodes_of(a.rec.id).len() as u32;
             let pool = PoolId(run.pool as u32);
             let end = start.saturating_add(a.rec.time_limit());
             // Past its limit a job still holds its nodes until the supervisor has killed it:
             // count them for the grace period from now.
-            let hold = if end > now {
-                PoolSteps::flat(pool, start, end, nodes)
-            } else {
-                PoolSteps::flat(pool, now, now.saturating_add(grace_ms.max(1_000)), nodes)
+            let late = now.saturating_add(grace_ms.max(1_000));
+            let hold = match &run.evolving {
+                _ if end <= now => PoolSteps::flat(pool, now, late, nodes),
+                Some(evo) => evo.holds(pool, start, now, nodes, late),
+                None => PoolSteps::flat(pool, start, end, nodes),
             };
             running.push(Running {
                 id: JobId(a.rec.id),
@@ -424,8 +475,9 @@ impl Core {
             Shape::Rigid { pool, nodes, .. } | Shape::Moldable { pool, nodes, .. } => {
                 Some((pool.0 as usize, *nodes))
             }
+            // An evolving job starts with its first step's nodes; `evolve` resizes it.
             Shape::Evolving { pool, steps } => {
-                Some((pool.0 as usize, sched_core::request::max_nodes(steps)))
+                Some((pool.0 as usize, steps.first().map_or(0, |s| s.nodes)))
             }
             // Co-allocated jobs cannot be submitted through the API yet.
             Shape::CoAllocated { .. } => None,
@@ -453,25 +505,15 @@ impl Core {
         if job.rec.state != JobState::Pending || job.rec.held {
             return Err("job is no longer eligible".into());
         }
-        let free: Vec<u32> = pool
-            .alloc
-            .iter()
-            .enumerate()
-            .filter(|(_, a)| a.is_none())
-            .map(|(i, _)| i as u32)
-            .take(n as usize)
-            .collect();
-        if free.len() < n as usize {
-            return Err(format!(
-                "{} nodes free in {}, {n} needed",
-                free.len(),
-                pool.pool.name
-            ));
+        if job.run.is_some() {
+            return Err("job already holds nodes".into());
         }
-        for &i in &free {
-            pool.alloc[i as usize] = Some(id);
-        }
-        let names: Vec<String> = free.iter().map(|&i| pool.node_name(i)).collect();
+        // The lowest free IDs (nodemap's interpretation of RR Alg. 1's "randomly chosen").
+        let free = pool
+            .map
+            .grow(JobId(id), n as usize)
+            .map_err(|e| format!("in {}: {e}", pool.pool.name))?;
+        let names = pool.names(&free);
         job.rec.state = JobState::Running;
         job.rec.start = Some(now);
         job.rec.pool = Some(pool.pool.name.clone());
@@ -481,41 +523,49 @@ impl Core {
         let key = queue_key(&job.rec);
         job.run = Some(RunState {
             pool: pool_idx,
-            nodes: free,
             job_dir,
             cancelling: false,
+            evolving: EvoRun::started(&job.rec),
         });
         let rec = job.rec.clone();
         self.queue.remove(&key);
         self.running.insert(id);
         self.expected.remove(&id);
+        self.expected_ep.remove(&id);
         Ok(rec)
     }
 
     /// Re-attaches a running job found in the database at start-up to its nodes.
+    ///
+    /// `saved` is what an evolving job's directory says: the order its nodes came in (the
+    /// record's host list is sorted, and the first node must stay the first) and its progress.
     pub fn adopt(
         &mut self,
         rec: JobRecord,
         job_dir: PathBuf,
+        saved: crate::evolve::Saved,
     ) -> Result<(), Box<(JobRecord, String)>> {
         let pool_idx = match rec.pool.as_deref().and_then(|p| self.pool_index(p)) {
             Some(i) => i,
             None => return Err(Box::new((rec, "its pool is no longer configured".into()))),
         };
-        let names = match rec.node_list.as_deref().map(hostlist::expand) {
+        let mut names = match rec.node_list.as_deref().map(hostlist::expand) {
             Some(Ok(n)) => n,
             _ => return Err(Box::new((rec, "its node list is unreadable".into()))),
         };
+        if let Some(ordered) = &saved.nodes {
+            let (mut a, mut b) = (ordered.clone(), names.clone());
+            a.sort();
+            b.sort();
+            if a == b {
+                names.clone_from(ordered);
+            }
+        }
         let pool = &mut self.pools[pool_idx];
         let mut idx = Vec::new();
         for name in &names {
-            let i = name
-                .strip_prefix(pool.pool.name.as_str())
-                .and_then(|n| n.parse::<u32>().ok())
-                .filter(|&n| n >= 1 && n <= pool.pool.nodes)
-                .map(|n| n - 1);
-            match i {
-                Some(i) if pool.alloc[i as usize].is_none() => idx.push(i),
+            match pool.node_index(name) {
+                Some(i) if pool.map.owner(i).is_none() => idx.push(i),
                 _ => {
                     return Err(Box::new((
                         rec,
@@ -524,17 +574,18 @@ impl Core {
                 }
             }
         }
-        for &i in &idx {
-            pool.alloc[i as usize] = Some(rec.id);
+        if let Err(e) = pool.map.claim(JobId(rec.id), &idx) {
+            return Err(Box::new((rec, e.to_string())));
         }
         let cancelling = rec.state == JobState::Completing;
+        let evolving = EvoRun::adopted(&rec, &saved, |n| pool.node_index(n));
         self.insert(Active {
             rec,
             run: Some(RunState {
                 pool: pool_idx,
-                nodes: idx,
                 job_dir,
                 cancelling,
+                evolving,
             }),
         });
         Ok(())
@@ -547,16 +598,13 @@ impl Core {
         let mut a = self.jobs.remove(&id)?;
         if let Some(run) = &a.run {
             if let Some(pool) = self.pools.get_mut(run.pool) {
-                for &i in &run.nodes {
-                    if pool.alloc.get(i as usize) == Some(&Some(id)) {
-                        pool.alloc[i as usize] = None;
-                    }
-                }
+                pool.map.release_all(JobId(id));
             }
         }
         finish(&mut a.rec);
         self.finished.insert(id, a.rec.state);
         self.expected.remove(&id);
+        self.expected_ep.remove(&id);
         Some(a.rec)
     }
 }

@@ -40,6 +40,8 @@ pub struct Daemon {
     pub settings: RwLock<Settings>,
     /// Wakes the scheduler loop.
     pub kick: Notify,
+    /// Wakes evolving jobs waiting for nodes.
+    pub freed: Notify,
     /// The state directory.
     pub state_dir: PathBuf,
     /// The daemon's effective uid.
@@ -70,6 +72,7 @@ impl Daemon {
             policy_name: RwLock::new(name),
             settings: RwLock::new(settings),
             kick: Notify::new(),
+            freed: Notify::new(),
             state_dir,
             euid: nix::unistd::geteuid().as_raw(),
             users: Mutex::new(HashMap::new()),
@@ -102,6 +105,13 @@ impl Daemon {
         self.kick.notify_one();
     }
 
+    /// Nodes went back to the pool: a policy run may start jobs on them, and an evolving job
+    /// owed nodes may take them.
+    pub fn nodes_freed(&self) {
+        self.reschedule();
+        self.freed.notify_waiters();
+    }
+
     /// The directory of job `id`.
     pub fn job_dir(&self, id: u64) -> PathBuf {
         self.state_dir.join("jobs").join(id.to_string())
@@ -126,7 +136,7 @@ impl Daemon {
         let rec = self.core().finish(id, |r| apply_status(r, status.as_ref()));
         let Some(rec) = rec else { return };
         tracing::info!(job = id, state = %rec.state, exit = ?rec.exit_code, signal = ?rec.signal, "job ended");
-        self.reschedule();
+        self.nodes_freed();
         match self.store.commit(rec).await {
             Ok(()) => {
                 if let Err(e) = std::fs::remove_dir_all(self.job_dir(id)) {

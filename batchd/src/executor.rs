@@ -14,15 +14,19 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
 use crate::daemon::Daemon;
+use crate::evolve::JobFiles;
 use crate::launch::{files, now_ms, read_json, read_pid, write_json, Launch, Status};
 use crate::record::JobRecord;
 
 /// How often an adopted supervisor is checked.
 const ADOPTED_POLL: Duration = Duration::from_millis(200);
 
-/// The environment of a job: the submitter's, then batchd's variables over it.
-pub fn job_environment(rec: &JobRecord) -> Vec<(String, String)> {
-    let ours = [
+/// The environment of a job whose directory is `dir`: the submitter's, then batchd's
+/// variables over it.
+pub fn job_environment(rec: &JobRecord, dir: &Path) -> Vec<(String, String)> {
+    let file = |f: &str| dir.join(f).display().to_string();
+    let mut ours = vec![
+        ("ESCHED_NODEFILE", file(files::NODES)),
         ("ESCHED_JOB_ID", rec.id.to_string()),
         ("ESCHED_JOB_NAME", rec.spec.name.clone()),
         ("ESCHED_NODELIST", rec.node_list.clone().unwrap_or_default()),
@@ -31,6 +35,9 @@ pub fn job_environment(rec: &JobRecord) -> Vec<(String, String)> {
         ("ESCHED_SUBMIT_DIR", rec.spec.work_dir.clone()),
         ("ESCHED_JOB_USER", rec.user.clone()),
     ];
+    if matches!(rec.shape, Some(sched_core::Shape::Evolving { .. })) {
+        ours.push(("ESCHED_STEPFILE", file(files::STEP)));
+    }
     let mut env: Vec<(String, String)> = rec
         .spec
         .environment
@@ -45,11 +52,19 @@ pub fn job_environment(rec: &JobRecord) -> Vec<(String, String)> {
     env
 }
 
-/// Writes the job's directory: the script and `launch.json`.
-fn prepare(rec: &JobRecord, dir: &Path, grace_ms: u64) -> Result<(), String> {
+/// Writes the job's directory: the script, its node (and step) file and `launch.json`.
+fn prepare(
+    rec: &JobRecord,
+    dir: &Path,
+    grace_ms: u64,
+    job_files: Option<&JobFiles>,
+) -> Result<(), String> {
     let err =
         |what: &str, e: std::io::Error| format!("cannot write {what} in {}: {e}", dir.display());
     std::fs::create_dir_all(dir).map_err(|e| err("the job directory", e))?;
+    if let Some(f) = job_files {
+        f.write(dir).map_err(|e| err("the node file", e))?;
+    }
     let script = dir.join(files::SCRIPT);
     std::fs::write(&script, rec.spec.script.as_bytes()).map_err(|e| err("the script", e))?;
     let launch = Launch {
@@ -61,7 +76,7 @@ fn prepare(rec: &JobRecord, dir: &Path, grace_ms: u64) -> Result<(), String> {
         script,
         via_shell: !rec.spec.script.starts_with("#!"),
         args: rec.spec.args.clone(),
-        env: job_environment(rec),
+        env: job_environment(rec, dir),
         work_dir: PathBuf::from(&rec.spec.work_dir),
         stdout: PathBuf::from(&rec.stdout),
         stderr: PathBuf::from(&rec.stderr),
@@ -86,10 +101,11 @@ pub async fn launch(d: Arc<Daemon>, rec: JobRecord) {
     }
     let settings = d.settings();
     let dir = d.job_dir(id);
+    let job_files = d.core().job_files(id);
     let prepared = {
         let (rec, dir) = (rec.clone(), dir.clone());
         let grace = settings.config.grace_period_ms;
-        tokio::task::spawn_blocking(move || prepare(&rec, &dir, grace)).await
+        tokio::task::spawn_blocking(move || prepare(&rec, &dir, grace, job_files.as_ref())).await
     };
     match prepared {
         Ok(Ok(())) => {}
@@ -120,6 +136,9 @@ pub async fn launch(d: Arc<Daemon>, rec: JobRecord) {
         }
     };
     tracing::info!(job = id, nodes = ?rec.node_list, supervisor = ?child.id(), "job started");
+    if matches!(rec.shape, Some(sched_core::Shape::Evolving { .. })) {
+        tokio::spawn(crate::evolve::follow(Arc::clone(&d), id));
+    }
     watch_child(d, id, child, dir).await;
 }
 
@@ -239,7 +258,7 @@ mod tests {
             stdout: String::new(),
             stderr: String::new(),
         };
-        let env = job_environment(&rec);
+        let env = job_environment(&rec, Path::new("/s/jobs/5"));
         let get = |k: &str| {
             env.iter()
                 .filter(|(n, _)| n == k)
@@ -251,6 +270,8 @@ mod tests {
         assert_eq!(get("ESCHED_NNODES"), vec!["2"]);
         assert_eq!(get("ESCHED_SUBMIT_DIR"), vec!["/w"]);
         assert_eq!(get("HOME"), vec!["/h"]);
+        assert_eq!(get("ESCHED_NODEFILE"), vec!["/s/jobs/5/nodes"]);
+        assert!(get("ESCHED_STEPFILE").is_empty());
         assert_eq!(get("PATH").len(), 1);
     }
 

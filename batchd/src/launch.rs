@@ -22,6 +22,13 @@ pub mod files {
     pub const STATUS: &str = "status.json";
     /// The supervisor's own stderr.
     pub const LOG: &str = "supervisor.log";
+    /// The job's nodes, one host name per line, in the order it got them
+    /// (`$ESCHED_NODEFILE`).
+    pub const NODES: &str = "nodes";
+    /// An evolving job's step, as sh assignments (`$ESCHED_STEPFILE`).
+    pub const STEP: &str = "step";
+    /// An evolving job's step and chosen release, kept for a daemon restart.
+    pub const PROGRESS: &str = "evolve.json";
 }
 
 /// Everything the supervisor needs to run one job, with no access to the daemon.
@@ -89,8 +96,15 @@ pub struct Status {
 
 /// Writes `bytes` to `path` atomically.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    // A temporary name of its own per call: two tasks may rewrite the same file at once (an
+    // evolving job's files, from its follower and from `erelease`).
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = path.parent().unwrap_or(Path::new("."));
-    let tmp = path.with_extension("tmp");
+    let name = path
+        .file_name()
+        .map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
+    let tmp = dir.join(format!(".{name}.{}.{seq}.tmp", std::process::id()));
     {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(bytes)?;
@@ -182,6 +196,10 @@ mod tests {
         };
         write_json(&p, &s).unwrap();
         assert_eq!(read_json::<Status>(&p).unwrap(), Some(s));
-        assert!(!p.with_extension("tmp").exists());
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "no temporary left"
+        );
     }
 }

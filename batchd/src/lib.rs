@@ -23,6 +23,7 @@
 pub mod config;
 pub mod core;
 pub mod daemon;
+pub mod evolve;
 pub mod executor;
 pub mod launch;
 pub mod policy;
@@ -198,6 +199,7 @@ async fn serve(started: Started, stop: impl std::future::Future<Output = ()>) ->
             id,
             daemon.job_dir(id),
         ));
+        tokio::spawn(evolve::follow(Arc::clone(&daemon), id));
     }
     let sched = tokio::spawn(scheduler::run(Arc::clone(&daemon)));
     let api = tokio::spawn(server::serve(Arc::clone(&daemon), listener));

@@ -4,7 +4,7 @@
 //! The name (or path) is resolved by `sched_abi`'s loader: a path is used as given, a name is
 //! looked up as `libesched_<name>.so` in `plugin_dir`, or, without one, next to the batchd
 //! executable (and in its `deps/`, where cargo leaves the plugins of a workspace build). When
-//! no usable library is found for one of the stock policies (`cbf`, `easy`, `fcfs`), the copy
+//! no usable library is found for one of the stock policies (`cbf`, `easy`, `fcfs`, `evolving`), the copy
 //! linked into batchd runs instead, so a lone batchd binary still runs its default config.
 //! Either way panics are contained (`sched_abi`'s export macro, or [`sched_abi::Linked`]); the
 //! plan itself is checked by the scheduler.
@@ -29,6 +29,7 @@ fn builtin(name: &str, params: &Params) -> Option<Result<BoxedPolicy, String>> {
         "cbf" => linked::<esched_cbf::Cbf>(params),
         "easy" => linked::<esched_easy::Easy>(params),
         "fcfs" => linked::<esched_fcfs::Fcfs>(params),
+        "evolving" => linked::<esched_evolving::EvolvingPolicy>(params),
         _ => return None,
     })
 }
@@ -73,7 +74,7 @@ mod tests {
     #[test]
     fn stock_policies_build_and_unknown_ones_fail_with_the_loader_message() {
         let mut c = Config::embedded();
-        for name in ["cbf", "easy", "fcfs"] {
+        for name in ["cbf", "easy", "fcfs", "evolving"] {
             c.policy.name = name.into();
             let p = build(&c).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert_eq!(p.name(), name);

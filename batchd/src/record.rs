@@ -114,7 +114,10 @@ impl JobRecord {
             priority: self.spec.priority,
             held: self.held,
             args: self.spec.args.clone(),
-            scheduled_ep: None,
+            scheduled_ep: match &self.shape {
+                Some(sched_core::Shape::Evolving { steps, .. }) => Some(steps.clone()),
+                _ => None,
+            },
             step: None,
         }
     }

@@ -36,12 +36,13 @@ pub fn restore(core: &mut Core, loaded: Loaded, state_dir: &Path) -> Recovered {
     }
     for rec in loaded.active {
         let id = rec.id;
+        let dir = state_dir.join("jobs").join(id.to_string());
         match rec.state {
             JobState::Pending => {
                 core.insert(Active { rec, run: None });
                 out.pending += 1;
             }
-            _ => match core.adopt(rec, state_dir.join("jobs").join(id.to_string())) {
+            _ => match core.adopt(rec, dir.clone(), crate::evolve::Saved::read(&dir)) {
                 Ok(()) => out.adopted.push(id),
                 Err(lost) => {
                     let (mut rec, why) = *lost;

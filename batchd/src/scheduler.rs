@@ -115,10 +115,14 @@ async fn act(d: &Arc<Daemon>, snap: &SnapshotData, plan: &Plan) {
     {
         let mut core = d.core();
         core.expected.clear();
+        core.expected_ep.clear();
         for p in &plan.placements {
             let id = p.job.0;
             if p.start > now {
                 core.expected.insert(id, p.start);
+                if let sched_core::Shape::Evolving { steps, .. } = &p.shape {
+                    core.expected_ep.insert(id, steps.clone());
+                }
                 continue;
             }
             // Real time has moved on since the snapshot; the start is stamped with the present

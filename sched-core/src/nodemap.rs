@@ -54,6 +54,14 @@ pub enum NodeMapError {
         /// `grow` or `shrink`.
         op: &'static str,
     },
+    /// A node claimed for a job is not free (or not in the pool).
+    #[error("node {node} is not free for job {job}")]
+    NotFree {
+        /// The job.
+        job: JobId,
+        /// The node.
+        node: NodeId,
+    },
     /// C4: the job named a node it does not hold.
     #[error("job {job} does not hold node {node}")]
     NotHeld {
@@ -163,6 +171,28 @@ impl NodeMap {
             self.jobs.entry(job).or_default().extend(&added);
         }
         Ok(added)
+    }
+
+    /// Gives `job` exactly `nodes`, in that order, after whatever it holds: how a driver
+    /// restores the map of a job that was running before a restart. Every node must be free.
+    pub fn claim(&mut self, job: JobId, nodes: &[NodeId]) -> Result<(), NodeMapError> {
+        let mut seen = BTreeSet::new();
+        for &n in nodes {
+            if !self.free.contains(&n) {
+                return Err(NodeMapError::NotFree { job, node: n });
+            }
+            if !seen.insert(n) {
+                return Err(NodeMapError::Repeated { job, node: n });
+            }
+        }
+        for &n in nodes {
+            self.free.remove(&n);
+            self.owner.insert(n, job);
+        }
+        if !nodes.is_empty() {
+            self.jobs.entry(job).or_default().extend(nodes);
+        }
+        Ok(())
     }
 
     /// The nodes [`NodeMap::shrink_default`] would free to bring `job` down to `count`: the ones
@@ -401,6 +431,38 @@ mod tests {
         assert_eq!(m.nodes_of(A), &[11]);
         assert_eq!(m.owner(10), None);
         assert_eq!(m.owner(13), Some(B));
+    }
+
+    #[test]
+    fn claim_restores_a_job_in_its_order_and_refuses_taken_nodes() {
+        let mut m = NodeMap::new(0..6).unwrap();
+        m.claim(JobId(1), &[4, 1]).unwrap();
+        assert_eq!(m.nodes_of(JobId(1)), &[4, 1]);
+        assert_eq!(m.free_count(), 4);
+        // The first node stays the driver's: the default shrink frees the later one.
+        assert_eq!(m.shrink_default(JobId(1), 1).unwrap(), vec![1]);
+        assert_eq!(
+            m.claim(JobId(2), &[4]),
+            Err(NodeMapError::NotFree {
+                job: JobId(2),
+                node: 4
+            })
+        );
+        assert_eq!(
+            m.claim(JobId(2), &[9]),
+            Err(NodeMapError::NotFree {
+                job: JobId(2),
+                node: 9
+            })
+        );
+        assert_eq!(
+            m.claim(JobId(2), &[2, 2]),
+            Err(NodeMapError::Repeated {
+                job: JobId(2),
+                node: 2
+            })
+        );
+        assert_eq!(m.free_count(), 5);
     }
 
     #[test]

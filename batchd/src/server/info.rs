@@ -14,18 +14,18 @@ pub fn handle(d: &Arc<Daemon>) -> Reply {
         .pools
         .iter()
         .map(|p| {
-            let nodes: Vec<NodeInfo> = p
-                .alloc
-                .iter()
-                .enumerate()
-                .map(|(i, a)| NodeInfo {
-                    name: p.node_name(i as u32),
-                    state: if a.is_some() {
-                        NodeState::Allocated
-                    } else {
-                        NodeState::Idle
-                    },
-                    job: *a,
+            let nodes: Vec<NodeInfo> = (0..p.pool.nodes)
+                .map(|i| {
+                    let job = p.holder(i);
+                    NodeInfo {
+                        name: p.node_name(i),
+                        state: if job.is_some() {
+                            NodeState::Allocated
+                        } else {
+                            NodeState::Idle
+                        },
+                        job,
+                    }
                 })
                 .collect();
             let names: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();

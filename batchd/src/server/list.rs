@@ -38,14 +38,14 @@ pub fn active_infos(d: &Daemon, filter: &JobFilter) -> Vec<JobInfo> {
     });
     for a in core.jobs.values() {
         if a.rec.state != JobState::Pending && record_matches(filter, &a.rec) {
-            out.push(a.rec.info(None, None));
+            out.push(core.info_of(&a.rec, None));
         }
     }
     // Pending reasons need the whole queue in order; skip it when no pending job can match.
     if filter.states.is_empty() || filter.states.contains(&JobState::Pending) {
         for (rec, reason) in core.pending_with_reasons(now_ms()) {
             if record_matches(filter, rec) {
-                out.push(rec.info(Some(reason), core.expected.get(&rec.id).copied()));
+                out.push(core.info_of(rec, Some(reason)));
             }
         }
     }

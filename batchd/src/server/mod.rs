@@ -10,6 +10,7 @@ mod hold;
 mod info;
 mod list;
 mod reconfigure;
+mod release_nodes;
 mod show;
 mod submit;
 mod update;
@@ -213,6 +214,7 @@ async fn dispatch(d: &Arc<Daemon>, caller: &Caller, req: Request) -> Reply {
         Request::ShowJob(r) => show::handle(d, r.id).await,
         Request::Info(_) => info::handle(d),
         Request::Acct(r) => acct::handle(d, r).await,
+        Request::ReleaseNodes(r) => release_nodes::handle(d, caller, r).await,
         Request::Reconfigure(_) => {
             if caller.uid != 0 && caller.uid != d.euid {
                 return ErrorReply::new(

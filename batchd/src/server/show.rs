@@ -13,7 +13,7 @@ pub async fn handle(d: &Arc<Daemon>, id: u64) -> Reply {
         let core = d.core();
         if let Some(a) = core.jobs.get(&id) {
             let reason = core.reason_of(now_ms(), id);
-            return Reply::Jobs(vec![a.rec.info(reason, core.expected.get(&id).copied())]);
+            return Reply::Jobs(vec![core.info_of(&a.rec, reason)]);
         }
     }
     match d.store.read(move |c| crate::store::job_by_id(c, id)).await {

@@ -1,0 +1,66 @@
+//! `ReleaseNodes` (`erelease`): a running evolving job names the nodes it frees when its
+//! current step ends — Klein & Pérez's condition C4. The job's owner or root only.
+
+use std::sync::Arc;
+
+use batch_proto::{hostlist, ErrorKind, ErrorReply, ReleaseNodesRequest, Response};
+
+use super::{Caller, Reply};
+use crate::daemon::Daemon;
+use crate::launch::now_ms;
+
+pub async fn handle(d: &Arc<Daemon>, caller: &Caller, r: ReleaseNodesRequest) -> Reply {
+    let names = match hostlist::expand(&r.nodes) {
+        Ok(n) if !n.is_empty() => n,
+        Ok(_) => return ErrorReply::new(ErrorKind::BadRequest, "no node named").into(),
+        Err(e) => {
+            return ErrorReply::new(ErrorKind::BadRequest, format!("`{}`: {e}", r.nodes)).into()
+        }
+    };
+    let (reply, files, dir) = {
+        let mut core = d.core();
+        let Some(a) = core.jobs.get(&r.job) else {
+            return match core.state_of(r.job) {
+                Some(_) => ErrorReply::new(
+                    ErrorKind::InvalidState,
+                    format!("job {} has already finished", r.job),
+                ),
+                None => ErrorReply::invalid_job(r.job),
+            }
+            .into();
+        };
+        if !caller.may_touch(a.rec.uid) {
+            return ErrorReply::new(
+                ErrorKind::PermissionDenied,
+                format!("Access/permission denied for job {}", r.job),
+            )
+            .into();
+        }
+        let dir = d.job_dir(r.job);
+        match core.choose_release(r.job, &names, now_ms()) {
+            Ok(reply) => (reply, core.job_files(r.job).and_then(|f| f.progress), dir),
+            Err(e) => return ErrorReply::new(ErrorKind::InvalidState, e).into(),
+        }
+    };
+    // The choice is kept in the job's directory, so that a daemon restarted before the step
+    // ends still frees the nodes the job named. (The step file shows it from the next change:
+    // the job that chose knows its choice.)
+    if let Some(progress) = files {
+        let path = dir.join(crate::launch::files::PROGRESS);
+        let written =
+            match tokio::task::spawn_blocking(move || crate::launch::write_json(&path, &progress))
+                .await
+            {
+                Ok(w) => w.map_err(|e| e.to_string()),
+                Err(e) => Err(e.to_string()),
+            };
+        if let Err(e) = written {
+            tracing::warn!(
+                job = r.job,
+                "cannot keep the chosen release in the job's directory: {e}"
+            );
+        }
+    }
+    tracing::info!(job = r.job, nodes = %reply.nodes, at = reply.at, "release chosen");
+    Response::NodesReleased(reply).into()
+}
