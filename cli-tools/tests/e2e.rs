@@ -23,3 +23,6 @@ mod reconfigure;
 
 #[path = "e2e/protocol.rs"]
 mod protocol;
+
+#[path = "e2e/evolving.rs"]
+mod evolving;

@@ -100,6 +100,11 @@ pub fn config_text(dir: &Path, nodes: u32, policy: &str) -> String {
 impl Cluster {
     /// A cluster of `nodes` nodes under `policy`, its daemon up and answering.
     pub fn start(nodes: u32, policy: &str) -> Cluster {
+        Cluster::start_with(nodes, policy, "")
+    }
+
+    /// [`Cluster::start`] with `extra` appended to the config (after `[policy]`'s name).
+    pub fn start_with(nodes: u32, policy: &str, extra: &str) -> Cluster {
         let dir = tempfile::Builder::new()
             .prefix("esched-e2e-")
             .tempdir()
@@ -110,7 +115,8 @@ impl Cluster {
         std::fs::create_dir(&work).expect("work dir");
         set_mode(&work, 0o777);
         let config = dir.path().join("batchd.toml");
-        std::fs::write(&config, config_text(dir.path(), nodes, policy)).expect("config");
+        let text = config_text(dir.path(), nodes, policy) + extra;
+        std::fs::write(&config, text).expect("config");
         let mut c = Cluster {
             socket: dir.path().join("batchd.sock"),
             log: dir.path().join("batchd.log"),

@@ -121,6 +121,7 @@ fn pending_reasons_listing_tools_and_test_only() {
             "ST",
             "TIME",
             "NODES",
+            "STEP",
             "NODELIST(REASON)"
         ]
     );
