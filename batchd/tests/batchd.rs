@@ -774,3 +774,59 @@ fn evolving_and_moldable_jobs_run_under_the_default_policy() {
         .unwrap();
     assert!(n == 3 || n == 6, "{n}");
 }
+
+#[test]
+fn an_evolving_job_keeps_its_nodes_order_and_choice_across_a_restart() {
+    use batch_proto::{ReleaseNodesRequest, StepPhase};
+    let mut c = Cluster::new();
+    c.stop();
+    c.config.policy.name = "evolving".into();
+    c.boot();
+    let mut spec = c.spec("sleep 5");
+    spec.shape = batch_proto::JobShape::Evolving {
+        steps: vec![
+            sched_core::Step::new(1_000, 1),
+            sched_core::Step::new(3_000, 3),
+            sched_core::Step::new(2_000, 1),
+        ],
+    };
+    let id = c.submit(spec);
+    let j = c.wait_for(id, "in step 2", |j| {
+        j.step.as_ref().is_some_and(|s| s.index == 2)
+    });
+    assert_eq!(j.node_list.as_deref(), Some("debug[001-003]"));
+    // The default release notice is longer than the step: it is told at once.
+    let st = c.wait_for(id, "releasing", |j| {
+        j.step
+            .as_ref()
+            .is_some_and(|s| s.phase == StepPhase::Releasing)
+    });
+    assert_eq!(st.step.and_then(|s| s.next_nodes), Some(1));
+    let release = |nodes: &str| {
+        c.client()
+            .request(&Request::ReleaseNodes(ReleaseNodesRequest {
+                job: id,
+                nodes: nodes.into(),
+            }))
+            .map_err(|e| e.to_string())
+    };
+    // Not its node; wrong count: refused, naming why.
+    let e = release("debug002,debug004").unwrap_err();
+    assert!(e.contains("debug004 is not a node of job"), "{e}");
+    let e = release("debug001").unwrap_err();
+    assert!(e.contains("must free 2"), "{e}");
+    // It keeps its third node, not the first the default would keep.
+    match release("debug[001-002]") {
+        Ok(Response::NodesReleased(r)) => assert_eq!((r.job, r.next_step), (id, 3)),
+        other => panic!("{other:?}"),
+    }
+    c.stop();
+    c.boot();
+    let j = c.wait_for(id, "in step 3", |j| {
+        j.step.as_ref().is_some_and(|s| s.index == 3)
+    });
+    assert_eq!(j.node_list.as_deref(), Some("debug003"));
+    assert_eq!(j.nodes, 1);
+    let done = c.wait_state(id, JobState::Completed);
+    assert_eq!(done.node_list.as_deref(), Some("debug003"));
+}
