@@ -31,6 +31,9 @@ pub enum SpecError {
         /// The underlying error.
         inner: Box<SpecError>,
     },
+    /// Options that cannot be given together.
+    #[error("conflicting options: {0}")]
+    Conflict(String),
     /// A value refused by batch-proto's own validation, which words its message itself.
     #[error("{0}")]
     Proto(String),

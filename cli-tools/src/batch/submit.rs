@@ -298,11 +298,7 @@ impl SubmitOpts {
         let moldable = pick(&self.moldable, None, &s.moldable)
             .map(|(v, o)| parse_moldable(&v).map_err(|e| sourced(o, e)))
             .transpose()?;
-        let conflict = |reason: &str| SpecError::Invalid {
-            what: "option combination",
-            input: String::new(),
-            reason: reason.to_string(),
-        };
+        let conflict = |reason: &str| SpecError::Conflict(reason.to_string());
         if profile.is_some() && moldable.is_some() {
             return Err(conflict("--profile and --moldable exclude each other"));
         }
@@ -601,6 +597,16 @@ mod tests {
         assert!(e.to_string().contains("--bogus"), "{e}");
         let e = resolve(&cli(&["job.sh"]), "echo no shebang\n", &[]).unwrap_err();
         assert!(e.to_string().contains("#!"), "{e}");
+        let e = resolve(
+            &cli(&["--profile", "60:2,60:4", "-t", "5", "job.sh"]),
+            "#!/bin/sh\n",
+            &[],
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "conflicting options: --profile/--moldable give the nodes and times; drop -N/--nodes and -t/--time"
+        );
     }
 
     #[test]
