@@ -541,7 +541,7 @@ impl Core {
     /// record's host list is sorted, and the first node must stay the first) and its progress.
     pub fn adopt(
         &mut self,
-        rec: JobRecord,
+        mut rec: JobRecord,
         job_dir: PathBuf,
         saved: crate::evolve::Saved,
     ) -> Result<(), Box<(JobRecord, String)>> {
@@ -553,15 +553,19 @@ impl Core {
             Some(Ok(n)) => n,
             _ => return Err(Box::new((rec, "its node list is unreadable".into()))),
         };
+        let pool = &mut self.pools[pool_idx];
+        // The node file is written before the record is stored at a resize: if the daemon
+        // died between the two, the file is the newer truth (and the nodes a shrink gave up
+        // may already be another job's).
         if let Some(ordered) = &saved.nodes {
-            let (mut a, mut b) = (ordered.clone(), names.clone());
-            a.sort();
-            b.sort();
-            if a == b {
+            let idx: Option<BTreeSet<NodeId>> =
+                ordered.iter().map(|n| pool.node_index(n)).collect();
+            if idx.is_some_and(|set| set.len() == ordered.len()) {
                 names.clone_from(ordered);
+                rec.nodes = names.len() as u32;
+                rec.node_list = Some(hostlist::compress(&names));
             }
         }
-        let pool = &mut self.pools[pool_idx];
         let mut idx = Vec::new();
         for name in &names {
             match pool.node_index(name) {

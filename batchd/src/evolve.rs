@@ -820,6 +820,47 @@ mod tests {
     }
 
     #[test]
+    fn after_a_crash_between_node_file_and_record_the_node_file_wins() {
+        // The record still lists the four nodes of step 2; the job was shrunk to debug001 and
+        // its node file says so; debug002 already went to another job.
+        let mut c = cluster(2);
+        c.evolve(1, 10_000, 3_000).unwrap();
+        let rec = c.jobs[&1].rec.clone();
+        assert_eq!(rec.node_list.as_deref(), Some("debug[001-002,005-006]"));
+        let mut fresh = cluster(2);
+        fresh.finish(1, |_| {});
+        let mut other = JobRecord::submitted(
+            9,
+            1,
+            1,
+            "u",
+            batch_proto::JobSpec::new("#!/bin/sh\n", "/tmp", 1, 100_000),
+            0,
+        );
+        other.state = batch_proto::JobState::Running;
+        other.start = Some(20_000);
+        other.pool = Some("debug".into());
+        other.node_list = Some("debug002".into());
+        fresh
+            .adopt(other, PathBuf::new(), Saved::default())
+            .unwrap();
+        let mut rec3 = rec;
+        rec3.id = 3;
+        let saved = Saved {
+            nodes: Some(vec!["debug001".into()]),
+            progress: Some(Progress {
+                step: 2,
+                chosen: vec![],
+            }),
+        };
+        fresh.adopt(rec3, PathBuf::new(), saved).unwrap();
+        assert_eq!(fresh.nodes_of(3), &[0]);
+        assert_eq!(fresh.jobs[&3].rec.node_list.as_deref(), Some("debug001"));
+        let ev = fresh.evolve(3, 21_000, 3_000).unwrap();
+        assert!(!ev.freed && ev.record.is_none());
+    }
+
+    #[test]
     fn the_step_file_is_sh_assignments_with_every_key() {
         let st = StepStatus {
             index: 2,
