@@ -154,7 +154,7 @@ async fn start(config: Config, config_path: Option<PathBuf>) -> Result<Started, 
     let mut core = core::Core::new(&config.pools);
     let recovered = recovery::restore(&mut core, loaded, &state_dir);
     recovery::sweep_job_dirs(&core, &state_dir);
-    for rec in recovered.lost {
+    for rec in recovered.lost.into_iter().chain(recovered.requeued) {
         store.commit(rec).await.map_err(|source| Error::Store {
             path: db.clone(),
             source,

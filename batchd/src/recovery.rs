@@ -5,13 +5,15 @@
 //! the database says is running is re-attached to its nodes and watched: if its supervisor
 //! left a status file, the job ended while the daemon was away and its end is recorded now; if
 //! the supervisor still lives, the daemon waits for it; if neither, the job is recorded FAILED.
+//! A job stored as running whose supervisor never started (the daemon died between storing
+//! the start and spawning the supervisor) never ran: it goes back to the queue.
 
 use std::path::Path;
 
 use batch_proto::JobState;
 
 use crate::core::{Active, Core};
-use crate::launch::now_ms;
+use crate::launch::{files, now_ms};
 use crate::record::JobRecord;
 use crate::store::Loaded;
 
@@ -24,6 +26,27 @@ pub struct Recovered {
     pub lost: Vec<JobRecord>,
     /// Pending jobs back in the queue.
     pub pending: usize,
+    /// Jobs stored as running that never started, back in the queue: their records to store.
+    pub requeued: Vec<JobRecord>,
+}
+
+/// Whether the job in `dir` never got a supervisor: no pid file, no status. The supervisor
+/// writes its pid before anything else, milliseconds after it is spawned, and a restart takes
+/// longer than that.
+fn never_started(dir: &Path) -> bool {
+    !dir.join(files::SUPERVISOR_PID).exists() && !dir.join(files::STATUS).exists()
+}
+
+/// `rec` as it was before its start.
+fn requeue(mut rec: JobRecord) -> JobRecord {
+    rec.state = JobState::Pending;
+    rec.start = None;
+    rec.pool = None;
+    rec.node_list = None;
+    rec.nodes = 0;
+    rec.shape = None;
+    rec.detail = Some("requeued: batchd stopped before the job's process started".into());
+    rec
 }
 
 /// Fills `core` from what the store loaded.
@@ -39,6 +62,14 @@ pub fn restore(core: &mut Core, loaded: Loaded, state_dir: &Path) -> Recovered {
         let dir = state_dir.join("jobs").join(id.to_string());
         match rec.state {
             JobState::Pending => {
+                core.insert(Active { rec, run: None });
+                out.pending += 1;
+            }
+            JobState::Running if never_started(&dir) => {
+                tracing::warn!(job = id, "batchd stopped before the job's supervisor started; the job is back in the queue");
+                let _ = std::fs::remove_dir_all(&dir);
+                let rec = requeue(rec);
+                out.requeued.push(rec.clone());
                 core.insert(Active { rec, run: None });
                 out.pending += 1;
             }
@@ -74,5 +105,57 @@ pub fn sweep_job_dirs(core: &Core, state_dir: &Path) {
         if !active {
             let _ = std::fs::remove_dir_all(e.path());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::PoolConfig;
+    use batch_proto::JobSpec;
+
+    fn running(id: u64, nodes: &str) -> JobRecord {
+        let spec = JobSpec::new("#!/bin/sh\n", "/tmp", 2, 60_000);
+        let mut r = JobRecord::submitted(id, 1, 1, "u", spec, 0);
+        r.state = JobState::Running;
+        r.start = Some(5);
+        r.pool = Some("debug".into());
+        r.node_list = Some(nodes.into());
+        r.nodes = 2;
+        r.shape = Some(sched_core::Shape::rigid(sched_core::PoolId(0), 2, 60_000));
+        r
+    }
+
+    #[test]
+    fn a_job_whose_supervisor_never_started_goes_back_to_the_queue() {
+        let state = tempfile::tempdir().unwrap();
+        // Job 1's supervisor started (its pid file is there); job 2's never did.
+        let d1 = state.path().join("jobs").join("1");
+        std::fs::create_dir_all(&d1).unwrap();
+        std::fs::write(d1.join(files::SUPERVISOR_PID), "999999").unwrap();
+        std::fs::create_dir_all(state.path().join("jobs").join("2")).unwrap();
+        let mut core = Core::new(&[PoolConfig {
+            name: "debug".into(),
+            nodes: 4,
+        }]);
+        let loaded = crate::store::Loaded {
+            active: vec![running(1, "debug[001-002]"), running(2, "debug[003-004]")],
+            finished: Default::default(),
+            next_id: 3,
+            unreadable: vec![],
+        };
+        let out = restore(&mut core, loaded, state.path());
+        assert_eq!(out.adopted, vec![1]);
+        assert_eq!(out.pending, 1);
+        assert_eq!(out.requeued.len(), 1);
+        let r = &out.requeued[0];
+        assert_eq!(
+            (r.id, r.state, r.start, r.nodes),
+            (2, JobState::Pending, None, 0)
+        );
+        assert_eq!(core.jobs[&2].rec.state, JobState::Pending);
+        assert_eq!(core.pools[0].free(), 2);
+        assert_eq!(core.snapshot(10, 0).pending.len(), 1);
+        assert!(!state.path().join("jobs").join("2").exists());
     }
 }
