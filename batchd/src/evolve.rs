@@ -309,16 +309,12 @@ fn step_text(id: u64, st: &StepStatus, nodelist: &str, default_release: &str) ->
 }
 
 impl Core {
-    fn evo_parts(&self, id: u64) -> Option<(&JobRecord, &EvoRun, usize, Time)> {
-        let a = self.jobs.get(&id)?;
-        let run = a.run.as_ref()?;
-        Some((&a.rec, run.evolving.as_ref()?, run.pool, a.rec.start?))
-    }
-
     /// Where running evolving job `id` is (`None` for other jobs).
     pub fn step_status(&self, id: u64) -> Option<StepStatus> {
-        let (_, evo, pool, start) = self.evo_parts(id)?;
-        let p = self.pools.get(pool)?;
+        let a = self.jobs.get(&id)?;
+        let run = a.run.as_ref()?;
+        let (evo, start) = (run.evolving.as_ref()?, a.rec.start?);
+        let p = self.pools.get(run.pool)?;
         let k = evo.step;
         Some(StepStatus {
             index: k as u32 + 1,
