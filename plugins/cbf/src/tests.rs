@@ -385,3 +385,37 @@ fn fit_hints_of_a_long_plan_from_scratch_change_nothing() {
     assert_eq!(at_once.placements, in_steps.placements);
     assert_eq!(at_once.rejects, in_steps.rejects);
 }
+
+#[test]
+fn fit_hints_of_repeated_requests_change_nothing() {
+    // Few distinct requests, so that most jobs are bounded by the fit of an equal one before
+    // them; planned at once (hints) and 100 at a time (none), the plans must be the same.
+    let pools = pools(&[64, 32]);
+    let mut x: u64 = 11;
+    let mut rnd = |m: u64| {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (x >> 33) % m
+    };
+    let pend: Vec<Pending> = (0..600)
+        .map(|i| {
+            let j = job(i, 1 << rnd(6), 500 * (1 + rnd(4)));
+            if rnd(4) == 0 {
+                on(1, j)
+            } else {
+                j
+            }
+        })
+        .collect();
+    let run = vec![running(1000, 0, 10, 0, 700), running(1001, 0, 5, 0, 300)];
+    let at_once = plan(&mut Cbf::new(), 0, &pools, &run, &pend);
+    let mut cbf = Cbf::new();
+    let mut in_steps = Plan::default();
+    for k in (100..=600).step_by(100) {
+        in_steps = plan(&mut cbf, 0, &pools, &run, &pend[..k]);
+    }
+    assert_eq!(cbf.counters().rebuilds, 1);
+    assert_eq!(at_once.placements, in_steps.placements);
+    assert_eq!(at_once.rejects, in_steps.rejects);
+}

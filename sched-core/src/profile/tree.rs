@@ -345,19 +345,6 @@ impl Treap {
         found
     }
 
-    /// The last `(key, value)` of the detached subtree `x` (no pending tag above it).
-    fn last(&self, mut x: u32) -> Option<(Time, i64)> {
-        let mut acc = 0;
-        let mut found = None;
-        while x != NIL {
-            let n = &self.nodes[x as usize];
-            found = Some((n.key, n.val + acc));
-            acc += n.tag;
-            x = n.right;
-        }
-        found
-    }
-
     /// Removes the first node of the detached subtree `x`; returns the new root.
     fn pop_first(&mut self, x: u32) -> u32 {
         if x == NIL {
@@ -560,46 +547,139 @@ impl Treap {
     }
 
     /// Adds `delta` on `[t0, t1)` and restores normal form; `t0 < t1`, `delta ≠ 0`.
+    ///
+    /// One descent along the paths to `t0` and `t1` that inserts the missing boundary keys
+    /// where their priorities put them, drops the boundaries the add makes redundant and tags
+    /// the subtrees in between: each node on the two paths is pulled once, where splitting the
+    /// tree in three and merging it back pulled each about four times (`pull` is the dearest
+    /// part of an add).
     pub(crate) fn add(&mut self, t0: Time, t1: Time, delta: i64) {
         debug_assert!(t0 < t1 && delta != 0);
-        let (a, rest) = self.split(self.root, t0);
+        let mut edit = Edit {
+            lo: t0,
+            hi: t1,
+            delta,
+            ins: [NIL; 2],
+            del: [NEVER; 2],
+        };
+        // The step values around the boundaries before the add decide what changes there.
+        let (before_t0, at_t0) = self.probe(t0);
+        match at_t0 {
+            // The value just before t0 is unchanged, so t0 stops being a change point when the
+            // add brings it back to that value.
+            Some(v) if v + delta == before_t0 => edit.del[0] = t0,
+            Some(_) => {}
+            // Absent: the step containing t0 now changes there (δ ≠ 0).
+            None => edit.ins[0] = self.alloc(t0, before_t0),
+        }
         // No key is ever NEVER, so an open-ended add covers everything from t0 on.
-        let (mut m, mut b) = if t1 == NEVER {
-            (rest, NIL)
-        } else {
-            self.split(rest, t1)
-        };
-        let before = self.last(a).map_or(0, |(_, v)| v);
-        let first_m = self.first(m);
-        let at_t1 = self.last(m).map_or(before, |(_, v)| v);
-        let at_t0 = match first_m {
-            Some((k, v)) if k == t0 => v,
-            _ => {
-                let n = self.alloc(t0, before);
-                m = self.merge(n, m);
-                before
-            }
-        };
-        self.apply(m, delta);
-        if at_t0 + delta == before {
-            m = self.pop_first(m);
-        }
         if t1 != NEVER {
-            match self.first(b) {
-                Some((k, v)) if k == t1 => {
-                    if v == at_t1 + delta {
-                        b = self.pop_first(b);
-                    }
-                }
-                // The step reaching t1 changed by delta ≠ 0, so t1 becomes a change point.
-                _ => {
-                    let n = self.alloc(t1, at_t1);
-                    b = self.merge(n, b);
-                }
+            let (before_t1, at_t1) = self.probe(t1);
+            match at_t1 {
+                // The step ending at t1 moves by δ; t1 is redundant if it now matches it.
+                Some(v) if v == before_t1 + delta => edit.del[1] = t1,
+                Some(_) => {}
+                None => edit.ins[1] = self.alloc(t1, before_t1),
             }
         }
-        let am = self.merge(a, m);
-        self.root = self.merge(am, b);
+        self.root = self.edit(self.root, &edit, Bounds::In(t0, t1), [true, true]);
+    }
+
+    /// The value of the step just before `t` (0 if none) and the value at key `t` if it is one.
+    fn probe(&self, t: Time) -> (i64, Option<i64>) {
+        let mut x = self.root;
+        let mut acc = 0;
+        let mut before = 0;
+        let mut at = None;
+        while x != NIL {
+            let n = &self.nodes[x as usize];
+            if n.key < t {
+                before = n.val + acc;
+                acc += n.tag;
+                x = n.right;
+            } else {
+                if n.key == t {
+                    at = Some(n.val + acc);
+                }
+                acc += n.tag;
+                x = n.left;
+            }
+        }
+        (before, at)
+    }
+
+    /// Applies `e` to subtree `x` (detached or not, its pending tags pushed above) and returns
+    /// the new root. `range` is the part of `[e.lo, e.hi)` the subtree's keys can meet;
+    /// `pending[i]` says whether boundary `i` (`e.lo`, `e.hi`) may lie in this subtree, for
+    /// its insertion or removal.
+    fn edit(&mut self, x: u32, e: &Edit, range: Bounds, pending: [bool; 2]) -> u32 {
+        let ins = [0, 1].map(|i| if pending[i] { e.ins[i] } else { NIL });
+        let del = [0, 1].map(|i| pending[i] && e.del[i] != NEVER);
+        if ins == [NIL; 2] && del == [false; 2] {
+            match range {
+                Bounds::Empty => return x,
+                Bounds::All => {
+                    self.apply(x, e.delta);
+                    return x;
+                }
+                _ if x == NIL => return NIL,
+                _ => {}
+            }
+        }
+        // The node at the root of the result: a boundary key to insert with a higher priority
+        // than `x` takes its place (a treap insertion), else `x`.
+        let prio_x = if x == NIL {
+            0
+        } else {
+            self.nodes[x as usize].prio
+        };
+        let mut top = NIL;
+        for &k in &ins {
+            if k != NIL
+                && (x == NIL || self.nodes[k as usize].prio > prio_x)
+                && (top == NIL || self.nodes[k as usize].prio > self.nodes[top as usize].prio)
+            {
+                top = k;
+            }
+        }
+        let cur = if top != NIL {
+            let (a, b) = self.split(x, self.nodes[top as usize].key);
+            let n = &mut self.nodes[top as usize];
+            n.left = a;
+            n.right = b;
+            top
+        } else {
+            if x == NIL {
+                return NIL;
+            }
+            self.push(x);
+            x
+        };
+        let (key, left, right) = {
+            let n = &self.nodes[cur as usize];
+            (n.key, n.left, n.right)
+        };
+        if range.contains(key) {
+            self.nodes[cur as usize].val += e.delta;
+        }
+        // Boundaries below `key` go left, above go right; the one at `key` is `cur` itself.
+        let bound = [e.lo, e.hi];
+        let go_left = [0, 1].map(|i| pending[i] && bound[i] < key);
+        let go_right = [0, 1].map(|i| pending[i] && bound[i] > key);
+        let l = self.edit(left, e, range.below(key), go_left);
+        let r = self.edit(right, e, range.above(key), go_right);
+        if (0..2).any(|i| del[i] && bound[i] == key) {
+            let n = &mut self.nodes[cur as usize];
+            n.left = NIL;
+            n.right = NIL;
+            self.release(cur);
+            return self.merge(l, r);
+        }
+        let n = &mut self.nodes[cur as usize];
+        n.left = l;
+        n.right = r;
+        self.pull(cur);
+        cur
     }
 
     /// Drops every key below `t`; a key at `t` with the value there is kept unless it is 0.
@@ -746,6 +826,64 @@ impl Treap {
             prev = v;
         }
         Ok(())
+    }
+}
+
+/// One range add for [`Treap::edit`]: `delta` on `[lo, hi)` (`hi` may be `NEVER`), with the
+/// boundary nodes to insert (`NIL` if none) and the boundary keys to drop (`NEVER` if none).
+struct Edit {
+    lo: Time,
+    hi: Time,
+    delta: i64,
+    ins: [u32; 2],
+    del: [Time; 2],
+}
+
+/// What part of a subtree's keys an add covers: none, all, or those in `[lo, hi)`.
+#[derive(Clone, Copy)]
+enum Bounds {
+    Empty,
+    All,
+    In(Time, Time),
+}
+
+impl Bounds {
+    fn contains(self, k: Time) -> bool {
+        match self {
+            Bounds::Empty => false,
+            Bounds::All => true,
+            Bounds::In(lo, hi) => lo <= k && k < hi,
+        }
+    }
+
+    /// The bounds for the keys below `k`, knowing every key there is `< k`.
+    fn below(self, k: Time) -> Bounds {
+        match self {
+            Bounds::In(lo, _) if k <= lo => Bounds::Empty,
+            Bounds::In(lo, hi) if k <= hi => {
+                if lo == 0 {
+                    Bounds::All
+                } else {
+                    Bounds::In(lo, NEVER)
+                }
+            }
+            b => b,
+        }
+    }
+
+    /// The bounds for the keys above `k`, knowing every key there is `> k`.
+    fn above(self, k: Time) -> Bounds {
+        match self {
+            Bounds::In(_, hi) if k >= hi.saturating_sub(1) => Bounds::Empty,
+            Bounds::In(lo, hi) if k >= lo => {
+                if hi == NEVER {
+                    Bounds::All
+                } else {
+                    Bounds::In(0, hi)
+                }
+            }
+            b => b,
+        }
     }
 }
 
