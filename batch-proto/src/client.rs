@@ -99,14 +99,25 @@ impl Client {
 impl Client {
     /// Sends a listing request (`List`, `Acct`, `ShowJob`) and gathers every part of the reply.
     pub fn jobs(&mut self, req: &Request) -> Result<Vec<crate::JobInfo>, ClientError> {
-        write_frame(&mut self.stream, req)?;
         let mut out = Vec::new();
+        self.jobs_each(req, |mut part| out.append(&mut part))?;
+        Ok(out)
+    }
+
+    /// Like [`Client::jobs`], handing each part of the reply to `part` as it arrives: a tool
+    /// that prints rows need not gather 100,000 jobs in one vector first.
+    pub fn jobs_each(
+        &mut self,
+        req: &Request,
+        mut part: impl FnMut(Vec<crate::JobInfo>),
+    ) -> Result<(), ClientError> {
+        write_frame(&mut self.stream, req)?;
         loop {
             match read_frame::<_, Response>(&mut self.stream)? {
-                Response::JobsPart(mut part) => out.append(&mut part),
-                Response::Jobs(mut last) => {
-                    out.append(&mut last);
-                    return Ok(out);
+                Response::JobsPart(jobs) => part(jobs),
+                Response::Jobs(jobs) => {
+                    part(jobs);
+                    return Ok(());
                 }
                 Response::Error(e) => return Err(ClientError::Daemon(e)),
                 other => return Err(ClientError::unexpected(req.verb(), &other)),

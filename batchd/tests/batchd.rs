@@ -659,6 +659,64 @@ fn brief_listing_leaves_out_paths_and_full_listing_has_them() {
     assert!(brief[0].stdout.is_empty() && brief[0].work_dir.is_empty() && brief[0].args.is_empty());
 }
 
+/// Through the socket: a listing with finished jobs comes after the active ones, brief or
+/// full; one of more than a frame's worth of jobs arrives whole and in queue order.
+#[test]
+fn listings_with_finished_jobs_and_many_frames() {
+    let c = Cluster::new();
+    let mut s = c.spec("true");
+    s.args = vec!["a".into()];
+    let done = c.submit(s);
+    c.wait_state(done, JobState::Completed);
+    let mut s = c.spec("true");
+    s.hold = true;
+    let held = c.submit(s);
+    let list = |brief, include_finished| {
+        c.client()
+            .jobs(&Request::List(ListRequest {
+                brief,
+                include_finished,
+                ..Default::default()
+            }))
+            .unwrap()
+    };
+    let ids = |v: &[JobInfo]| v.iter().map(|j| j.id).collect::<Vec<_>>();
+    assert_eq!(ids(&list(true, false)), vec![held]);
+    let full = list(false, true);
+    let brief = list(true, true);
+    assert_eq!(ids(&full), vec![held, done]);
+    assert_eq!(ids(&brief), vec![held, done]);
+    let (f, b) = (&full[1], &brief[1]);
+    assert_eq!((f.state, f.exit_code), (JobState::Completed, Some(0)));
+    assert_eq!(
+        (b.state, b.exit_code, b.end_time),
+        (f.state, f.exit_code, f.end_time)
+    );
+    assert_eq!(f.args, vec!["a".to_string()]);
+    assert!(!f.stdout.is_empty() && !f.work_dir.is_empty());
+    assert!(b.args.is_empty() && b.stdout.is_empty() && b.work_dir.is_empty());
+    // 5,000 jobs to a frame: 10,001 make three.
+    let mut client = c.client();
+    for _ in 0..10_000 {
+        let mut s = c.spec("true");
+        s.hold = true;
+        match client
+            .request(&Request::Submit(SubmitRequest {
+                spec: s,
+                test_only: false,
+            }))
+            .unwrap()
+        {
+            Response::Submitted { .. } => {}
+            other => panic!("{other:?}"),
+        }
+    }
+    let all = ids(&list(true, false));
+    assert_eq!(all.len(), 10_001);
+    assert!(all.windows(2).all(|w| w[0] < w[1]), "queue order");
+    assert_eq!(all[0], held);
+}
+
 /// The real binary: refuses a bad config with one line, reconfigures on SIGHUP, stops on
 /// SIGTERM leaving its state behind.
 mod binary {

@@ -28,9 +28,6 @@ use crate::daemon::Daemon;
 
 pub use reconfigure::reconfigure;
 
-/// Jobs per listing frame: about 2 MB, far below the frame limit.
-const JOBS_PER_FRAME: usize = 5_000;
-
 /// Who is on the other end of a connection.
 #[derive(Clone, Debug)]
 pub struct Caller {
@@ -55,6 +52,8 @@ pub enum Reply {
     One(Response),
     /// A listing.
     Jobs(Vec<JobInfo>),
+    /// A listing encoded as it is sent (`List`).
+    Listing(list::Frames),
 }
 
 impl From<Response> for Reply {
@@ -170,28 +169,14 @@ async fn connection(d: Arc<Daemon>, mut stream: UnixStream) {
         let handled = began.elapsed();
         let ok = match reply {
             Reply::One(r) => send(&mut stream, &r).await,
-            Reply::Jobs(jobs) => send_jobs(&mut stream, jobs).await,
+            Reply::Jobs(jobs) => list::send(&mut stream, &jobs).await,
+            Reply::Listing(frames) => list::send_frames(&mut stream, frames).await,
         };
         tracing::debug!(verb, ?handled, total = ?began.elapsed(), "answered");
         if !ok {
             return;
         }
     }
-}
-
-async fn send_jobs(stream: &mut UnixStream, mut jobs: Vec<JobInfo>) -> bool {
-    while jobs.len() > JOBS_PER_FRAME {
-        let rest = jobs.split_off(JOBS_PER_FRAME);
-        if !send(
-            stream,
-            &Response::JobsPart(std::mem::replace(&mut jobs, rest)),
-        )
-        .await
-        {
-            return false;
-        }
-    }
-    send(stream, &Response::Jobs(jobs)).await
 }
 
 async fn dispatch(d: &Arc<Daemon>, caller: &Caller, req: Request) -> Reply {
@@ -206,7 +191,7 @@ async fn dispatch(d: &Arc<Daemon>, caller: &Caller, req: Request) -> Reply {
         })
         .into(),
         Request::Submit(r) => submit::handle(d, caller, r).await,
-        Request::List(r) => list::handle(d, r).await,
+        Request::List(r) => list::handle(d, r),
         Request::Cancel(r) => cancel::handle(d, caller, r).await,
         Request::Hold(r) => hold::hold(d, caller, r.ids).await,
         Request::Release(r) => hold::release(d, caller, r.ids).await,

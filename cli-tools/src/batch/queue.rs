@@ -67,7 +67,8 @@ pub struct QueueCli {
 }
 
 impl QueueCli {
-    /// The request this command line makes.
+    /// The request this command line makes: a brief listing unless `--json` (the complete
+    /// records) or the format shows a field a brief listing leaves out.
     pub fn request(&self) -> anyhow::Result<ListRequest> {
         let mut users = split_list(&self.users);
         if self.me {
@@ -88,7 +89,7 @@ impl QueueCli {
                 pools: split_list(&self.pools),
             },
             include_finished,
-            brief: false,
+            brief: !self.json && self.format()?.brief_suffices(),
         })
     }
 
@@ -111,29 +112,61 @@ pub fn render(
     now: Time,
     zone: &dyn Zone,
 ) -> String {
-    let mut out = String::with_capacity(jobs.len() * 96 + 96);
-    if !noheader {
-        out.push_str(&format.header());
-        out.push('\n');
+    let mut table = Table::new(format, noheader, now, zone);
+    table.rows(jobs);
+    table.out
+}
+
+/// A table written part by part, as a listing's frames arrive.
+struct Table<'a> {
+    format: &'a Format,
+    now: Time,
+    zone: &'a dyn Zone,
+    out: String,
+    scratch: String,
+}
+
+impl<'a> Table<'a> {
+    fn new(format: &'a Format, noheader: bool, now: Time, zone: &'a dyn Zone) -> Self {
+        let mut out = String::new();
+        if !noheader {
+            out.push_str(&format.header());
+            out.push('\n');
+        }
+        Table {
+            format,
+            now,
+            zone,
+            out,
+            scratch: String::new(),
+        }
     }
-    let mut scratch = String::new();
-    for j in jobs {
-        format.write_row(&mut out, &mut scratch, j, now, zone);
-        out.push('\n');
+
+    fn rows(&mut self, jobs: &[JobInfo]) {
+        self.out.reserve(jobs.len() * 96);
+        for j in jobs {
+            self.format
+                .write_row(&mut self.out, &mut self.scratch, j, self.now, self.zone);
+            self.out.push('\n');
+        }
     }
-    out
 }
 
 /// equeue.
 pub fn run(cli: QueueCli) -> anyhow::Result<ExitCode> {
-    let req = cli.request()?;
+    let req = Request::List(cli.request()?);
     let format = cli.format()?;
     let mut client = connect(cli.socket.as_deref())?;
-    let jobs = client.jobs(&Request::List(req))?;
     if cli.json {
+        let jobs = client.jobs(&req)?;
         print_out(&(serde_json::to_string_pretty(&jobs)? + "\n"))?;
     } else {
-        print_out(&render(&jobs, &format, cli.noheader, now_ms(), &LocalZone))?;
+        // Rows are written as each part of the listing arrives, and the whole table printed
+        // at the end: an error part-way prints the error alone, not half a queue.
+        let zone = LocalZone;
+        let mut table = Table::new(&format, cli.noheader, now_ms(), &zone);
+        client.jobs_each(&req, |part| table.rows(&part))?;
+        print_out(&table.out)?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -171,6 +204,19 @@ mod tests {
         assert!(cli(&["-t", "CD"]).request().unwrap().include_finished);
         assert!(cli(&["-t", "XX"]).request().is_err());
         assert!(cli(&["-j", "x"]).request().is_err());
+    }
+
+    #[test]
+    fn listing_is_brief_unless_json_or_a_full_field() {
+        let brief = |args: &[&str]| cli(args).request().unwrap().brief;
+        assert!(brief(&[]));
+        assert!(brief(&["--start"]));
+        assert!(brief(&["-t", "CD", "-o", "%i %T %e"]));
+        assert!(!brief(&["--json"]));
+        assert!(!brief(&["--json", "--start"]));
+        assert!(!brief(&["-o", "%i %Z"]));
+        assert!(!brief(&["-o", "%E"]));
+        assert!(cli(&["-o", "%q"]).request().is_err());
     }
 
     #[test]
