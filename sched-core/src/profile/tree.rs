@@ -482,7 +482,11 @@ impl Treap {
             return Some(found);
         }
         if n.val + acc > limit {
-            let next = self.first(n.right).map_or(up, |(k, _)| k);
+            let next = if n.right == NIL {
+                up
+            } else {
+                self.nodes[n.right as usize].first_key
+            };
             return Some((n.key, next));
         }
         self.last_key_above_in(n.left, below, t0, t1, limit, n.key)
@@ -1018,13 +1022,42 @@ impl FitSearch<'_> {
             // current run) and the one after the last (which may start the next) need
             // looking at. This is what keeps a wide or long job from visiting every short gap
             // of a densely packed plan.
-            if let Some(t) = self.scan(x, acc, n.first_key, f.first, upper) {
-                return Some(t);
+            let first_key = n.first_key;
+            if f.first - first_key < self.duration {
+                // Too short to hold a run of its own, the stretch before the first fence can
+                // only end the current run: one descent to its first step above the limit
+                // instead of a scan, and only when the run is long enough by the fence.
+                if let Some(start) = self.run.take() {
+                    if f.first - start >= self.duration {
+                        let busy = self.tree.first_key_above(x, acc, self.limit);
+                        if busy.map_or(f.first, |b| b.min(f.first)) - start >= self.duration {
+                            return Some(start);
+                        }
+                    }
+                }
+            } else {
+                if let Some(t) = self.scan(x, acc, first_key, f.first, upper) {
+                    return Some(t);
+                }
+                if let Some(t) = self.step(f.first, max) {
+                    return Some(t);
+                }
             }
-            if let Some(t) = self.step(f.first, max) {
-                return Some(t);
-            }
+            // On the first fence: `run` is `None`.
             if f.after == NEVER {
+                return None;
+            }
+            if upper - f.after < self.duration {
+                // Likewise the stretch after the last fence can only start the next run: it
+                // starts after the last step above the limit (if that is the subtree's last
+                // step, the run starts in a later subtree), or at the stretch's start.
+                self.run = match self
+                    .tree
+                    .last_key_above_in(x, acc, f.after, NEVER, self.limit, NEVER)
+                {
+                    Some((_, after)) => (after != NEVER).then_some(after),
+                    None => Some(f.after),
+                };
                 return None;
             }
             return self.scan(x, acc, f.after, NEVER, upper);
