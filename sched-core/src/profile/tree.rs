@@ -28,7 +28,10 @@ const NIL: u32 = 0;
 /// 4 so that a limit far below the maximum (a wide job in a busy plan) finds fences at most 4×
 /// shallower than it could use. Values are node counts: beyond 4,096 the deepest level serves.
 /// More levels prune better and cost more in every `pull`; this is the measured balance on
-/// the CBF benchmark (10,000 nodes).
+/// the CBF benchmark (10,000 nodes). Powers of 2 (13 levels) were measured again with the
+/// in-place add: 25 % faster on the profile benchmark, whose job sizes are powers of 2 and so
+/// fall exactly on the levels, no faster on `cargo bench -p esched-cbf` (sizes log-uniform)
+/// and 10 % slower on `esim bench`, where `pull` dominates.
 const DEPTHS: [i64; LEVELS] = [1, 4, 16, 64, 256, 1024, 4096];
 const LEVELS: usize = 7;
 
@@ -76,12 +79,32 @@ struct Node {
     tag: i64,
     /// The subtree's first key.
     first_key: Time,
-    /// Fences at each level of depth below the maximum.
+    /// Fences at each level of depth below the maximum; only the first `deep` are kept, see
+    /// [`Node::fence`].
     fences: [Fence; LEVELS],
     left: u32,
     right: u32,
     prio: u32,
     size: u32,
+    /// The number of levels whose depth is within the subtree's range of values.
+    deep: u32,
+}
+
+impl Node {
+    /// The fences at level `k`. From level `deep` on, the depth exceeds the subtree's range of
+    /// values, so every step is tall: one run of fences with no gap. Most nodes are near the
+    /// leaves, where that is most levels, so `pull` neither computes nor writes them.
+    fn fence(&self, k: usize) -> Fence {
+        if k < self.deep as usize {
+            self.fences[k]
+        } else {
+            Fence {
+                first: self.first_key,
+                after: NEVER,
+                gap: 0,
+            }
+        }
+    }
 }
 
 const SENTINEL: Node = Node {
@@ -96,6 +119,7 @@ const SENTINEL: Node = Node {
     right: NIL,
     prio: 0,
     size: 0,
+    deep: 0,
 };
 
 /// splitmix64's finaliser: a well-mixed priority from a key.
@@ -166,15 +190,12 @@ impl Treap {
             min: val,
             tag: 0,
             first_key: key,
-            fences: [Fence {
-                first: key,
-                after: NEVER,
-                gap: 0,
-            }; LEVELS],
+            fences: [NO_FENCE; LEVELS],
             left: NIL,
             right: NIL,
             prio: prio_of(key),
             size: 1,
+            deep: 0,
         };
         if let Some(i) = self.free.pop() {
             let old = &self.nodes[i as usize];
@@ -230,60 +251,66 @@ impl Treap {
         debug_assert_eq!(n.tag, 0, "pull on a node with a pending tag");
         let (l, r) = (&self.nodes[n.left as usize], &self.nodes[n.right as usize]);
         let max = n.val.max(l.max).max(r.max);
-        // Walk the three parts in key order, joining the stretches between fences. Fences
-        // are about *which* steps are tall relative to the subtree's maximum, so a range add
-        // on the whole subtree (`apply`) leaves them unchanged.
+        let min = n.val.min(l.min).min(r.min);
+        let first_key = if l.size > 0 { l.first_key } else { n.key };
         let mut fences = [NO_FENCE; LEVELS];
-        for (k, fence) in fences.iter_mut().enumerate() {
+        let deep = level_within(max.saturating_sub(min)).map_or(0, |k| k + 1);
+        // How far below the maximum each part tops out: a part has tall steps at depth `d`
+        // when `d` exceeds it, and a child's fences at depth `d − shift` below its own
+        // maximum are then tall here.
+        let shift = |c: &Node| {
+            if c.size == 0 {
+                i64::MAX
+            } else {
+                max.saturating_sub(c.max)
+            }
+        };
+        let (sl, sn, sr) = (shift(l), max.saturating_sub(n.val), shift(r));
+        let after_n = if r.size > 0 { r.first_key } else { NEVER };
+        for (k, fence) in fences[..deep].iter_mut().enumerate() {
             let depth = DEPTHS[k];
-            let tall = max.saturating_sub(depth);
-            // A child's fences at depth `d` below its own maximum are above `tall` as long as
-            // d ≤ depth − (max − child max).
-            let child = |c: &Node| {
-                if c.size == 0 || c.max <= tall {
-                    return None;
-                }
-                level_within(depth.saturating_sub(max.saturating_sub(c.max))).map(|j| c.fences[j])
-            };
-            let mut first = None;
+            // Walk the three parts in key order, joining the stretches between fences. Fences
+            // are about *which* steps are tall relative to the subtree's maximum, so a range
+            // add on the whole subtree (`apply`) leaves them unchanged.
             let mut gap = 0;
-            // The key after the last fence met so far.
+            // The key after the last fence met so far, if any.
             let mut after: Option<Time> = None;
-            if let Some(f) = child(l) {
-                first = Some(f.first);
+            let mut first = n.key;
+            if depth > sl {
+                let f = l.fence(level_within(depth - sl).unwrap_or(0));
+                first = f.first;
                 gap = f.gap;
                 after = Some(if f.after == NEVER { n.key } else { f.after });
             }
-            if n.val > tall {
-                first = first.or(Some(n.key));
+            if depth > sn {
                 if let Some(a) = after {
                     gap = gap.max(n.key - a);
                 }
-                after = Some(if r.size > 0 { r.first_key } else { NEVER });
+                after = Some(after_n);
             }
-            if let Some(f) = child(r) {
-                first = first.or(Some(f.first));
-                if let Some(a) = after {
-                    gap = gap.max(f.first - a);
+            if depth > sr {
+                let f = r.fence(level_within(depth - sr).unwrap_or(0));
+                match after {
+                    Some(a) => gap = gap.max(f.first - a),
+                    None => first = f.first,
                 }
                 gap = gap.max(f.gap);
                 after = Some(f.after);
             }
             *fence = Fence {
-                first: first.unwrap_or(n.key),
+                first,
                 after: after.unwrap_or(NEVER),
                 gap,
             };
         }
-        let min = n.val.min(l.min).min(r.min);
         let size = 1 + l.size + r.size;
-        let first_key = if l.size > 0 { l.first_key } else { n.key };
         let node = &mut self.nodes[x as usize];
         node.max = max;
         node.min = min;
         node.size = size;
         node.first_key = first_key;
-        node.fences = fences;
+        node.deep = deep as u32;
+        node.fences[..deep].copy_from_slice(&fences[..deep]);
     }
 
     /// Splits `x` into the keys `< k` and the keys `≥ k`.
@@ -449,6 +476,47 @@ impl Treap {
     /// The last key of `[t0, t1)` whose value exceeds `limit`, as `(key, next key or NEVER)`.
     pub(crate) fn last_key_above(&self, t0: Time, t1: Time, limit: i64) -> Option<(Time, Time)> {
         self.last_key_above_in(self.root, 0, t0, t1, limit, NEVER)
+    }
+
+    /// The last key `≥ t0` of subtree `x` whose value exceeds `limit`, as `(key, next key in
+    /// the subtree or NEVER)`; `acc`: the tags pending above `x`. One path down, where
+    /// [`Treap::last_key_above_in`] may try a right subtree before the node: with no upper
+    /// bound, a right subtree inside the range whose maximum is above the limit holds the
+    /// answer, and if it is not above, the answer is not there.
+    fn last_key_above_from(
+        &self,
+        mut x: u32,
+        mut acc: i64,
+        t0: Time,
+        limit: i64,
+    ) -> Option<(Time, Time)> {
+        // The key of the last node we went left from: the successor of the subtree we are in.
+        let mut up = NEVER;
+        // Whether every key of the subtree we are in is ≥ t0.
+        let mut inside = false;
+        while x != NIL {
+            let n = &self.nodes[x as usize];
+            if n.max + acc <= limit {
+                return None;
+            }
+            let below = acc + n.tag;
+            if !inside && n.key < t0 {
+                (x, acc) = (n.right, below);
+                continue;
+            }
+            let r = &self.nodes[n.right as usize];
+            if n.right != NIL && r.max + below > limit {
+                // Every key there is above `n.key ≥ t0`.
+                (x, acc, inside) = (n.right, below, true);
+            } else if n.val + acc > limit {
+                let next = if n.right == NIL { up } else { r.first_key };
+                return Some((n.key, next));
+            } else {
+                up = n.key;
+                (x, acc) = (n.left, below);
+            }
+        }
+        None
     }
 
     /// `up` is the key of the nearest ancestor whose left subtree holds `x`: the successor of
@@ -762,7 +830,7 @@ impl Treap {
                 .map(|w| steps[w[1]].0 - steps[w[0] + 1].0)
                 .max()
                 .unwrap_or(0);
-            let f = n.fences[0];
+            let f = n.fence(0);
             let found = (n.first_key, f.first, f.after, f.gap);
             let expected = (steps[0].0, first_max, after_max, gap);
             if found != expected {
@@ -773,8 +841,9 @@ impl Treap {
             }
             // Deeper levels: sound, not exact. The first and last fences are tall and every
             // run of short steps between them fits in the gap.
-            for (k, f) in n.fences.iter().enumerate() {
-                let tall = max.saturating_sub(DEPTHS[k]);
+            for (k, depth) in DEPTHS.iter().enumerate() {
+                let f = n.fence(k);
+                let tall = max.saturating_sub(*depth);
                 let Some(i) = steps.iter().position(|s| s.0 == f.first) else {
                     return Err(format!("level {k} first fence {} is no key", f.first));
                 };
@@ -1004,10 +1073,7 @@ impl FitSearch<'_> {
             if let Some(t) = self.step(first_busy, max) {
                 return Some(t);
             }
-            if let Some((_, after)) = self
-                .tree
-                .last_key_above_in(x, acc, 0, NEVER, self.limit, NEVER)
-            {
+            if let Some((_, after)) = self.tree.last_key_above_from(x, acc, 0, self.limit) {
                 if after != NEVER {
                     self.run = Some(after);
                 }
@@ -1015,7 +1081,7 @@ impl FitSearch<'_> {
             return None;
         }
         // The deepest fences still above the limit (level 0 always is: max > limit here).
-        let fence = level_within(max.saturating_sub(self.limit)).map(|k| n.fences[k]);
+        let fence = level_within(max.saturating_sub(self.limit)).map(|k| n.fence(k));
         if let Some(f) = fence.filter(|f| f.gap < self.duration) {
             // Fences are above the limit, so every run lying between two of them is shorter
             // than the job: only the stretch before the first one (which may extend the
@@ -1051,10 +1117,7 @@ impl FitSearch<'_> {
                 // Likewise the stretch after the last fence can only start the next run: it
                 // starts after the last step above the limit (if that is the subtree's last
                 // step, the run starts in a later subtree), or at the stretch's start.
-                self.run = match self
-                    .tree
-                    .last_key_above_in(x, acc, f.after, NEVER, self.limit, NEVER)
-                {
+                self.run = match self.tree.last_key_above_from(x, acc, f.after, self.limit) {
                     Some((_, after)) => (after != NEVER).then_some(after),
                     None => Some(f.after),
                 };
