@@ -149,8 +149,10 @@ pub struct ListRequest {
     /// Also finished jobs (they are otherwise left to `Acct`).
     #[serde(default)]
     pub include_finished: bool,
-    /// Leave out what `equeue`'s default columns do not show (work directory, output paths,
-    /// arguments, dependencies, detail): a third of the bytes of a 100,000-job listing.
+    /// Leave out what no `equeue` column but `%Z` and `%E` shows (work directory, output
+    /// paths, arguments, dependencies, detail, scheduled EP); everything the default and
+    /// `--start` columns read stays. `equeue` asks for it unless `--json`, `%Z` or `%E`:
+    /// about 220 instead of 390 bytes per job in a 100,000-job listing.
     #[serde(default)]
     pub brief: bool,
 }

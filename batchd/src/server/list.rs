@@ -267,36 +267,72 @@ fn encode_frames<T: Serialize>(
 
 /// Encodes the active jobs matching `filter` (running first, then pending in queue order
 /// with their reasons and expected starts); see [`encode_frames`] for `last` and `out`.
-fn encode_active(
-    core: &Core,
+///
+/// `core` locks the core. It is held to choose the jobs and their order (with the pending
+/// reasons, which need the whole queue), then again for each frame's worth of jobs, never for
+/// the whole listing: encoding 100,000 jobs under one lock held off the scheduler and
+/// submissions for 200–300 ms. A job that changed in between is shown as it is when its
+/// frame is encoded, and left out once it no longer matches (ended, or another state than
+/// asked for).
+fn encode_active<C: std::ops::Deref<Target = Core>>(
+    core: impl Fn() -> C,
     filter: &JobFilter,
     now: u64,
     brief: bool,
     last: bool,
     out: &mut dyn FnMut(Result<Frame, String>) -> bool,
 ) -> bool {
-    let running = core
-        .jobs
-        .values()
-        .filter(|a| a.rec.state != JobState::Pending && record_matches(filter, &a.rec))
-        .map(|a| JobView::new(Some(core), &a.rec, None, brief));
-    // Pending reasons need the whole queue in order; skip it when no pending job can match.
-    let pending = if filter.states.is_empty() || filter.states.contains(&JobState::Pending) {
-        core.pending_with_reasons(now)
-    } else {
-        Vec::new()
+    let began = std::time::Instant::now();
+    let order: Vec<(u64, Option<PendingReason>)> = {
+        let c = core();
+        let mut order: Vec<_> = c
+            .jobs
+            .values()
+            .filter(|a| a.rec.state != JobState::Pending && record_matches(filter, &a.rec))
+            .map(|a| (a.rec.id, None))
+            .collect();
+        // Pending reasons need the whole queue in order; skip it when no pending job can match.
+        if filter.states.is_empty() || filter.states.contains(&JobState::Pending) {
+            order.extend(
+                c.pending_with_reasons(now)
+                    .into_iter()
+                    .filter(|(rec, _)| record_matches(filter, rec))
+                    .map(|(rec, reason)| (rec.id, Some(reason))),
+            );
+        }
+        order
     };
-    let pending = pending
-        .into_iter()
-        .filter(|(rec, _)| record_matches(filter, rec))
-        .map(|(rec, reason)| JobView::new(Some(core), rec, Some(reason), brief));
-    encode_frames(running.chain(pending), last, out)
+    let ordering = began.elapsed();
+    let mut longest = std::time::Duration::ZERO;
+    let mut chunks = order.chunks(JOBS_PER_FRAME).peekable();
+    if chunks.peek().is_none() {
+        return encode_frames(std::iter::empty::<JobView>(), last, out);
+    }
+    while let Some(chunk) = chunks.next() {
+        let c = core();
+        let held = std::time::Instant::now();
+        let views = chunk.iter().filter_map(|&(id, reason)| {
+            let rec = &c.jobs.get(&id)?.rec;
+            record_matches(filter, rec).then(|| JobView::new(Some(&c), rec, reason, brief))
+        });
+        let ok = encode_frames(views, last && chunks.peek().is_none(), out);
+        drop(c);
+        longest = longest.max(held.elapsed());
+        if !ok {
+            return false;
+        }
+    }
+    tracing::debug!(
+        jobs = order.len(),
+        ?ordering,
+        ?longest,
+        "listing: core lock held"
+    );
+    true
 }
 
 /// Answers a listing: the frames are encoded on a blocking thread and sent as they come, so
-/// the client parses one while the next is encoded. The core stays locked while the active
-/// jobs are encoded (the views borrow it): at 100,000 jobs that is shorter than building
-/// owned `JobInfo`s under the lock was.
+/// the client parses one while the next is encoded.
 pub fn handle(d: &Arc<Daemon>, req: ListRequest) -> Reply {
     let (tx, rx) = mpsc::unbounded_channel();
     let d = Arc::clone(d);
@@ -308,12 +344,10 @@ pub fn handle(d: &Arc<Daemon>, req: ListRequest) -> Reply {
             let d = Arc::clone(&d);
             move || {
                 let began = std::time::Instant::now();
-                let core = d.core();
-                let ok = encode_active(&core, &filter, now_ms(), brief, last, &mut |f| {
+                let ok = encode_active(|| d.core(), &filter, now_ms(), brief, last, &mut |f| {
                     out.send(f).is_ok()
                 });
-                drop(core);
-                tracing::debug!(brief, locked = ?began.elapsed(), "listing encoded");
+                tracing::debug!(brief, took = ?began.elapsed(), "listing encoded");
                 ok
             }
         })
@@ -539,7 +573,7 @@ mod tests {
 
     fn listing(c: &Core, filter: &JobFilter, now: u64, brief: bool) -> Vec<JobInfo> {
         let mut frames = Vec::new();
-        assert!(encode_active(c, filter, now, brief, true, &mut |f| {
+        assert!(encode_active(|| c, filter, now, brief, true, &mut |f| {
             frames.push(f.unwrap());
             true
         }));
@@ -623,6 +657,49 @@ mod tests {
                 want.into_iter().map(blanked).collect::<Vec<_>>(),
                 "{f:?}"
             );
+        }
+    }
+
+    /// The core is locked once to choose the jobs, then once per frame: a job that ends in
+    /// between is left out, one that starts is shown running, and left out of a listing of
+    /// pending jobs.
+    #[test]
+    fn a_job_that_changes_between_order_and_frame_shows_as_it_is() {
+        for (states, want) in [
+            (vec![], vec![1, 3, 2, 5, 8, 7, 6]),
+            (vec![JobState::Pending], vec![5, 8, 7, 6]),
+        ] {
+            let m = std::sync::Mutex::new(busy_core());
+            let locks = std::cell::Cell::new(0);
+            let lock = || {
+                let mut g = m.lock().unwrap();
+                if locks.replace(locks.get() + 1) == 1 {
+                    g.finish(4, |r| r.state = JobState::Cancelled).unwrap();
+                    g.start(
+                        2,
+                        &Shape::rigid(PoolId(0), 2, 60_000),
+                        150,
+                        PathBuf::from("/j/2"),
+                    )
+                    .unwrap();
+                }
+                g
+            };
+            let filter = JobFilter {
+                states,
+                ..Default::default()
+            };
+            let mut frames = Vec::new();
+            assert!(encode_active(lock, &filter, 200, true, true, &mut |f| {
+                frames.push(f.unwrap());
+                true
+            }));
+            assert_eq!(locks.get(), 2);
+            let jobs = jobs_of(decode_frames(frames));
+            assert_eq!(jobs.iter().map(|j| j.id).collect::<Vec<_>>(), want);
+            if let Some(j2) = jobs.iter().find(|j| j.id == 2) {
+                assert_eq!((j2.state, j2.reason), (JobState::Running, None));
+            }
         }
     }
 
