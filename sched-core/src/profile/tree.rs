@@ -79,6 +79,8 @@ struct Node {
     tag: i64,
     /// The subtree's first key.
     first_key: Time,
+    /// The value of the subtree's last step.
+    last_val: i64,
     /// Fences at each level of depth below the maximum; only the first `deep` are kept, see
     /// [`Node::fence`].
     fences: [Fence; LEVELS],
@@ -114,6 +116,7 @@ const SENTINEL: Node = Node {
     min: i64::MAX,
     tag: 0,
     first_key: 0,
+    last_val: 0,
     fences: [NO_FENCE; LEVELS],
     left: NIL,
     right: NIL,
@@ -190,6 +193,7 @@ impl Treap {
             min: val,
             tag: 0,
             first_key: key,
+            last_val: val,
             fences: [NO_FENCE; LEVELS],
             left: NIL,
             right: NIL,
@@ -229,6 +233,7 @@ impl Treap {
             n.val += delta;
             n.max += delta;
             n.min += delta;
+            n.last_val += delta;
             n.tag += delta;
         }
     }
@@ -304,7 +309,9 @@ impl Treap {
             };
         }
         let size = 1 + l.size + r.size;
+        let last_val = if r.size > 0 { r.last_val } else { n.val };
         let node = &mut self.nodes[x as usize];
+        node.last_val = last_val;
         node.max = max;
         node.min = min;
         node.size = size;
@@ -568,7 +575,11 @@ impl Treap {
             tree: self,
             duration,
             limit,
-            run: (at_from <= limit).then_some(from),
+            run: if at_from <= limit {
+                Run::At(from)
+            } else {
+                Run::Busy
+            },
         };
         if from < NEVER {
             if let Some(t) = search.scan(self.root, 0, from + 1, NEVER, NEVER) {
@@ -576,7 +587,7 @@ impl Treap {
             }
         }
         // A free run reaching the end of time holds any duration.
-        search.run
+        search.resolve()
     }
 
     /// The first key of subtree `x` whose value exceeds `limit` (`acc`: tags pending above).
@@ -878,6 +889,9 @@ impl Treap {
             if n.max + acc != max {
                 return Err(format!("max {} ≠ {max} at key {}", n.max + acc, n.key));
             }
+            if n.last_val + acc != steps[steps.len() - 1].1 {
+                return Err(format!("last value wrong at key {}", n.key));
+            }
             if n.min + acc != min {
                 return Err(format!("min {} ≠ {min} at key {}", n.min + acc, n.key));
             }
@@ -1000,23 +1014,80 @@ struct FitSearch<'a> {
     tree: &'a Treap,
     duration: Time,
     limit: i64,
-    /// Where the current run of steps at or below the limit started (clipped to `from`);
-    /// `None` while on a step above it.
-    run: Option<Time>,
+    /// Where the current run of steps at or below the limit started.
+    run: Run,
+}
+
+/// Where the current run of an earliest-fit search started.
+#[derive(Clone, Copy)]
+enum Run {
+    /// No run: on a step above the limit.
+    Busy,
+    /// At this instant (clipped to `from`).
+    At(Time),
+    /// Right after the last step above the limit among the keys `≥ from` of subtree `x`
+    /// (`acc`: the tags pending above it), or at `from` if there is none; at `lo` or later.
+    /// Most such runs are cut short by the next busy step, so the descent that finds the
+    /// start is made only for a run that may be long enough.
+    After {
+        x: u32,
+        acc: i64,
+        from: Time,
+        lo: Time,
+    },
 }
 
 impl FitSearch<'_> {
+    /// The start of the current run, if any, found if still unknown.
+    fn resolve(&mut self) -> Option<Time> {
+        match self.run {
+            Run::Busy => None,
+            Run::At(t) => Some(t),
+            Run::After { x, acc, from, .. } => {
+                let t = self
+                    .tree
+                    .last_key_above_from(x, acc, from, self.limit)
+                    .map_or(from, |(_, after)| after);
+                self.run = Run::At(t);
+                Some(t)
+            }
+        }
+    }
+
+    /// Whether the current run could be long enough if it lasted until `end`.
+    fn may_last(&self, end: Time) -> bool {
+        match self.run {
+            Run::Busy => false,
+            Run::At(t) => end - t >= self.duration,
+            Run::After { lo, .. } => end - lo >= self.duration,
+        }
+    }
+
+    /// Ends the current run where a step above the limit starts, at `end`; returns the run's
+    /// start if it was long enough.
+    fn end_run(&mut self, end: Time) -> Option<Time> {
+        let fit = if self.may_last(end) {
+            self.resolve().filter(|&t| end - t >= self.duration)
+        } else {
+            None
+        };
+        self.run = Run::Busy;
+        fit
+    }
+
+    /// A step at or below the limit at `key`: starts a run unless one is going on.
+    fn start_run(&mut self, key: Time) {
+        if let Run::Busy = self.run {
+            self.run = Run::At(key);
+        }
+    }
+
     /// Feeds the step starting at `key`; returns the fit if the run it ends is long enough.
     fn step(&mut self, key: Time, value: i64) -> Option<Time> {
         if value > self.limit {
-            if let Some(start) = self.run.take() {
-                if key - start >= self.duration {
-                    return Some(start);
-                }
-            }
-        } else if self.run.is_none() {
-            self.run = Some(key);
+            return self.end_run(key);
         }
+        self.start_run(key);
         None
     }
 
@@ -1054,7 +1125,7 @@ impl FitSearch<'_> {
         let n = &self.tree.nodes[x as usize];
         let (max, min) = (n.max + acc, n.min + acc);
         if max <= self.limit {
-            self.run = self.run.or(Some(n.first_key));
+            self.start_run(n.first_key);
             return None;
         }
         if min > self.limit {
@@ -1068,15 +1139,20 @@ impl FitSearch<'_> {
             // Always found: the maximum is above the limit here.
             let first_busy = self.tree.first_key_above(x, acc, self.limit)?;
             if first_busy > n.first_key {
-                self.run = self.run.or(Some(n.first_key));
+                self.start_run(n.first_key);
             }
-            if let Some(t) = self.step(first_busy, max) {
+            if let Some(t) = self.end_run(first_busy) {
                 return Some(t);
             }
-            if let Some((_, after)) = self.tree.last_key_above_from(x, acc, 0, self.limit) {
-                if after != NEVER {
-                    self.run = Some(after);
-                }
+            // A last step above the limit ends the subtree busy; else the next run starts
+            // after the last such step, found later if it matters.
+            if n.last_val + acc <= self.limit {
+                self.run = Run::After {
+                    x,
+                    acc,
+                    from: 0,
+                    lo: first_busy,
+                };
             }
             return None;
         }
@@ -1093,14 +1169,15 @@ impl FitSearch<'_> {
                 // Too short to hold a run of its own, the stretch before the first fence can
                 // only end the current run: one descent to its first step above the limit
                 // instead of a scan, and only when the run is long enough by the fence.
-                if let Some(start) = self.run.take() {
-                    if f.first - start >= self.duration {
+                if self.may_last(f.first) {
+                    if let Some(start) = self.resolve().filter(|&t| f.first - t >= self.duration) {
                         let busy = self.tree.first_key_above(x, acc, self.limit);
                         if busy.map_or(f.first, |b| b.min(f.first)) - start >= self.duration {
                             return Some(start);
                         }
                     }
                 }
+                self.run = Run::Busy;
             } else {
                 if let Some(t) = self.scan(x, acc, first_key, f.first, upper) {
                     return Some(t);
@@ -1109,7 +1186,7 @@ impl FitSearch<'_> {
                     return Some(t);
                 }
             }
-            // On the first fence: `run` is `None`.
+            // On the first fence: `run` is `Busy`.
             if f.after == NEVER {
                 return None;
             }
@@ -1117,9 +1194,15 @@ impl FitSearch<'_> {
                 // Likewise the stretch after the last fence can only start the next run: it
                 // starts after the last step above the limit (if that is the subtree's last
                 // step, the run starts in a later subtree), or at the stretch's start.
-                self.run = match self.tree.last_key_above_from(x, acc, f.after, self.limit) {
-                    Some((_, after)) => (after != NEVER).then_some(after),
-                    None => Some(f.after),
+                self.run = if n.last_val + acc > self.limit {
+                    Run::Busy
+                } else {
+                    Run::After {
+                        x,
+                        acc,
+                        from: f.after,
+                        lo: f.after,
+                    }
                 };
                 return None;
             }
