@@ -129,6 +129,14 @@ fn on_time(at: u64, due: u64, start: u64, what: &str, context: &str) {
     );
 }
 
+/// Waits until job `id` runs; its start and the scheduled EP it was started with.
+fn started(c: &Cluster, id: u64) -> (u64, Vec<sched_core::Step>) {
+    let running = c.wait_state(id, JobState::Running);
+    let start = running.start_time.expect("a running job has a start");
+    let ep = running.scheduled_ep.expect("started with its scheduled EP");
+    (start, ep)
+}
+
 /// Submits the script with `profile`; with `keep`, it keeps that line of its node file when
 /// told to release.
 fn submit_evolving(c: &Cluster, profile: &str, keep: Option<u32>) -> u64 {
@@ -149,12 +157,7 @@ fn three_step_job_resizes_at_scheduled_times_chooses_what_it_frees_and_shows_its
     // 6 free nodes; 2 → 4 → 1 nodes, 3 s each; told 1.5 s ahead to choose what it frees.
     let c = Cluster::start_with(6, "evolving", "\n[evolving]\nrelease_notice_ms = 1500\n");
     let id = submit_evolving(&c, "3:2,3:4,3:1", Some(3));
-    let running = c.wait_state(id, JobState::Running);
-    let start = running.start_time.expect("a running job has a start");
-    let ep = running
-        .scheduled_ep
-        .clone()
-        .expect("started with its scheduled EP");
+    let (start, ep) = started(&c, id);
     assert_eq!(
         ep.iter().map(|s| (s.duration, s.nodes)).collect::<Vec<_>>(),
         [(3_000, 2), (3_000, 4), (3_000, 1)]
@@ -215,12 +218,7 @@ fn an_expanded_step_tells_the_job_it_waits_until_its_nodes_come() {
         "-N", "1", "-t", "1:00", "--begin", "now+5", "--wrap", "sleep 60",
     ]);
     let id = submit_evolving(&c, "3:2,3:1,3:4", None);
-    let running = c.wait_state(id, JobState::Running);
-    let start = running.start_time.expect("a running job has a start");
-    let ep = running
-        .scheduled_ep
-        .clone()
-        .expect("started with its scheduled EP");
+    let (start, ep) = started(&c, id);
     assert_eq!(ep[0].duration, 3_000, "{ep:?}");
     assert!(
         ep[1].duration > 3_000 && start + ep[0].duration + ep[1].duration >= rigid_start + 8_000,

@@ -352,18 +352,24 @@ fn compression_refits_one_job_at_a_time_like_the_reference() {
     );
 }
 
+/// A seeded generator of numbers below `m` (Knuth's MMIX LCG, high bits): repeatable random
+/// queues without a dependency.
+fn lcg(seed: u64) -> impl FnMut(u64) -> u64 {
+    let mut x = seed;
+    move |m| {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (x >> 33) % m
+    }
+}
+
 #[test]
 fn fit_hints_of_a_long_plan_from_scratch_change_nothing() {
     // 600 jobs in one call use the dominance hints; the same jobs arriving 100 at a time (at
     // the same instant, so nothing else changes) are fitted without them.
     let pools = pools(&[64, 32]);
-    let mut x: u64 = 7;
-    let mut rnd = |m: u64| {
-        x = x
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (x >> 33) % m
-    };
+    let mut rnd = lcg(7);
     let pend: Vec<Pending> = (0..600)
         .map(|i| {
             let j = job(i, ((1 + rnd(64) as u32) >> rnd(6)).max(1), 1 + rnd(5_000));
@@ -391,13 +397,7 @@ fn fit_hints_of_repeated_requests_change_nothing() {
     // Few distinct requests, so that most jobs are bounded by the fit of an equal one before
     // them; planned at once (hints) and 100 at a time (none), the plans must be the same.
     let pools = pools(&[64, 32]);
-    let mut x: u64 = 11;
-    let mut rnd = |m: u64| {
-        x = x
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (x >> 33) % m
-    };
+    let mut rnd = lcg(11);
     let pend: Vec<Pending> = (0..600)
         .map(|i| {
             let j = job(i, 1 << rnd(6), 500 * (1 + rnd(4)));
