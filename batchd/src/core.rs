@@ -193,12 +193,7 @@ impl Core {
     /// The wire view of active job `rec`: its record, the latest plan's expected start and
     /// scheduled EP while it waits, its step while it runs evolving.
     pub fn info_of(&self, rec: &JobRecord, reason: Option<PendingReason>) -> JobInfo {
-        let mut info = rec.info(reason, self.expected.get(&rec.id).copied());
-        if rec.state == JobState::Pending {
-            info.scheduled_ep = self.expected_ep.get(&rec.id).cloned();
-        }
-        info.step = self.step_status(rec.id);
-        info
+        crate::view::JobView::new(Some(self), rec, reason, false).into_info()
     }
 
     /// Index of the pool called `name`.

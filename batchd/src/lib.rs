@@ -33,6 +33,7 @@ pub mod scheduler;
 mod server;
 pub mod store;
 pub mod supervise;
+pub mod view;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

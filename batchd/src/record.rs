@@ -1,6 +1,8 @@
 //! A job as batchd stores it: the submitted spec plus everything that happened to it.
 
-use batch_proto::{JobInfo, JobSpec, JobState, PendingReason};
+use batch_proto::{JobInfo, JobSpec, JobState};
+
+use crate::view::JobView;
 use serde::{Deserialize, Serialize};
 
 /// One job's stored record (one row of the `jobs` table).
@@ -80,46 +82,10 @@ impl JobRecord {
         }
     }
 
-    /// The wire view; `reason` and `expected_start` come from the scheduler.
-    pub fn info(&self, reason: Option<PendingReason>, expected_start: Option<u64>) -> JobInfo {
-        let pending = self.state == JobState::Pending;
-        JobInfo {
-            id: self.id,
-            name: self.spec.name.clone(),
-            uid: self.uid,
-            user: self.user.clone(),
-            pool: self.pool.clone().or_else(|| self.spec.pool.clone()),
-            state: self.state,
-            reason: if pending { reason } else { None },
-            detail: self.detail.clone(),
-            nodes: if pending || self.nodes == 0 {
-                self.spec.shape.max_nodes()
-            } else {
-                self.nodes
-            },
-            node_list: self.node_list.clone(),
-            submit_time: self.submit,
-            start_time: self.start,
-            end_time: self.end,
-            expected_start: if pending { expected_start } else { None },
-            time_limit: self.time_limit(),
-            exit_code: self.exit_code,
-            signal: self.signal,
-            work_dir: self.spec.work_dir.clone(),
-            stdout: self.stdout.clone(),
-            stderr: self.stderr.clone(),
-            shape: self.spec.shape.clone(),
-            begin: self.spec.begin,
-            dependencies: self.spec.dependencies.clone(),
-            priority: self.spec.priority,
-            held: self.held,
-            args: self.spec.args.clone(),
-            scheduled_ep: match &self.shape {
-                Some(sched_core::Shape::Evolving { steps, .. }) => Some(steps.clone()),
-                _ => None,
-            },
-            step: None,
-        }
+    /// The wire view of this record alone: no pending reason, expected start or step, which
+    /// only the daemon's state knows ([`crate::core::Core::info_of`] adds them).
+    pub fn info(&self) -> JobInfo {
+        JobView::new(None, self, None, false).into_info()
     }
 
     /// The time limit of the started shape, else the longest the request allows.

@@ -5,11 +5,7 @@ use std::sync::Arc;
 use batch_proto::frame::{FrameError, HEADER_LEN};
 #[cfg(doc)]
 use batch_proto::Response;
-use batch_proto::{
-    Dependency, JobFilter, JobInfo, JobShape, JobState, ListRequest, PendingReason, StepStatus,
-    MAX_FRAME,
-};
-use sched_core::Step;
+use batch_proto::{JobFilter, JobInfo, JobState, ListRequest, PendingReason, MAX_FRAME};
 use serde::Serialize;
 use tokio::io::AsyncWriteExt;
 use tokio::net::UnixStream;
@@ -20,6 +16,7 @@ use crate::core::Core;
 use crate::daemon::Daemon;
 use crate::launch::now_ms;
 use crate::record::JobRecord;
+use crate::view::JobView;
 
 /// `filter` checked on the stored record, before any `JobInfo` is built: most listings
 /// (`-t R`, `-u alice`, `-j 7`) keep a small part of a large queue. Same rules as
@@ -38,128 +35,6 @@ pub fn record_matches(filter: &JobFilter, r: &JobRecord) -> bool {
                 .as_ref()
                 .or(r.spec.pool.as_ref())
                 .is_some_and(|p| filter.pools.contains(p)))
-}
-
-/// One job as a listing sends it: the fields of [`JobInfo`], under the same names and
-/// with the same rules for leaving them out of the JSON, borrowed from the record. A listing
-/// of 100,000 jobs is serialised from these straight into frames: building owned `JobInfo`s
-/// first cost more than the JSON itself (two string clones per job and 45 MB of fresh
-/// pages). `views_decode_as_info` checks that each one decodes as the `JobInfo` that
-/// [`Core::info_of`] (or [`JobRecord::info`] for a finished job) gives, less what a brief
-/// listing leaves out.
-#[derive(Serialize)]
-struct JobView<'a> {
-    id: u64,
-    name: &'a str,
-    uid: u32,
-    user: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pool: Option<&'a str>,
-    state: JobState,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    reason: Option<PendingReason>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    detail: Option<&'a str>,
-    nodes: u32,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    node_list: Option<&'a str>,
-    submit_time: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    start_time: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    end_time: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    expected_start: Option<u64>,
-    time_limit: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    exit_code: Option<i32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    signal: Option<i32>,
-    #[serde(skip_serializing_if = "str::is_empty")]
-    work_dir: &'a str,
-    #[serde(skip_serializing_if = "str::is_empty")]
-    stdout: &'a str,
-    #[serde(skip_serializing_if = "str::is_empty")]
-    stderr: &'a str,
-    shape: &'a JobShape,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    begin: Option<u64>,
-    #[serde(skip_serializing_if = "<[_]>::is_empty")]
-    dependencies: &'a [Dependency],
-    priority: i64,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    held: bool,
-    #[serde(skip_serializing_if = "<[_]>::is_empty")]
-    args: &'a [String],
-    #[serde(skip_serializing_if = "Option::is_none")]
-    scheduled_ep: Option<&'a [Step]>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    step: Option<StepStatus>,
-}
-
-impl<'a> JobView<'a> {
-    /// `rec` as [`Core::info_of`] shows it when `core` is given (an active job), else as
-    /// [`JobRecord::info`] without reason or expected start (a finished one). `brief` leaves
-    /// out the work directory, output paths, arguments, dependencies, detail and scheduled EP:
-    /// no `equeue` column but `%Z` and `%E` shows them ([`ListRequest::brief`]).
-    fn new(
-        core: Option<&'a Core>,
-        rec: &'a JobRecord,
-        reason: Option<PendingReason>,
-        brief: bool,
-    ) -> Self {
-        let pending = rec.state == JobState::Pending;
-        let full = !brief;
-        let scheduled_ep = match (core, pending) {
-            _ if brief => None,
-            (Some(c), true) => c.expected_ep.get(&rec.id).map(Vec::as_slice),
-            _ => match &rec.shape {
-                Some(sched_core::Shape::Evolving { steps, .. }) => Some(steps.as_slice()),
-                _ => None,
-            },
-        };
-        JobView {
-            id: rec.id,
-            name: &rec.spec.name,
-            uid: rec.uid,
-            user: &rec.user,
-            pool: rec.pool.as_deref().or(rec.spec.pool.as_deref()),
-            state: rec.state,
-            reason: if pending { reason } else { None },
-            detail: rec.detail.as_deref().filter(|_| full),
-            nodes: if pending || rec.nodes == 0 {
-                rec.spec.shape.max_nodes()
-            } else {
-                rec.nodes
-            },
-            node_list: rec.node_list.as_deref(),
-            submit_time: rec.submit,
-            start_time: rec.start,
-            end_time: rec.end,
-            expected_start: match core {
-                Some(c) if pending => c.expected.get(&rec.id).copied(),
-                _ => None,
-            },
-            time_limit: rec.time_limit(),
-            exit_code: rec.exit_code,
-            signal: rec.signal,
-            work_dir: if full { &rec.spec.work_dir } else { "" },
-            stdout: if full { &rec.stdout } else { "" },
-            stderr: if full { &rec.stderr } else { "" },
-            shape: &rec.spec.shape,
-            begin: rec.spec.begin,
-            dependencies: if full { &rec.spec.dependencies } else { &[] },
-            priority: rec.spec.priority,
-            held: rec.held,
-            args: if full { &rec.spec.args } else { &[] },
-            scheduled_ep,
-            // A pending job has no step; `step_status` would only look it up again.
-            step: match core {
-                Some(c) if !pending => c.step_status(rec.id),
-                _ => None,
-            },
-        }
-    }
 }
 
 /// Jobs per listing frame: about 2 MB of a full listing, far below [`MAX_FRAME`].
@@ -521,8 +396,8 @@ mod tests {
         j
     }
 
-    /// What the listing was before it was encoded from views: `Core::info_of` of the running
-    /// jobs, then of the pending ones in queue order with their reasons.
+    /// The listing as owned `JobInfo`s: `Core::info_of` of the running jobs, then of the
+    /// pending ones in queue order with their reasons.
     fn reference(c: &Core, now: u64) -> Vec<JobInfo> {
         let mut v: Vec<JobInfo> = c
             .jobs
@@ -580,9 +455,9 @@ mod tests {
         jobs_of(decode_frames(frames))
     }
 
-    /// A view decodes as the `JobInfo` the daemon gave before views: the full one as
-    /// `Core::info_of` builds it, the brief one the same without the fields only `%Z`, `%E`,
-    /// `--json` and `econtrol show job` use. So a brief row keeps whatever `info_of`
+    /// A view's JSON decodes as the `JobInfo` `Core::info_of` gives (the serde rules of
+    /// `JobView` and `JobInfo` agree), the brief one the same without the fields only `%Z`,
+    /// `%E`, `--json` and `econtrol show job` use. So a brief row keeps whatever `info_of`
     /// computes for the others (nodes, pool, time limit, reason, expected start, step).
     #[test]
     fn views_decode_as_info() {
@@ -725,11 +600,7 @@ mod tests {
                     true
                 },
             );
-            let want = if brief {
-                blanked(r.info(None, None))
-            } else {
-                r.info(None, None)
-            };
+            let want = if brief { blanked(r.info()) } else { r.info() };
             assert_eq!(jobs_of(decode_frames(frames)), vec![want]);
         }
     }
@@ -871,20 +742,12 @@ mod tests {
             },
         ];
         for f in &filters {
-            assert_eq!(
-                record_matches(f, &r),
-                f.matches(&r.info(None, None)),
-                "{f:?}"
-            );
+            assert_eq!(record_matches(f, &r), f.matches(&r.info()), "{f:?}");
         }
         r.pool = None;
         r.spec.pool = Some("gpu".into());
         for f in &filters {
-            assert_eq!(
-                record_matches(f, &r),
-                f.matches(&r.info(None, None)),
-                "{f:?}"
-            );
+            assert_eq!(record_matches(f, &r), f.matches(&r.info()), "{f:?}");
         }
     }
 }

@@ -17,7 +17,7 @@ pub async fn handle(d: &Arc<Daemon>, id: u64) -> Reply {
         }
     }
     match d.store.read(move |c| crate::store::job_by_id(c, id)).await {
-        Ok(Some(r)) => Reply::Jobs(vec![r.info(None, None)]),
+        Ok(Some(r)) => Reply::Jobs(vec![r.info()]),
         Ok(None) => ErrorReply::invalid_job(id).into(),
         Err(e) => internal(e),
     }
