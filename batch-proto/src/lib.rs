@@ -24,6 +24,7 @@ pub mod frame;
 pub mod hostlist;
 pub mod job;
 pub mod message;
+pub mod signal;
 pub mod socket;
 
 pub use client::{Client, ClientError};
@@ -33,6 +34,7 @@ pub use job::{
     StepStatus,
 };
 pub use message::*;
+pub use signal::parse_signal;
 
 /// Version of the protocol; bumped on any incompatible change of the messages. Client and
 /// daemon refuse to talk when theirs differ.

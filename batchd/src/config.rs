@@ -116,21 +116,8 @@ impl EvolvingConfig {
 
 /// A signal by name (with or without `SIG`, any case) or number.
 pub fn parse_signal(s: &str) -> Result<nix::sys::signal::Signal, String> {
-    use std::str::FromStr;
     let t = s.trim();
-    let parsed = match t.parse::<i32>() {
-        Ok(n) => nix::sys::signal::Signal::try_from(n).ok(),
-        Err(_) => {
-            let up = t.to_ascii_uppercase();
-            let name = if up.starts_with("SIG") {
-                up
-            } else {
-                format!("SIG{up}")
-            };
-            nix::sys::signal::Signal::from_str(&name).ok()
-        }
-    };
-    match parsed {
+    match batch_proto::parse_signal(t) {
         Some(nix::sys::signal::Signal::SIGKILL | nix::sys::signal::Signal::SIGSTOP) => {
             Err(format!("`{t}` cannot be handled by a job"))
         }
@@ -380,6 +367,31 @@ mod tests {
         let c = Config::embedded().effective();
         let back = Config::parse(&c.to_toml(), "x").unwrap();
         assert_eq!(back, c);
+    }
+
+    #[test]
+    fn the_resize_signal_is_a_signal_a_job_can_handle() {
+        let with = |sig: &str| {
+            Config::parse(
+                &format!("{DEFAULT_CONFIG}\n[evolving]\nsignal = \"{sig}\"\n").replace(
+                    "[evolving]\nsignal = \"WINCH\"\nrelease_notice_ms = 10000\n",
+                    "",
+                ),
+                "t.toml",
+            )
+        };
+        assert_eq!(
+            with("usr1").unwrap().evolving.signal(),
+            Ok(nix::sys::signal::Signal::SIGUSR1)
+        );
+        assert_eq!(
+            with("KILL").unwrap_err().to_string(),
+            "t.toml: key `evolving.signal`: `KILL` cannot be handled by a job"
+        );
+        assert!(with("nope")
+            .unwrap_err()
+            .to_string()
+            .contains("not a signal"));
     }
 
     #[test]

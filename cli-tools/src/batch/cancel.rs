@@ -53,21 +53,9 @@ pub struct CancelCli {
 
 /// A signal by name (`TERM`, `SIGTERM`, any case) or number.
 pub fn parse_signal(s: &str) -> anyhow::Result<i32> {
-    let t = s.trim();
-    if let Ok(n) = t.parse::<i32>() {
-        return nix::sys::signal::Signal::try_from(n)
-            .map(|sig| sig as i32)
-            .map_err(|_| anyhow::anyhow!("Invalid job signal: {s}"));
-    }
-    let up = t.to_ascii_uppercase();
-    let name = if up.starts_with("SIG") {
-        up
-    } else {
-        format!("SIG{up}")
-    };
-    name.parse::<nix::sys::signal::Signal>()
+    batch_proto::parse_signal(s)
         .map(|sig| sig as i32)
-        .map_err(|_| anyhow::anyhow!("Invalid job signal: {s}"))
+        .ok_or_else(|| anyhow::anyhow!("Invalid job signal: {s}"))
 }
 
 impl CancelCli {
