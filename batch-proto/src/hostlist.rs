@@ -146,10 +146,37 @@ pub fn node_name(pool: &str, index: u32, pool_size: u32) -> String {
     format!("{pool}{:0width$}", index + 1)
 }
 
+/// The index (0-based) of node `name` in pool `pool` of `pool_size` nodes: the inverse of
+/// [`node_name`]. The digits may have any width (`debug1` is `debug001`); `None` for a name of
+/// another pool or a number outside it.
+pub fn node_index(pool: &str, name: &str, pool_size: u32) -> Option<u32> {
+    name.strip_prefix(pool)
+        .filter(|digits| !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|n| n.parse::<u32>().ok())
+        .filter(|&n| n >= 1 && n <= pool_size)
+        .map(|n| n - 1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn node_index_inverts_node_name() {
+        for (i, size) in [(0, 8), (7, 8), (999, 1000), (41, 12_000)] {
+            assert_eq!(
+                node_index("debug", &node_name("debug", i, size), size),
+                Some(i)
+            );
+        }
+        assert_eq!(node_index("debug", "debug1", 8), Some(0));
+        for bad in [
+            "debug000", "debug009", "batch001", "debug", "debug-01", "debug0x1",
+        ] {
+            assert_eq!(node_index("debug", bad, 8), None, "{bad}");
+        }
+    }
 
     #[test]
     fn compresses_like_slurm() {

@@ -55,11 +55,7 @@ impl PoolState {
 
     /// The node called `name` in this pool.
     pub fn node_index(&self, name: &str) -> Option<NodeId> {
-        name.strip_prefix(self.pool.name.as_str())
-            .filter(|digits| !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
-            .and_then(|n| n.parse::<u32>().ok())
-            .filter(|&n| n >= 1 && n <= self.pool.nodes)
-            .map(|n| n - 1)
+        hostlist::node_index(&self.pool.name, name, self.pool.nodes)
     }
 }
 
