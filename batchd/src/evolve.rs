@@ -335,26 +335,29 @@ impl Core {
         let p = self.pools.get(run.pool)?;
         let held = self.nodes_of(id);
         let nodes = p.names(held);
-        let (step, progress) = match (&run.evolving, self.step_status(id)) {
-            (Some(evo), Some(st)) => {
-                let default = st
-                    .next_nodes
-                    .and_then(|n| p.map.default_release(JobId(id), n as usize).ok())
-                    .map(|d| hostlist::compress(&p.names(&d)))
-                    .unwrap_or_default();
-                let text = step_text(id, &st, &hostlist::compress(&nodes), &default);
-                let progress = Progress {
-                    step: evo.step,
-                    chosen: evo.chosen.as_ref().map(|c| p.names(c)).unwrap_or_default(),
-                };
-                (Some(text), Some(progress))
-            }
-            _ => (None, None),
-        };
+        let step = self.step_status(id).map(|st| {
+            let default = st
+                .next_nodes
+                .and_then(|n| p.map.default_release(JobId(id), n as usize).ok())
+                .map(|d| hostlist::compress(&p.names(&d)))
+                .unwrap_or_default();
+            step_text(id, &st, &hostlist::compress(&nodes), &default)
+        });
         Some(JobFiles {
             nodes,
             step,
-            progress,
+            progress: self.progress(id),
+        })
+    }
+
+    /// What running evolving job `id`'s directory keeps for a restart: its step and choice.
+    pub fn progress(&self, id: u64) -> Option<Progress> {
+        let run = self.jobs.get(&id)?.run.as_ref()?;
+        let evo = run.evolving.as_ref()?;
+        let p = self.pools.get(run.pool)?;
+        Some(Progress {
+            step: evo.step,
+            chosen: evo.chosen.as_ref().map(|c| p.names(c)).unwrap_or_default(),
         })
     }
 

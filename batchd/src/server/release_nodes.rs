@@ -17,7 +17,7 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, r: ReleaseNodesRequest) ->
             return ErrorReply::new(ErrorKind::BadRequest, format!("`{}`: {e}", r.nodes)).into()
         }
     };
-    let (reply, files, dir) = {
+    let (reply, progress, dir) = {
         let mut core = d.core();
         let Some(a) = core.jobs.get(&r.job) else {
             return match core.state_of(r.job) {
@@ -38,14 +38,14 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, r: ReleaseNodesRequest) ->
         }
         let dir = d.job_dir(r.job);
         match core.choose_release(r.job, &names, now_ms()) {
-            Ok(reply) => (reply, core.job_files(r.job).and_then(|f| f.progress), dir),
+            Ok(reply) => (reply, core.progress(r.job), dir),
             Err(e) => return ErrorReply::new(ErrorKind::InvalidState, e).into(),
         }
     };
     // The choice is kept in the job's directory, so that a daemon restarted before the step
     // ends still frees the nodes the job named. (The step file shows it from the next change:
     // the job that chose knows its choice.)
-    if let Some(progress) = files {
+    if let Some(progress) = progress {
         let path = dir.join(crate::launch::files::PROGRESS);
         let written =
             match tokio::task::spawn_blocking(move || crate::launch::write_json(&path, &progress))
