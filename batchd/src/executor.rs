@@ -237,27 +237,12 @@ mod tests {
             ("ESCHED_JOB_ID".into(), "999".into()),
             ("HOME".into(), "/h".into()),
         ];
-        let rec = JobRecord {
-            id: 5,
-            uid: 1,
-            gid: 1,
-            user: "u".into(),
-            spec,
-            submit: 0,
-            state: JobState::Running,
-            held: false,
-            start: Some(1),
-            end: None,
-            exit_code: None,
-            signal: None,
-            pool: Some("debug".into()),
-            node_list: Some("debug[001-002]".into()),
-            nodes: 2,
-            shape: None,
-            detail: None,
-            stdout: String::new(),
-            stderr: String::new(),
-        };
+        let mut rec = JobRecord::submitted(5, 1, 1, "u", spec, 0);
+        rec.state = JobState::Running;
+        rec.start = Some(1);
+        rec.pool = Some("debug".into());
+        rec.node_list = Some("debug[001-002]".into());
+        rec.nodes = 2;
         let env = job_environment(&rec, Path::new("/s/jobs/5"));
         let get = |k: &str| {
             env.iter()

@@ -676,27 +676,12 @@ mod tests {
     /// The record-level filter and the wire-level one agree.
     #[test]
     fn record_filter_agrees_with_info_filter() {
-        let mut r = JobRecord {
-            id: 7,
-            uid: 1000,
-            gid: 1000,
-            user: "alice".into(),
-            spec: JobSpec::new("#!/bin/sh\n", "/tmp", 1, 10),
-            submit: 0,
-            state: JobState::Running,
-            held: false,
-            start: Some(1),
-            end: None,
-            exit_code: None,
-            signal: None,
-            pool: Some("debug".into()),
-            node_list: None,
-            nodes: 1,
-            shape: None,
-            detail: None,
-            stdout: String::new(),
-            stderr: String::new(),
-        };
+        let spec = JobSpec::new("#!/bin/sh\n", "/tmp", 1, 10);
+        let mut r = JobRecord::submitted(7, 1000, 1000, "alice", spec, 0);
+        r.state = JobState::Running;
+        r.start = Some(1);
+        r.pool = Some("debug".into());
+        r.nodes = 1;
         r.spec.name = "sim".into();
         let filters = [
             JobFilter::default(),

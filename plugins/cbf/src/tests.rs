@@ -364,6 +364,21 @@ fn lcg(seed: u64) -> impl FnMut(u64) -> u64 {
     }
 }
 
+/// The 600 jobs of `pend` planned in one call (fit hints in use) and 100 at a time at the
+/// same instant (fitted without them) get the same plan.
+fn hints_change_nothing(pools: &[Pool], run: &[Running], pend: &[Pending]) {
+    assert_eq!(pend.len(), 600);
+    let at_once = plan(&mut Cbf::new(), 0, pools, run, pend);
+    let mut cbf = Cbf::new();
+    let mut in_steps = Plan::default();
+    for k in (100..=600).step_by(100) {
+        in_steps = plan(&mut cbf, 0, pools, run, &pend[..k]);
+    }
+    assert_eq!(cbf.counters().rebuilds, 1);
+    assert_eq!(at_once.placements, in_steps.placements);
+    assert_eq!(at_once.rejects, in_steps.rejects);
+}
+
 #[test]
 fn fit_hints_of_a_long_plan_from_scratch_change_nothing() {
     // 600 jobs in one call use the dominance hints; the same jobs arriving 100 at a time (at
@@ -381,15 +396,7 @@ fn fit_hints_of_a_long_plan_from_scratch_change_nothing() {
         })
         .collect();
     let run = vec![running(1000, 0, 10, 0, 700)];
-    let at_once = plan(&mut Cbf::new(), 0, &pools, &run, &pend);
-    let mut cbf = Cbf::new();
-    let mut in_steps = Plan::default();
-    for k in (100..=600).step_by(100) {
-        in_steps = plan(&mut cbf, 0, &pools, &run, &pend[..k]);
-    }
-    assert_eq!(cbf.counters().rebuilds, 1);
-    assert_eq!(at_once.placements, in_steps.placements);
-    assert_eq!(at_once.rejects, in_steps.rejects);
+    hints_change_nothing(&pools, &run, &pend);
 }
 
 #[test]
@@ -409,13 +416,5 @@ fn fit_hints_of_repeated_requests_change_nothing() {
         })
         .collect();
     let run = vec![running(1000, 0, 10, 0, 700), running(1001, 0, 5, 0, 300)];
-    let at_once = plan(&mut Cbf::new(), 0, &pools, &run, &pend);
-    let mut cbf = Cbf::new();
-    let mut in_steps = Plan::default();
-    for k in (100..=600).step_by(100) {
-        in_steps = plan(&mut cbf, 0, &pools, &run, &pend[..k]);
-    }
-    assert_eq!(cbf.counters().rebuilds, 1);
-    assert_eq!(at_once.placements, in_steps.placements);
-    assert_eq!(at_once.rejects, in_steps.rejects);
+    hints_change_nothing(&pools, &run, &pend);
 }
