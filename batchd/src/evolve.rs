@@ -263,14 +263,12 @@ impl JobFiles {
 /// What one look at an evolving job did.
 #[derive(Debug)]
 pub struct Evolved {
-    /// The job's files changed: rewrite them and signal it.
-    pub changed: bool,
     /// Nodes went back to the pool: the policy may use them.
     pub freed: bool,
     /// The record to store (its node list changed).
     pub record: Option<JobRecord>,
-    /// The files as they are now.
-    pub files: JobFiles,
+    /// The job's files as they are now, when they changed: rewrite them and signal it.
+    pub files: Option<JobFiles>,
     /// When to look again (`None`: in its last step, nothing more happens).
     pub next: Option<Time>,
     /// The job's directory.
@@ -421,9 +419,12 @@ impl Core {
         } else {
             None
         };
-        let files = self.job_files(id)?;
+        let files = if changed {
+            Some(self.job_files(id)?)
+        } else {
+            None
+        };
         Some(Evolved {
-            changed,
             freed,
             record,
             files,
@@ -533,13 +534,13 @@ pub async fn follow(d: Arc<Daemon>, id: u64) {
         if ev.freed {
             d.nodes_freed();
         }
-        if ev.changed {
+        if let Some(files) = ev.files {
             tracing::info!(
                 job = id,
                 nodes = ?ev.record.as_ref().and_then(|r| r.node_list.clone()),
                 "evolving job resized or told of its step"
             );
-            let (files, dir) = (ev.files.clone(), ev.job_dir.clone());
+            let dir = ev.job_dir.clone();
             match tokio::task::spawn_blocking(move || files.write(&dir)).await {
                 Ok(Ok(())) => tell(&ev.job_dir, id, signal),
                 Ok(Err(e)) => tracing::error!(job = id, "cannot write the job's files: {e}"),
@@ -692,28 +693,28 @@ mod tests {
         let mut c = cluster(2);
         assert_eq!(c.nodes_of(1), &[0, 1]);
         let ev = c.evolve(1, 5_000, 3_000).unwrap();
-        assert!(!ev.changed && ev.record.is_none());
+        assert!(ev.files.is_none() && ev.record.is_none());
         assert_eq!(ev.next, Some(10_000));
         let ev = c.evolve(1, 10_000, 3_000).unwrap();
-        assert!(ev.changed && !ev.freed);
+        assert!(ev.files.is_some() && !ev.freed);
         assert_eq!(c.nodes_of(1), &[0, 1, 4, 5]);
         assert_eq!(
             ev.record.unwrap().node_list.as_deref(),
             Some("debug[001-002,005-006]")
         );
-        assert_eq!(ev.files.nodes[2], "debug005");
+        assert_eq!(ev.files.unwrap().nodes[2], "debug005");
         assert_eq!(ev.next, Some(17_000));
         // Told to choose three seconds before the shrink; the default spares the first node.
         let ev = c.evolve(1, 17_000, 3_000).unwrap();
-        assert!(ev.changed);
-        let step = ev.files.step.unwrap();
+        assert!(ev.files.is_some());
+        let step = ev.files.unwrap().step.unwrap();
         assert!(step.contains("ESCHED_STEP_STATE=releasing"), "{step}");
         assert!(
             step.contains("ESCHED_RELEASE_DEFAULT=debug[002,005-006]"),
             "{step}"
         );
         let ev = c.evolve(1, 20_000, 3_000).unwrap();
-        assert!(ev.changed && ev.freed);
+        assert!(ev.files.is_some() && ev.freed);
         assert_eq!(c.nodes_of(1), &[0]);
         assert_eq!(ev.next, None);
         assert_eq!(c.pools[0].free(), 5);
@@ -765,7 +766,7 @@ mod tests {
         // The rigid job holds 6 of 8 nodes past the evolving job's first step (it overran).
         let mut c = cluster(6);
         let ev = c.evolve(1, 10_000, 3_000).unwrap();
-        assert!(ev.changed);
+        assert!(ev.files.is_some());
         assert_eq!(c.nodes_of(1).len(), 2);
         assert_eq!(c.step_status(1).unwrap().phase, StepPhase::Waiting);
         assert_eq!(ev.next, Some(11_000));
@@ -781,7 +782,7 @@ mod tests {
         );
         c.finish(2, |r| r.state = batch_proto::JobState::Completed);
         let ev = c.evolve(1, 10_300, 3_000).unwrap();
-        assert!(ev.changed);
+        assert!(ev.files.is_some());
         assert_eq!(c.nodes_of(1), &[0, 1, 2, 3]);
         assert_eq!(c.step_status(1).unwrap().phase, StepPhase::Running);
     }
