@@ -17,12 +17,8 @@
 //! co-allocation deadline) are rejected with the reason.
 #![deny(missing_docs)]
 
-#[allow(dead_code)] // shared with fcfs
-mod book;
-#[allow(dead_code)] // shared with easy and fcfs, which use other parts of it
-mod common;
-
-pub use book::Counters;
+use esched_rigid_common::book;
+pub use esched_rigid_common::Counters;
 use sched_core::{JobId, NamedPolicy, ParamError, Params, Plan, Policy, Snapshot, Time};
 
 /// Conservative backfilling, stateful and incremental.

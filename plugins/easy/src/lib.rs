@@ -13,11 +13,7 @@
 //! deadline) are rejected with the reason.
 #![deny(missing_docs)]
 
-#[allow(dead_code)] // shared with cbf and fcfs, which use other parts of it
-#[path = "../../cbf/src/common.rs"]
-mod common;
-
-use common::{Cluster, Job};
+use esched_rigid_common::{Cluster, Job};
 use sched_core::{
     JobReason, NamedPolicy, ParamError, Params, Placement, Plan, Policy, Snapshot, Time,
 };

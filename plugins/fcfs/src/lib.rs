@@ -11,14 +11,8 @@
 //! missed co-allocation deadline) are rejected with the reason.
 #![deny(missing_docs)]
 
-#[allow(dead_code)] // shared with cbf
-#[path = "../../cbf/src/book.rs"]
-mod book;
-#[allow(dead_code)] // shared with cbf and easy, which use other parts of it
-#[path = "../../cbf/src/common.rs"]
-mod common;
-
-pub use book::Counters;
+use esched_rigid_common::book;
+pub use esched_rigid_common::Counters;
 use sched_core::{JobId, NamedPolicy, ParamError, Params, Plan, Policy, Snapshot, Time};
 
 /// First come, first served, with the whole planned schedule kept between calls.

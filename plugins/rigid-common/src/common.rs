@@ -1,9 +1,5 @@
 //! What the three rigid policies (cbf, easy, fcfs) share: how a pending job is seen as rigid,
 //! which jobs are refused for good, the per-pool "nodes used" profiles and the choice of pool.
-//!
-//! This file is compiled into each policy crate through `#[path]` rather than shared through a
-//! crate dependency: every policy crate is also a cdylib exporting its own plugin root module,
-//! and a policy library linking another policy's rlib would carry that one's root module too.
 
 use std::collections::HashMap;
 

@@ -1,7 +1,5 @@
 //! The reservation book: every queued job's reservation, in queue order, kept between calls
 //! and updated from the difference between two snapshots (CBF, and FCFS with `in_order`).
-//!
-//! Like [`common`](crate::common), this file is shared with the fcfs crate by `#[path]`.
 
 use std::collections::{HashMap, VecDeque};
 
