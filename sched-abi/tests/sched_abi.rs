@@ -83,7 +83,6 @@ mod common {
         plugin(name).to_string_lossy().into_owned()
     }
 
-    /// Runs `f` with the `tracing` output of this thread captured, and returns it.
     /// The one pool most tests run on: `batch`, 4 nodes (the over-commit message names it).
     pub fn batch_pool() -> Vec<sched_core::Pool> {
         vec![sched_core::Pool {
@@ -93,6 +92,7 @@ mod common {
         }]
     }
 
+    /// Runs `f` with the `tracing` output of this thread captured, and returns it.
     pub fn capture_logs<T>(f: impl FnOnce() -> T) -> (T, String) {
         use std::io::Write;
         use std::sync::{Arc, Mutex};
