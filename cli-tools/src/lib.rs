@@ -1,17 +1,11 @@
-//! # cli-tools: esched's command-line programs
+//! # cli-tools: esched's Slurm-like batch tools
 //!
-//! The binaries in `src/bin/` are thin `main`s over this library:
+//! The binaries in `src/bin/` (`esubmit`, `equeue`, `ecancel`, `einfo`, `eacct`, `econtrol`,
+//! `erelease`, and `ebench`, batchd's benchmark client) are thin `main`s over [`batch`]: their
+//! command lines, Slurm's time and `--begin` forms, `#ESUB` directives, squeue-style formats,
+//! each talking to batchd through `batch-proto`. The simulator is the `esim` crate, so that these
+//! tools link no policy.
 //!
-//! - [`batch`]: the Slurm-like batch tools (`esubmit`, `equeue`, `ecancel`, `einfo`, `eacct`,
-//!   `econtrol`, `erelease`): their command lines, Slurm's time and `--begin` forms, `#ESUB`
-//!   directives, squeue-style formats, each talking to batchd through `batch-proto`;
-//! - [`esim`]: the trace-driven simulator's subcommands (replay, bench, schedule, the papers'
-//!   experiments), over `sched-sim`;
-//! - [`policies`]: the one seam where esim builds a policy (a plugin by name or path, or a
-//!   linked one with `--linked`).
-//!
-//! Architecture invariant: no scheduling logic lives here.
+//! Architecture invariant: no scheduling logic lives here, and no policy crate is linked.
 
 pub mod batch;
-pub mod esim;
-pub mod policies;

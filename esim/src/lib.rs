@@ -7,6 +7,7 @@
 pub mod bench;
 pub mod cli;
 pub mod output;
+pub mod policies;
 pub mod progress;
 pub mod run;
 pub mod schedule;

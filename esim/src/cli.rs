@@ -32,9 +32,9 @@ pub enum Command {
     /// Measure how long a policy takes to plan queues of growing size, and a trace replay.
     Bench(BenchArgs),
     /// Klein & Pérez's Tables 1–2: rigid and five evolving variants on the papers' workload.
-    EvolvingTables(crate::esim::tables::TablesArgs),
+    EvolvingTables(crate::tables::TablesArgs),
     /// Schedule Klein & Pérez test instances (JSON in, JSON out) with one plan call each.
-    Schedule(crate::esim::schedule::ScheduleArgs),
+    Schedule(crate::schedule::ScheduleArgs),
 }
 
 /// Which plans' parts the engine validates.

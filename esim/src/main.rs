@@ -1,5 +1,5 @@
 //! `esim`: replay a workload trace through a scheduling policy. See `esim --help`.
 
 fn main() -> std::process::ExitCode {
-    cli_tools::esim::main()
+    esim::main()
 }
