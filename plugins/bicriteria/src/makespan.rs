@@ -73,9 +73,16 @@ pub fn lambda_star(inst: &Instance) -> f64 {
     }
     // Always accepted: at λ = Σ p_i(m) every γ_i ≤ m, and by monotony γ_i·p_i(γ_i) ≤ m·p_i(m),
     // so W(λ) ≤ mλ. (Uses only p(m): finite even where a task refuses small counts.)
-    let mut hi: f64 = (0..inst.n()).map(|i| inst.p(i, inst.m())).sum();
+    // Rounding (and the monotony tolerance) can put W a few ulps above mλ there: widen until
+    // accepted.
+    let mut hi: f64 = (0..inst.n()).map(|i| inst.p(i, inst.m())).sum::<f64>() * (1.0 + 1e-6);
+    for _ in 0..64 {
+        if accepts(inst, hi) {
+            break;
+        }
+        hi *= 2.0;
+    }
     let mut lo = lo0;
-    debug_assert!(accepts(inst, hi));
     for _ in 0..60 {
         let mid = 0.5 * (lo + hi);
         if mid <= lo || mid >= hi {
