@@ -145,6 +145,14 @@ impl Instance {
         Ok(Instance { m, tasks })
     }
 
+    /// An instance built by the online policy from jobs' offered configurations, unchecked:
+    /// p(k) is +∞ below a job's smallest configuration and need not have monotonic work. The
+    /// algorithms stay valid on it (they only ever pick counts with a finite time); λ* is then
+    /// no longer a proven bound.
+    pub(crate) fn from_configs(m: usize, tasks: Vec<Task>) -> Self {
+        Instance { m, tasks }
+    }
+
     /// Processors.
     pub fn m(&self) -> usize {
         self.m

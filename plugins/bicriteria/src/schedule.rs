@@ -167,10 +167,23 @@ impl Ord for End {
 /// fit — that is what makes it a list algorithm rather than FCFS). Returns each task's start,
 /// indexed like `list`. Every `procs` must be in 1..=m.
 pub fn list_schedule(m: usize, list: &[Rigid]) -> Vec<f64> {
+    list_schedule_from(m, &[], list)
+}
+
+/// [`list_schedule`] on a machine where `(end, procs)` are already busy from 0 until `end`
+/// (the online policy's running jobs).
+pub fn list_schedule_from(m: usize, busy: &[(f64, usize)], list: &[Rigid]) -> Vec<f64> {
     let mut start = vec![f64::NAN; list.len()];
     let mut waiting: Vec<usize> = (0..list.len()).collect();
     let mut running: BinaryHeap<End> = BinaryHeap::new();
     let mut free = m;
+    for &(end, procs) in busy {
+        if end > 0.0 && procs > 0 {
+            let procs = procs.min(free);
+            free -= procs;
+            running.push(End(end, procs));
+        }
+    }
     let mut now = 0.0f64;
     while !waiting.is_empty() {
         waiting.retain(|&j| {
