@@ -77,11 +77,16 @@ impl NamedPolicy for BiCriteria {
 fn configs(p: &Pending) -> Result<Vec<(u32, u64)>, String> {
     match &p.request {
         Request::Rigid(r) => Ok(vec![(r.nodes, r.walltime)]),
-        Request::Moldable(m) => Ok(m
-            .choices()
-            .into_iter()
-            .map(|c| (c.nodes, c.walltime))
-            .collect()),
+        // One walltime per node count: the one the contract allows (`walltime_on`: the first
+        // explicit configuration of that count, else the model's).
+        Request::Moldable(m) => {
+            let mut seen = BTreeSet::new();
+            Ok(m.choices()
+                .into_iter()
+                .filter(|c| seen.insert(c.nodes))
+                .map(|c| (c.nodes, c.walltime))
+                .collect())
+        }
         other => Err(format!(
             "bicriteria schedules rigid and moldable jobs, not {}",
             other.kind()
