@@ -192,6 +192,7 @@ pub fn knapsack(items: &[Item], capacity: usize) -> Vec<usize> {
 pub fn build_batches(inst: &Instance, cstar: f64) -> (Boundaries, Vec<Batch>) {
     let b = boundaries(cstar, inst.t_min());
     let mut left: Vec<usize> = (0..inst.n()).collect();
+    let mut is_placed = vec![false; inst.n()];
     let mut batches = Vec::new();
     let mut j = 0usize;
     while !left.is_empty() {
@@ -209,11 +210,12 @@ pub fn build_batches(inst: &Instance, cstar: f64) -> (Boundaries, Vec<Batch>) {
         let items = items_for_batch(inst, &cands, len);
         let chosen = knapsack(&items, inst.m());
         let items: Vec<Item> = chosen.into_iter().map(|c| items[c].clone()).collect();
-        let placed: Vec<usize> = items
-            .iter()
-            .flat_map(|it| it.tasks.iter().copied())
-            .collect();
-        left.retain(|i| !placed.contains(i));
+        for it in &items {
+            for &i in &it.tasks {
+                is_placed[i] = true;
+            }
+        }
+        left.retain(|&i| !is_placed[i]);
         if j > b.k && items.is_empty() {
             // Cannot happen for a valid instance (some task always fits in C*max on m
             // processors); stop rather than loop if rounding ever says otherwise.
