@@ -35,6 +35,11 @@ pub enum Command {
     EvolvingTables(crate::tables::TablesArgs),
     /// Schedule Klein & Pérez test instances (JSON in, JSON out) with one plan call each.
     Schedule(crate::schedule::ScheduleArgs),
+    /// Dutot & Eyraud's moldable scheduling on one instance (JSON in, bounds and six
+    /// algorithms' schedules out).
+    Moldable(crate::moldable::MoldableArgs),
+    /// Dutot & Eyraud's §4 experiments: ratios to the bounds, tables and SVG plots.
+    MoldableExperiments(crate::moldable_experiments::ExperimentArgs),
 }
 
 /// Which plans' parts the engine validates.

@@ -6,6 +6,8 @@
 
 pub mod bench;
 pub mod cli;
+pub mod moldable;
+pub mod moldable_experiments;
 pub mod output;
 pub mod policies;
 pub mod progress;
@@ -27,6 +29,7 @@ pub fn main() -> ExitCode {
         Some(Command::Bench(_)) => false,
         Some(Command::EvolvingTables(_)) => false,
         Some(Command::Schedule(_)) => false,
+        Some(Command::Moldable(_)) | Some(Command::MoldableExperiments(_)) => false,
         None => cli.run.quiet,
     };
     init_logs(quiet);
@@ -35,6 +38,8 @@ pub fn main() -> ExitCode {
         Some(Command::Bench(args)) => bench::bench(&args),
         Some(Command::EvolvingTables(args)) => tables::tables(&args),
         Some(Command::Schedule(args)) => schedule::run(&args),
+        Some(Command::Moldable(args)) => moldable::run(&args),
+        Some(Command::MoldableExperiments(args)) => moldable_experiments::run(&args),
         None => run::run(&cli.run),
     };
     match result {

@@ -1,0 +1,686 @@
+//! The experiments of Dutot & Eyraud §4: the instance generators of §4.1, the runs, the
+//! min/avg/max ratios to the lower bounds, tables in the layout of Figures 3–6 and SVG plots
+//! like Figures 3–7.
+//!
+//! Choices where §4.1 is open (each also in docs/moldable.md):
+//! - **Parallelism formula.** As printed, p(j) = p(j−1)·(X+j)/(1+j) gives *no* speed-up at
+//!   X = 1 (factor 1) and the most at X = 0 (p(j) = p(1)·2/(j+1)); yet the text calls X ≈ 0.9
+//!   "highly parallel (quasi-linear speed-up)" and X ≈ 0.1 "weakly parallel (speed-up close to
+//!   1)". We follow the text's meaning: X ~ N(0.9, 0.2) for highly parallel tasks, N(0.1, 0.2)
+//!   for weakly parallel ones, used as p(j) = p(j−1)·((1−X)+j)/(1+j). (Swapping the means with
+//!   the formula as printed is the same distribution: N(μ, σ) truncated to [0, 1] is symmetric
+//!   to N(1−μ, σ).)
+//! - **X per task**: one draw per task (its parallelism is the task's property); a draw per
+//!   step would average out to the mean and make all tasks alike.
+//! - **Truncation**: X outside [0, 1] is redrawn (the paper's rule); sequential times of the
+//!   mixed model drawn ≤ 0 are redrawn too (the paper does not say; a task cannot run for a
+//!   negative time, and redrawing is the rule it gives for X).
+//! - **Models**: weakly and highly parallel use uniform(1, 10) sequential times; mixed uses the
+//!   mixed sequential times (70% small N(1, 0.5), 30% large N(10, 5)) with small tasks weakly
+//!   and large tasks highly parallel (§4.1 says so); the Cirne–Berman-like model uses
+//!   uniform(1, 10) sequential times (§4.1 says so) and Downey's speed-up model, which Cirne &
+//!   Berman's generator builds on, with average parallelism A log-uniform in [1, m] and
+//!   variance σ uniform in [0, 2] (our stand-in for their fitted distributions).
+//! - Weights uniform in [1, 10] (reals).
+
+use std::time::Instant;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::bicrit::{bicrit, BiCritParams};
+use crate::bounds::bounds;
+use crate::instance::{Instance, Task};
+use crate::solve::{schedules, SolveError, ALGORITHMS};
+
+/// A workload model of §4.1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Model {
+    /// Uniform(1, 10) sequential times, weakly parallel (Figure 3).
+    Weakly,
+    /// Uniform(1, 10) sequential times, highly parallel (Figure 4).
+    Highly,
+    /// Mixed sequential times, small weakly and large highly parallel (Figure 5).
+    Mixed,
+    /// Uniform(1, 10) sequential times, Cirne–Berman-like speed-ups (Figure 6).
+    Cirne,
+}
+
+impl Model {
+    /// All four, in the paper's figure order.
+    pub const ALL: [Model; 4] = [Model::Weakly, Model::Highly, Model::Mixed, Model::Cirne];
+
+    /// Short name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Model::Weakly => "weakly",
+            Model::Highly => "highly",
+            Model::Mixed => "mixed",
+            Model::Cirne => "cirne",
+        }
+    }
+
+    /// The paper's figure number.
+    pub fn figure(self) -> u32 {
+        match self {
+            Model::Weakly => 3,
+            Model::Highly => 4,
+            Model::Mixed => 5,
+            Model::Cirne => 6,
+        }
+    }
+
+    /// Parses a name.
+    pub fn parse(s: &str) -> Option<Model> {
+        Model::ALL.into_iter().find(|m| m.name() == s)
+    }
+}
+
+/// A normal draw (Box–Muller).
+fn normal(rng: &mut impl Rng, mean: f64, sd: f64) -> f64 {
+    let u1: f64 = 1.0 - rng.gen::<f64>(); // (0, 1]
+    let u2: f64 = rng.gen();
+    mean + sd * (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+}
+
+/// A normal draw redrawn until it lies in [lo, hi] (lo excluded when `open_lo`).
+fn truncated(rng: &mut impl Rng, mean: f64, sd: f64, lo: f64, hi: f64, open_lo: bool) -> f64 {
+    loop {
+        let v = normal(rng, mean, sd);
+        if (v > lo || (!open_lo && v == lo)) && v <= hi {
+            return v;
+        }
+    }
+}
+
+/// Run times on 1..=m of a task with sequential time `p1` by the §4.1 recurrence, X being the
+/// paper's parallelism draw (X ≈ 0.9 highly parallel; see the module doc for the 1 − X).
+fn recurrence(p1: f64, x: f64, m: usize) -> Vec<f64> {
+    let y = 1.0 - x;
+    let mut p = Vec::with_capacity(m);
+    p.push(p1);
+    for j in 2..=m {
+        let prev = p[j - 2];
+        p.push(prev * (y + j as f64) / (1.0 + j as f64));
+    }
+    p
+}
+
+/// Downey's speed-up S(n) for average parallelism `a` ≥ 1 and variance `sigma` ≥ 0.
+fn downey(n: f64, a: f64, sigma: f64) -> f64 {
+    if sigma <= 1.0 {
+        if n <= a {
+            a * n / (a + sigma * (n - 1.0) / 2.0)
+        } else if n <= 2.0 * a - 1.0 {
+            a * n / (sigma * (a - 0.5) + n * (1.0 - sigma / 2.0))
+        } else {
+            a
+        }
+    } else if n <= a + a * sigma - sigma {
+        n * a * (sigma + 1.0) / (sigma * (n + a - 1.0) + a)
+    } else {
+        a
+    }
+}
+
+/// One random instance of `model` with `n` tasks on `m` processors.
+pub fn generate(model: Model, n: usize, m: usize, rng: &mut impl Rng) -> Instance {
+    let weak = |rng: &mut _| truncated(rng, 0.1, 0.2, 0.0, 1.0, false);
+    let high = |rng: &mut _| truncated(rng, 0.9, 0.2, 0.0, 1.0, false);
+    let tasks = (0..n)
+        .map(|_| {
+            let w = rng.gen_range(1.0..=10.0);
+            let p = match model {
+                Model::Weakly => {
+                    let p1 = rng.gen_range(1.0..=10.0);
+                    recurrence(p1, weak(rng), m)
+                }
+                Model::Highly => {
+                    let p1 = rng.gen_range(1.0..=10.0);
+                    recurrence(p1, high(rng), m)
+                }
+                Model::Mixed => {
+                    if rng.gen_bool(0.7) {
+                        let p1 = truncated(rng, 1.0, 0.5, 0.0, f64::INFINITY, true);
+                        recurrence(p1, weak(rng), m)
+                    } else {
+                        let p1 = truncated(rng, 10.0, 5.0, 0.0, f64::INFINITY, true);
+                        recurrence(p1, high(rng), m)
+                    }
+                }
+                Model::Cirne => {
+                    let p1 = rng.gen_range(1.0..=10.0);
+                    let a = 2f64.powf(rng.gen_range(0.0..=(m as f64).log2()));
+                    let sigma = rng.gen_range(0.0..=2.0);
+                    (1..=m).map(|k| p1 / downey(k as f64, a, sigma)).collect()
+                }
+            };
+            Task { w, p }
+        })
+        .collect();
+    // Both generators give monotonic tasks (the recurrence: time factor ≤ 1 and work factor
+    // j(Y+j)/((j−1)(1+j)) ≥ 1; Downey: speed-up non-decreasing, efficiency non-increasing).
+    Instance::new(m, tasks).expect("the generators give monotonic tasks")
+}
+
+/// Min, average (sum of values over sum of bounds, §4.2) and max of the ratios of one point.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct Ratio {
+    /// Smallest ratio of a run.
+    pub min: f64,
+    /// Σ values / Σ bounds.
+    pub avg: f64,
+    /// Largest ratio of a run.
+    pub max: f64,
+}
+
+/// Accumulates values and bounds of one algorithm and criterion over the runs of a point.
+#[derive(Clone, Copy, Debug)]
+struct Acc {
+    min: f64,
+    max: f64,
+    sum_v: f64,
+    sum_b: f64,
+}
+
+impl Acc {
+    fn new() -> Self {
+        Acc {
+            min: f64::INFINITY,
+            max: 0.0,
+            sum_v: 0.0,
+            sum_b: 0.0,
+        }
+    }
+    fn add(&mut self, v: f64, b: f64) {
+        let r = v / b;
+        self.min = self.min.min(r);
+        self.max = self.max.max(r);
+        self.sum_v += v;
+        self.sum_b += b;
+    }
+    fn ratio(&self) -> Ratio {
+        Ratio {
+            min: self.min,
+            avg: self.sum_v / self.sum_b,
+            max: self.max,
+        }
+    }
+}
+
+/// The results of one point (a model and a number of tasks).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Point {
+    /// Tasks.
+    pub n: usize,
+    /// Cmax ratio per algorithm (in [`ALGORITHMS`] order).
+    pub cmax: Vec<Ratio>,
+    /// ΣωC ratio per algorithm.
+    pub minsum: Vec<Ratio>,
+    /// Runs whose printed LP (§3.3 as printed) exceeded the best ΣωC found: it was not a lower
+    /// bound there.
+    pub paper_lp_above_best: usize,
+    /// Median time of BiCrit (the whole algorithm, shuffles included), seconds.
+    pub bicrit_median_s: f64,
+    /// Largest time of BiCrit, seconds.
+    pub bicrit_max_s: f64,
+}
+
+/// What to run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Spec {
+    /// Processors (the paper: 200).
+    pub m: usize,
+    /// Numbers of tasks (the paper: 25..=400).
+    pub ns: Vec<usize>,
+    /// Runs per point (the paper: 40).
+    pub runs: usize,
+    /// Models.
+    pub models: Vec<Model>,
+    /// Seed of the generator.
+    pub seed: u64,
+    /// BiCrit's parameters.
+    pub params: BiCritParams,
+}
+
+/// The results of one model.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct ModelReport {
+    /// Model name.
+    pub model: &'static str,
+    /// Figure of the paper.
+    pub figure: u32,
+    /// One per number of tasks.
+    pub points: Vec<Point>,
+}
+
+/// The seed of one run: independent streams for every (model, n, run).
+fn run_seed(seed: u64, model: Model, n: usize, run: usize) -> u64 {
+    let mut h = seed ^ 0x9e37_79b9_7f4a_7c15;
+    for v in [model.figure() as u64, n as u64, run as u64] {
+        h = (h ^ v).wrapping_mul(0x1000_0000_01b3).rotate_left(29);
+    }
+    h
+}
+
+/// Runs one point.
+pub fn run_point(spec: &Spec, model: Model, n: usize) -> Result<Point, SolveError> {
+    let mut cmax = [Acc::new(); 6];
+    let mut minsum = [Acc::new(); 6];
+    let mut paper_above = 0;
+    let mut times = Vec::with_capacity(spec.runs);
+    for run in 0..spec.runs {
+        let mut rng = ChaCha8Rng::seed_from_u64(run_seed(spec.seed, model, n, run));
+        let inst = generate(model, n, spec.m, &mut rng);
+        let b = bounds(&inst)?;
+        let t0 = Instant::now();
+        let _ = bicrit(&inst, spec.params);
+        times.push(t0.elapsed().as_secs_f64());
+        let all = schedules(&inst, spec.params)?;
+        let mut best = f64::INFINITY;
+        for (a, (_, s)) in all.iter().enumerate() {
+            let (c, w) = (s.cmax(&inst), s.sum_wc(&inst));
+            cmax[a].add(c, b.cmax_lb);
+            minsum[a].add(w, b.minsum_lb);
+            best = best.min(w);
+        }
+        if b.minsum_lb_paper > best * (1.0 + 1e-9) {
+            paper_above += 1;
+        }
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(Point {
+        n,
+        cmax: cmax.iter().map(Acc::ratio).collect(),
+        minsum: minsum.iter().map(Acc::ratio).collect(),
+        paper_lp_above_best: paper_above,
+        bicrit_median_s: times.get(times.len() / 2).copied().unwrap_or(0.0),
+        bicrit_max_s: times.last().copied().unwrap_or(0.0),
+    })
+}
+
+/// Runs every point of `spec`; `progress` is told each point done.
+pub fn run_experiment(
+    spec: &Spec,
+    mut progress: impl FnMut(Model, usize),
+) -> Result<Vec<ModelReport>, SolveError> {
+    let mut out = Vec::new();
+    for &model in &spec.models {
+        let mut points = Vec::new();
+        for &n in &spec.ns {
+            points.push(run_point(spec, model, n)?);
+            progress(model, n);
+        }
+        out.push(ModelReport {
+            model: model.name(),
+            figure: model.figure(),
+            points,
+        });
+    }
+    Ok(out)
+}
+
+/// The tables: per model (figure), one table per criterion, a row per number of tasks and
+/// min/avg/max per algorithm — the figures' series as numbers.
+pub fn format_tables(reports: &[ModelReport], spec: &Spec) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    for r in reports {
+        for (crit, pick) in [("Cmax", 0usize), ("sum wC", 1)] {
+            let _ = writeln!(
+                s,
+                "Figure {} ({} parallel tasks{}), m = {}, {} runs per point: {} ratio to its lower bound, min/avg/max",
+                r.figure,
+                r.model,
+                if r.model == "cirne" { ", Cirne-Berman-like" } else { "" },
+                spec.m,
+                spec.runs,
+                crit
+            );
+            let _ = write!(s, "{:>5}", "n");
+            for a in ALGORITHMS {
+                let _ = write!(s, " | {:^17}", a);
+            }
+            let _ = writeln!(s);
+            for p in &r.points {
+                let _ = write!(s, "{:>5}", p.n);
+                let rs = if pick == 0 { &p.cmax } else { &p.minsum };
+                for x in rs {
+                    let _ = write!(s, " | {:>5.2} {:>5.2} {:>5.2}", x.min, x.avg, x.max);
+                }
+                let _ = writeln!(s);
+            }
+            let _ = writeln!(s);
+        }
+    }
+    let _ = writeln!(
+        s,
+        "Figure 7: BiCrit's run time (median / max over the runs of a point, ms; shuffles = {})",
+        spec.params.shuffles
+    );
+    let _ = write!(s, "{:>5}", "n");
+    for r in reports {
+        let _ = write!(s, " | {:^15}", r.model);
+    }
+    let _ = writeln!(s);
+    for (i, n) in spec.ns.iter().enumerate() {
+        let _ = write!(s, "{:>5}", n);
+        for r in reports {
+            let p = &r.points[i];
+            let _ = write!(
+                s,
+                " | {:>6.2} / {:>6.2}",
+                p.bicrit_median_s * 1e3,
+                p.bicrit_max_s * 1e3
+            );
+        }
+        let _ = writeln!(s);
+    }
+    s
+}
+
+/// Colours of the algorithms' series.
+const COLOURS: [&str; 6] = [
+    "#d62728", "#7f7f7f", "#2ca02c", "#1f77b4", "#9467bd", "#ff7f0e",
+];
+
+/// A line chart: x = number of tasks, one series per name with its (x, min, avg, max); the
+/// average as a line with markers, min–max as a vertical bar. Values above `y_max` are cut at
+/// the frame (the paper leaves Gang out of range the same way).
+pub fn svg_chart(
+    title: &str,
+    y_label: &str,
+    series: &[(&str, Vec<(f64, f64, f64, f64)>)],
+    y_min: f64,
+    y_max: f64,
+) -> String {
+    use std::fmt::Write;
+    let (w, h) = (640.0, 420.0);
+    let (l, r, t, b) = (60.0, 130.0, 36.0, 48.0);
+    let (pw, ph) = (w - l - r, h - t - b);
+    let xs: Vec<f64> = series
+        .iter()
+        .flat_map(|(_, v)| v.iter().map(|p| p.0))
+        .collect();
+    let x_min = xs.iter().copied().fold(f64::INFINITY, f64::min);
+    let x_max = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let x_span = if x_max > x_min { x_max - x_min } else { 1.0 };
+    let y_span = if y_max > y_min { y_max - y_min } else { 1.0 };
+    let px = |x: f64| l + (x - x_min) / x_span * pw;
+    let py = |y: f64| t + ph - (y.clamp(y_min, y_max) - y_min) / y_span * ph;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(s, r#"<rect width="{w}" height="{h}" fill="white"/>"#);
+    let _ = writeln!(
+        s,
+        r#"<text x="{}" y="20" text-anchor="middle" font-size="14">{}</text>"#,
+        l + pw / 2.0,
+        xml(title)
+    );
+    // Grid and ticks.
+    let y_step = nice_step(y_span / 6.0);
+    let mut y = (y_min / y_step).ceil() * y_step;
+    while y <= y_max + 1e-9 {
+        let _ = writeln!(
+            s,
+            r##"<line x1="{l}" x2="{}" y1="{:.1}" y2="{:.1}" stroke="#ddd"/><text x="{}" y="{:.1}" text-anchor="end">{}</text>"##,
+            l + pw,
+            py(y),
+            py(y),
+            l - 6.0,
+            py(y) + 4.0,
+            trim(y)
+        );
+        y += y_step;
+    }
+    let x_step = nice_step(x_span / 8.0);
+    let mut x = (x_min / x_step).ceil() * x_step;
+    while x <= x_max + 1e-9 {
+        let _ = writeln!(
+            s,
+            r##"<line x1="{:.1}" x2="{:.1}" y1="{t}" y2="{}" stroke="#eee"/><text x="{:.1}" y="{}" text-anchor="middle">{}</text>"##,
+            px(x),
+            px(x),
+            t + ph,
+            px(x),
+            t + ph + 16.0,
+            trim(x)
+        );
+        x += x_step;
+    }
+    let _ = writeln!(
+        s,
+        r#"<rect x="{l}" y="{t}" width="{pw}" height="{ph}" fill="none" stroke="black"/>"#
+    );
+    let _ = writeln!(
+        s,
+        r#"<text x="{}" y="{}" text-anchor="middle">number of tasks</text>"#,
+        l + pw / 2.0,
+        h - 10.0
+    );
+    let _ = writeln!(
+        s,
+        r#"<text x="16" y="{}" text-anchor="middle" transform="rotate(-90 16 {})">{}</text>"#,
+        t + ph / 2.0,
+        t + ph / 2.0,
+        xml(y_label)
+    );
+    let off = pw / (x_span.max(1.0)) * x_step * 0.04;
+    for (si, (name, pts)) in series.iter().enumerate() {
+        let c = COLOURS[si % COLOURS.len()];
+        let dx = (si as f64 - (series.len() as f64 - 1.0) / 2.0) * off;
+        for &(x, lo, _, hi) in pts {
+            let _ = writeln!(
+                s,
+                r#"<line x1="{:.1}" x2="{:.1}" y1="{:.1}" y2="{:.1}" stroke="{c}" stroke-opacity="0.5"/>"#,
+                px(x) + dx,
+                px(x) + dx,
+                py(lo),
+                py(hi)
+            );
+        }
+        let path: Vec<String> = pts
+            .iter()
+            .map(|&(x, _, a, _)| format!("{:.1},{:.1}", px(x) + dx, py(a)))
+            .collect();
+        let _ = writeln!(
+            s,
+            r#"<polyline points="{}" fill="none" stroke="{c}" stroke-width="1.6"/>"#,
+            path.join(" ")
+        );
+        for &(x, _, a, _) in pts {
+            let _ = writeln!(
+                s,
+                r#"<circle cx="{:.1}" cy="{:.1}" r="2.5" fill="{c}"/>"#,
+                px(x) + dx,
+                py(a)
+            );
+        }
+        let ly = t + 14.0 + si as f64 * 18.0;
+        let _ = writeln!(
+            s,
+            r#"<line x1="{}" x2="{}" y1="{ly}" y2="{ly}" stroke="{c}" stroke-width="2"/><text x="{}" y="{}">{}</text>"#,
+            l + pw + 10.0,
+            l + pw + 30.0,
+            l + pw + 36.0,
+            ly + 4.0,
+            xml(name)
+        );
+    }
+    let _ = writeln!(s, "</svg>");
+    s
+}
+
+fn xml(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+fn trim(v: f64) -> String {
+    let s = format!("{v:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// 1, 2 or 5 times a power of ten, at least `raw`.
+fn nice_step(raw: f64) -> f64 {
+    if raw <= 0.0 || !raw.is_finite() {
+        return 1.0;
+    }
+    let p = 10f64.powf(raw.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|f| f * p)
+        .find(|&v| v >= raw)
+        .unwrap_or(10.0 * p)
+}
+
+/// The plots like Figures 3–6 (two per model: Cmax and ΣωC ratios; one y scale per criterion
+/// for all models, as in the paper) and Figure 7 (BiCrit's median run time), as
+/// `(file name, SVG)`.
+pub fn svg_figures(reports: &[ModelReport]) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for (crit, pick, label) in [
+        ("cmax", 0usize, "Cmax / lower bound"),
+        ("minsum", 1, "sum wC / lower bound"),
+    ] {
+        // One scale per criterion: from 1 to the largest max of any algorithm but Gang (which
+        // the paper too leaves out of range when it is far above the others).
+        let top = reports
+            .iter()
+            .flat_map(|r| r.points.iter())
+            .flat_map(|p| {
+                let rs = if pick == 0 { &p.cmax } else { &p.minsum };
+                rs.iter()
+                    .enumerate()
+                    .filter(|(a, _)| ALGORITHMS[*a] != "Gang")
+                    .map(|(_, x)| x.max)
+                    .collect::<Vec<_>>()
+            })
+            .fold(1.0, f64::max);
+        let y_max = (top * 2.0).ceil() / 2.0;
+        for r in reports {
+            let series: Vec<(&str, Vec<(f64, f64, f64, f64)>)> = ALGORITHMS
+                .iter()
+                .enumerate()
+                .map(|(a, name)| {
+                    let pts = r
+                        .points
+                        .iter()
+                        .map(|p| {
+                            let x = if pick == 0 { p.cmax[a] } else { p.minsum[a] };
+                            (p.n as f64, x.min, x.avg, x.max)
+                        })
+                        .collect();
+                    (*name, pts)
+                })
+                .collect();
+            let title = format!(
+                "Figure {}: {} parallel tasks, {}",
+                r.figure,
+                r.model,
+                if pick == 0 { "Cmax" } else { "sum wC" }
+            );
+            out.push((
+                format!("fig{}-{}-{}.svg", r.figure, r.model, crit),
+                svg_chart(&title, label, &series, 1.0, y_max),
+            ));
+        }
+    }
+    let series: Vec<(&str, Vec<(f64, f64, f64, f64)>)> = reports
+        .iter()
+        .map(|r| {
+            (
+                r.model,
+                r.points
+                    .iter()
+                    .map(|p| {
+                        let med = p.bicrit_median_s * 1e3;
+                        (p.n as f64, med, med, p.bicrit_max_s * 1e3)
+                    })
+                    .collect(),
+            )
+        })
+        .collect();
+    let top = series
+        .iter()
+        .flat_map(|(_, v)| v.iter().map(|p| p.3))
+        .fold(0.0, f64::max);
+    out.push((
+        "fig7-runtime.svg".to_string(),
+        svg_chart(
+            "Figure 7: BiCrit's run time (median, bar to max)",
+            "milliseconds",
+            &series,
+            0.0,
+            (top * 1.1).max(0.001),
+        ),
+    ));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generators_give_monotonic_tasks_of_the_stated_kind() {
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        for model in Model::ALL {
+            let i = generate(model, 30, 200, &mut rng);
+            assert_eq!(i.n(), 30);
+            for t in i.tasks() {
+                assert!((1.0..=10.0).contains(&t.w));
+            }
+        }
+        // Highly parallel tasks speed up far more than weakly parallel ones on 200 procs.
+        let speedup = |model| {
+            let i = generate(model, 200, 200, &mut ChaCha8Rng::seed_from_u64(3));
+            let s: f64 = i.tasks().iter().map(|t| t.p[0] / t.p[199]).sum();
+            s / 200.0
+        };
+        let (hi, lo) = (speedup(Model::Highly), speedup(Model::Weakly));
+        assert!(hi > 20.0 && lo < 3.0, "highly {hi}, weakly {lo}");
+    }
+
+    #[test]
+    fn downey_is_one_at_one_processor_and_capped_by_a() {
+        for (a, s) in [
+            (1.0, 0.5),
+            (10.0, 0.0),
+            (10.0, 1.0),
+            (10.0, 2.0),
+            (50.0, 1.5),
+        ] {
+            assert!((downey(1.0, a, s) - 1.0).abs() < 1e-12);
+            assert!(downey(1000.0, a, s) <= a + 1e-9);
+        }
+        // σ = 0: linear up to A.
+        assert!((downey(5.0, 10.0, 0.0) - 5.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn small_experiment_runs_and_averages_as_sums_over_sums() {
+        let spec = Spec {
+            m: 8,
+            ns: vec![5],
+            runs: 2,
+            models: vec![Model::Mixed],
+            seed: 1,
+            params: BiCritParams::default(),
+        };
+        let r = run_experiment(&spec, |_, _| {}).unwrap();
+        let p = &r[0].points[0];
+        for x in p.cmax.iter().chain(&p.minsum) {
+            assert!(x.min <= x.avg + 1e-12 && x.avg <= x.max + 1e-12 && x.min >= 1.0 - 1e-9);
+        }
+        let t = format_tables(&r, &spec);
+        assert!(t.contains("Figure 5") && t.contains("List-SAF"), "{t}");
+        let figs = svg_figures(&r);
+        assert_eq!(figs.len(), 3);
+        assert!(figs[0].1.starts_with("<svg") && figs[0].1.trim_end().ends_with("</svg>"));
+    }
+}

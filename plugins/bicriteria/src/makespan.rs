@@ -1,0 +1,193 @@
+//! The dual-approximation makespan algorithm that gives Dutot & Eyraud's C*max (§3.2, first
+//! line of the pseudo-code) and the Cmax lower bound (§3.3).
+//!
+//! The paper uses the 3/2+ε algorithm of Mounié, Rapine & Trystram ([7], [17]); we use the
+//! simpler dual approximation with the *canonical allotment* (Turek, Wolf & Yu; Ludwig &
+//! Tiwari), because its test is exact and cheap and its guarantee can be proved in a few lines:
+//!
+//! - for a guess λ, the canonical allotment γ_i(λ) is the smallest k with p_i(k) ≤ λ. In any
+//!   schedule of length ≤ λ task i runs on at least γ_i processors, and (monotony) its work is
+//!   at least γ_i·p_i(γ_i). So λ is **rejected** (OPT > λ) when some task has p_i(m) > λ or
+//!   when W(λ) = Σ γ_i p_i(γ_i) > mλ;
+//! - otherwise the tasks on their canonical allotments are list-scheduled (Graham), largest
+//!   allotment first. That schedule is at most **3λ** long: while fewer than m/2 processors are
+//!   busy every waiting task needs more than m/2, so every task running at a later such instant
+//!   was already running at an earlier one, and those instants last at most max p ≤ λ; the other
+//!   instants have ≥ m/2 busy, so they last at most 2W/m ≤ 2λ. When every allotment is at most
+//!   (m+1)/2 the bound is 2λ (the last task T, on k procs, waited while ≥ m−k+1 were busy:
+//!   Cmax ≤ (W − k p_T)/(m−k+1) + p_T ≤ (2 − 1/(m−k+1))λ).
+//!
+//! λ is searched by bisection over the reals (60 halvings of [max p_i(m), Σ p_i(m)])
+//! and then snapped to the exact smallest accepted λ: W is constant between two consecutive run
+//! times of the tasks, so the smallest accepted λ is max(b, W(b)/m) for the largest run time b
+//! not above the found value. λ* is a lower bound on the optimal makespan (every smaller λ is
+//! rejected by necessary conditions) and is the C*max the batches are built from.
+
+use crate::instance::Instance;
+use crate::schedule::{list_to_schedule, rigid_list, Schedule};
+
+/// The outcome of the dual approximation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DualApprox {
+    /// λ*: the smallest λ the test accepts; a lower bound on the optimal makespan.
+    pub lambda: f64,
+    /// The canonical allotment γ_i(λ*).
+    pub allot: Vec<usize>,
+    /// The list order of the makespan algorithm: largest allotment first, then longest first.
+    pub order: Vec<usize>,
+    /// The list schedule of that allotment in that order (at most 3λ*, see the module doc).
+    pub schedule: Schedule,
+}
+
+/// Canonical allotment and its work for a guess λ, or `None` when a task cannot run in λ.
+fn canonical(inst: &Instance, lambda: f64) -> Option<(Vec<usize>, f64)> {
+    let mut allot = Vec::with_capacity(inst.n());
+    let mut work = 0.0;
+    for i in 0..inst.n() {
+        let k = inst.min_allot(i, lambda)?;
+        work += k as f64 * inst.p(i, k);
+        allot.push(k);
+    }
+    Some((allot, work))
+}
+
+/// Whether the dual test accepts λ.
+fn accepts(inst: &Instance, lambda: f64) -> bool {
+    match canonical(inst, lambda) {
+        Some((_, w)) => w <= inst.m() as f64 * lambda,
+        None => false,
+    }
+}
+
+/// λ*: the smallest λ accepted by the dual test (see the module doc). 0 for no task.
+pub fn lambda_star(inst: &Instance) -> f64 {
+    if inst.n() == 0 {
+        return 0.0;
+    }
+    let m = inst.m() as f64;
+    let lo0 = (0..inst.n())
+        .map(|i| inst.p(i, inst.m()))
+        .fold(0.0, f64::max);
+    if accepts(inst, lo0) {
+        return lo0;
+    }
+    // Always accepted: at λ = Σ p_i(m) every γ_i ≤ m, and by monotony γ_i·p_i(γ_i) ≤ m·p_i(m),
+    // so W(λ) ≤ mλ. (Uses only p(m): finite even where a task refuses small counts.)
+    // Rounding (and the monotony tolerance) can put W a few ulps above mλ there: widen until
+    // accepted.
+    let mut hi: f64 = (0..inst.n()).map(|i| inst.p(i, inst.m())).sum::<f64>() * (1.0 + 1e-6);
+    for _ in 0..64 {
+        if accepts(inst, hi) {
+            break;
+        }
+        hi *= 2.0;
+    }
+    let mut lo = lo0;
+    for _ in 0..60 {
+        let mid = 0.5 * (lo + hi);
+        if mid <= lo || mid >= hi {
+            break;
+        }
+        if accepts(inst, mid) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    // Snap: b = the largest run time of any task not above hi is max_i p_i(γ_i(hi)) (γ_i(hi)
+    // is the first count at or below hi), and W is constant on [b, hi].
+    let Some((allot, work)) = canonical(inst, hi) else {
+        return hi;
+    };
+    let b = allot
+        .iter()
+        .enumerate()
+        .map(|(i, &k)| inst.p(i, k))
+        .fold(0.0, f64::max);
+    let snapped = b.max(work / m);
+    if snapped <= hi {
+        snapped
+    } else {
+        hi
+    }
+}
+
+/// Runs the dual approximation: λ*, its canonical allotment, and the list schedule.
+pub fn dual_approx(inst: &Instance) -> DualApprox {
+    let lambda = lambda_star(inst);
+    // λ* is accepted, so every task has an allotment; fall back to m processors (always
+    // defined) should rounding ever say otherwise.
+    let allot: Vec<usize> = (0..inst.n())
+        .map(|i| inst.min_allot(i, lambda).unwrap_or(inst.m()))
+        .collect();
+    let mut order: Vec<usize> = (0..inst.n()).collect();
+    order.sort_by(|&a, &b| {
+        allot[b]
+            .cmp(&allot[a])
+            .then(inst.p(b, allot[b]).total_cmp(&inst.p(a, allot[a])))
+            .then(a.cmp(&b))
+    });
+    let schedule = list_to_schedule(inst, &rigid_list(inst, &order, &allot));
+    DualApprox {
+        lambda,
+        allot,
+        order,
+        schedule,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::instance::Task;
+
+    fn inst(m: usize, ps: &[&[f64]]) -> Instance {
+        Instance::new(
+            m,
+            ps.iter()
+                .map(|p| Task {
+                    w: 1.0,
+                    p: p.to_vec(),
+                })
+                .collect(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn lambda_star_by_hand() {
+        // One processor: λ* is the total work.
+        assert_eq!(lambda_star(&inst(1, &[&[1.0], &[2.0]])), 3.0);
+        // Two perfectly parallel tasks on 2 procs: work 4 / 2 = 2 (and p(2) = 1 ≤ 2).
+        assert_eq!(lambda_star(&inst(2, &[&[2.0, 1.0], &[2.0, 1.0]])), 2.0);
+        // A task with no speed-up: p(m) = 5 dominates.
+        assert_eq!(lambda_star(&inst(2, &[&[5.0, 5.0], &[1.0, 1.0]])), 5.0);
+        // Between breakpoints: 3 sequential tasks of 2 s on 2 procs, speed-up 1.5 at k=2
+        // (p(2) = 4/3, work 8/3). λ in [4/3, 2): all on 2 → W = 8 > 2λ; λ ≥ 2: all on 1 →
+        // W = 6 ≤ 2λ iff λ ≥ 3. So λ* = 3.
+        let t: &[f64] = &[2.0, 4.0 / 3.0];
+        let l = lambda_star(&inst(2, &[t, t, t]));
+        assert!((l - 3.0).abs() < 1e-12, "{l}");
+    }
+
+    #[test]
+    fn dual_schedule_is_valid_and_within_three_lambda() {
+        let i = inst(
+            3,
+            &[
+                &[6.0, 3.0, 2.0],
+                &[2.0, 1.5, 1.2],
+                &[4.0, 2.5, 2.0],
+                &[1.0, 1.0, 1.0],
+            ],
+        );
+        let d = dual_approx(&i);
+        d.schedule.validate(&i).unwrap();
+        let c = d.schedule.cmax(&i);
+        assert!(
+            c >= d.lambda - 1e-12 && c <= 3.0 * d.lambda,
+            "{c} vs {}",
+            d.lambda
+        );
+    }
+}
