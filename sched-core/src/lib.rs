@@ -26,8 +26,8 @@ pub mod time;
 pub mod validate;
 
 pub use policy::{
-    JobReason, NamedPolicy, ParamError, Params, Pending, Placement, Plan, Policy, PoolSteps,
-    Running, Shape, Snapshot, View,
+    kill_beneficiary, kill_reason_for, JobReason, NamedPolicy, ParamError, Params, Pending,
+    Placement, Plan, Policy, PoolSteps, Running, Shape, Snapshot, View,
 };
 pub use pool::{Pool, PoolId};
 pub use profile::Profile;

@@ -224,6 +224,21 @@ pub struct JobReason {
     pub reason: String,
 }
 
+/// The reason of a kill made to make room for another job (KOALA's GP priority: local jobs
+/// killed at a co-allocated job's deadline) ends with `[for job N]`, so that a driver can tell
+/// which job each kill served (esim's `killed` lists, batchd's message to the owner) without a
+/// field in the plugin ABI. `why` is the human part.
+pub fn kill_reason_for(job: JobId, why: &str) -> String {
+    format!("{why} [for job {job}]")
+}
+
+/// The job a kill's reason says it was made for ([`kill_reason_for`]'s form), if any.
+pub fn kill_beneficiary(reason: &str) -> Option<JobId> {
+    let rest = reason.trim_end().strip_suffix(']')?;
+    let at = rest.rfind("[for job ")?;
+    rest[at + "[for job ".len()..].parse().ok().map(JobId)
+}
+
 /// A per-job view of the cluster (CooRM's CAPs): what the job may count on, per pool.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct View {
@@ -399,6 +414,14 @@ mod tests {
             err.to_string(),
             "unknown parameter `compakt` (known: expand_limit)"
         );
+    }
+
+    #[test]
+    fn kill_reasons_name_their_beneficiary() {
+        let r = kill_reason_for(JobId(42), "preempted at a co-allocated job's deadline (GP)");
+        assert_eq!(kill_beneficiary(&r), Some(JobId(42)));
+        assert_eq!(kill_beneficiary("time limit"), None);
+        assert_eq!(kill_beneficiary("[for job x]"), None);
     }
 
     #[test]

@@ -8,9 +8,13 @@
 //! - [`engine`]: the discrete-event engine ([`Simulation`]), its per-job results and counts,
 //!   and an [`Observer`] hook that sees every plan (for tests and progress bars).
 //!
+//! - [`coalloc`]: co-allocation with start deadlines (Ballier et al.): the `esim coalloc`
+//!   driver, §3.1's workload and the experiments' statistics.
+//!
 //! No real processes: time is virtual, in integer milliseconds.
 #![deny(missing_docs)]
 
+pub mod coalloc;
 pub mod engine;
 pub mod evolving;
 pub mod swf;

@@ -1,0 +1,239 @@
+use sched_core::request::{Component, Rigid};
+use sched_core::{validate, Pool, Running};
+
+use super::*;
+
+fn pools(sizes: &[u32]) -> Vec<Pool> {
+    sizes
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| Pool {
+            id: PoolId(i as u32),
+            name: format!("c{i}"),
+            nodes: n,
+        })
+        .collect()
+}
+
+fn global(id: u64, submit: Time, comps: &[u32], walltime: u64, deadline: Time) -> Pending {
+    Pending {
+        id: JobId(id),
+        user: 0,
+        submit,
+        earliest_start: submit,
+        priority: 0,
+        request: Request::CoAllocated(CoAllocated {
+            components: comps
+                .iter()
+                .map(|&nodes| Component { nodes, pool: None })
+                .collect(),
+            walltime,
+            deadline: Some(deadline),
+        }),
+    }
+}
+
+fn local(id: u64, submit: Time, pool: u32, nodes: u32, walltime: u64) -> Pending {
+    Pending {
+        id: JobId(id),
+        user: 0,
+        submit,
+        earliest_start: submit,
+        priority: 0,
+        request: Request::Rigid(Rigid {
+            pool: Some(PoolId(pool)),
+            nodes,
+            walltime,
+        }),
+    }
+}
+
+fn running(id: u64, start: Time, pool: u32, nodes: u32, walltime: u64) -> Running {
+    Running {
+        id: JobId(id),
+        user: 0,
+        request: Request::Rigid(Rigid {
+            pool: Some(PoolId(pool)),
+            nodes,
+            walltime,
+        }),
+        shape: Shape::rigid(PoolId(pool), nodes, walltime),
+        start,
+        holds: vec![PoolSteps::flat(
+            PoolId(pool),
+            start,
+            start + walltime,
+            nodes,
+        )],
+        killable: true,
+    }
+}
+
+/// One call, checked by the validator as a driver would.
+fn call(p: &mut Rpp, now: Time, pools: &[Pool], run: &[Running], pend: &[Pending]) -> Plan {
+    let snap = Snapshot {
+        now,
+        pools,
+        running: run,
+        pending: pend,
+    };
+    let plan = p.plan(&snap);
+    assert_eq!(validate(&snap, &plan), Ok(()), "{plan:?}");
+    plan
+}
+
+fn config(lp: f64, wait: Option<u64>, priority: Priority, max_tries: Option<u32>) -> Config {
+    Config {
+        lp,
+        wait,
+        priority,
+        max_tries,
+    }
+}
+
+#[test]
+fn try_times_follow_the_papers_recurrence_and_end_at_the_deadline() {
+    let c = config(0.5, None, Priority::Gp, None);
+    let t = try_times(&c, 0, 1000);
+    assert_eq!(&t[..4], &[500, 750, 875, 938]);
+    assert_eq!(t.last(), Some(&1000));
+    assert!(t.windows(2).all(|w| w[0] < w[1]), "{t:?}");
+    // M_p = 2: two PT tries, then the final one at D.
+    let c2 = config(0.5, None, Priority::Gp, Some(2));
+    assert_eq!(try_times(&c2, 0, 1000), vec![500, 750, 1000]);
+    // L_p = 1: the first try is at the deadline.
+    assert_eq!(
+        try_times(&config(1.0, None, Priority::Gp, None), 0, 1000),
+        vec![1000]
+    );
+    // Wait-100 ms: ignored until D − I = 900, so PT_0 = 950.
+    let w = config(0.5, Some(100), Priority::Gp, None);
+    assert_eq!(try_times(&w, 0, 1000)[0], 950);
+    // Wait-0: a single try at D.
+    assert_eq!(
+        try_times(&config(0.7, Some(0), Priority::Gp, None), 0, 1000),
+        vec![1000]
+    );
+}
+
+#[test]
+fn a_successful_try_claims_nodes_until_the_job_starts_at_its_deadline() {
+    let pools = pools(&[10]);
+    let mut p = Rpp::new(config(0.5, None, Priority::Gp, None));
+    let pend = vec![global(1, 0, &[4, 4], 300, 1000)];
+    let plan = call(&mut p, 0, &pools, &[], &pend);
+    assert!(plan.placements.is_empty());
+    assert_eq!(plan.wake_at, Some(500));
+    let plan = call(&mut p, 500, &pools, &[], &pend);
+    assert_eq!(plan.placements.len(), 1);
+    let pl = &plan.placements[0];
+    assert_eq!((pl.start, pl.claim_from), (1000, Some(500)));
+    assert_eq!(plan.wake_at, Some(1000));
+    // A local job of 4 nodes does not fit beside the 8 claimed nodes, one of 2 does.
+    let mut pend2 = pend.clone();
+    pend2.push(local(2, 600, 0, 4, 50));
+    pend2.push(local(3, 600, 0, 2, 50));
+    let plan = call(&mut p, 600, &pools, &[], &pend2);
+    let started: Vec<_> = plan
+        .placements
+        .iter()
+        .filter(|pl| pl.start == 600)
+        .collect();
+    assert!(
+        started.is_empty(),
+        "FCFS: job 3 must wait behind job 2: {plan:?}"
+    );
+    let plan = call(&mut p, 1000, &pools, &[], &pend);
+    assert_eq!(plan.placements[0].start, 1000);
+    assert_eq!(plan.placements[0].claim_from, None);
+}
+
+#[test]
+fn a_failed_try_wakes_at_the_next_try_time() {
+    let pools = pools(&[8]);
+    let run = vec![running(9, 0, 0, 8, 10_000)];
+    let mut p = Rpp::new(config(0.5, None, Priority::Lp, None));
+    let pend = vec![global(1, 0, &[4], 100, 1000)];
+    assert_eq!(call(&mut p, 0, &pools, &run, &pend).wake_at, Some(500));
+    assert_eq!(call(&mut p, 500, &pools, &run, &pend).wake_at, Some(750));
+    // A call between tries (another job's event) tries nothing and keeps the schedule.
+    assert_eq!(call(&mut p, 600, &pools, &run, &pend).wake_at, Some(750));
+}
+
+#[test]
+fn gp_kills_the_youngest_local_jobs_at_the_deadline() {
+    let pools = pools(&[8]);
+    let run = vec![
+        running(10, 0, 0, 3, 10_000),
+        running(11, 50, 0, 3, 10_000),
+        running(12, 20, 0, 2, 10_000),
+    ];
+    let mut p = Rpp::new(config(1.0, None, Priority::Gp, None));
+    let pend = vec![global(1, 0, &[4], 100, 100)];
+    let plan = call(&mut p, 100, &pools, &run, &pend);
+    let killed: Vec<u64> = plan.kills.iter().map(|k| k.job.0).collect();
+    assert_eq!(killed, vec![11, 12]);
+    assert!(plan
+        .kills
+        .iter()
+        .all(|k| sched_core::kill_beneficiary(&k.reason) == Some(JobId(1))));
+    assert_eq!(plan.placements[0].start, 100);
+}
+
+#[test]
+fn lp_fails_the_job_instead_of_killing() {
+    let pools = pools(&[8]);
+    let run = vec![running(10, 0, 0, 6, 10_000)];
+    let mut p = Rpp::new(config(1.0, None, Priority::Lp, None));
+    let pend = vec![global(1, 0, &[4], 100, 100)];
+    let plan = call(&mut p, 100, &pools, &run, &pend);
+    assert!(plan.kills.is_empty());
+    assert_eq!(plan.rejects.len(), 1);
+    assert!(plan.rejects[0].reason.starts_with("Deadline"));
+}
+
+#[test]
+fn worst_fit_prefers_the_idlest_pool_and_may_share_one() {
+    assert_eq!(
+        worst_fit(&[10, 6], &[(4, None), (4, None)]),
+        Some(vec![0, 0])
+    );
+    assert_eq!(
+        worst_fit(&[6, 10], &[(4, None), (4, None)]),
+        Some(vec![1, 0])
+    );
+    assert_eq!(worst_fit(&[5, 5], &[(4, None), (4, None), (4, None)]), None);
+    assert_eq!(
+        worst_fit(&[5, 9], &[(4, Some(0)), (4, None)]),
+        Some(vec![0, 1])
+    );
+}
+
+#[test]
+fn params_parse_and_refuse_nonsense() {
+    let p = Rpp::from_params(&Params::from_pairs([
+        ("lp", "0.5"),
+        ("wait", "10"),
+        ("priority", "lp"),
+        ("max_tries", "3"),
+    ]))
+    .unwrap();
+    assert_eq!(
+        p.config(),
+        &config(0.5, Some(10_000), Priority::Lp, Some(3))
+    );
+    let p = Rpp::from_params(&Params::from_pairs([("wait", "inf")])).unwrap();
+    assert_eq!(p.config().wait, None);
+    for (k, v) in [
+        ("lp", "0"),
+        ("lp", "1.5"),
+        ("wait", "-1"),
+        ("priority", "XP"),
+    ] {
+        assert!(
+            Rpp::from_params(&Params::from_pairs([(k, v)])).is_err(),
+            "{k}={v}"
+        );
+    }
+    assert!(Rpp::from_params(&Params::from_pairs([("lq", "0.5")])).is_err());
+}
