@@ -192,13 +192,14 @@ fn note(stderr: &File, line: &str) {
     }
 }
 
-/// Opens an output file (created 0644, truncated).
+/// Opens an output file (created 0666 less the submitter's umask, which is in force while the
+/// supervisor opens it: a umask of 077 keeps it private, as with sbatch; truncated).
 fn open_output(path: &Path) -> Result<File, String> {
     OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
-        .mode(0o644)
+        .mode(0o666)
         .open(path)
         .map_err(|e| format!("cannot open output file {}: {e}", path.display()))
 }
@@ -240,6 +241,11 @@ fn spawn_job(l: &Launch) -> Result<(std::process::Child, File), String> {
         Vec::new()
     };
     let (uid, gid) = (Uid::from_raw(l.uid), Gid::from_raw(l.gid));
+    // The submitter's umask, for the output files opened next and for the job, which inherits
+    // it. Bits beyond 0777 cannot come from a valid launch; mask them rather than fail.
+    nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(
+        (l.umask & 0o777) as nix::libc::mode_t,
+    ));
     let (stdout, stderr) = as_user(
         switch_user,
         &groups,
