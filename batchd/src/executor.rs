@@ -184,6 +184,12 @@ async fn watch_child(d: Arc<Daemon>, id: u64, mut child: tokio::process::Child, 
         Err(e) => tracing::warn!(job = id, "waiting for the supervisor: {e}"),
     }
     let status = read_status(&dir);
+    if status.is_none() {
+        // The directory goes once the end is stored: keep the supervisor's last word.
+        let said = std::fs::read_to_string(dir.join(files::LOG)).unwrap_or_default();
+        let last = said.lines().last().unwrap_or("");
+        tracing::warn!(job = id, log = %crate::logging::quoted(last), "the supervisor left no status");
+    }
     d.job_ended(id, status).await;
 }
 

@@ -30,6 +30,17 @@ pub fn supervise(job_dir: &Path) -> i32 {
     // A session of its own: the daemon's terminal, session and process group may go away.
     // (It fails only for a group leader, i.e. when started by hand from a shell; harmless.)
     let _ = nix::unistd::setsid();
+    // Block the signals the helper thread waits for, before any thread exists, so every thread
+    // inherits the mask and `sigwait` is the only receiver. The child unblocks them. Blocked
+    // before the pid file exists: a cancel sent as soon as the daemon can read it must wait
+    // for the helper, not kill the supervisor before it records anything.
+    let mut waited = SigSet::empty();
+    waited.add(Signal::SIGTERM);
+    waited.add(Signal::SIGINT);
+    waited.add(Signal::SIGHUP);
+    if let Err(e) = waited.thread_block() {
+        return fail(job_dir, format!("cannot block signals: {e}"));
+    }
     let me = std::process::id();
     if let Err(e) = crate::launch::write_atomic(
         &job_dir.join(files::SUPERVISOR_PID),
@@ -46,15 +57,6 @@ pub fn supervise(job_dir: &Path) -> i32 {
         Ok(None) => return fail(job_dir, "launch.json is missing".into()),
         Err(e) => return fail(job_dir, format!("launch.json: {e}")),
     };
-    // Block the signals the helper thread waits for, before any thread exists, so every thread
-    // inherits the mask and `sigwait` is the only receiver. The child unblocks them.
-    let mut waited = SigSet::empty();
-    waited.add(Signal::SIGTERM);
-    waited.add(Signal::SIGINT);
-    waited.add(Signal::SIGHUP);
-    if let Err(e) = waited.thread_block() {
-        return fail(job_dir, format!("cannot block signals: {e}"));
-    }
     let (child, notes) = match spawn_job(&launch) {
         Ok(c) => c,
         Err(e) => return fail(job_dir, e),
