@@ -1,25 +1,59 @@
 //! A blocking client for the tools: connect, exchange versions, then request/response pairs.
+//!
+//! Neither step waits forever: the connection must be accepted within [`CONNECT_TIMEOUT`] (a
+//! daemon whose accept queue is full would otherwise block `connect(2)` indefinitely), and every
+//! read of an answer must bring bytes within [`ANSWER_TIMEOUT`]; `ESCHED_TIMEOUT` (seconds)
+//! overrides both. Each failure is one line naming the socket.
 
+use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use crate::frame::{read_frame, write_frame, FrameError};
 use crate::message::{ErrorReply, Hello, Request, Response};
+
+/// How long connecting may take before the tool gives up.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long the daemon may stay silent while an answer is awaited (per read, so a long
+/// listing that keeps coming is never cut).
+pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Environment variable overriding both timeouts, in seconds.
+pub const TIMEOUT_ENV: &str = "ESCHED_TIMEOUT";
 
 /// Why a conversation with the daemon failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
     /// The socket could not be reached.
-    #[error("cannot connect to batchd at {}: {source} (is batchd running? set ESCHED_SOCKET to its socket)", path.display())]
+    // The cause is part of the message and not a `#[source]`: printed as a chain (`{:#}`), it
+    // would otherwise appear twice.
+    #[error("cannot connect to batchd at {}: {reason} (is batchd running? set ESCHED_SOCKET to its socket)", path.display())]
     Connect {
         /// The socket path tried.
         path: PathBuf,
         /// Why.
-        source: std::io::Error,
+        reason: std::io::Error,
+    },
+    /// The daemon did not accept or did not answer in time.
+    #[error("batchd at {} did not {what} within {} s (overloaded or stuck? ESCHED_TIMEOUT sets the wait)", path.display(), timeout.as_secs_f64())]
+    Timeout {
+        /// The socket.
+        path: PathBuf,
+        /// `accept the connection` or `answer`.
+        what: &'static str,
+        /// The wait.
+        timeout: Duration,
     },
     /// Reading or writing a frame failed.
-    #[error("talking to batchd: {0}")]
-    Frame(#[from] FrameError),
+    #[error("talking to batchd at {}: {error}", path.display())]
+    Frame {
+        /// The socket.
+        path: PathBuf,
+        /// What failed.
+        error: FrameError,
+    },
     /// The daemon refused the request (including a protocol version mismatch).
     #[error("{0}")]
     Daemon(ErrorReply),
@@ -38,17 +72,71 @@ pub enum ClientError {
 pub struct Client {
     stream: UnixStream,
     daemon: Hello,
+    /// The socket, for error messages.
+    path: PathBuf,
+    answer_timeout: Duration,
+}
+
+/// The timeouts in force: [`TIMEOUT_ENV`] when it is a positive number of seconds.
+fn timeouts() -> (Duration, Duration) {
+    std::env::var(TIMEOUT_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s > 0.0 && *s < 1e9)
+        .map_or((CONNECT_TIMEOUT, ANSWER_TIMEOUT), |s| {
+            let d = Duration::from_secs_f64(s);
+            (d, d)
+        })
+}
+
+/// Connects to a Unix socket, giving up after `timeout`. A non-blocking `connect(2)` on a
+/// listener whose queue is full fails with `EAGAIN` at once instead of blocking: retry until
+/// the deadline.
+fn connect_within(path: &Path, timeout: Duration) -> Result<UnixStream, ClientError> {
+    use nix::errno::Errno;
+    use nix::sys::socket::{connect, socket, AddressFamily, SockFlag, SockType, UnixAddr};
+    let failed = |reason: std::io::Error| ClientError::Connect {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let addr = UnixAddr::new(path).map_err(|e| failed(e.into()))?;
+    let fd = socket(
+        AddressFamily::Unix,
+        SockType::Stream,
+        SockFlag::SOCK_CLOEXEC | SockFlag::SOCK_NONBLOCK,
+        None,
+    )
+    .map_err(|e| failed(e.into()))?;
+    let deadline = Instant::now() + timeout;
+    loop {
+        match connect(fd.as_raw_fd(), &addr) {
+            Ok(()) => break,
+            Err(Errno::EINTR) => {}
+            Err(Errno::EAGAIN | Errno::EINPROGRESS) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(Errno::EAGAIN | Errno::EINPROGRESS) => {
+                return Err(ClientError::Timeout {
+                    path: path.to_path_buf(),
+                    what: "accept the connection",
+                    timeout,
+                })
+            }
+            Err(e) => return Err(failed(e.into())),
+        }
+    }
+    let stream = UnixStream::from(fd);
+    stream.set_nonblocking(false).map_err(failed)?;
+    Ok(stream)
 }
 
 impl Client {
     /// Connects to the socket at `path` and exchanges versions.
     pub fn connect(path: impl AsRef<Path>) -> Result<Client, ClientError> {
         let path = path.as_ref();
-        let stream = UnixStream::connect(path).map_err(|source| ClientError::Connect {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        Client::handshake(stream)
+        let (connect, answer) = timeouts();
+        let stream = connect_within(path, connect)?;
+        Client::handshake_within(stream, path, answer)
     }
 
     /// Connects to [`crate::socket::default_socket_path`].
@@ -57,12 +145,34 @@ impl Client {
     }
 
     /// Exchanges versions on an open stream.
-    pub fn handshake(mut stream: UnixStream) -> Result<Client, ClientError> {
+    pub fn handshake(stream: UnixStream) -> Result<Client, ClientError> {
+        Client::handshake_within(stream, Path::new("<stream>"), timeouts().1)
+    }
+
+    /// Exchanges versions on an open stream to `path`; no read waits longer than `answer`.
+    fn handshake_within(
+        stream: UnixStream,
+        path: &Path,
+        answer: Duration,
+    ) -> Result<Client, ClientError> {
+        let io = |e: std::io::Error| ClientError::Frame {
+            path: path.to_path_buf(),
+            error: FrameError::Io(e),
+        };
+        stream.set_read_timeout(Some(answer)).map_err(io)?;
+        stream.set_write_timeout(Some(answer)).map_err(io)?;
+        let mut c = Client {
+            stream,
+            daemon: Hello::current(),
+            path: path.to_path_buf(),
+            answer_timeout: answer,
+        };
         let mine = Hello::current();
-        write_frame(&mut stream, &Request::Hello(mine.clone()))?;
-        match read_frame::<_, Response>(&mut stream)? {
+        c.write(&Request::Hello(mine.clone()))?;
+        match c.read()? {
             Response::Hello(h) if h.proto_version == mine.proto_version => {
-                Ok(Client { stream, daemon: h })
+                c.daemon = h;
+                Ok(c)
             }
             Response::Hello(h) => Err(ClientError::Daemon(ErrorReply::version_mismatch(
                 mine.proto_version,
@@ -81,10 +191,40 @@ impl Client {
         &self.daemon
     }
 
+    /// A frame error as the client's error: a read or write that timed out says so.
+    fn frame_error(&self, error: FrameError) -> ClientError {
+        match &error {
+            FrameError::Io(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                ClientError::Timeout {
+                    path: self.path.clone(),
+                    what: "answer",
+                    timeout: self.answer_timeout,
+                }
+            }
+            _ => ClientError::Frame {
+                path: self.path.clone(),
+                error,
+            },
+        }
+    }
+
+    fn write(&mut self, req: &Request) -> Result<(), ClientError> {
+        write_frame(&mut self.stream, req).map_err(|e| self.frame_error(e))
+    }
+
+    fn read(&mut self) -> Result<Response, ClientError> {
+        read_frame(&mut self.stream).map_err(|e| self.frame_error(e))
+    }
+
     /// Sends `req` and returns the reply as it is, errors included.
     pub fn send(&mut self, req: &Request) -> Result<Response, ClientError> {
-        write_frame(&mut self.stream, req)?;
-        Ok(read_frame(&mut self.stream)?)
+        self.write(req)?;
+        self.read()
     }
 
     /// Sends `req`; a [`Response::Error`] becomes [`ClientError::Daemon`].
@@ -111,9 +251,9 @@ impl Client {
         req: &Request,
         mut part: impl FnMut(Vec<crate::JobInfo>),
     ) -> Result<(), ClientError> {
-        write_frame(&mut self.stream, req)?;
+        self.write(req)?;
         loop {
-            match read_frame::<_, Response>(&mut self.stream)? {
+            match self.read()? {
                 Response::JobsPart(jobs) => part(jobs),
                 Response::Jobs(jobs) => {
                     part(jobs);
@@ -205,11 +345,28 @@ mod tests {
     }
 
     #[test]
-    fn connect_failure_names_the_path() {
+    fn connect_failure_names_the_path_and_its_cause_once() {
         let err = Client::connect("/nonexistent/esched.sock").unwrap_err();
-        assert!(
-            err.to_string().contains("/nonexistent/esched.sock"),
-            "{err}"
-        );
+        let text = err.to_string();
+        assert!(text.contains("/nonexistent/esched.sock"), "{text}");
+        assert_eq!(text.matches("os error").count(), 1, "{text}");
+        assert!(std::error::Error::source(&err).is_none(), "{text}");
+    }
+
+    #[test]
+    fn a_silent_daemon_is_a_timeout_naming_the_socket() {
+        let dir = std::env::temp_dir().join(format!("esched-client-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("silent.sock");
+        let _ = std::fs::remove_file(&path);
+        // Accepts (the kernel does, from the backlog) but never answers.
+        let _listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        let stream = connect_within(&path, Duration::from_secs(1)).unwrap();
+        let err = Client::handshake_within(stream, &path, Duration::from_millis(100)).unwrap_err();
+        let text = err.to_string();
+        assert!(matches!(err, ClientError::Timeout { .. }), "{text}");
+        assert!(text.contains("silent.sock"), "{text}");
+        assert!(text.contains("did not answer within 0.1 s"), "{text}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

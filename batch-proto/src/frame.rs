@@ -1,9 +1,9 @@
 //! Framing: a 4-byte big-endian payload length, then that many bytes of JSON.
 //!
-//! The length is checked against [`MAX_FRAME`] before the payload buffer is allocated, so a
-//! hostile or corrupt header cannot make either side allocate gigabytes. A connection that ends
-//! inside a frame is reported as [`FrameError::Truncated`]; one that ends cleanly between frames
-//! as [`FrameError::Closed`].
+//! The length is checked against [`MAX_FRAME`], and it is a limit, not an allocation: the payload
+//! buffer grows as bytes arrive, so a header announcing 16 MiB followed by nothing costs nothing.
+//! A connection that ends inside a frame is reported as [`FrameError::Truncated`]; one that ends
+//! cleanly between frames as [`FrameError::Closed`].
 
 use std::io::{self, Read, Write};
 
@@ -39,12 +39,29 @@ pub enum FrameError {
         max: usize,
     },
     /// A payload that is not a valid message.
+    // Not a `#[source]`: the message already says it, and a chain printed with `{:#}` would
+    // say it twice.
     #[error("malformed message: {0}")]
-    Malformed(#[from] serde_json::Error),
+    Malformed(serde_json::Error),
     /// Any other I/O failure.
     #[error("i/o error: {0}")]
-    Io(#[from] io::Error),
+    Io(io::Error),
 }
+
+impl From<serde_json::Error> for FrameError {
+    fn from(e: serde_json::Error) -> Self {
+        FrameError::Malformed(e)
+    }
+}
+
+impl From<io::Error> for FrameError {
+    fn from(e: io::Error) -> Self {
+        FrameError::Io(e)
+    }
+}
+
+/// Bytes the payload buffer starts with; it grows (doubling) only as bytes arrive.
+const INITIAL_BUFFER: usize = 64 * 1024;
 
 /// `msg` as one frame: header and payload.
 pub fn encode<T: Serialize>(msg: &T) -> Result<Vec<u8>, FrameError> {
@@ -115,8 +132,8 @@ pub fn read_payload<R: Read>(r: &mut R) -> Result<Vec<u8>, FrameError> {
         _ => {}
     }
     let len = check_header(header)?;
-    let mut payload = vec![0u8; len];
-    let got = read_full(r, &mut payload)?;
+    let mut payload = Vec::with_capacity(len.min(INITIAL_BUFFER));
+    let got = r.take(len as u64).read_to_end(&mut payload)?;
     if got < len {
         return Err(FrameError::Truncated { expected: len, got });
     }
@@ -135,7 +152,7 @@ pub mod nonblocking {
     use serde::Serialize;
     use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-    use super::{check_header, decode, encode, FrameError, HEADER_LEN};
+    use super::{check_header, decode, encode, FrameError, HEADER_LEN, INITIAL_BUFFER};
 
     async fn read_full<R: AsyncRead + Unpin>(r: &mut R, buf: &mut [u8]) -> std::io::Result<usize> {
         let mut got = 0;
@@ -150,8 +167,20 @@ pub mod nonblocking {
 
     /// Reads one frame's payload bytes.
     pub async fn read_payload<R: AsyncRead + Unpin>(r: &mut R) -> Result<Vec<u8>, FrameError> {
+        read_payload_after(r, &[]).await
+    }
+
+    /// Reads one frame's payload bytes when the first `have.len()` bytes of its header (at
+    /// most [`HEADER_LEN`]) were already read: the daemon waits for a request's first byte
+    /// under its idle timeout, then for the rest under the frame deadline.
+    pub async fn read_payload_after<R: AsyncRead + Unpin>(
+        r: &mut R,
+        have: &[u8],
+    ) -> Result<Vec<u8>, FrameError> {
         let mut header = [0u8; HEADER_LEN];
-        match read_full(r, &mut header).await? {
+        let start = have.len().min(HEADER_LEN);
+        header[..start].copy_from_slice(&have[..start]);
+        match start + read_full(r, &mut header[start..]).await? {
             0 => return Err(FrameError::Closed),
             n if n < HEADER_LEN => {
                 return Err(FrameError::Truncated {
@@ -162,8 +191,8 @@ pub mod nonblocking {
             _ => {}
         }
         let len = check_header(header)?;
-        let mut payload = vec![0u8; len];
-        let got = read_full(r, &mut payload).await?;
+        let mut payload = Vec::with_capacity(len.min(INITIAL_BUFFER));
+        let got = r.take(len as u64).read_to_end(&mut payload).await?;
         if got < len {
             return Err(FrameError::Truncated { expected: len, got });
         }
@@ -227,6 +256,56 @@ mod tests {
             check_header((MAX_FRAME as u32).to_be_bytes()).unwrap(),
             MAX_FRAME
         );
+    }
+
+    /// A reader that hands out `avail` bytes of zeros, then reports the stream's end.
+    struct Trickle {
+        avail: usize,
+    }
+
+    impl Read for Trickle {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = buf.len().min(self.avail).min(4096);
+            buf[..n].fill(b' ');
+            self.avail -= n;
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn the_announced_length_is_a_limit_not_an_allocation() {
+        // 16 MiB announced, 10 bytes sent: the buffer holds what came, not what was promised.
+        let mut r = std::io::Read::chain(
+            Cursor::new((MAX_FRAME as u32).to_be_bytes().to_vec()),
+            Trickle { avail: 10 },
+        );
+        let err = read_payload(&mut r).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                FrameError::Truncated {
+                    expected: MAX_FRAME,
+                    got: 10
+                }
+            ),
+            "{err}"
+        );
+        // Nor does reading a whole large frame keep more than it needs.
+        let mut r = std::io::Read::chain(
+            Cursor::new(1_000_000u32.to_be_bytes().to_vec()),
+            Trickle { avail: 1_000_000 },
+        );
+        let p = read_payload(&mut r).unwrap();
+        assert_eq!(p.len(), 1_000_000);
+        assert!(p.capacity() < 2 * 1_000_000 + INITIAL_BUFFER);
+    }
+
+    #[test]
+    fn errors_say_their_cause_once() {
+        let e = FrameError::from(io::Error::other("boom"));
+        assert!(std::error::Error::source(&e).is_none(), "{e}");
+        let e = FrameError::from(serde_json::from_str::<u8>("x").unwrap_err());
+        assert!(std::error::Error::source(&e).is_none(), "{e}");
     }
 
     #[test]

@@ -390,9 +390,27 @@ pub struct JobSpec {
     /// Larger runs first among equals (default 0).
     #[serde(default)]
     pub priority: i64,
+    /// The submitter's umask (`esubmit` sends its own), applied to the job's output files and
+    /// inherited by the job, as sbatch does. Absent (an older or raw client): [`DEFAULT_UMASK`],
+    /// so the files stay private.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub umask: Option<u32>,
 }
 
+/// The umask of a job whose submission did not give one: output files readable by their
+/// owner only. Private by default, since nothing says the submitter wanted them shared.
+pub const DEFAULT_UMASK: u32 = 0o077;
+
+/// Largest script accepted, in bytes of the script itself (Slurm's default `max_script_size`,
+/// 4 MB). Checked before encoding: JSON escaping may double a script's size on the wire.
+pub const MAX_SCRIPT: usize = 4 * 1024 * 1024;
+
 impl JobSpec {
+    /// The umask the job runs with: the submitter's, else [`DEFAULT_UMASK`].
+    pub fn effective_umask(&self) -> u32 {
+        self.umask.unwrap_or(DEFAULT_UMASK)
+    }
+
     /// A rigid job running `script` in `work_dir`, with defaults elsewhere.
     pub fn new(
         script: impl Into<String>,
@@ -414,6 +432,7 @@ impl JobSpec {
             environment: Vec::new(),
             work_dir: work_dir.into(),
             priority: 0,
+            umask: None,
         }
     }
 
@@ -429,8 +448,20 @@ impl JobSpec {
         if self.script.trim().is_empty() {
             return field("script", "the script is empty");
         }
+        if self.script.len() > MAX_SCRIPT {
+            return Err(SpecError::Field {
+                field: "script",
+                reason: format!(
+                    "the script is {} bytes, more than the limit of {MAX_SCRIPT} bytes",
+                    self.script.len()
+                ),
+            });
+        }
         if self.script.contains('\0') {
             return field("script", "the script contains a NUL byte");
+        }
+        if self.umask.is_some_and(|m| m > 0o777) {
+            return field("umask", "must be at most 0777");
         }
         if self.name.is_empty() || self.name.chars().any(|c| c.is_control()) {
             return field("name", "must be non-empty, without control characters");
@@ -676,6 +707,26 @@ mod tests {
         ] {
             assert!(Dependency::parse_list(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn the_script_limit_counts_the_script_bytes_not_their_escaping() {
+        let mut s = JobSpec::new("x", "/w", 1, 60_000);
+        // Quotes double on the wire; a script at the limit still fits in one frame.
+        s.script = "\"".repeat(MAX_SCRIPT);
+        s.validate().unwrap();
+        assert!(crate::frame::encode(&s).is_ok());
+        s.script.push('x');
+        let e = s.validate().unwrap_err().to_string();
+        assert_eq!(
+            e,
+            format!(
+                "invalid script: the script is {} bytes, more than the limit of {MAX_SCRIPT} bytes",
+                MAX_SCRIPT + 1
+            )
+        );
+        s.script = "x".repeat(MAX_SCRIPT + 1);
+        assert_eq!(s.validate().unwrap_err().to_string(), e);
     }
 
     #[test]

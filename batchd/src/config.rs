@@ -73,14 +73,80 @@ pub struct Config {
     /// Database durability.
     #[serde(default)]
     pub sync: Sync,
-    /// The pools, in order.
-    #[serde(rename = "pool")]
+    /// The pools, in order (default: one pool `debug` of 8 nodes).
+    #[serde(rename = "pool", default = "default_pools")]
     pub pools: Vec<PoolConfig>,
-    /// The policy.
+    /// The policy (default: `cbf`, no parameters).
+    #[serde(default = "default_policy")]
     pub policy: PolicyConfig,
     /// How evolving jobs are told about their steps.
     #[serde(default)]
     pub evolving: EvolvingConfig,
+    /// What one client may hold of the daemon: connections, time, buffers.
+    #[serde(default)]
+    pub limits: LimitsConfig,
+}
+
+/// The socket API's limits (docs/batchd.md, "Limits"): no client, careless or hostile, holds
+/// more of the daemon than these.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// Open connections at most; lowered at start to what `RLIMIT_NOFILE` leaves after the
+    /// daemon's own descriptors.
+    #[serde(default = "default_max_connections")]
+    pub max_connections: u32,
+    /// Open connections of one uid at most.
+    #[serde(default = "default_max_connections_per_user")]
+    pub max_connections_per_user: u32,
+    /// A connection waiting this long for its next request is closed, in ms.
+    #[serde(default = "default_idle_timeout")]
+    pub idle_timeout_ms: u64,
+    /// A frame, once begun, must be complete within this, in ms: a request from its first
+    /// byte, each reply frame from its first write (a client that stops reading is dropped).
+    #[serde(default = "default_frame_timeout")]
+    pub frame_timeout_ms: u64,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        LimitsConfig {
+            max_connections: default_max_connections(),
+            max_connections_per_user: default_max_connections_per_user(),
+            idle_timeout_ms: default_idle_timeout(),
+            frame_timeout_ms: default_frame_timeout(),
+        }
+    }
+}
+
+fn default_max_connections() -> u32 {
+    1024
+}
+
+fn default_max_connections_per_user() -> u32 {
+    128
+}
+
+fn default_idle_timeout() -> u64 {
+    30_000
+}
+
+fn default_frame_timeout() -> u64 {
+    10_000
+}
+
+fn default_pools() -> Vec<PoolConfig> {
+    vec![PoolConfig {
+        name: "debug".into(),
+        nodes: 8,
+    }]
+}
+
+fn default_policy() -> PolicyConfig {
+    PolicyConfig {
+        name: "cbf".into(),
+        params: BTreeMap::new(),
+    }
 }
 
 /// How batchd talks to running evolving jobs (see docs/evolving.md, "Running evolving jobs").
@@ -198,10 +264,18 @@ impl Config {
                 }
                 None => String::new(),
             };
+            // The parser's message may span lines (`invalid table header` / `expected …`):
+            // the error is promised on one line.
+            let reason: Vec<&str> = e
+                .message()
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect();
             ConfigError {
                 file: file.to_string(),
                 location,
-                reason: e.message().trim().to_string(),
+                reason: reason.join(": "),
             }
         })?;
         config.check(file)?;
@@ -262,6 +336,20 @@ impl Config {
         }
         if let Err(e) = self.evolving.signal() {
             return Err(ConfigError::key(file, "evolving.signal", e));
+        }
+        let l = &self.limits;
+        for (key, value) in [
+            ("limits.max_connections", u64::from(l.max_connections)),
+            (
+                "limits.max_connections_per_user",
+                u64::from(l.max_connections_per_user),
+            ),
+            ("limits.idle_timeout_ms", l.idle_timeout_ms),
+            ("limits.frame_timeout_ms", l.frame_timeout_ms),
+        ] {
+            if value == 0 {
+                return Err(ConfigError::key(file, key, "must be positive"));
+            }
         }
         if self.repolicy_interval_ms == 0 || self.repolicy_interval_ms > 60_000 {
             return Err(ConfigError::key(
@@ -441,6 +529,38 @@ mod tests {
             ),
         ] {
             Config::parse(text, name).unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+
+    #[test]
+    fn a_config_without_pools_or_policy_takes_the_documented_defaults() {
+        let embedded = Config::embedded();
+        let c = Config::parse("grace_period_ms = 1000\n", "f").unwrap();
+        assert_eq!(c.pools, embedded.pools);
+        assert_eq!(c.policy, embedded.policy);
+        assert_eq!(c.limits, LimitsConfig::default());
+        let c = Config::parse("[policy]\nname = \"easy\"\n", "f").unwrap();
+        assert_eq!((c.pools, c.policy.name.as_str()), (embedded.pools, "easy"));
+        let c = Config::parse("[[pool]]\nname = \"gpu\"\nnodes = 2\n", "f").unwrap();
+        assert_eq!(
+            (c.pools[0].name.as_str(), c.policy),
+            ("gpu", embedded.policy)
+        );
+    }
+
+    #[test]
+    fn every_config_error_is_one_line() {
+        for text in [
+            "[[pool]\nname = \"a\"\n",
+            "[policy\nname = \"cbf\"\n",
+            "x = \n",
+            "[limits]\nidle_timeout_ms = 0\n",
+            "[limits]\nmax_connections = -1\n",
+            "pool = 3\n",
+        ] {
+            let e = Config::parse(text, "f.toml").unwrap_err().to_string();
+            assert!(!e.contains('\n'), "{text:?}: {e:?}");
+            assert!(e.starts_with("f.toml: "), "{e}");
         }
     }
 

@@ -61,12 +61,25 @@ fn prepare(
 ) -> Result<(), String> {
     let err =
         |what: &str, e: std::io::Error| format!("cannot write {what} in {}: {e}", dir.display());
-    std::fs::create_dir_all(dir).map_err(|e| err("the job directory", e))?;
+    crate::state::private_dir(dir).map_err(|e| err("the job directory", e))?;
     if let Some(f) = job_files {
         f.write(dir).map_err(|e| err("the node file", e))?;
     }
     let script = dir.join(files::SCRIPT);
-    std::fs::write(&script, rec.spec.script.as_bytes()).map_err(|e| err("the script", e))?;
+    {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        // 0700 from its creation: its owner only (the supervisor gives it to the job's user).
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o700)
+            .open(&script)
+            .map_err(|e| err("the script", e))?;
+        f.write_all(rec.spec.script.as_bytes())
+            .map_err(|e| err("the script", e))?;
+    }
     let launch = Launch {
         job_id: rec.id,
         name: rec.spec.name.clone(),
@@ -85,6 +98,7 @@ fn prepare(
             .unwrap_or_else(now_ms)
             .saturating_add(rec.time_limit()),
         grace_ms,
+        umask: rec.spec.effective_umask(),
     };
     write_json(&dir.join(files::LAUNCH), &launch).map_err(|e| err("launch.json", e))
 }
@@ -112,7 +126,16 @@ pub async fn launch(d: Arc<Daemon>, rec: JobRecord) {
         Ok(Err(e)) => return fail_start(&d, id, e).await,
         Err(e) => return fail_start(&d, id, format!("preparing the job: {e}")).await,
     }
-    let log = match std::fs::File::create(dir.join(files::LOG)) {
+    let opened = {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(crate::state::PRIVATE_FILE)
+            .open(dir.join(files::LOG))
+    };
+    let log = match opened {
         Ok(f) => Stdio::from(f),
         Err(_) => Stdio::null(),
     };
@@ -161,6 +184,12 @@ async fn watch_child(d: Arc<Daemon>, id: u64, mut child: tokio::process::Child, 
         Err(e) => tracing::warn!(job = id, "waiting for the supervisor: {e}"),
     }
     let status = read_status(&dir);
+    if status.is_none() {
+        // The directory goes once the end is stored: keep the supervisor's last word.
+        let said = std::fs::read_to_string(dir.join(files::LOG)).unwrap_or_default();
+        let last = said.lines().last().unwrap_or("");
+        tracing::warn!(job = id, log = %crate::logging::quoted(last), "the supervisor left no status");
+    }
     d.job_ended(id, status).await;
 }
 

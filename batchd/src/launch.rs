@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 /// File names inside a job directory.
 pub mod files {
-    /// The launch description.
+    /// The launch description (mode 0600: it holds the job's environment).
     pub const LAUNCH: &str = "launch.json";
     /// The script (mode 0700, owned by the job's user).
     pub const SCRIPT: &str = "script";
@@ -62,6 +62,14 @@ pub struct Launch {
     pub deadline_ms: u64,
     /// SIGTERM-to-SIGKILL delay, ms.
     pub grace_ms: u64,
+    /// The submitter's umask: the job's output files are created under it and the job
+    /// inherits it, as with sbatch.
+    #[serde(default = "default_umask")]
+    pub umask: u32,
+}
+
+fn default_umask() -> u32 {
+    batch_proto::job::DEFAULT_UMASK
 }
 
 /// How a job's process ended.
@@ -106,7 +114,14 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
     let tmp = dir.join(format!(".{name}.{}.{seq}.tmp", std::process::id()));
     {
-        let mut f = std::fs::File::create(&tmp)?;
+        // Private (0600) from its creation: these files hold what users submitted.
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(crate::state::PRIVATE_FILE)
+            .open(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
     }

@@ -26,11 +26,13 @@ pub mod daemon;
 pub mod evolve;
 pub mod executor;
 pub mod launch;
+pub mod logging;
 pub mod policy;
 pub mod record;
 pub mod recovery;
 pub mod scheduler;
 mod server;
+pub mod state;
 pub mod store;
 pub mod supervise;
 pub mod view;
@@ -71,6 +73,9 @@ pub enum Error {
     /// Another daemon owns the socket.
     #[error("{}: another batchd is already listening there", .0.display())]
     AlreadyRunning(PathBuf),
+    /// Another daemon owns the state directory.
+    #[error("{0}")]
+    Locked(#[from] state::LockError),
     /// The runtime could not start.
     #[error("cannot start the async runtime: {0}")]
     Runtime(std::io::Error),
@@ -101,8 +106,18 @@ fn supervisor_program(config: &Config) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("batchd"))
 }
 
+/// The socket file while this daemon owns it: removed when dropped (a stop, or a start that
+/// failed after binding).
+struct SocketFile(PathBuf);
+
+impl Drop for SocketFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
 /// Binds the socket, refusing to steal it from a live daemon.
-fn bind(path: &Path) -> Result<UnixListener, Error> {
+fn bind(path: &Path) -> Result<(UnixListener, SocketFile), Error> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(io(dir))?;
     }
@@ -113,9 +128,30 @@ fn bind(path: &Path) -> Result<UnixListener, Error> {
         std::fs::remove_file(path).map_err(io(path))?;
     }
     let l = UnixListener::bind(path).map_err(io(path))?;
+    let file = SocketFile(path.to_path_buf());
     // Anyone may connect: SO_PEERCRED says who they are and each request is checked.
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o666)).map_err(io(path))?;
-    Ok(l)
+    Ok((l, file))
+}
+
+/// Raises the soft limit on open files to the hard one (the default soft limit, often 1024,
+/// is what a few idle clients exhaust); returns the soft limit in force.
+fn raise_nofile() -> u64 {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    match getrlimit(Resource::RLIMIT_NOFILE) {
+        Ok((soft, hard)) if soft < hard => match setrlimit(Resource::RLIMIT_NOFILE, hard, hard) {
+            Ok(()) => hard,
+            Err(e) => {
+                tracing::warn!("cannot raise the open-file limit from {soft} to {hard}: {e}");
+                soft
+            }
+        },
+        Ok((soft, _)) => soft,
+        Err(e) => {
+            tracing::warn!("cannot read the open-file limit: {e}");
+            1024
+        }
+    }
 }
 
 /// Everything started, before serving.
@@ -125,20 +161,43 @@ struct Started {
     store_thread: StoreThread,
     adopted: Vec<u64>,
     socket: PathBuf,
+    socket_file: SocketFile,
+    lock: state::StateLock,
+    nofile: u64,
 }
 
-/// Opens state, loads the policy, recovers jobs and binds the socket (inside a runtime).
+/// What outlives serving: the database writer to join, then the state lock to release.
+struct Stopped {
+    store_thread: StoreThread,
+    lock: state::StateLock,
+}
+
+impl Stopped {
+    /// Waits for the database, then lets the state directory go.
+    fn finish(self) {
+        self.store_thread.join();
+        drop(self.lock);
+    }
+}
+
+/// Locks the state directory, binds the socket, loads the policy and recovers jobs (inside a
+/// runtime). Nothing of the state is read or written before the lock is held, and recovery
+/// runs only once the socket is ours: a refused start changes nothing.
 async fn start(config: Config, config_path: Option<PathBuf>) -> Result<Started, Error> {
     let file = config_path
         .as_ref()
         .map_or_else(|| "<built-in>".to_string(), |p| p.display().to_string());
     let state_dir = config.state_path();
-    std::fs::create_dir_all(state_dir.join("jobs")).map_err(io(&state_dir))?;
-    // Jobs' scripts live below; their users must reach them.
-    let _ = std::fs::set_permissions(
-        state_dir.join("jobs"),
-        std::fs::Permissions::from_mode(0o755),
-    );
+    state::create_private_dir(&state_dir).map_err(io(&state_dir))?;
+    let lock = state::StateLock::acquire(&state_dir)?;
+    let socket = config.socket_path();
+    let (listener, socket_file) = bind(&socket)?;
+    // An older batchd left it world-readable.
+    state::private_dir(&state_dir).map_err(io(&state_dir))?;
+    let nofile = raise_nofile();
+    // Jobs' scripts and node files live below; as root, their users reach them by name.
+    let jobs = state_dir.join("jobs");
+    state::private_dir(&jobs).map_err(io(&jobs))?;
     let policy = {
         let c = config.clone();
         tokio::task::spawn_blocking(move || policy::build(&c))
@@ -147,6 +206,7 @@ async fn start(config: Config, config_path: Option<PathBuf>) -> Result<Started, 
             .map_err(|e| ConfigError::key(&file, "policy.name", e))?
     };
     let db = state_dir.join("batchd.sqlite");
+    state::private_database(&db).map_err(io(&db))?;
     let (store, store_thread, loaded) =
         Store::open(&db, config.sync).map_err(|source| Error::Store {
             path: db.clone(),
@@ -168,8 +228,6 @@ async fn start(config: Config, config_path: Option<PathBuf>) -> Result<Started, 
         policy = policy.name(),
         "state loaded"
     );
-    let socket = config.socket_path();
-    let listener = bind(&socket)?;
     let settings = Settings {
         supervisor: supervisor_program(&config),
         config,
@@ -182,17 +240,23 @@ async fn start(config: Config, config_path: Option<PathBuf>) -> Result<Started, 
         store_thread,
         adopted: recovered.adopted,
         socket,
+        socket_file,
+        lock,
+        nofile,
     })
 }
 
-/// Serves until `stop` completes; then stops accepting and waits for the database.
-async fn serve(started: Started, stop: impl std::future::Future<Output = ()>) -> StoreThread {
+/// Serves until `stop` completes; then stops accepting and removes the socket.
+async fn serve(started: Started, stop: impl std::future::Future<Output = ()>) -> Stopped {
     let Started {
         daemon,
         listener,
         store_thread,
         adopted,
         socket,
+        socket_file,
+        lock,
+        nofile,
     } = started;
     for id in adopted {
         tokio::spawn(executor::watch_adopted(
@@ -203,15 +267,15 @@ async fn serve(started: Started, stop: impl std::future::Future<Output = ()>) ->
         tokio::spawn(evolve::follow(Arc::clone(&daemon), id));
     }
     let sched = tokio::spawn(scheduler::run(Arc::clone(&daemon)));
-    let api = tokio::spawn(server::serve(Arc::clone(&daemon), listener));
+    let api = tokio::spawn(server::serve(Arc::clone(&daemon), listener, nofile));
     daemon.reschedule();
     tracing::info!(socket = %socket.display(), "batchd ready");
     stop.await;
     api.abort();
     sched.abort();
-    let _ = std::fs::remove_file(&socket);
+    drop(socket_file);
     tracing::info!("batchd stopping; running jobs stay with their supervisors");
-    store_thread
+    Stopped { store_thread, lock }
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, Error> {
@@ -255,7 +319,7 @@ pub fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Error> {
         Ok::<_, Error>(serve(started, stop).await)
     })?;
     rt.shutdown_timeout(std::time::Duration::from_secs(2));
-    store_thread.join();
+    store_thread.finish();
     Ok(())
 }
 
@@ -326,7 +390,7 @@ pub fn spawn(config: Config, config_path: Option<PathBuf>) -> Result<DaemonHandl
             });
             rt.shutdown_timeout(std::time::Duration::from_secs(2));
             if let Some(t) = store_thread {
-                t.join();
+                t.finish();
             }
         })
         .map_err(Error::Runtime)?;

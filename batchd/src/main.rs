@@ -39,15 +39,20 @@ fn main() -> ExitCode {
     if let Some(Command::Supervise { job_dir }) = cli.command {
         return ExitCode::from(batchd::supervise::supervise(&job_dir).clamp(0, 255) as u8);
     }
+    // Colour codes only for a person at a terminal, not in a log file or journal.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
-        .with_writer(std::io::stderr)
-        // Colour codes only for a person at a terminal, not in a log file or journal.
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        // One event, one line, whatever a client managed to put in it.
+        .with_writer(move || batchd::logging::LineSafe::new(std::io::stderr(), ansi))
+        .with_ansi(ansi)
         .init();
+    // Whatever batchd creates without an explicit mode is its own: the state holds users'
+    // environments. (Job output files get the submitter's umask in the supervisor.)
+    nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
     let config = match &cli.config {
         Some(p) => batchd::Config::load(p),
         None => Ok(batchd::Config::embedded()),

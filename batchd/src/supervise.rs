@@ -30,6 +30,17 @@ pub fn supervise(job_dir: &Path) -> i32 {
     // A session of its own: the daemon's terminal, session and process group may go away.
     // (It fails only for a group leader, i.e. when started by hand from a shell; harmless.)
     let _ = nix::unistd::setsid();
+    // Block the signals the helper thread waits for, before any thread exists, so every thread
+    // inherits the mask and `sigwait` is the only receiver. The child unblocks them. Blocked
+    // before the pid file exists: a cancel sent as soon as the daemon can read it must wait
+    // for the helper, not kill the supervisor before it records anything.
+    let mut waited = SigSet::empty();
+    waited.add(Signal::SIGTERM);
+    waited.add(Signal::SIGINT);
+    waited.add(Signal::SIGHUP);
+    if let Err(e) = waited.thread_block() {
+        return fail(job_dir, format!("cannot block signals: {e}"));
+    }
     let me = std::process::id();
     if let Err(e) = crate::launch::write_atomic(
         &job_dir.join(files::SUPERVISOR_PID),
@@ -46,15 +57,6 @@ pub fn supervise(job_dir: &Path) -> i32 {
         Ok(None) => return fail(job_dir, "launch.json is missing".into()),
         Err(e) => return fail(job_dir, format!("launch.json: {e}")),
     };
-    // Block the signals the helper thread waits for, before any thread exists, so every thread
-    // inherits the mask and `sigwait` is the only receiver. The child unblocks them.
-    let mut waited = SigSet::empty();
-    waited.add(Signal::SIGTERM);
-    waited.add(Signal::SIGINT);
-    waited.add(Signal::SIGHUP);
-    if let Err(e) = waited.thread_block() {
-        return fail(job_dir, format!("cannot block signals: {e}"));
-    }
     let (child, notes) = match spawn_job(&launch) {
         Ok(c) => c,
         Err(e) => return fail(job_dir, e),
@@ -192,13 +194,14 @@ fn note(stderr: &File, line: &str) {
     }
 }
 
-/// Opens an output file (created 0644, truncated).
+/// Opens an output file (created 0666 less the submitter's umask, which is in force while the
+/// supervisor opens it: a umask of 077 keeps it private, as with sbatch; truncated).
 fn open_output(path: &Path) -> Result<File, String> {
     OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
-        .mode(0o644)
+        .mode(0o666)
         .open(path)
         .map_err(|e| format!("cannot open output file {}: {e}", path.display()))
 }
@@ -240,6 +243,11 @@ fn spawn_job(l: &Launch) -> Result<(std::process::Child, File), String> {
         Vec::new()
     };
     let (uid, gid) = (Uid::from_raw(l.uid), Gid::from_raw(l.gid));
+    // The submitter's umask, for the output files opened next and for the job, which inherits
+    // it. Bits beyond 0777 cannot come from a valid launch; mask them rather than fail.
+    nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(
+        (l.umask & 0o777) as nix::libc::mode_t,
+    ));
     let (stdout, stderr) = as_user(
         switch_user,
         &groups,

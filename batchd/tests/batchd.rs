@@ -695,7 +695,7 @@ fn listings_with_finished_jobs_and_many_frames() {
     assert_eq!(f.args, vec!["a".to_string()]);
     assert!(!f.stdout.is_empty() && !f.work_dir.is_empty());
     assert!(b.args.is_empty() && b.stdout.is_empty() && b.work_dir.is_empty());
-    // 5,000 jobs to a frame: 10,001 make three.
+    // 1,000 jobs to a frame: 10,001 make eleven.
     let mut client = c.client();
     for _ in 0..10_000 {
         let mut s = c.spec("true");
@@ -888,3 +888,9 @@ fn an_evolving_job_keeps_its_nodes_order_and_choice_across_a_restart() {
     let done = c.wait_state(id, JobState::Completed);
     assert_eq!(done.node_list.as_deref(), Some("debug003"));
 }
+
+/// Issue 9's daemon-side hardening: one daemon per state directory, bounded clients, private
+/// state, escaped logs. (In a subdirectory: cargo would build a file beside this one as a test
+/// binary of its own.)
+#[path = "batchd/hardening.rs"]
+mod hardening;

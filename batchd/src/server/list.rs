@@ -1,6 +1,7 @@
 //! `List`: the queue, running jobs first, then pending jobs in queue order.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use batch_proto::frame::{FrameError, HEADER_LEN};
 #[cfg(doc)]
@@ -37,8 +38,14 @@ pub fn record_matches(filter: &JobFilter, r: &JobRecord) -> bool {
                 .is_some_and(|p| filter.pools.contains(p)))
 }
 
-/// Jobs per listing frame: about 2 MB of a full listing, far below [`MAX_FRAME`].
-const JOBS_PER_FRAME: usize = 5_000;
+/// Jobs per listing frame: about 400 kB of a full listing, far below [`MAX_FRAME`]. Small
+/// frames bound what a listing holds in memory at once (a frame being written, one queued, one
+/// being encoded) and how long each holds the core lock.
+const JOBS_PER_FRAME: usize = 1_000;
+
+/// Encoded frames a listing may queue ahead of its writer: the encoder waits for the client
+/// beyond this, so a client that does not read holds a few frames, not its whole listing.
+const QUEUED_FRAMES: usize = 1;
 
 /// A listing frame borrowing its jobs: serialises exactly as [`Response::JobsPart`] and
 /// [`Response::Jobs`] (externally tagged, same variant names), so the client reads it as
@@ -92,7 +99,7 @@ pub struct Frame {
 }
 
 /// A listing on its way to the client: frames in order, or why it could not be encoded.
-pub type Frames = mpsc::UnboundedReceiver<Result<Frame, String>>;
+pub type Frames = mpsc::Receiver<Result<Frame, String>>;
 
 /// Encodes `jobs` into frames and hands each to `out` as soon as it is made, the last one
 /// `Jobs` when `last` (even with no job at all), all others `JobsPart`. Returns false when
@@ -190,11 +197,19 @@ fn encode_active<C: std::ops::Deref<Target = Core>>(
             let rec = &c.jobs.get(&id)?.rec;
             record_matches(filter, rec).then(|| JobView::new(Some(&c), rec, reason, brief))
         });
-        let ok = encode_frames(views, last && chunks.peek().is_none(), out);
+        // The chunk's frames are handed on only once the lock is released: `out` waits for a
+        // slow client, and the scheduler must not wait with it.
+        let mut made = Vec::new();
+        encode_frames(views, last && chunks.peek().is_none(), &mut |f| {
+            made.push(f);
+            true
+        });
         drop(c);
         longest = longest.max(held.elapsed());
-        if !ok {
-            return false;
+        for f in made {
+            if !out(f) {
+                return false;
+            }
         }
     }
     tracing::debug!(
@@ -209,7 +224,7 @@ fn encode_active<C: std::ops::Deref<Target = Core>>(
 /// Answers a listing: the frames are encoded on a blocking thread and sent as they come, so
 /// the client parses one while the next is encoded.
 pub fn handle(d: &Arc<Daemon>, req: ListRequest) -> Reply {
-    let (tx, rx) = mpsc::unbounded_channel();
+    let (tx, rx) = mpsc::channel(QUEUED_FRAMES);
     let d = Arc::clone(d);
     tokio::spawn(async move {
         let last = !req.include_finished;
@@ -220,7 +235,7 @@ pub fn handle(d: &Arc<Daemon>, req: ListRequest) -> Reply {
             move || {
                 let began = std::time::Instant::now();
                 let ok = encode_active(|| d.core(), &filter, now_ms(), brief, last, &mut |f| {
-                    out.send(f).is_ok()
+                    out.blocking_send(f).is_ok()
                 });
                 tracing::debug!(brief, took = ?began.elapsed(), "listing encoded");
                 ok
@@ -231,7 +246,7 @@ pub fn handle(d: &Arc<Daemon>, req: ListRequest) -> Reply {
             Ok(true) if req.include_finished => {}
             Ok(_) => return,
             Err(e) => {
-                let _ = tx.send(Err(format!("listing: {e}")));
+                let _ = tx.send(Err(format!("listing: {e}"))).await;
                 return;
             }
         }
@@ -242,7 +257,7 @@ pub fn handle(d: &Arc<Daemon>, req: ListRequest) -> Reply {
         {
             Ok(done) => done,
             Err(e) => {
-                let _ = tx.send(Err(format!("reading finished jobs: {e}")));
+                let _ = tx.send(Err(format!("reading finished jobs: {e}"))).await;
                 return;
             }
         };
@@ -253,21 +268,21 @@ pub fn handle(d: &Arc<Daemon>, req: ListRequest) -> Reply {
                     .iter()
                     .filter(|r| record_matches(&req.filter, r))
                     .map(|r| JobView::new(None, r, None, req.brief));
-                encode_frames(jobs, true, &mut |f| tx.send(f).is_ok());
+                encode_frames(jobs, true, &mut |f| tx.blocking_send(f).is_ok());
             }
         })
         .await;
         if let Err(e) = finished {
-            let _ = tx.send(Err(format!("listing finished jobs: {e}")));
+            let _ = tx.send(Err(format!("listing finished jobs: {e}"))).await;
         }
     });
     Reply::Listing(rx)
 }
 
-/// Writes a listing's frames as they come. Returns false when the connection is unusable or
-/// the listing broke off: the client then sees the connection close, not a partial answer
-/// taken for a whole one.
-pub async fn send_frames(stream: &mut UnixStream, mut frames: Frames) -> bool {
+/// Writes a listing's frames as they come, each within `deadline` (a client that stops reading
+/// is dropped). Returns false when the connection is unusable or the listing broke off: the
+/// client then sees the connection close, not a partial answer taken for a whole one.
+pub async fn send_frames(stream: &mut UnixStream, mut frames: Frames, deadline: Duration) -> bool {
     while let Some(f) = frames.recv().await {
         let f = match f {
             Ok(f) => f,
@@ -276,8 +291,7 @@ pub async fn send_frames(stream: &mut UnixStream, mut frames: Frames) -> bool {
                 return false;
             }
         };
-        if let Err(e) = write(stream, &f.bytes).await {
-            tracing::debug!("writing a listing: {e}");
+        if !write(stream, &f.bytes, deadline).await {
             return false;
         }
         if f.last {
@@ -288,15 +302,32 @@ pub async fn send_frames(stream: &mut UnixStream, mut frames: Frames) -> bool {
     false
 }
 
-async fn write(stream: &mut UnixStream, bytes: &[u8]) -> std::io::Result<()> {
-    stream.write_all(bytes).await?;
-    stream.flush().await
+/// Writes one frame within `deadline`; false (logged) when it could not.
+async fn write(stream: &mut UnixStream, bytes: &[u8], deadline: Duration) -> bool {
+    let written = tokio::time::timeout(deadline, async {
+        stream.write_all(bytes).await?;
+        stream.flush().await
+    })
+    .await;
+    match written {
+        Ok(Ok(())) => true,
+        Ok(Err(e)) => {
+            tracing::debug!("writing a listing: {e}");
+            false
+        }
+        Err(_) => {
+            tracing::info!(
+                "a client did not take a listing frame within {deadline:?}; closing its connection"
+            );
+            false
+        }
+    }
 }
 
 /// Sends jobs already gathered (`econtrol show job`, `eacct`) as a listing, from one reused
 /// buffer. Moving them into a `Response` per frame (`split_off`) copied the rest of the
 /// listing at each frame: quadratic, a gigabyte of copies for 100,000 jobs.
-pub async fn send(stream: &mut UnixStream, jobs: &[JobInfo]) -> bool {
+pub async fn send(stream: &mut UnixStream, jobs: &[JobInfo], deadline: Duration) -> bool {
     let mut buf = Vec::new();
     let mut rest = jobs;
     loop {
@@ -307,8 +338,7 @@ pub async fn send(stream: &mut UnixStream, jobs: &[JobInfo]) -> bool {
                 return false;
             }
         };
-        if let Err(e) = write(stream, &buf).await {
-            tracing::debug!("writing a listing: {e}");
+        if !write(stream, &buf, deadline).await {
             return false;
         }
         rest = &rest[n..];

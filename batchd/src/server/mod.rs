@@ -3,6 +3,14 @@
 //! A connection starts with the version exchange; then any number of requests follow, each
 //! answered in order. A frame that is too large, truncated or not a valid message gets an
 //! error reply (when the peer still listens) and the connection is closed; the daemon goes on.
+//!
+//! No client holds more than `[limits]` allow (docs/batchd.md, "Limits"): a connection waits
+//! at most `idle_timeout_ms` for its next request, a request once begun must arrive within
+//! `frame_timeout_ms` and so must each reply frame be taken, its buffer grows only with the
+//! bytes that came, and listings are produced no faster than the client reads them. Past
+//! `max_connections` (or `max_connections_per_user`), a new connection closes the longest-idle
+//! one (of that user, for the per-user cap) to make room; if none is idle, it is refused with
+//! an error naming the limit.
 
 mod acct;
 mod cancel;
@@ -15,16 +23,22 @@ mod show;
 mod submit;
 mod update;
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use batch_proto::frame::nonblocking::{read_payload, write_frame};
+use batch_proto::frame::nonblocking::{read_payload_after, write_frame};
 use batch_proto::frame::{decode, FrameError};
 use batch_proto::{
     ErrorKind, ErrorReply, Hello, JobInfo, Request, Response, VersionInfo, PROTOCOL_VERSION,
 };
+use tokio::io::AsyncReadExt;
 use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::Notify;
 
-use crate::daemon::Daemon;
+use crate::config::LimitsConfig;
+use crate::daemon::{lock, Daemon};
+use crate::logging::quoted;
 
 pub use reconfigure::reconfigure;
 
@@ -68,62 +82,257 @@ impl From<ErrorReply> for Reply {
     }
 }
 
-/// Accepts connections until the task is dropped.
-pub async fn serve(d: Arc<Daemon>, listener: UnixListener) {
+/// File descriptors kept for the daemon's own use (database, supervisors' pipes, job files)
+/// when the connection cap is fitted to `RLIMIT_NOFILE`.
+const RESERVED_FDS: u64 = 128;
+
+/// The connection caps in force: the configured ones, the total lowered to what the soft
+/// `RLIMIT_NOFILE` (`nofile`) leaves after [`RESERVED_FDS`], so that accepting never runs out
+/// of descriptors.
+pub fn effective_caps(limits: &LimitsConfig, nofile: u64) -> (u32, u32) {
+    let fit = nofile.saturating_sub(RESERVED_FDS).max(16);
+    let total = u64::from(limits.max_connections).min(fit) as u32;
+    (total, limits.max_connections_per_user.min(total))
+}
+
+/// An open connection, as the caps see it.
+struct Conn {
+    uid: u32,
+    /// Since when it waits for a request (`None`: inside one).
+    idle_since: Option<Instant>,
+    /// Told to close, to make room.
+    evict: Arc<Notify>,
+}
+
+/// The open connections.
+#[derive(Default)]
+struct Registry {
+    next: u64,
+    open: HashMap<u64, Conn>,
+    per_uid: HashMap<u32, u32>,
+}
+
+impl Registry {
+    fn remove(&mut self, id: u64) -> Option<Conn> {
+        let c = self.open.remove(&id)?;
+        if let Some(n) = self.per_uid.get_mut(&c.uid) {
+            *n -= 1;
+            if *n == 0 {
+                self.per_uid.remove(&c.uid);
+            }
+        }
+        Some(c)
+    }
+
+    /// Closes the longest-idle connection (of `uid` if given); false when none is idle.
+    fn evict_idle(&mut self, uid: Option<u32>) -> bool {
+        let oldest = self
+            .open
+            .iter()
+            .filter(|(_, c)| uid.is_none_or(|u| c.uid == u))
+            .filter_map(|(&id, c)| Some((c.idle_since?, id)))
+            .min();
+        match oldest.and_then(|(_, id)| self.remove(id)) {
+            Some(c) => {
+                c.evict.notify_one();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Admits a connection of `uid` under the caps, closing an idle one if need be.
+    fn admit(
+        &mut self,
+        uid: u32,
+        (total, per_user): (u32, u32),
+    ) -> Result<(u64, Arc<Notify>), String> {
+        let mine = self.per_uid.get(&uid).copied().unwrap_or(0);
+        if mine >= per_user && !self.evict_idle(Some(uid)) {
+            return Err(format!(
+                "batchd already serves {mine} connections of uid {uid}, its limit \
+                 (limits.max_connections_per_user), none of them idle; try again later"
+            ));
+        }
+        if self.open.len() as u64 >= u64::from(total) && !self.evict_idle(None) {
+            return Err(format!(
+                "batchd already serves {} connections, its limit (limits.max_connections), \
+                 none of them idle; try again later",
+                self.open.len()
+            ));
+        }
+        let id = self.next;
+        self.next += 1;
+        let evict = Arc::new(Notify::new());
+        self.open.insert(
+            id,
+            Conn {
+                uid,
+                idle_since: Some(Instant::now()),
+                evict: Arc::clone(&evict),
+            },
+        );
+        *self.per_uid.entry(uid).or_default() += 1;
+        Ok((id, evict))
+    }
+}
+
+/// A connection's place under the caps, given back when it closes.
+struct Slot {
+    registry: Arc<Mutex<Registry>>,
+    id: u64,
+    evict: Arc<Notify>,
+}
+
+impl Slot {
+    fn set_idle(&self, idle: bool) {
+        if let Some(c) = lock(&self.registry).open.get_mut(&self.id) {
+            c.idle_since = idle.then(Instant::now);
+        }
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        lock(&self.registry).remove(self.id);
+    }
+}
+
+/// One connection's side of the limits.
+struct Link {
+    stream: UnixStream,
+    slot: Slot,
+    uid: u32,
+    idle: Duration,
+    frame: Duration,
+}
+
+/// Accepts connections until the task is dropped; `nofile` is the soft `RLIMIT_NOFILE`.
+pub async fn serve(d: Arc<Daemon>, listener: UnixListener, nofile: u64) {
+    let registry = Arc::new(Mutex::new(Registry::default()));
     loop {
         match listener.accept().await {
             Ok((stream, _)) => {
-                tokio::spawn(connection(Arc::clone(&d), stream));
+                tokio::spawn(connection(
+                    Arc::clone(&d),
+                    Arc::clone(&registry),
+                    stream,
+                    nofile,
+                ));
             }
             Err(e) => {
                 // Out of file descriptors, typically: wait instead of spinning.
                 tracing::warn!("accept: {e}");
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                tokio::time::sleep(Duration::from_millis(50)).await;
             }
         }
     }
 }
 
-async fn send(stream: &mut UnixStream, r: &Response) -> bool {
-    match write_frame(stream, r).await {
-        Ok(()) => true,
-        Err(e) => {
-            tracing::debug!("writing a reply: {e}");
-            false
+impl Link {
+    /// Sends one frame, giving the client `frame` to take it.
+    async fn send(&mut self, r: &Response) -> bool {
+        match tokio::time::timeout(self.frame, write_frame(&mut self.stream, r)).await {
+            Ok(Ok(())) => true,
+            Ok(Err(e)) => {
+                tracing::debug!("writing a reply: {e}");
+                false
+            }
+            Err(_) => {
+                tracing::info!(
+                    uid = self.uid,
+                    "a client did not take a reply within {:?}; closing its connection",
+                    self.frame
+                );
+                false
+            }
         }
+    }
+
+    /// Reads the next request; `None` ends the connection (after an error reply if one is
+    /// due). Waits `idle` for its first byte, then `frame` for the rest.
+    async fn next_request(&mut self) -> Option<Request> {
+        self.slot.set_idle(true);
+        let mut first = [0u8; 1];
+        let evict = Arc::clone(&self.slot.evict);
+        let got = tokio::select! {
+            r = self.stream.read(&mut first) => r,
+            () = evict.notified() => {
+                tracing::debug!(uid = self.uid, "closing an idle connection to make room");
+                return None;
+            }
+            () = tokio::time::sleep(self.idle) => {
+                tracing::debug!(uid = self.uid, "closing a connection idle for {:?}", self.idle);
+                return None;
+            }
+        };
+        self.slot.set_idle(false);
+        match got {
+            Ok(0) => return None,
+            Ok(_) => {}
+            Err(e) => {
+                tracing::debug!("reading a request: {e}");
+                return None;
+            }
+        }
+        let read =
+            tokio::time::timeout(self.frame, read_payload_after(&mut self.stream, &first)).await;
+        let payload = match read {
+            Ok(Ok(p)) => p,
+            Ok(Err(FrameError::Closed)) => return None,
+            Ok(Err(e)) => {
+                tracing::warn!(uid = self.uid, error = %quoted(&e.to_string()), "bad frame from a client");
+                self.refuse(e.to_string()).await;
+                return None;
+            }
+            Err(_) => {
+                let e = format!("a request must arrive whole within {:?}", self.frame);
+                tracing::warn!(uid = self.uid, "{e}; closing the connection");
+                self.refuse(e).await;
+                return None;
+            }
+        };
+        match decode::<Request>(&payload) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                // serde's message quotes the client's text (`unknown variant …`).
+                tracing::warn!(uid = self.uid, error = %quoted(&e.to_string()), "malformed request");
+                self.refuse(e.to_string()).await;
+                None
+            }
+        }
+    }
+
+    async fn refuse(&mut self, message: String) {
+        let _ = self
+            .send(&Response::Error(ErrorReply::new(
+                ErrorKind::BadRequest,
+                message,
+            )))
+            .await;
     }
 }
 
-/// Reads the next request; `None` ends the connection (after an error reply if one is due).
-async fn next_request(stream: &mut UnixStream) -> Option<Request> {
-    let payload = match read_payload(stream).await {
-        Ok(p) => p,
-        Err(FrameError::Closed) => return None,
-        Err(e) => {
-            tracing::warn!("bad frame from a client: {e}");
-            let _ = send(
-                stream,
-                &Response::Error(ErrorReply::new(ErrorKind::BadRequest, e.to_string())),
-            )
-            .await;
-            return None;
-        }
-    };
-    match decode::<Request>(&payload) {
-        Ok(r) => Some(r),
-        Err(e) => {
-            tracing::warn!("malformed request: {e}");
-            let _ = send(
-                stream,
-                &Response::Error(ErrorReply::new(ErrorKind::BadRequest, e.to_string())),
-            )
-            .await;
-            None
-        }
-    }
+/// Answers a connection over the caps: takes its hello (briefly) so that the client reads the
+/// refusal instead of a broken pipe, then the error.
+async fn turn_away(mut stream: UnixStream, uid: u32, message: String, frame: Duration) {
+    tracing::warn!(uid, "connection refused: {message}");
+    let wait = frame.min(Duration::from_secs(1));
+    let _ = tokio::time::timeout(
+        wait,
+        batch_proto::frame::nonblocking::read_payload(&mut stream),
+    )
+    .await;
+    let reply = Response::Error(ErrorReply::new(ErrorKind::Internal, message));
+    let _ = tokio::time::timeout(wait, write_frame(&mut stream, &reply)).await;
 }
 
-async fn connection(d: Arc<Daemon>, mut stream: UnixStream) {
+async fn connection(
+    d: Arc<Daemon>,
+    registry: Arc<Mutex<Registry>>,
+    stream: UnixStream,
+    nofile: u64,
+) {
     let caller = match stream.peer_cred() {
         Ok(c) => {
             let uid = c.uid();
@@ -139,16 +348,34 @@ async fn connection(d: Arc<Daemon>, mut stream: UnixStream) {
             return;
         }
     };
-    match next_request(&mut stream).await {
+    let limits = d.settings().config.limits;
+    let frame = Duration::from_millis(limits.frame_timeout_ms);
+    let admitted = lock(&registry).admit(caller.uid, effective_caps(&limits, nofile));
+    let (id, evict) = match admitted {
+        Ok(a) => a,
+        Err(message) => return turn_away(stream, caller.uid, message, frame).await,
+    };
+    let mut link = Link {
+        stream,
+        slot: Slot {
+            registry,
+            id,
+            evict,
+        },
+        uid: caller.uid,
+        idle: Duration::from_millis(limits.idle_timeout_ms),
+        frame,
+    };
+    match link.next_request().await {
         Some(Request::Hello(h)) if h.proto_version == PROTOCOL_VERSION => {
-            if !send(&mut stream, &Response::Hello(Hello::current())).await {
+            if !link.send(&Response::Hello(Hello::current())).await {
                 return;
             }
         }
         Some(Request::Hello(h)) => {
             let e = ErrorReply::version_mismatch(h.proto_version, PROTOCOL_VERSION);
-            tracing::warn!(uid = caller.uid, client = %h.software_version, "{e}");
-            let _ = send(&mut stream, &Response::Error(e)).await;
+            tracing::warn!(uid = caller.uid, client = %quoted(&h.software_version), "{e}");
+            let _ = link.send(&Response::Error(e)).await;
             return;
         }
         Some(other) => {
@@ -156,21 +383,21 @@ async fn connection(d: Arc<Daemon>, mut stream: UnixStream) {
                 ErrorKind::BadRequest,
                 format!("expected a hello first, got `{}`", other.verb()),
             );
-            let _ = send(&mut stream, &Response::Error(e)).await;
+            let _ = link.send(&Response::Error(e)).await;
             return;
         }
         None => return,
     }
-    while let Some(req) = next_request(&mut stream).await {
+    while let Some(req) = link.next_request().await {
         let verb = req.verb();
         tracing::debug!(uid = caller.uid, verb, "request");
-        let began = std::time::Instant::now();
+        let began = Instant::now();
         let reply = dispatch(&d, &caller, req).await;
         let handled = began.elapsed();
         let ok = match reply {
-            Reply::One(r) => send(&mut stream, &r).await,
-            Reply::Jobs(jobs) => list::send(&mut stream, &jobs).await,
-            Reply::Listing(frames) => list::send_frames(&mut stream, frames).await,
+            Reply::One(r) => link.send(&r).await,
+            Reply::Jobs(jobs) => list::send(&mut link.stream, &jobs, link.frame).await,
+            Reply::Listing(frames) => list::send_frames(&mut link.stream, frames, link.frame).await,
         };
         tracing::debug!(verb, ?handled, total = ?began.elapsed(), "answered");
         if !ok {

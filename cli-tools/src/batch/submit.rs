@@ -440,10 +440,38 @@ pub fn to_job_spec(spec: &SubmitSpec) -> Result<JobSpec, SpecError> {
         environment: spec.env.clone(),
         work_dir: work_dir.to_string(),
         priority: 0,
+        umask: None,
     };
     job.validate()
         .map_err(|e| SpecError::Proto(e.to_string()))?;
     Ok(job)
+}
+
+/// Reads a batch script from `r` (`what` names it in errors): at most
+/// [`batch_proto::job::MAX_SCRIPT`] bytes, of text.
+pub fn read_script(r: impl Read, what: &str) -> anyhow::Result<String> {
+    let max = batch_proto::job::MAX_SCRIPT;
+    let mut bytes = Vec::new();
+    r.take(max as u64 + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("reading {what}"))?;
+    if bytes.len() > max {
+        anyhow::bail!("{what} is larger than the limit of {max} bytes for a batch script");
+    }
+    // A NUL byte or invalid UTF-8: an executable or an archive given by mistake.
+    match String::from_utf8(bytes) {
+        Ok(text) if !text.contains('\0') => Ok(text),
+        _ => anyhow::bail!("{what} is a binary file, not a batch script (a script is text)"),
+    }
+}
+
+/// This process's umask, sent with the job so that its output files get it, as with sbatch.
+fn current_umask() -> u32 {
+    use nix::sys::stat::{umask, Mode};
+    // Reading the umask means setting it; put it back at once (the tool has one thread).
+    let old = umask(Mode::from_bits_truncate(0o077));
+    umask(old);
+    old.bits() & 0o777
 }
 
 /// esubmit: read the script, merge the options, submit, print the id.
@@ -451,20 +479,19 @@ pub fn run(cli: SubmitCli) -> anyhow::Result<ExitCode> {
     let (script, args, script_name) = match (&cli.wrap, cli.script.split_first()) {
         (Some(cmd), _) => (wrap_script(cmd), Vec::new(), "wrap".to_string()),
         (None, Some((path, rest))) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("Unable to open file {path}"))?;
+            let file =
+                std::fs::File::open(path).with_context(|| format!("Unable to open file {path}"))?;
+            let text = read_script(file, path)?;
             let name = Path::new(path)
                 .file_name()
                 .map_or_else(|| path.clone(), |n| n.to_string_lossy().into_owned());
             (text, rest.to_vec(), name)
         }
-        (None, None) => {
-            let mut text = String::new();
-            std::io::stdin()
-                .read_to_string(&mut text)
-                .context("reading the script from stdin")?;
-            (text, Vec::new(), "stdin".to_string())
-        }
+        (None, None) => (
+            read_script(std::io::stdin(), "the script on stdin")?,
+            Vec::new(),
+            "stdin".to_string(),
+        ),
     };
     // Variables that are not UTF-8 cannot cross the JSON protocol; they are left out.
     let env: Vec<(String, String)> = std::env::vars_os()
@@ -481,7 +508,8 @@ pub fn run(cli: SubmitCli) -> anyhow::Result<ExitCode> {
     let spec = cli
         .opts
         .resolve(&from_script, script, args, &script_name, &ctx)?;
-    let job = to_job_spec(&spec)?;
+    let mut job = to_job_spec(&spec)?;
+    job.umask = Some(current_umask());
     let mut client = connect(cli.socket.as_deref())?;
     let req = Request::Submit(SubmitRequest {
         spec: job,
@@ -522,6 +550,30 @@ mod tests {
 
     fn cli(args: &[&str]) -> SubmitCli {
         SubmitCli::try_parse_from(std::iter::once("esubmit").chain(args.iter().copied())).unwrap()
+    }
+
+    #[test]
+    fn scripts_are_read_as_text_within_the_limit() {
+        assert_eq!(
+            read_script(&b"#!/bin/sh\ntrue\n"[..], "s").unwrap(),
+            "#!/bin/sh\ntrue\n"
+        );
+        let e = read_script(&b"\x7fELF\x02\x01\x01\0\0"[..], "a.out").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "a.out is a binary file, not a batch script (a script is text)"
+        );
+        let e = read_script(&b"#!/bin/sh\n\xff\xfe\n"[..], "x").unwrap_err();
+        assert!(e.to_string().contains("binary"), "{e}");
+        let max = batch_proto::job::MAX_SCRIPT;
+        // The limit is on the script's bytes: quotes (doubled by JSON) count once.
+        let quotes = "\"".repeat(max);
+        assert_eq!(read_script(quotes.as_bytes(), "q").unwrap().len(), max);
+        let e = read_script("x".repeat(max + 1).as_bytes(), "big").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!("big is larger than the limit of {max} bytes for a batch script")
+        );
     }
 
     fn resolve(c: &SubmitCli, script: &str, env: &[(&str, &str)]) -> Result<SubmitSpec, SpecError> {

@@ -1,0 +1,340 @@
+#!/usr/bin/env python3
+"""batchd against careless or hostile local clients: the figures of docs/batchd.md, "Limits".
+
+Each scenario boots its own batchd (release build by default) on a temporary socket and state
+directory, prints what it measured, and exits non-zero if batchd failed a "Done when" of issue 9.
+Figures are printed, never asserted on timing alone in the test suite.
+
+    scripts/hostile-clients.py memory    # 100 x 16 MiB announcements + 20 non-reading listings
+                                         # of 50,000 jobs: RSS growth, equeue latency meanwhile
+    scripts/hostile-clients.py idle      # batchd under `ulimit -n 1024`, 2,000 idle connections:
+                                         # equeue and esubmit still work; idle ones are closed
+    scripts/hostile-clients.py refused   # 30 refused second starts while 4 loops submit 60 jobs
+
+Options: --bin DIR (default target/release; build it first with
+`cargo build --release -p batchd -p cli-tools --bins`).
+"""
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+MAX_FRAME = 16 * 1024 * 1024
+
+
+def frame(msg):
+    data = json.dumps(msg).encode()
+    return struct.pack(">I", len(data)) + data
+
+
+def read_frame(s):
+    head = recv_exact(s, 4)
+    return json.loads(recv_exact(s, struct.unpack(">I", head)[0]))
+
+
+def recv_exact(s, n):
+    buf = bytearray()
+    while len(buf) < n:
+        got = s.recv(n - len(buf))
+        if not got:
+            raise EOFError("closed")
+        buf += got
+    return bytes(buf)
+
+
+HELLO = {"Hello": {"proto_version": 1, "software_version": "hostile-clients"}}
+
+
+def greeted(sock_path, timeout=30):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    s.connect(sock_path)
+    s.sendall(frame(HELLO))
+    r = read_frame(s)
+    assert "Hello" in r, r
+    return s
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+class Daemon:
+    def __init__(self, bindir, limits="", nofile=None):
+        self.dir = tempfile.mkdtemp(prefix="esched-hostile-")
+        self.sock = os.path.join(self.dir, "batchd.sock")
+        self.config = os.path.join(self.dir, "batchd.toml")
+        self.bindir = bindir
+        with open(self.config, "w") as f:
+            f.write(
+                f'socket = "{self.sock}"\nstate_dir = "{self.dir}/state"\n'
+                f'supervisor = "{bindir}/batchd"\nsync = "normal"\n'
+                f"grace_period_ms = 300\n\n[limits]\n{limits}\n"
+            )
+        self.log = open(os.path.join(self.dir, "batchd.log"), "w")
+        self.nofile = nofile
+        self.start()
+
+    def start(self):
+        def limit():
+            if self.nofile:
+                # What `ulimit -n N` in bash does: soft and hard.
+                resource.setrlimit(resource.RLIMIT_NOFILE, (self.nofile, self.nofile))
+
+        self.proc = subprocess.Popen(
+            [f"{self.bindir}/batchd", "--config", self.config],
+            stderr=self.log,
+            preexec_fn=limit,
+        )
+        deadline = time.time() + 20
+        while True:
+            try:
+                greeted(self.sock, 2).close()
+                return
+            except OSError:
+                if time.time() > deadline:
+                    raise SystemExit("batchd never listened")
+                time.sleep(0.05)
+
+    def env(self):
+        return dict(os.environ, ESCHED_SOCKET=self.sock)
+
+    def tool(self, *args):
+        began = time.monotonic()
+        out = subprocess.run(
+            [f"{self.bindir}/{args[0]}", *args[1:]],
+            env=self.env(),
+            capture_output=True,
+            cwd=self.dir,
+        )
+        return out, time.monotonic() - began
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait()
+
+    def cleanup(self):
+        self.log.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def fill(d, n, clients=8):
+    """Submits n held jobs through `clients` pipelined connections."""
+    spec = {
+        "script": "#!/bin/sh\ntrue\n",
+        "name": "held",
+        "shape": {"rigid": {"nodes": 1, "time_limit": 60000}},
+        "hold": True,
+        "work_dir": d.dir,
+        "args": ["--case", "x" * 100],
+    }
+    req = frame({"Submit": {"spec": spec, "test_only": False}})
+
+    def one(count):
+        s = greeted(d.sock)
+        batch = 200
+        left = count
+        while left:
+            k = min(batch, left)
+            s.sendall(req * k)
+            for _ in range(k):
+                r = read_frame(s)
+                assert "Submitted" in r, r
+            left -= k
+        s.close()
+
+    threads = [threading.Thread(target=one, args=(n // clients,)) for _ in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return (n // clients) * clients
+
+
+def memory(bindir):
+    d = Daemon(bindir)
+    try:
+        began = time.monotonic()
+        n = fill(d, 50_000)
+        print(f"filled {n} held jobs in {time.monotonic() - began:.1f} s")
+        out, _ = d.tool("equeue", "-h")
+        assert out.returncode == 0, out.stderr
+        time.sleep(1)
+        base = rss_kib(d.proc.pid)
+        print(f"batchd RSS before: {base / 1024:.1f} MiB")
+        hostile = []
+        for _ in range(100):
+            s = greeted(d.sock)
+            s.sendall(struct.pack(">I", MAX_FRAME) + b'{"Version"')
+            hostile.append(s)
+        for _ in range(20):
+            s = greeted(d.sock)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.sendall(frame({"List": {}}))
+            hostile.append(s)
+        peak = base
+        times = []
+        deadline = time.monotonic() + 13  # past the default 10 s frame deadline
+        while time.monotonic() < deadline:
+            out, took = d.tool("equeue")
+            assert out.returncode == 0, out.stderr
+            assert out.stdout.count(b"\n") == n + 1, "equeue saw every job"
+            times.append(took)
+            peak = max(peak, rss_kib(d.proc.pid))
+            time.sleep(0.2)
+        after = rss_kib(d.proc.pid)
+        closed = 0
+        for s in hostile:
+            s.settimeout(0.5)
+            try:
+                while s.recv(1 << 16):
+                    pass
+                closed += 1
+            except (OSError, EOFError):
+                pass
+            s.close()
+        times.sort()
+        print(
+            f"RSS peak growth {(peak - base) / 1024:.1f} MiB, after {(after - base) / 1024:.1f} MiB; "
+            f"equeue (full listing of {n}) meanwhile: median {times[len(times) // 2]:.2f} s, "
+            f"max {times[-1]:.2f} s over {len(times)} runs; {closed}/120 hostile connections "
+            f"closed by batchd"
+        )
+        ok = (peak - base) < 64 * 1024 and times[-1] < 1.0 and closed == 120
+        return ok
+    finally:
+        d.stop()
+        d.cleanup()
+
+
+def idle(bindir):
+    # The hostile side needs more descriptors than the daemon gets.
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 8192), hard))
+    d = Daemon(bindir, limits="idle_timeout_ms = 3000\n", nofile=1024)
+    try:
+        conns = []
+        began = time.monotonic()
+        for _ in range(2000):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.settimeout(10)
+            s.connect(d.sock)
+            conns.append(s)
+        print(f"2000 idle connections opened in {time.monotonic() - began:.2f} s")
+        q, tq = d.tool("equeue")
+        sub, ts = d.tool("esubmit", "--wrap", "true")
+        print(
+            f"equeue: exit {q.returncode} in {tq:.2f} s; esubmit: exit {sub.returncode} in "
+            f"{ts:.2f} s ({sub.stdout.decode().strip() or sub.stderr.decode().strip()})"
+        )
+        t0 = time.monotonic()
+        open_at = {}
+        for wait in (1.0, 3.5, 5.0):
+            time.sleep(max(0, t0 + wait - time.monotonic()))
+            still = 0
+            for s in conns:
+                s.setblocking(False)
+                try:
+                    if s.recv(1) != b"":
+                        still += 1
+                except BlockingIOError:
+                    still += 1
+                except OSError:
+                    pass
+            open_at[wait] = still
+        print(
+            "still open after the tools: "
+            + ", ".join(f"{still} at +{w:.1f} s" for w, still in open_at.items())
+            + " (idle_timeout_ms = 3000)"
+        )
+        for s in conns:
+            s.close()
+        d.log.flush()
+        with open(os.path.join(d.dir, "batchd.log")) as f:
+            emfile = sum("Too many open files" in line for line in f)
+        print(f"'Too many open files' in the log: {emfile}")
+        return q.returncode == 0 and sub.returncode == 0 and open_at[5.0] == 0
+    finally:
+        d.stop()
+        d.cleanup()
+
+
+def refused(bindir):
+    d = Daemon(bindir)
+    runs = os.path.join(d.dir, "runs")
+    try:
+        ids = []
+        lock = threading.Lock()
+
+        def loop():
+            for _ in range(60):
+                out, _ = d.tool("esubmit", "--parsable", "--wrap", f"echo $ESCHED_JOB_ID >> {runs}")
+                assert out.returncode == 0, out.stderr
+                with lock:
+                    ids.append(int(out.stdout))
+
+        loops = [threading.Thread(target=loop) for _ in range(4)]
+        for t in loops:
+            t.start()
+        bad = 0
+        for _ in range(30):
+            out = subprocess.run([f"{bindir}/batchd", "--config", d.config], capture_output=True)
+            lines = out.stderr.decode().splitlines()
+            if out.returncode == 0 or len(lines) != 1 or "pid" not in lines[0]:
+                bad += 1
+                print("refused start:", out.returncode, lines)
+        for t in loops:
+            t.join()
+        print(f"30 refused starts during 240 submissions: {30 - bad} exited non-zero with one line naming the pid")
+        print("  e.g.", lines[0] if lines else "")
+        deadline = time.time() + 60
+        while True:
+            out, _ = d.tool("equeue", "-h")
+            if not out.stdout.strip() or time.time() > deadline:
+                break
+            time.sleep(0.2)
+        d.stop()
+        d.start()
+        time.sleep(1)
+        out, _ = d.tool("equeue", "-h")
+        with open(runs) as f:
+            ran = sorted(int(x) for x in f.read().split())
+        twice = len(ran) - len(set(ran))
+        acct, _ = d.tool("eacct", "--json")
+        done = [j for j in json.loads(acct.stdout) if j["state"] == "COMPLETED"]
+        print(
+            f"after a restart: {len(ran)} runs of {len(ids)} acknowledged jobs, {twice} twice, "
+            f"{len(done)} COMPLETED in eacct, queue {'empty' if not out.stdout.strip() else 'not empty'}"
+        )
+        return bad == 0 and twice == 0 and sorted(ids) == ran and len(done) == len(ids)
+    finally:
+        d.stop()
+        d.cleanup()
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("scenario", choices=["memory", "idle", "refused"])
+    p.add_argument("--bin", default="target/release")
+    a = p.parse_args()
+    bindir = os.path.abspath(a.bin)
+    ok = {"memory": memory, "idle": idle, "refused": refused}[a.scenario](bindir)
+    print("OK" if ok else "FAILED")
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
