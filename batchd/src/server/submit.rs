@@ -127,8 +127,13 @@ async fn test_only(d: &Arc<Daemon>, caller: &Caller, spec: JobSpec) -> Reply {
         (snap, id, pools)
     };
     let planned = tokio::task::spawn_blocking(move || {
-        let mut policy = crate::policy::build(&config)?;
-        policy.try_plan(&snap.view()).map_err(|e| e.to_string())
+        let mut host = crate::policy::build(&config)?;
+        let plan = host.plan(&snap.view());
+        // A fresh host has no earlier plan to fall back on: a failed call is the answer.
+        match host.last_failure() {
+            Some(why) => Err(why.to_string()),
+            None => Ok(plan),
+        }
     })
     .await;
     let plan = match planned {
