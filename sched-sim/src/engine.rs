@@ -19,13 +19,13 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::time::Instant;
 
+use sched_abi::{Borrowed, Check, Failure, HostedPolicy, PolicyHost};
 use sched_core::metrics::{summarize, JobOutcome, Summary, DEFAULT_TAU};
 use sched_core::policy::{Pending, Plan, Policy, PoolSteps, Running, Snapshot};
 use sched_core::pool::Pool;
 use sched_core::request::{JobId, Request, Step};
 use sched_core::time::{Duration, Time};
 use sched_core::validate::PlanError;
-use sched_abi::{Borrowed, Check, Failure, HostedPolicy, PolicyHost};
 use serde::Serialize;
 
 use crate::swf::SwfJob;

@@ -55,8 +55,10 @@ pub fn check_against(core: &Core, spec: &JobSpec) -> Result<(), ErrorReply> {
 }
 
 pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: SubmitRequest) -> Reply {
-    let spec = req.spec;
-    if let Err(e) = spec.validate() {
+    let mut spec = req.spec;
+    let max_time = d.settings().config.max_time(spec.pool.as_deref());
+    spec.resolve_unlimited(max_time);
+    if let Err(e) = spec.check(now_ms(), max_time) {
         return ErrorReply::new(ErrorKind::InvalidSpec, e.to_string()).into();
     }
     if d.euid != 0 && caller.uid != d.euid {
