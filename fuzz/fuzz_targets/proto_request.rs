@@ -9,9 +9,18 @@ use batch_proto::frame::{decode, read_frame};
 use batch_proto::{FrameError, Request};
 use libfuzzer_sys::fuzz_target;
 
+/// What batchd does with a submission before anything else: resolve UNLIMITED, then the one
+/// check of its numbers (the bounds must hold for whatever "now" and pool `max_time`).
 fn check(req: &Request) {
     if let Request::Submit(s) = req {
-        let _ = s.spec.validate();
+        for (now, max_time) in [(0, None), (1_800_000_000_000, Some(3_600_000)), (u64::MAX, Some(1))] {
+            let mut spec = s.spec.clone();
+            spec.resolve_unlimited(max_time);
+            if spec.check(now, max_time).is_ok() {
+                assert!(spec.shape.time_limit() <= batch_proto::MAX_TIME_LIMIT);
+                assert!((batch_proto::MIN_PRIORITY..=batch_proto::MAX_PRIORITY).contains(&spec.priority));
+            }
+        }
     }
 }
 
