@@ -256,7 +256,8 @@ pub enum JobShape {
     Rigid {
         /// Node count.
         nodes: u32,
-        /// Time limit in ms.
+        /// Time limit in ms; [`TIME_UNLIMITED`] (0) in a request asks for the pool's
+        /// `max_time`.
         time_limit: u64,
     },
     /// An evolving profile (`--profile 500:5,3600:10`): steps of (duration ms, nodes).
@@ -290,15 +291,38 @@ impl JobShape {
         }
     }
 
-    /// Checks node counts and durations are positive and lists non-empty.
+    /// Checks every duration of the shape against `max` ms (`by` names the bound).
+    fn check_time(&self, max: u64, by: &str) -> Result<(), SpecError> {
+        let longest = match self {
+            JobShape::Rigid { time_limit, .. } => *time_limit,
+            // Summed without overflow: a sum past u64::MAX is past any bound.
+            JobShape::Evolving { steps } => {
+                steps.iter().fold(0u64, |t, s| t.saturating_add(s.duration))
+            }
+            JobShape::Moldable { configs } => configs.iter().map(|c| c.walltime).max().unwrap_or(0),
+        };
+        if longest > max {
+            return Err(SpecError::Bound {
+                what: "time limit",
+                reason: format!(
+                    "{} is longer than {by}, {}",
+                    format_limit(longest),
+                    format_limit(max)
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Checks node counts and durations are positive, lists non-empty, and durations at most
+    /// [`MAX_TIME_LIMIT`].
     pub fn validate(&self) -> Result<(), SpecError> {
         match self {
-            JobShape::Rigid { nodes, time_limit } => {
+            // A time limit of TIME_UNLIMITED (0) asks for the pool's max_time, resolved by
+            // batchd; the upper bound is checked below.
+            JobShape::Rigid { nodes, .. } => {
                 if *nodes == 0 {
                     return Err(SpecError::Shape("a job needs at least one node".into()));
-                }
-                if *time_limit == 0 {
-                    return Err(SpecError::Shape("the time limit must be positive".into()));
                 }
             }
             JobShape::Evolving { steps } => {
@@ -328,7 +352,42 @@ impl JobShape {
                 }
             }
         }
-        Ok(())
+        self.check_time(MAX_TIME_LIMIT, "the longest allowed")
+    }
+}
+
+/// The longest time limit a job may have, in ms: 365 days. A pool's `max_time` may lower it,
+/// never raise it; `-t UNLIMITED` means the pool's `max_time`, this when the pool has none.
+/// Planners need finite walltimes (a reservation behind a job of u64::MAX ms never comes), and a
+/// year is longer than any batch job while far from overflowing instants.
+pub const MAX_TIME_LIMIT: u64 = 365 * DAY_MS;
+
+/// How far ahead `--begin` may be, in ms from the submission: 365 days. A later begin is
+/// almost surely a typo (`now+99999999999999`), and it would hold a queue slot for ever.
+pub const MAX_BEGIN_AHEAD: u64 = 365 * DAY_MS;
+
+/// The lowest priority a job may have.
+pub const MIN_PRIORITY: i64 = -1_000_000;
+
+/// The highest priority a job may have (only root may give a positive one).
+pub const MAX_PRIORITY: i64 = 1_000_000;
+
+/// A rigid job's `time_limit` on the wire meaning `UNLIMITED` (Slurm's `--time=0`): the
+/// daemon replaces it with the pool's `max_time` (see [`JobSpec::resolve_unlimited`]); no job is
+/// stored or listed with it.
+pub const TIME_UNLIMITED: u64 = 0;
+
+const DAY_MS: u64 = 86_400_000;
+
+/// A duration in ms as Slurm writes a time limit, `D-HH:MM:SS` (`HH:MM:SS` under a day),
+/// milliseconds rounded up to the second.
+pub fn format_limit(ms: u64) -> String {
+    let t = ms.div_ceil(1000);
+    let (d, h, m, s) = (t / 86_400, t / 3600 % 24, t / 60 % 60, t % 60);
+    if d > 0 {
+        format!("{d}-{h:02}:{m:02}:{s:02}")
+    } else {
+        format!("{h:02}:{m:02}:{s:02}")
     }
 }
 
@@ -341,6 +400,14 @@ pub enum SpecError {
     /// A bad `--dependency`.
     #[error("invalid dependency {0}")]
     Dependency(String),
+    /// A number out of its documented range.
+    #[error("invalid {what}: {reason}")]
+    Bound {
+        /// What the number is (`time limit`, `begin time`, `priority`).
+        what: &'static str,
+        /// Its value and its bound.
+        reason: String,
+    },
     /// Any other field.
     #[error("invalid {field}: {reason}")]
     Field {
@@ -436,7 +503,46 @@ impl JobSpec {
         }
     }
 
-    /// Checks what can be checked without the daemon's state.
+    /// The one check of a submission's or an update's content: [`JobSpec::validate`], then the
+    /// bounds that depend on the time and the pool: `--begin` at most [`MAX_BEGIN_AHEAD`] after
+    /// `now` (ms since the epoch), and the time limit (each step's sum of an evolving job,
+    /// each configuration's of a moldable one) at most `max_time` (the pool's `max_time`, or
+    /// [`MAX_TIME_LIMIT`] when it has none). batchd runs it on every `Submit` and `Update`, so
+    /// raw clients and the tools meet the same messages; the tools may run it first.
+    pub fn check(&self, now: EpochMs, max_time: Option<u64>) -> Result<(), SpecError> {
+        self.validate()?;
+        if let Some(begin) = self.begin {
+            if begin.saturating_sub(now) > MAX_BEGIN_AHEAD {
+                let days = (begin - now) / DAY_MS;
+                return Err(SpecError::Bound {
+                    what: "begin time",
+                    reason: format!(
+                        "{days} days ahead; at most {} days ahead are accepted",
+                        MAX_BEGIN_AHEAD / DAY_MS
+                    ),
+                });
+            }
+        }
+        if let Some(max) = max_time {
+            self.shape
+                .check_time(max.min(MAX_TIME_LIMIT), "the pool's max_time")?;
+        }
+        Ok(())
+    }
+
+    /// Replaces a rigid time limit of [`TIME_UNLIMITED`] with `max_time` (the pool's, `None`
+    /// when it has none: [`MAX_TIME_LIMIT`]).
+    pub fn resolve_unlimited(&mut self, max_time: Option<u64>) {
+        if let JobShape::Rigid { time_limit, .. } = &mut self.shape {
+            if *time_limit == TIME_UNLIMITED {
+                *time_limit = max_time.unwrap_or(MAX_TIME_LIMIT).min(MAX_TIME_LIMIT);
+            }
+        }
+    }
+
+    /// Checks what can be checked without the daemon's state: fields, the shape, the time
+    /// limit against [`MAX_TIME_LIMIT`] and the priority against
+    /// [`MIN_PRIORITY`]`..=`[`MAX_PRIORITY`].
     pub fn validate(&self) -> Result<(), SpecError> {
         let field = |field, reason: &str| {
             Err(SpecError::Field {
@@ -445,6 +551,15 @@ impl JobSpec {
             })
         };
         self.shape.validate()?;
+        if !(MIN_PRIORITY..=MAX_PRIORITY).contains(&self.priority) {
+            return Err(SpecError::Bound {
+                what: "priority",
+                reason: format!(
+                    "{} is outside {MIN_PRIORITY}..={MAX_PRIORITY}",
+                    self.priority
+                ),
+            });
+        }
         if self.script.trim().is_empty() {
             return field("script", "the script is empty");
         }
@@ -769,5 +884,122 @@ mod tests {
             ],
         };
         assert_eq!((m.max_nodes(), m.time_limit()), (8, 60));
+    }
+}
+
+#[cfg(test)]
+mod bounds {
+    use super::*;
+
+    const NOW: u64 = 1_800_000_000_000;
+
+    fn spec() -> JobSpec {
+        JobSpec::new("#!/bin/sh\ntrue\n", "/tmp", 1, 60_000)
+    }
+
+    fn refused(s: &JobSpec, max_time: Option<u64>) -> String {
+        s.check(NOW, max_time)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn absurd_numbers_are_refused_with_one_line() {
+        let mut s = spec();
+        s.shape = JobShape::Rigid {
+            nodes: 1,
+            time_limit: u64::MAX,
+        };
+        let e = refused(&s, None);
+        assert!(
+            e.starts_with("invalid time limit: ") && e.contains("365-00:00:00"),
+            "{e}"
+        );
+        let mut s = spec();
+        // u64::MAX ms: the year 584,556,019.
+        s.begin = Some(u64::MAX);
+        let e = refused(&s, None);
+        assert!(
+            e.starts_with("invalid begin time: ") && e.contains("365 days"),
+            "{e}"
+        );
+        let mut s = spec();
+        s.priority = i64::MIN;
+        assert_eq!(
+            refused(&s, None),
+            "invalid priority: -9223372036854775808 is outside -1000000..=1000000"
+        );
+        s.priority = i64::MAX;
+        assert!(refused(&s, None).starts_with("invalid priority"));
+        // An evolving job whose steps sum past u64::MAX, and a moldable one past the bound.
+        s = spec();
+        s.shape = JobShape::Evolving {
+            steps: vec![Step::new(u64::MAX, 1), Step::new(u64::MAX, 2)],
+        };
+        assert!(refused(&s, None).starts_with("invalid time limit"));
+        s.shape = JobShape::Moldable {
+            configs: vec![MoldConfig {
+                nodes: 1,
+                walltime: MAX_TIME_LIMIT + 1,
+            }],
+        };
+        let e = refused(&s, None);
+        assert!(
+            e.starts_with("invalid time limit") && !e.contains('\n'),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_bounds_themselves_are_accepted() {
+        let mut s = spec();
+        s.shape = JobShape::Rigid {
+            nodes: 1,
+            time_limit: MAX_TIME_LIMIT,
+        };
+        s.begin = Some(NOW + MAX_BEGIN_AHEAD);
+        s.priority = MIN_PRIORITY;
+        s.check(NOW, None).unwrap();
+        s.priority = MAX_PRIORITY;
+        s.check(NOW, None).unwrap();
+        // A past begin is fine: eligible at once.
+        s.begin = Some(1);
+        s.check(NOW, None).unwrap();
+        s.begin = Some(NOW + MAX_BEGIN_AHEAD + 1);
+        assert!(s.check(NOW, None).is_err());
+    }
+
+    #[test]
+    fn the_pools_max_time_bounds_and_fills_unlimited() {
+        let hour = 3_600_000;
+        let mut s = spec();
+        s.shape = JobShape::Rigid {
+            nodes: 1,
+            time_limit: 2 * hour,
+        };
+        assert_eq!(
+            refused(&s, Some(hour)),
+            "invalid time limit: 02:00:00 is longer than the pool's max_time, 01:00:00"
+        );
+        s.check(NOW, Some(2 * hour)).unwrap();
+        s.shape = JobShape::Rigid {
+            nodes: 1,
+            time_limit: TIME_UNLIMITED,
+        };
+        // Accepted before resolution (what a tool sends), resolved by the daemon.
+        s.check(NOW, Some(hour)).unwrap();
+        let mut a = s.clone();
+        a.resolve_unlimited(Some(hour));
+        assert_eq!(a.shape.time_limit(), hour);
+        s.resolve_unlimited(None);
+        assert_eq!(s.shape.time_limit(), MAX_TIME_LIMIT);
+    }
+
+    #[test]
+    fn limits_print_like_slurm() {
+        assert_eq!(format_limit(90_000), "00:01:30");
+        assert_eq!(format_limit(MAX_TIME_LIMIT), "365-00:00:00");
+        assert_eq!(format_limit(1), "00:00:01");
     }
 }

@@ -32,6 +32,79 @@ pub struct PoolConfig {
     pub name: String,
     /// Node count.
     pub nodes: u32,
+    /// The longest time limit a job of the pool may have, and what `-t UNLIMITED` gives it
+    /// (Slurm's partition `MaxTime`): minutes, or `"UNLIMITED"` (the default: up to
+    /// `batch_proto::MAX_TIME_LIMIT`, 365 days).
+    #[serde(default, skip_serializing_if = "MaxTime::is_unlimited")]
+    pub max_time: MaxTime,
+}
+
+/// A pool's `max_time`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MaxTime {
+    /// No bound of the pool's: `batch_proto::MAX_TIME_LIMIT`.
+    #[default]
+    Unlimited,
+    /// At most this many minutes (positive, at most 365 days).
+    Minutes(u64),
+}
+
+impl MaxTime {
+    /// Whether it is the default.
+    pub fn is_unlimited(&self) -> bool {
+        *self == MaxTime::Unlimited
+    }
+
+    /// The bound in ms, `None` for UNLIMITED.
+    pub fn ms(self) -> Option<u64> {
+        match self {
+            MaxTime::Unlimited => None,
+            MaxTime::Minutes(m) => Some(m.saturating_mul(60_000)),
+        }
+    }
+}
+
+impl Serialize for MaxTime {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            MaxTime::Unlimited => s.serialize_str("UNLIMITED"),
+            MaxTime::Minutes(m) => s.serialize_u64(*m),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for MaxTime {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = MaxTime;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a number of minutes or \"UNLIMITED\"")
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<MaxTime, E> {
+                let max = batch_proto::MAX_TIME_LIMIT / 60_000;
+                match u64::try_from(v) {
+                    Ok(m) if (1..=max).contains(&m) => Ok(MaxTime::Minutes(m)),
+                    _ => Err(E::custom(format!(
+                        "max_time {v} is not in 1..={max} minutes (365 days); use \"UNLIMITED\" for the longest"
+                    ))),
+                }
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<MaxTime, E> {
+                self.visit_i64(i64::try_from(v).unwrap_or(i64::MAX))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<MaxTime, E> {
+                if v.eq_ignore_ascii_case("unlimited") || v.eq_ignore_ascii_case("infinite") {
+                    Ok(MaxTime::Unlimited)
+                } else {
+                    Err(E::custom(format!(
+                        "max_time `{v}`: expected a number of minutes or \"UNLIMITED\""
+                    )))
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// Which policy runs, and its parameters.
@@ -139,6 +212,7 @@ fn default_pools() -> Vec<PoolConfig> {
     vec![PoolConfig {
         name: "debug".into(),
         nodes: 8,
+        max_time: MaxTime::default(),
     }]
 }
 
@@ -361,6 +435,21 @@ impl Config {
         Ok(())
     }
 
+    /// The `max_time` (ms) a job submitted to `pool` is held to; `None` when unbounded but for
+    /// `batch_proto::MAX_TIME_LIMIT`. Without a pool the policy may place the job in any, so
+    /// the smallest `max_time` of all pools applies. An unknown pool has none (the submission
+    /// is refused for its pool).
+    pub fn max_time(&self, pool: Option<&str>) -> Option<u64> {
+        match pool {
+            Some(name) => self
+                .pools
+                .iter()
+                .find(|p| p.name == name)
+                .and_then(|p| p.max_time.ms()),
+            None => self.pools.iter().filter_map(|p| p.max_time.ms()).min(),
+        }
+    }
+
     /// The policy parameters as text, the way policies read them.
     pub fn policy_params(&self) -> sched_core::Params {
         sched_core::Params::from_pairs(self.policy.params.iter().map(|(k, v)| {
@@ -440,7 +529,8 @@ mod tests {
             c.pools,
             vec![PoolConfig {
                 name: "debug".into(),
-                nodes: 8
+                nodes: 8,
+                max_time: Default::default(),
             }]
         );
         assert_eq!(c.policy.name, "cbf");

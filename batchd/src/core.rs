@@ -613,6 +613,7 @@ mod tests {
         Core::new(&[PoolConfig {
             name: "debug".into(),
             nodes: n,
+            max_time: Default::default(),
         }])
     }
 

@@ -646,6 +646,7 @@ mod tests {
         let mut c = Core::new(&[crate::config::PoolConfig {
             name: "debug".into(),
             nodes: 8,
+            max_time: Default::default(),
         }]);
         let steps = vec![
             Step::new(10_000, 2),

@@ -6,25 +6,28 @@
 //! executable (and in its `deps/`, where cargo leaves the plugins of a workspace build). When
 //! no usable library is found for one of the stock policies (`cbf`, `easy`, `fcfs`, `evolving`), the copy
 //! linked into batchd runs instead, so a lone batchd binary still runs its default config.
-//! Either way panics are contained (`sched_abi`'s export macro, or [`sched_abi::Linked`]); the
-//! plan itself is checked by the scheduler.
+//! Either way the result is a [`sched_abi::PolicyHost`]: panics are caught (`sched_abi`'s
+//! export macro, or [`sched_abi::Linked`]) and every plan is validated there, with the last
+//! valid plan used when a call fails; the scheduler acts on what the host answers.
 
-use sched_abi::{HostedPolicy, Linked, LoadError};
+use sched_abi::{HostedPolicy, Linked, LoadError, PolicyHost};
 use sched_core::{NamedPolicy, Params};
 
 use crate::config::Config;
 
-/// A policy ready to be called, with its name for the logs.
-pub type BoxedPolicy = Box<dyn HostedPolicy>;
+/// A policy ready to be called, under containment, with its name for the logs.
+pub type BoxedPolicy = PolicyHost;
 
-fn linked<P: NamedPolicy + Send + 'static>(params: &Params) -> Result<BoxedPolicy, String> {
+type Hosted = Box<dyn HostedPolicy + Send>;
+
+fn linked<P: NamedPolicy + Send + 'static>(params: &Params) -> Result<Hosted, String> {
     Linked::named::<P>(params)
-        .map(|l| Box::new(l) as BoxedPolicy)
+        .map(|l| Box::new(l) as Hosted)
         .map_err(|e| format!("policy `{}`: {e}", P::NAME))
 }
 
 /// The linked copy of a stock policy, if `name` is one.
-fn builtin(name: &str, params: &Params) -> Option<Result<BoxedPolicy, String>> {
+fn builtin(name: &str, params: &Params) -> Option<Result<Hosted, String>> {
     Some(match name {
         "cbf" => linked::<esched_cbf::Cbf>(params),
         "easy" => linked::<esched_easy::Easy>(params),
@@ -41,6 +44,10 @@ fn builtin(name: &str, params: &Params) -> Option<Result<BoxedPolicy, String>> {
 /// older build (an ABI mismatch) must not stop the default config from running. A path or
 /// any other name has no fallback.
 pub fn build(config: &Config) -> Result<BoxedPolicy, String> {
+    hosted(config).map(PolicyHost::boxed)
+}
+
+fn hosted(config: &Config) -> Result<Hosted, String> {
     let name = config.policy.name.as_str();
     let params = config.policy_params();
     match sched_abi::load(name, config.plugin_dir.as_deref(), &params) {

@@ -137,6 +137,7 @@ mod tests {
         let mut core = Core::new(&[PoolConfig {
             name: "debug".into(),
             nodes: 4,
+            max_time: Default::default(),
         }]);
         let loaded = crate::store::Loaded {
             active: vec![running(1, "debug[001-002]"), running(2, "debug[003-004]")],

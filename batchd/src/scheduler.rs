@@ -5,14 +5,16 @@
 //! first call after a quiet spell runs at once, so an idle cluster starts a job within
 //! milliseconds of its submission; calls during a burst are coalesced to one per interval.
 //!
-//! Every plan goes through `sched_core::validate`; a refused plan is logged with the policy's
-//! name and its violations and nothing of it is acted on (the previous expected starts stay).
+//! The policy is called through its `sched_abi::PolicyHost` (see `crate::policy`), which
+//! validates every plan; a panic, an error or a refused plan is logged there with the policy's
+//! name, and the host answers with the last valid plan, re-validated against this snapshot. The
+//! loop acts on the host's answer and has no check of its own.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use batch_proto::JobState;
-use sched_core::{validate, Plan};
+use sched_core::Plan;
 
 use crate::core::SnapshotData;
 use crate::daemon::{lock, Daemon};
@@ -69,31 +71,18 @@ pub async fn run_once(d: &Arc<Daemon>) -> (bool, Option<u64>) {
     let d2 = Arc::clone(d);
     let snapped = Instant::now();
     let planned = tokio::task::spawn_blocking(move || {
-        let mut policy = lock(&d2.policy);
-        let name = policy.name().to_string();
-        let result = policy.try_plan(&snap.view());
-        (name, snap, result)
+        let plan = lock(&d2.policy).plan(&snap.view());
+        (snap, plan)
     })
     .await;
     let planned_in = snapped.elapsed();
-    let (name, snap, result) = match planned {
+    let (snap, plan) = match planned {
         Ok(x) => x,
         Err(e) => {
             tracing::error!("policy call failed: {e}");
             return (true, None);
         }
     };
-    let plan = match result {
-        Ok(p) => p,
-        Err(e) => {
-            tracing::error!(policy = %name, "policy failed: {e}; acting on nothing");
-            return (true, None);
-        }
-    };
-    if let Err(e) = validate(&snap.view(), &plan) {
-        tracing::error!(policy = %name, "plan refused: {e}; acting on nothing");
-        return (true, None);
-    }
     act(d, &snap, &plan).await;
     tracing::debug!(
         pending = snap.pending.len(),

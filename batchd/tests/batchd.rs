@@ -13,6 +13,11 @@ use batch_proto::{
 };
 use batchd::{Config, DaemonHandle};
 
+#[path = "batchd/bounds.rs"]
+mod bounds;
+#[path = "batchd/containment.rs"]
+mod containment;
+
 struct Cluster {
     dir: tempfile::TempDir,
     config: Config,

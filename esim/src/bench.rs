@@ -181,11 +181,11 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<()> {
     if let Some(path) = &args.trace {
         let trace = swf::read_path(path, &ReadOptions::default())?;
         trace.warn_skipped();
-        let mut policy = policies::choose(&args.policy, &Params::new(), args.linked)?;
+        let mut policy = policies::hosted(&args.policy, &Params::new(), args.linked)?;
         let r = super::run::replay(
             &trace,
             &args.policy,
-            &mut *policy,
+            &mut policy,
             (args.validate.into(), sched_sim::EventOrder::Instant),
             None,
         )?;

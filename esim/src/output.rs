@@ -131,7 +131,10 @@ impl Report {
         );
         row(
             "policy calls",
-            format!("{} ({} plans refused)", c.policy_calls, c.refused_plans),
+            format!(
+                "{} ({} plans refused, {} panics, {} errors)",
+                c.policy_calls, c.refused_plans, c.policy_panics, c.policy_errors
+            ),
         );
         row(
             "time",

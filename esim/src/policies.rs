@@ -6,6 +6,7 @@
 //! to a `.so`). [`builtin`] builds the same policies linked into this crate, kept for comparing
 //! a loaded plugin against the linked code (`esim --linked`); [`choose`] picks one of the two.
 
+use sched_abi::{HostedPolicy, Linked, PolicyHost};
 use sched_core::{NamedPolicy, ParamError, Params, Policy};
 
 /// The policies linked into the tools, by the name users type.
@@ -70,15 +71,55 @@ fn make<P: NamedPolicy + Send + 'static>(
 /// The policy a tool asked for by `spec`, loaded from its plugin library: a name (found in
 /// `$ESCHED_PLUGIN_DIR` when set, else next to the executable) or a path to a shared library.
 pub fn select(spec: &str, params: &Params) -> anyhow::Result<Box<dyn Policy + Send>> {
+    Ok(Box::new(load(spec, params)?))
+}
+
+fn load(spec: &str, params: &Params) -> anyhow::Result<sched_abi::LoadedPolicy> {
     let dir = std::env::var_os("ESCHED_PLUGIN_DIR").map(std::path::PathBuf::from);
     match sched_abi::load(spec, dir.as_deref(), params) {
-        Ok(p) => Ok(Box::new(p)),
+        Ok(p) => Ok(p),
         // A mistyped name should say which names exist, not only which files were tried.
         Err(e @ sched_abi::LoadError::NotFound { .. }) if !spec.contains('/') => Err(
             anyhow::anyhow!("{e} (policies shipped with esched: {})", BUILTIN.join(", ")),
         ),
         Err(e) => Err(e.into()),
     }
+}
+
+/// The policy `spec` under sched-abi's containment, the way the drivers call it: the plugin
+/// library (its errors reach the host, where a plain [`select`] turns them into empty plans)
+/// or, when `linked`, the linked copy, rebuilt after a panic as a plugin is.
+pub fn hosted(spec: &str, params: &Params, linked: bool) -> anyhow::Result<PolicyHost> {
+    fn named<P: NamedPolicy + Send + 'static>(
+        params: &Params,
+    ) -> Result<Box<dyn HostedPolicy + Send>, PolicyError> {
+        Linked::named::<P>(params)
+            .map(|l| Box::new(l) as Box<dyn HostedPolicy + Send>)
+            .map_err(|source| PolicyError::Params {
+                name: P::NAME.to_string(),
+                source,
+            })
+    }
+    let policy: Box<dyn HostedPolicy + Send> = if linked {
+        match spec {
+            n if n == esched_fcfs::Fcfs::NAME => named::<esched_fcfs::Fcfs>(params)?,
+            n if n == esched_easy::Easy::NAME => named::<esched_easy::Easy>(params)?,
+            n if n == esched_cbf::Cbf::NAME => named::<esched_cbf::Cbf>(params)?,
+            n if n == esched_evolving::EvolvingPolicy::NAME => {
+                named::<esched_evolving::EvolvingPolicy>(params)?
+            }
+            _ => {
+                return Err(PolicyError::Unknown {
+                    name: spec.to_string(),
+                    known: BUILTIN.iter().map(|s| s.to_string()).collect(),
+                }
+                .into())
+            }
+        }
+    } else {
+        Box::new(load(spec, params)?)
+    };
+    Ok(PolicyHost::boxed(policy))
 }
 
 /// [`builtin`] when `linked`, else [`select`].

@@ -19,7 +19,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
     };
     let params = params(args)?;
     // The policy first: a typo in its name should not wait for a large trace to be read.
-    let mut policy = policies::choose(&args.policy, &params, args.linked)?;
+    let mut policy = policies::hosted(&args.policy, &params, args.linked)?;
     let trace = swf::read_path(
         trace_path,
         &ReadOptions {
@@ -32,7 +32,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
     let results = replay(
         &trace,
         &args.policy,
-        &mut *policy,
+        &mut policy,
         (args.validate.into(), args.events.into()),
         Some(&mut progress),
     )?;
@@ -55,11 +55,12 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Replays `trace` on one pool `sim` of the trace's size.
+/// Replays `trace` on one pool `sim` of the trace's size, through the containment `policy` is
+/// under (its panics, errors and refused plans are counted in the results).
 pub fn replay(
     trace: &Trace,
     policy_name: &str,
-    policy: &mut dyn sched_core::Policy,
+    policy: &mut sched_abi::PolicyHost,
     (validate, events): (ValidateMode, EventOrder),
     observer: Option<&mut dyn sched_sim::Observer>,
 ) -> anyhow::Result<SimResults> {
@@ -75,7 +76,7 @@ pub fn replay(
     if let Some(o) = observer {
         sim = sim.observer(o);
     }
-    Ok(sim.run(policy, jobs)?)
+    Ok(sim.run_hosted(policy, jobs)?)
 }
 
 /// The policy's parameters: the TOML file's, then each `--param`.

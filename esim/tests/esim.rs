@@ -238,3 +238,85 @@ fn bench_prints_its_figures() {
     assert_eq!(rows.len(), 2, "{out}");
     assert!(out.contains("replay of"), "{out}");
 }
+
+/// A test plugin as cargo left it next to this test's esim (they are dev-dependencies).
+fn test_plugin(name: &str) -> String {
+    let exe = Path::new(env!("CARGO_BIN_EXE_esim"));
+    let file = format!("libesched_{}.so", name.replace('-', "_"));
+    let dir = exe.parent().unwrap();
+    [dir.join("deps").join(&file), dir.join(&file)]
+        .into_iter()
+        .find(|p| p.exists())
+        .unwrap_or_else(|| panic!("{file} not built next to {}", exe.display()))
+        .display()
+        .to_string()
+}
+
+/// esim loading its policy from a plugin library, as users run it.
+fn esim_plugin(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_esim"))
+        .args(args)
+        .output()
+        .expect("esim runs")
+}
+
+#[test]
+fn a_panicking_plugin_is_contained_and_counted_in_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = trace(dir.path());
+    let policy = test_plugin("test-panic");
+    let o = esim_plugin(&[
+        "--policy",
+        &policy,
+        "--param",
+        "panic_on_call=3",
+        "--trace",
+        t.to_str().unwrap(),
+        "--json",
+        "-q",
+    ]);
+    let v = json(&o);
+    assert_eq!(v["counts"]["ran"], 60);
+    assert_eq!(v["counts"]["policy_panics"], 1);
+    assert_eq!(v["counts"]["policy_errors"], 0);
+    assert_eq!(v["counts"]["refused_plans"], 0);
+    let err = stderr(&o);
+    assert!(
+        err.contains("policy `test-panic` panicked: call 3: this policy was told to panic on it")
+            && err.contains("keeping its last valid plan"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_over_committing_plugin_is_refused_and_counted_in_json() {
+    let dir = tempfile::tempdir().unwrap();
+    // 4 nodes: the whole machine from 0 to 100 s, then a second 4-node job at 10 s, which the
+    // plugin starts at once (refused) and again at 100 s, when it fits.
+    let t = dir.path().join("two.swf");
+    std::fs::write(
+        &t,
+        "; MaxNodes: 4\n\
+         1 0 -1 100 4 -1 -1 4 200 -1 1 1 1 -1 -1 -1 -1 -1\n\
+         2 10 -1 10 4 -1 -1 4 200 -1 1 1 1 -1 -1 -1 -1 -1\n",
+    )
+    .unwrap();
+    let policy = test_plugin("test-overcommit");
+    let o = esim_plugin(&[
+        "--policy",
+        &policy,
+        "--trace",
+        t.to_str().unwrap(),
+        "--json",
+        "-q",
+    ]);
+    let v = json(&o);
+    assert_eq!(v["counts"]["ran"], 2);
+    assert_eq!(v["counts"]["refused_plans"], 1);
+    assert_eq!(v["counts"]["policy_panics"], 0);
+    let err = stderr(&o);
+    assert!(
+        err.contains("policy `test-overcommit`: plan refused: pool sim over-committed at 10000 ms"),
+        "{err}"
+    );
+}

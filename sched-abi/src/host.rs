@@ -1,19 +1,24 @@
-//! Host-side containment, shared by batchd and esim: every plan is checked before a driver
-//! acts on it, and a policy that panics or cheats never stops the driver.
+//! Host-side containment, the one path both drivers (batchd's scheduler and esim's engine)
+//! take to a policy's plan: every plan is checked before a driver acts on it, and a policy that
+//! panics, fails or cheats never stops the driver.
 //!
-//! [`PolicyHost`] calls a [`HostedPolicy`] (a plugin's [`LoadedPolicy`], or a policy linked in
-//! the process through [`Linked`]), runs [`sched_core::validate`] on its plan and, when the call
-//! panicked or the plan was refused, logs an error naming the policy and the reason, counts it,
-//! and answers with the last valid plan instead (see [`PolicyHost::plan`]).
+//! [`PolicyHost`] calls a [`HostedPolicy`] (a plugin's [`LoadedPolicy`], a policy linked in the
+//! process through [`Linked`], or one borrowed for a single run through [`Borrowed`]), runs
+//! [`sched_core::validate`] on its plan and, when the call panicked, failed (an instance that
+//! could not be rebuilt after a panic) or the plan was refused, logs an error naming the policy
+//! and the reason, counts it ([`HostStats`]), and answers with the last valid plan instead,
+//! re-validated against the present snapshot (see [`PolicyHost::call`]). There is no other copy
+//! of this check-and-log in the drivers: they act on what the host answers.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::{Duration, Instant};
 
-use sched_core::{validate, NamedPolicy, ParamError, Params, Plan, Policy, Snapshot};
+use sched_core::{validate, NamedPolicy, ParamError, Params, Plan, PlanError, Policy, Snapshot};
 
 use crate::loader::{LoadedPolicy, PluginError};
 
 /// A policy the host can contain: a name for the logs and a plan call that reports panics.
-pub trait HostedPolicy: Send {
+pub trait HostedPolicy {
     /// The policy's name.
     fn name(&self) -> &str;
     /// The plan, or why there is none.
@@ -28,6 +33,48 @@ impl HostedPolicy for LoadedPolicy {
     fn try_plan(&mut self, snapshot: &Snapshot<'_>) -> Result<Plan, PluginError> {
         LoadedPolicy::try_plan(self, snapshot)
     }
+}
+
+impl<T: HostedPolicy + ?Sized> HostedPolicy for Box<T> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+
+    fn try_plan(&mut self, snapshot: &Snapshot<'_>) -> Result<Plan, PluginError> {
+        (**self).try_plan(snapshot)
+    }
+}
+
+impl<T: HostedPolicy + ?Sized> HostedPolicy for &mut T {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+
+    fn try_plan(&mut self, snapshot: &Snapshot<'_>) -> Result<Plan, PluginError> {
+        (**self).try_plan(snapshot)
+    }
+}
+
+/// Calls `policy`, turning a panic into [`PluginError::Panicked`] the way the export macro does
+/// on a plugin's side.
+fn plan_catching(
+    name: &str,
+    policy: &mut dyn Policy,
+    snapshot: &Snapshot<'_>,
+) -> Result<Plan, PluginError> {
+    catch_unwind(AssertUnwindSafe(|| policy.plan(snapshot))).map_err(|payload| {
+        let message = if let Some(s) = payload.downcast_ref::<&str>() {
+            (*s).to_string()
+        } else if let Some(s) = payload.downcast_ref::<String>() {
+            s.clone()
+        } else {
+            "panic with a non-text payload".to_string()
+        };
+        PluginError::Panicked {
+            policy: name.to_string(),
+            message,
+        }
+    })
 }
 
 type Factory = Box<dyn FnMut() -> Result<Box<dyn Policy + Send>, ParamError> + Send>;
@@ -94,29 +141,42 @@ impl HostedPolicy for Linked {
                 message: "no instance".into(),
             });
         };
+        let result = plan_catching(&self.name, policy.as_mut(), snapshot);
         // Same rule as for plugins: a panicked instance is not trusted again when it can be
         // rebuilt.
-        match catch_unwind(AssertUnwindSafe(|| policy.plan(snapshot))) {
-            Ok(plan) => Ok(plan),
-            Err(payload) => {
-                if self.factory.is_some() {
-                    if let Some(poisoned) = self.policy.take() {
-                        std::mem::forget(poisoned);
-                    }
-                }
-                let message = if let Some(s) = payload.downcast_ref::<&str>() {
-                    (*s).to_string()
-                } else if let Some(s) = payload.downcast_ref::<String>() {
-                    s.clone()
-                } else {
-                    "panic with a non-text payload".to_string()
-                };
-                Err(PluginError::Panicked {
-                    policy: self.name.clone(),
-                    message,
-                })
+        if result.is_err() && self.factory.is_some() {
+            if let Some(poisoned) = self.policy.take() {
+                std::mem::forget(poisoned);
             }
         }
+        result
+    }
+}
+
+/// A policy borrowed for the length of a run (esim's engine given `&mut dyn Policy`), with its
+/// panics caught; there is no way to rebuild it, so the same instance is called again.
+pub struct Borrowed<'a> {
+    name: String,
+    policy: &'a mut dyn Policy,
+}
+
+impl<'a> Borrowed<'a> {
+    /// Borrows `policy`, named `name` in the logs.
+    pub fn new(name: impl Into<String>, policy: &'a mut dyn Policy) -> Self {
+        Borrowed {
+            name: name.into(),
+            policy,
+        }
+    }
+}
+
+impl HostedPolicy for Borrowed<'_> {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn try_plan(&mut self, snapshot: &Snapshot<'_>) -> Result<Plan, PluginError> {
+        plan_catching(&self.name, self.policy, snapshot)
     }
 }
 
@@ -125,43 +185,131 @@ impl HostedPolicy for Linked {
 pub struct HostStats {
     /// Plan calls.
     pub calls: u64,
-    /// Calls that panicked (or whose instance could not be rebuilt).
+    /// Calls that panicked.
     pub panics: u64,
+    /// Calls that failed otherwise: the instance discarded after a panic could not be rebuilt.
+    pub errors: u64,
     /// Plans the validator refused.
     pub refusals: u64,
 }
 
+/// Where a host's calls spent their time (wall clock, summed over calls).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HostTiming {
+    /// Inside the policy.
+    pub policy: Duration,
+    /// Inside the validator (the policy's plans and the fallbacks).
+    pub validate: Duration,
+}
+
+/// What of each plan the host validates.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Check {
+    /// The whole plan, future reservations included: catches a policy that plans an
+    /// impossible future even when what starts now is fine (batchd; esim's default).
+    #[default]
+    Full,
+    /// Only what a driver acts on at once (kills, rejects, placements starting now): still
+    /// never over-commits a pool, but does not check the reservations (`esim --validate
+    /// starts`).
+    Starts,
+}
+
+/// Why the host did not use the policy's own plan.
+#[derive(Clone, Copy, Debug)]
+pub enum Failure<'h> {
+    /// The call panicked or failed: there is no plan of the policy's.
+    Failed(&'h PluginError),
+    /// The validator refused the plan.
+    Refused(&'h PlanError),
+}
+
+/// The answer of one [`PolicyHost::call`].
+#[derive(Clone, Copy, Debug)]
+pub struct Outcome<'h> {
+    /// What the policy answered, when it answered (valid or refused).
+    pub proposed: Option<&'h Plan>,
+    /// `Ok` when `plan` is the policy's own, else why it is not.
+    pub verdict: Result<(), Failure<'h>>,
+    /// The plan to act on: the policy's when valid, else the fallback (see
+    /// [`PolicyHost::call`]).
+    pub plan: &'h Plan,
+}
+
 /// A policy under containment. See the [module documentation](self).
-pub struct PolicyHost {
-    policy: Box<dyn HostedPolicy>,
+///
+/// `P` is the contained policy; the default, a boxed [`HostedPolicy`] that can be sent to
+/// another thread, is what batchd holds and swaps on reconfigure.
+pub struct PolicyHost<P: HostedPolicy = Box<dyn HostedPolicy + Send>> {
+    policy: P,
+    check: Check,
+    /// How many failures are logged one by one before the host only counts them.
+    log_limit: Option<u64>,
+    /// The latest plan the validator accepted (what the fallback is made of).
     last_valid: Option<Plan>,
+    /// The latest refused plan (kept for [`Outcome::proposed`]).
+    refused: Plan,
+    /// The latest fallback (kept for [`Outcome::plan`]).
+    fallback: Plan,
+    error: Option<PluginError>,
+    plan_error: Option<PlanError>,
     stats: HostStats,
+    timing: HostTiming,
     last_failure: Option<String>,
 }
 
-impl std::fmt::Debug for PolicyHost {
+impl<P: HostedPolicy> std::fmt::Debug for PolicyHost<P> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PolicyHost")
             .field("policy", &self.policy.name())
+            .field("check", &self.check)
             .field("stats", &self.stats)
             .finish()
     }
 }
 
 impl PolicyHost {
-    /// Contains `policy`.
-    pub fn new(policy: impl HostedPolicy + 'static) -> Self {
-        Self::boxed(Box::new(policy))
-    }
-
     /// Contains a boxed `policy`.
-    pub fn boxed(policy: Box<dyn HostedPolicy>) -> Self {
+    pub fn boxed(policy: Box<dyn HostedPolicy + Send>) -> Self {
+        PolicyHost::new(policy)
+    }
+}
+
+impl<P: HostedPolicy> PolicyHost<P> {
+    /// Contains `policy`; full plans are validated and every failure is logged.
+    pub fn new(policy: P) -> Self {
         PolicyHost {
             policy,
+            check: Check::Full,
+            log_limit: None,
             last_valid: None,
+            refused: Plan::default(),
+            fallback: Plan::default(),
+            error: None,
+            plan_error: None,
             stats: HostStats::default(),
+            timing: HostTiming::default(),
             last_failure: None,
         }
+    }
+
+    /// Validates what `check` says of each plan.
+    pub fn check(mut self, check: Check) -> Self {
+        self.check = check;
+        self
+    }
+
+    /// Validates what `check` says of each plan from now on.
+    pub fn set_check(&mut self, check: Check) {
+        self.check = check;
+    }
+
+    /// Logs the first `limit` failures one by one, then one line saying the rest are only
+    /// counted (a replay of a trace may call a broken policy a hundred thousand times).
+    /// `None`, the default, logs them all: a daemon's log must show each.
+    pub fn log_limit(mut self, limit: Option<u64>) -> Self {
+        self.log_limit = limit;
+        self
     }
 
     /// The contained policy's name.
@@ -174,43 +322,102 @@ impl PolicyHost {
         self.stats
     }
 
-    /// The message of the last failure (panic or refusal), if any.
+    /// Time spent so far.
+    pub fn timing(&self) -> HostTiming {
+        self.timing
+    }
+
+    /// The message of the last failure (panic, error or refusal), if any.
     pub fn last_failure(&self) -> Option<&str> {
         self.last_failure.as_deref()
     }
 
-    /// A plan the driver may act on: the policy's when it is valid, otherwise the fallback.
-    ///
-    /// The fallback is the last valid plan, reduced to what is still safe to act on: the
-    /// placements and views of jobs still pending (a placement whose start has passed is
-    /// moved to now), and its wake-up when still ahead. Its kills and rejects are dropped: they
-    /// are irreversible, and a decision the driver has not yet carried out must come from a
-    /// policy that just made it. If what remains does not validate against the present
-    /// snapshot, the fallback is the empty plan.
+    /// A plan the driver may act on: [`PolicyHost::call`]'s, copied.
     pub fn plan(&mut self, snapshot: &Snapshot<'_>) -> Plan {
+        self.call(snapshot).plan.clone()
+    }
+
+    /// Calls the policy and answers with what the driver may act on, and why.
+    ///
+    /// The policy's plan is used when it validates. Otherwise the failure is logged (naming the
+    /// policy) and counted, and the fallback is used: the last valid plan, reduced to what is
+    /// still safe to act on: the placements and views of jobs still pending (a placement whose
+    /// start has passed is moved to now), and its wake-up when still ahead. Its kills and
+    /// rejects are dropped: they are irreversible, and a decision the driver has not yet carried
+    /// out must come from a policy that just made it. If what remains does not validate against
+    /// the present snapshot, the fallback is the empty plan.
+    ///
+    /// Nothing is copied on the path of a valid plan: the answer borrows the host.
+    pub fn call(&mut self, snapshot: &Snapshot<'_>) -> Outcome<'_> {
         self.stats.calls += 1;
-        let name = self.policy.name().to_string();
-        match self.policy.try_plan(snapshot) {
-            Ok(plan) => match validate(snapshot, &plan) {
-                Ok(()) => {
-                    self.last_valid = Some(plan.clone());
-                    return plan;
+        let t = Instant::now();
+        let result = self.policy.try_plan(snapshot);
+        self.timing.policy += t.elapsed();
+        match result {
+            Ok(plan) => {
+                let t = Instant::now();
+                let verdict = checked(self.check, snapshot, &plan);
+                self.timing.validate += t.elapsed();
+                match verdict {
+                    Ok(()) => {
+                        let plan = self.last_valid.insert(plan);
+                        return Outcome {
+                            proposed: Some(plan),
+                            verdict: Ok(()),
+                            plan,
+                        };
+                    }
+                    Err(err) => {
+                        self.stats.refusals += 1;
+                        self.failed(format!("policy `{}`: {err}", self.policy.name()));
+                        self.refused = plan;
+                        self.plan_error = Some(err);
+                        self.error = None;
+                    }
                 }
-                Err(err) => {
-                    self.stats.refusals += 1;
-                    let msg = format!("policy `{name}`: {err}");
-                    tracing::error!(policy = %name, "{msg}; keeping its last valid plan");
-                    self.last_failure = Some(msg);
-                }
-            },
+            }
             Err(err) => {
-                self.stats.panics += 1;
-                let msg = err.to_string();
-                tracing::error!(policy = %name, "{msg}; keeping its last valid plan");
-                self.last_failure = Some(msg);
+                match err {
+                    PluginError::Panicked { .. } => self.stats.panics += 1,
+                    PluginError::Rebuild { .. } => self.stats.errors += 1,
+                }
+                self.failed(err.to_string());
+                self.error = Some(err);
+                self.plan_error = None;
             }
         }
-        self.fallback(snapshot)
+        let t = Instant::now();
+        self.fallback = self.fallback(snapshot);
+        self.timing.validate += t.elapsed();
+        let verdict = match (&self.error, &self.plan_error) {
+            (Some(e), _) => Err(Failure::Failed(e)),
+            (None, Some(e)) => Err(Failure::Refused(e)),
+            // Both are set above, one of them on every path that reaches here.
+            (None, None) => Ok(()),
+        };
+        Outcome {
+            proposed: self.error.is_none().then_some(&self.refused),
+            verdict,
+            plan: &self.fallback,
+        }
+    }
+
+    /// Logs a failure (within the log limit) and keeps its message.
+    fn failed(&mut self, msg: String) {
+        let failures = self.stats.panics + self.stats.errors + self.stats.refusals;
+        let name = self.policy.name();
+        match self.log_limit {
+            Some(limit) if failures > limit => {}
+            Some(limit) if failures == limit => {
+                tracing::error!(policy = %name, "{msg}; keeping its last valid plan");
+                tracing::error!(
+                    policy = %name,
+                    "policy `{name}`: further failures are counted, not logged"
+                );
+            }
+            _ => tracing::error!(policy = %name, "{msg}; keeping its last valid plan"),
+        }
+        self.last_failure = Some(msg);
     }
 
     fn fallback(&self, snapshot: &Snapshot<'_>) -> Plan {
@@ -245,7 +452,7 @@ impl PolicyHost {
                 .cloned()
                 .collect(),
         };
-        match validate(snapshot, &plan) {
+        match checked(self.check, snapshot, &plan) {
             Ok(()) => plan,
             Err(err) => {
                 tracing::warn!(policy = %self.policy.name(), "last valid plan no longer fits ({err}); using an empty plan");
@@ -255,7 +462,29 @@ impl PolicyHost {
     }
 }
 
-impl Policy for PolicyHost {
+/// Validates what `check` says of `plan`.
+fn checked(check: Check, snapshot: &Snapshot<'_>, plan: &Plan) -> Result<(), PlanError> {
+    match check {
+        Check::Full => validate(snapshot, plan),
+        Check::Starts => {
+            let acted = Plan {
+                placements: plan
+                    .placements
+                    .iter()
+                    .filter(|p| p.start <= snapshot.now)
+                    .cloned()
+                    .collect(),
+                kills: plan.kills.clone(),
+                rejects: plan.rejects.clone(),
+                wake_at: None,
+                views: Vec::new(),
+            };
+            validate(snapshot, &acted)
+        }
+    }
+}
+
+impl<P: HostedPolicy> Policy for PolicyHost<P> {
     fn plan(&mut self, snapshot: &Snapshot<'_>) -> Plan {
         PolicyHost::plan(self, snapshot)
     }
@@ -364,6 +593,7 @@ mod tests {
             HostStats {
                 calls: 3,
                 panics: 1,
+                errors: 0,
                 refusals: 1
             }
         );

@@ -12,8 +12,10 @@
 //!   catching every panic on the plugin's side;
 //! - [`loader`]: [`load`] by name or path, with a distinct [`LoadError`] for each way a file
 //!   can fail to be a usable policy; a thin facade over abi_stable;
-//! - [`host`]: [`PolicyHost`], the containment both drivers use: validate every plan, and on a
-//!   panic or a refused plan log it, count it and keep the last valid plan.
+//! - [`host`]: [`PolicyHost`], the containment both drivers use (batchd's scheduler and its
+//!   `--test-only` answers, esim's engine): validate every plan, and on a panic, an error or a
+//!   refused plan log it with the policy's name, count it and act on the last valid plan,
+//!   re-validated. The drivers have no check of their own.
 //!
 //! Boundary facts (see `docs/plugins.md`): a loaded library is never unloaded; a panic must not
 //! cross an exported function (it would abort the process), which the export macro guarantees;
@@ -33,7 +35,9 @@ pub mod module;
 pub mod types;
 
 pub use export::guard;
-pub use host::{HostStats, HostedPolicy, Linked, PolicyHost};
+pub use host::{
+    Borrowed, Check, Failure, HostStats, HostTiming, HostedPolicy, Linked, Outcome, PolicyHost,
+};
 pub use loader::{load, LoadError, LoadedPolicy, PluginError, PolicyLibrary};
 pub use module::{AbiVersion, PolicyMod, PolicyMod_Ref, ABI_VERSION};
 

@@ -548,6 +548,7 @@ mod containment {
             HostStats {
                 calls: 2,
                 panics: 1,
+                errors: 0,
                 refusals: 0
             }
         );
@@ -573,6 +574,7 @@ mod containment {
             HostStats {
                 calls: 3,
                 panics: 1,
+                errors: 0,
                 refusals: 0
             }
         );
@@ -611,6 +613,7 @@ mod containment {
             HostStats {
                 calls: 2,
                 panics: 0,
+                errors: 0,
                 refusals: 1
             }
         );

@@ -4,9 +4,11 @@
 //! time, capped at what the job's shape holds: a job is killed at its walltime) and the
 //! policy's wake-ups. At each instant the engine handles every end, then every submission,
 //! then calls the policy once with a [`Snapshot`] ([`EventOrder::Instant`]; the other order,
-//! [`EventOrder::PerEvent`], reproduces the pyss reference schedules); the plan goes through
-//! [`sched_core::validate`] and, if accepted, the engine kills, rejects and starts what it
-//! says. A refused plan is logged (naming the policy) and nothing of it is acted on.
+//! [`EventOrder::PerEvent`], reproduces the pyss reference schedules). The call goes through
+//! sched-abi's [`PolicyHost`], the containment batchd uses too: the plan is validated, and a
+//! panic, a failed call or a refused plan is logged (naming the policy; the first
+//! [`FAILURES_LOGGED`], then only counted) and replaced by the last valid plan, re-validated.
+//! The engine kills, rejects and starts what the host's answer says; it has no check of its own.
 //!
 //! Cost per event: the pending and running lists are vectors updated in place (submissions
 //! are appended, since the queue is in submit order; started and rejected jobs are removed by
@@ -17,18 +19,20 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::time::Instant;
 
+use sched_abi::{Borrowed, Check, Failure, HostedPolicy, PolicyHost};
 use sched_core::metrics::{summarize, JobOutcome, Summary, DEFAULT_TAU};
 use sched_core::policy::{Pending, Plan, Policy, PoolSteps, Running, Snapshot};
 use sched_core::pool::Pool;
 use sched_core::request::{JobId, Request, Step};
 use sched_core::time::{Duration, Time};
-use sched_core::validate::{validate, PlanError};
+use sched_core::validate::PlanError;
 use serde::Serialize;
 
 use crate::swf::SwfJob;
 
-/// How many refused plans are logged one by one before the engine only counts them.
-const REFUSALS_LOGGED: usize = 20;
+/// How many policy failures (panics, errors, refused plans) a run logs one by one before it
+/// only counts them.
+pub const FAILURES_LOGGED: u64 = 20;
 
 /// A job of the workload.
 #[derive(Clone, Debug, PartialEq)]
@@ -71,6 +75,15 @@ pub enum ValidateMode {
     /// Only what the engine acts on (kills, rejects, placements starting now): still never
     /// over-commits a pool, but does not check the reservations.
     Starts,
+}
+
+impl From<ValidateMode> for Check {
+    fn from(m: ValidateMode) -> Check {
+        match m {
+            ValidateMode::Full => Check::Full,
+            ValidateMode::Starts => Check::Starts,
+        }
+    }
 }
 
 /// How the events of one instant reach the policy.
@@ -145,8 +158,13 @@ pub struct Counts {
     pub killed: usize,
     /// Jobs the policy rejected.
     pub rejected: usize,
-    /// Plans refused by the validator.
+    /// Plans refused by the validator (the last valid plan was used instead).
     pub refused_plans: usize,
+    /// Policy calls that panicked (the last valid plan was used instead).
+    pub policy_panics: usize,
+    /// Policy calls that failed otherwise: an instance that could not be rebuilt after a panic
+    /// (the last valid plan was used instead).
+    pub policy_errors: usize,
     /// Calls to the policy.
     pub policy_calls: usize,
 }
@@ -158,7 +176,7 @@ pub struct Timing {
     pub total: f64,
     /// Inside `Policy::plan`.
     pub policy: f64,
-    /// Inside the validator.
+    /// Inside the validator (the host's, on the policy's plans and on fallbacks).
     pub validate: f64,
 }
 
@@ -211,7 +229,8 @@ fn fmt_ids(ids: &[JobId]) -> String {
 
 /// Sees what the engine does: for tests (plans and reservations) and progress bars.
 pub trait Observer {
-    /// A plan and the validator's verdict on it, with the snapshot it answered.
+    /// A plan the policy answered and the validator's verdict on it, with the snapshot it
+    /// answered. Not called for a call that panicked or failed (there is no plan).
     fn on_plan(
         &mut self,
         _snapshot: &Snapshot<'_>,
@@ -269,9 +288,24 @@ impl<'o> Simulation<'o> {
         self
     }
 
-    /// Replays `jobs` through `policy`.
+    /// Replays `jobs` through `policy`, contained by a [`PolicyHost`] of the run's own that
+    /// catches its panics.
     pub fn run(self, policy: &mut dyn Policy, jobs: Vec<SimJob>) -> Result<SimResults, SimError> {
-        Engine::new(self, jobs)?.run(policy)
+        let mut host = PolicyHost::new(Borrowed::new(self.policy_name.clone(), policy))
+            .log_limit(Some(FAILURES_LOGGED));
+        self.run_hosted(&mut host, jobs)
+    }
+
+    /// Replays `jobs` through the policy `host` contains (a plugin's, whose errors the host
+    /// sees, unlike a [`Policy`]'s empty plan). The host validates as this simulation's
+    /// [`ValidateMode`] says; the counts and timing are those of this run alone.
+    pub fn run_hosted<P: HostedPolicy>(
+        self,
+        host: &mut PolicyHost<P>,
+        jobs: Vec<SimJob>,
+    ) -> Result<SimResults, SimError> {
+        host.set_check(self.validate.into());
+        Engine::new(self, jobs)?.run(host)
     }
 }
 
@@ -378,8 +412,9 @@ impl<'o> Engine<'o> {
         [end, submit, self.wake].into_iter().flatten().min()
     }
 
-    fn run(mut self, policy: &mut dyn Policy) -> Result<SimResults, SimError> {
+    fn run<P: HostedPolicy>(mut self, policy: &mut PolicyHost<P>) -> Result<SimResults, SimError> {
         let t0 = Instant::now();
+        let (stats0, timing0) = (policy.stats(), policy.timing());
         while let Some(now) = self.next_event() {
             if self.wake.is_some_and(|w| w <= now) {
                 self.wake = None;
@@ -422,6 +457,13 @@ impl<'o> Engine<'o> {
             }
         }
         self.timing.total = t0.elapsed().as_secs_f64();
+        let (stats, timing) = (policy.stats(), policy.timing());
+        let count = |now: u64, before: u64| usize::try_from(now - before).unwrap_or(usize::MAX);
+        self.counts.refused_plans = count(stats.refusals, stats0.refusals);
+        self.counts.policy_panics = count(stats.panics, stats0.panics);
+        self.counts.policy_errors = count(stats.errors, stats0.errors);
+        self.timing.policy = (timing.policy - timing0.policy).as_secs_f64();
+        self.timing.validate = (timing.validate - timing0.validate).as_secs_f64();
         Ok(self.results())
     }
 
@@ -466,7 +508,7 @@ impl<'o> Engine<'o> {
         }
     }
 
-    fn call(&mut self, policy: &mut dyn Policy, now: Time) {
+    fn call<P: HostedPolicy>(&mut self, host: &mut PolicyHost<P>, now: Time) {
         for (r, a) in self.running.iter_mut().zip(&self.active) {
             r.holds = a.holds.iter().filter_map(|h| clip(h, now)).collect();
         }
@@ -476,54 +518,19 @@ impl<'o> Engine<'o> {
             running: &self.running,
             pending: &self.pending,
         };
-        let t = Instant::now();
-        let plan = policy.plan(&snapshot);
-        let t_plan = t.elapsed();
+        let outcome = host.call(&snapshot);
         self.counts.policy_calls += 1;
-        let t = Instant::now();
-        let verdict = match self.sim.validate {
-            ValidateMode::Full => validate(&snapshot, &plan),
-            ValidateMode::Starts => {
-                let acted = Plan {
-                    placements: plan
-                        .placements
-                        .iter()
-                        .filter(|p| p.start <= now)
-                        .cloned()
-                        .collect(),
-                    kills: plan.kills.clone(),
-                    rejects: plan.rejects.clone(),
-                    wake_at: None,
-                    views: Vec::new(),
-                };
-                validate(&snapshot, &acted)
-            }
-        };
-        self.timing.policy += t_plan.as_secs_f64();
-        self.timing.validate += t.elapsed().as_secs_f64();
-        if let Some(o) = self.sim.observer.as_deref_mut() {
-            o.on_plan(&snapshot, &plan, verdict.as_ref().map(|_| ()));
+        if let (Some(o), Some(proposed)) = (self.sim.observer.as_deref_mut(), outcome.proposed) {
+            let verdict = match outcome.verdict {
+                Err(Failure::Refused(e)) => Err(e),
+                _ => Ok(()),
+            };
+            o.on_plan(&snapshot, proposed, verdict);
         }
-        if let Err(e) = verdict {
-            self.counts.refused_plans += 1;
-            if self.counts.refused_plans <= REFUSALS_LOGGED {
-                tracing::warn!(
-                    "policy `{}`: plan at {now} ms refused: {e}",
-                    self.sim.policy_name
-                );
-            }
-            if self.counts.refused_plans == REFUSALS_LOGGED {
-                tracing::warn!(
-                    "policy `{}`: further refused plans are counted, not logged",
-                    self.sim.policy_name
-                );
-            }
-            return;
-        }
-        self.apply(plan, now);
+        self.apply(outcome.plan, now);
     }
 
-    fn apply(&mut self, plan: Plan, now: Time) {
+    fn apply(&mut self, plan: &Plan, now: Time) {
         for k in &plan.kills {
             if let Some(&i) = self.index.get(&k.job) {
                 tracing::debug!("job {} killed at {now} ms: {}", k.job, k.reason);

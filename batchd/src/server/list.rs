@@ -364,6 +364,7 @@ mod tests {
         let mut c = Core::new(&[PoolConfig {
             name: "debug".into(),
             nodes: 8,
+            max_time: Default::default(),
         }]);
         let spec = |id: u64| {
             let mut s = JobSpec::new("#!/bin/sh\n", "/home/alice/run", 2, 60_000);

@@ -55,8 +55,10 @@ pub fn check_against(core: &Core, spec: &JobSpec) -> Result<(), ErrorReply> {
 }
 
 pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: SubmitRequest) -> Reply {
-    let spec = req.spec;
-    if let Err(e) = spec.validate() {
+    let mut spec = req.spec;
+    let max_time = d.settings().config.max_time(spec.pool.as_deref());
+    spec.resolve_unlimited(max_time);
+    if let Err(e) = spec.check(now_ms(), max_time) {
         return ErrorReply::new(ErrorKind::InvalidSpec, e.to_string()).into();
     }
     if d.euid != 0 && caller.uid != d.euid {
@@ -127,8 +129,13 @@ async fn test_only(d: &Arc<Daemon>, caller: &Caller, spec: JobSpec) -> Reply {
         (snap, id, pools)
     };
     let planned = tokio::task::spawn_blocking(move || {
-        let mut policy = crate::policy::build(&config)?;
-        policy.try_plan(&snap.view()).map_err(|e| e.to_string())
+        let mut host = crate::policy::build(&config)?;
+        let plan = host.plan(&snap.view());
+        // A fresh host has no earlier plan to fall back on: a failed call is the answer.
+        match host.last_failure() {
+            Some(why) => Err(why.to_string()),
+            None => Ok(plan),
+        }
     })
     .await;
     let plan = match planned {

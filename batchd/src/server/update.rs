@@ -11,6 +11,8 @@ use crate::daemon::Daemon;
 
 pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: UpdateRequest) -> Reply {
     let id = req.id;
+    // Read before the core is locked: one lock at a time.
+    let config = d.settings().config;
     let rec = {
         let mut core = d.core();
         let Some(a) = core.jobs.get(&id) else {
@@ -51,7 +53,9 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: UpdateRequest) -> Rep
             }
             spec.priority = p;
         }
-        if let Err(e) = spec.validate() {
+        let max_time = config.max_time(spec.pool.as_deref());
+        spec.resolve_unlimited(max_time);
+        if let Err(e) = spec.check(crate::launch::now_ms(), max_time) {
             return ErrorReply::new(ErrorKind::InvalidSpec, e.to_string()).into();
         }
         if let Err(e) = super::submit::check_against(&core, &spec) {

@@ -86,7 +86,8 @@ pub fn parse_update(pairs: &[String], now: Time, zone: &dyn Zone) -> anyhow::Res
             "name" | "jobname" => req.name = Some(v.to_string()),
             "timelimit" => match parse_time_limit(v)? {
                 TimeLimit::Limited(d) => req.time_limit = Some(d),
-                TimeLimit::Unlimited => anyhow::bail!("TimeLimit=UNLIMITED is not supported"),
+                // The pool's max_time, as for `esubmit -t UNLIMITED`: batchd resolves it.
+                TimeLimit::Unlimited => req.time_limit = Some(batch_proto::TIME_UNLIMITED),
             },
             "numnodes" | "nodes" => {
                 req.nodes = Some(super::spec::parse_nodes(v)?);

@@ -393,8 +393,9 @@ pub fn apply_export(
 /// pools have none, and a finite limit is what lets backfilling work, so the tools pick one.
 pub const DEFAULT_TIME_LIMIT: Duration = HOUR;
 
-/// The wire form of a resolved submission.
-pub fn to_job_spec(spec: &SubmitSpec) -> Result<JobSpec, SpecError> {
+/// The wire form of a resolved submission, checked by batch-proto's own bounds as batchd will
+/// check it (`now` for `--begin`'s horizon; the pool's `max_time` is the daemon's to check).
+pub fn to_job_spec(spec: &SubmitSpec, now: Time) -> Result<JobSpec, SpecError> {
     let shape = if let Some(steps) = &spec.profile {
         JobShape::Evolving {
             steps: steps.clone(),
@@ -407,14 +408,8 @@ pub fn to_job_spec(spec: &SubmitSpec) -> Result<JobSpec, SpecError> {
         let time_limit = match spec.time_limit {
             None => DEFAULT_TIME_LIMIT,
             Some(TimeLimit::Limited(d)) => d,
-            Some(TimeLimit::Unlimited) => {
-                return Err(SpecError::Invalid {
-                    what: "time limit",
-                    input: "UNLIMITED".into(),
-                    reason: "batchd needs a finite limit to plan around; give one, e.g. -t 30-0"
-                        .into(),
-                })
-            }
+            // batchd gives the job its pool's max_time (365 days for a pool without one).
+            Some(TimeLimit::Unlimited) => batch_proto::TIME_UNLIMITED,
         };
         JobShape::Rigid {
             nodes: spec.nodes,
@@ -442,7 +437,7 @@ pub fn to_job_spec(spec: &SubmitSpec) -> Result<JobSpec, SpecError> {
         priority: 0,
         umask: None,
     };
-    job.validate()
+    job.check(now, None)
         .map_err(|e| SpecError::Proto(e.to_string()))?;
     Ok(job)
 }
@@ -508,7 +503,7 @@ pub fn run(cli: SubmitCli) -> anyhow::Result<ExitCode> {
     let spec = cli
         .opts
         .resolve(&from_script, script, args, &script_name, &ctx)?;
-    let mut job = to_job_spec(&spec)?;
+    let mut job = to_job_spec(&spec, ctx.now)?;
     job.umask = Some(current_umask());
     let mut client = connect(cli.socket.as_deref())?;
     let req = Request::Submit(SubmitRequest {
@@ -738,7 +733,7 @@ mod tests {
     #[test]
     fn wire_specs() {
         let s = resolve(&cli(&["-N", "2", "job.sh"]), "#!/bin/sh\n", &[("X", "1")]).unwrap();
-        let j = to_job_spec(&s).unwrap();
+        let j = to_job_spec(&s, 1_000_000).unwrap();
         assert_eq!(
             j.shape,
             JobShape::Rigid {
@@ -752,7 +747,41 @@ mod tests {
         );
         assert_eq!(j.environment, vec![("X".to_string(), "1".to_string())]);
         let s = resolve(&cli(&["-t", "UNLIMITED", "job.sh"]), "#!/bin/sh\n", &[]).unwrap();
-        assert!(to_job_spec(&s).unwrap_err().to_string().contains("finite"));
+        assert_eq!(
+            to_job_spec(&s, 1_000_000).unwrap().shape,
+            JobShape::Rigid {
+                nodes: 1,
+                time_limit: batch_proto::TIME_UNLIMITED
+            }
+        );
+        // Parsed, then refused by batch-proto's bounds with their one-line messages.
+        let s = resolve(
+            &cli(&["-t", "99999999999999", "job.sh"]),
+            "#!/bin/sh\n",
+            &[],
+        )
+        .unwrap();
+        assert_eq!(
+            to_job_spec(&s, 1_000_000).unwrap_err().to_string(),
+            "invalid time limit: 69444444444-10:39:00 is longer than the longest allowed, 365-00:00:00"
+        );
+        let s = resolve(
+            &cli(&["--begin", "now+99999999999999", "job.sh"]),
+            "#!/bin/sh\n",
+            &[],
+        )
+        .unwrap();
+        assert_eq!(
+            to_job_spec(&s, 1_000_000).unwrap_err().to_string(),
+            "invalid begin time: 1157407407 days ahead; at most 365 days ahead are accepted"
+        );
+        let s = resolve(
+            &cli(&["--begin", "now+365days", "-t", "365-0", "job.sh"]),
+            "#!/bin/sh\n",
+            &[],
+        )
+        .unwrap();
+        assert!(to_job_spec(&s, 1_000_000).is_ok());
         let s = resolve(
             &cli(&["--profile", "500:5,3600:10", "job.sh"]),
             "#!/bin/sh\n",
@@ -760,7 +789,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            to_job_spec(&s).unwrap().shape,
+            to_job_spec(&s, 1_000_000).unwrap().shape,
             JobShape::Evolving {
                 steps: vec![Step::new(500_000, 5), Step::new(3_600_000, 10)]
             }
@@ -771,7 +800,7 @@ mod tests {
             &[],
         )
         .unwrap();
-        let j = to_job_spec(&s).unwrap();
+        let j = to_job_spec(&s, 1_000_000).unwrap();
         assert_eq!(
             j.shape,
             JobShape::Moldable {

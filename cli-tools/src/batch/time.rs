@@ -13,8 +13,9 @@ use super::error::SpecError;
 pub enum TimeLimit {
     /// A finite limit.
     Limited(Duration),
-    /// `UNLIMITED` / `INFINITE`: the pool's maximum. The daemon decides what that is, so the
-    /// tools pass it on instead of inventing a number.
+    /// `UNLIMITED` / `INFINITE`: the pool's `max_time` (365 days, batch-proto's
+    /// `MAX_TIME_LIMIT`, for a pool without one). The daemon decides what that is, so the
+    /// tools pass it on (`batch_proto::TIME_UNLIMITED`) instead of inventing a number.
     Unlimited,
 }
 
@@ -39,7 +40,9 @@ fn number(what: &'static str, input: &str, part: &str) -> Result<u64, SpecError>
 ///
 /// Unlike Slurm, seconds are kept (Slurm rounds up to whole minutes): short limits make the
 /// TIMEOUT path testable. A zero limit is refused; Slurm reads `0` as "no limit", which is a
-/// surprise we would rather spell out as `UNLIMITED`.
+/// surprise we would rather spell out as `UNLIMITED` (which is accepted: the pool's
+/// `max_time`). The bounds (at most 365 days, or the pool's `max_time`) are batch-proto's to
+/// check, once, for the tools and the daemon alike.
 pub fn parse_time_limit(input: &str) -> Result<TimeLimit, SpecError> {
     const WHAT: &str = "time limit";
     let s = input.trim();
@@ -76,7 +79,7 @@ pub fn parse_time_limit(input: &str) -> Result<TimeLimit, SpecError> {
         return Err(invalid(
             WHAT,
             input,
-            "must be positive (use UNLIMITED for no limit)",
+            "must be positive (use UNLIMITED for the pool's max_time)",
         ));
     }
     secs.checked_mul(SECOND)

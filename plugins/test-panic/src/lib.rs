@@ -2,7 +2,11 @@
 //!
 //! Otherwise it is a plain greedy policy: in queue order, start now every job that fits in
 //! pool 0's free nodes. Parameters: `panic_on_job = ID` panics in `plan` whenever job ID is
-//! pending; `panic_in_new = true` panics in the constructor.
+//! pending; `panic_on_call = N` panics in the Nth call to `plan` of the process (once: the count
+//! survives the instance a panic discards, so a replay goes on); `panic_in_new = true` panics in
+//! the constructor.
+
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use sched_core::{
     NamedPolicy, ParamError, Params, Placement, Plan, Policy, PoolId, Shape, Snapshot,
@@ -12,10 +16,18 @@ use sched_core::{
 #[derive(Debug, Default)]
 pub struct Panicky {
     panic_on_job: Option<u64>,
+    panic_on_call: Option<u64>,
 }
+
+/// Calls to `plan` in this process, over every instance.
+static CALLS: AtomicU64 = AtomicU64::new(0);
 
 impl Policy for Panicky {
     fn plan(&mut self, s: &Snapshot<'_>) -> Plan {
+        let call = CALLS.fetch_add(1, Ordering::SeqCst) + 1;
+        if self.panic_on_call == Some(call) {
+            panic!("call {call}: this policy was told to panic on it");
+        }
         if let Some(id) = self.panic_on_job {
             if s.pending.iter().any(|p| p.id.0 == id) {
                 panic!("job {id} is pending and this policy was told to panic on it");
@@ -72,11 +84,18 @@ impl NamedPolicy for Panicky {
             .get("panic_on_job")
             .map(|_| params.parse_or("panic_on_job", 0u64))
             .transpose()?;
+        let panic_on_call = params
+            .get("panic_on_call")
+            .map(|_| params.parse_or("panic_on_call", 0u64))
+            .transpose()?;
         if params.bool_or("panic_in_new", false)? {
             panic!("told to panic in the constructor");
         }
         params.finish()?;
-        Ok(Panicky { panic_on_job })
+        Ok(Panicky {
+            panic_on_job,
+            panic_on_call,
+        })
     }
 }
 

@@ -109,9 +109,10 @@ impl Observer for Verdicts {
 }
 
 #[test]
-fn refused_plans_are_counted_and_not_acted_on() {
-    // Two 3-node jobs on 4 nodes: starting both over-commits. The first plan is refused; the
-    // policy behaves from the next call on, which the end of job 0 triggers.
+fn refused_plans_are_counted_and_replaced_by_the_last_valid_plan() {
+    // Two 3-node jobs on 4 nodes: starting both over-commits. The first plan is refused and
+    // the last valid one (job 0 only, which has started) leaves nothing to act on; the policy
+    // behaves from the next call on, which the end of job 0 triggers.
     let jobs = vec![
         job(0, 0, 1, 50, 50),
         job(1, 10, 3, 100, 100),
@@ -306,4 +307,41 @@ fn per_event_order_calls_after_each_event_submissions_first() {
         .collect();
     assert_eq!(at_10, vec![vec![1], vec![1], vec![]]);
     assert_eq!(r.counts.policy_calls, 6);
+}
+
+#[test]
+fn a_panicking_policy_is_counted_and_its_last_valid_plan_used() {
+    // TinyFcfs, except that it panics at the instant job 2 arrives (its second call). The last
+    // valid plan (job 1, which has started) leaves nothing to do then; job 2 starts when job 1
+    // ends and the policy is called again.
+    struct Flaky {
+        calls: usize,
+    }
+    impl Policy for Flaky {
+        fn plan(&mut self, s: &Snapshot<'_>) -> Plan {
+            self.calls += 1;
+            if self.calls == 2 {
+                panic!("flaky on call 2");
+            }
+            TinyFcfs.plan(s)
+        }
+    }
+    let jobs = vec![job(1, 0, 1, 100, 100), job(2, 10, 1, 50, 50)];
+    let mut v = Verdicts::default();
+    let r = Simulation::new(pools(&[4]), "flaky")
+        .observer(&mut v)
+        .run(&mut Flaky { calls: 0 }, jobs)
+        .unwrap();
+    assert_eq!(starts(&r), vec![(1, 0, 100), (2, 100, 150)]);
+    assert_eq!(
+        (
+            r.counts.policy_calls,
+            r.counts.policy_panics,
+            r.counts.policy_errors,
+            r.counts.refused_plans
+        ),
+        (4, 1, 0, 0)
+    );
+    // The panicked call has no plan to observe.
+    assert_eq!(v.0, vec![true, true, true]);
 }
