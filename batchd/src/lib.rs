@@ -289,27 +289,30 @@ fn runtime() -> Result<tokio::runtime::Runtime, Error> {
 pub fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Error> {
     let rt = runtime()?;
     let store_thread = rt.block_on(async {
+        use tokio::signal::unix::{signal, SignalKind};
+        // The handlers are installed before the socket is bound: a client may talk to the
+        // daemon, and so a supervisor script may signal it, as soon as it listens, and the
+        // default action of SIGTERM and SIGHUP would end it without closing the database.
+        let signals = (
+            signal(SignalKind::hangup()),
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        );
         let started = start(config, config_path).await?;
         let d = Arc::clone(&started.daemon);
-        let hup = async move {
-            use tokio::signal::unix::{signal, SignalKind};
-            let Ok(mut s) = signal(SignalKind::hangup()) else {
-                return;
-            };
-            while s.recv().await.is_some() {
-                match server::reconfigure(&d).await {
-                    Ok(r) => tracing::info!(policy = %r.policy, "SIGHUP: reconfigured"),
-                    Err(e) => tracing::error!("SIGHUP: reconfigure failed: {e}"),
+        let (hup, term, int) = signals;
+        if let Ok(mut s) = hup {
+            tokio::spawn(async move {
+                while s.recv().await.is_some() {
+                    match server::reconfigure(&d).await {
+                        Ok(r) => tracing::info!(policy = %r.policy, "SIGHUP: reconfigured"),
+                        Err(e) => tracing::error!("SIGHUP: reconfigure failed: {e}"),
+                    }
                 }
-            }
-        };
-        tokio::spawn(hup);
-        let stop = async {
-            use tokio::signal::unix::{signal, SignalKind};
-            match (
-                signal(SignalKind::terminate()),
-                signal(SignalKind::interrupt()),
-            ) {
+            });
+        }
+        let stop = async move {
+            match (term, int) {
                 (Ok(mut t), Ok(mut i)) => {
                     tokio::select! { _ = t.recv() => {}, _ = i.recv() => {} }
                 }

@@ -482,7 +482,12 @@ fn a_minimal_config_runs_the_defaults_and_a_broken_one_is_one_line() {
     }
     let pid = nix::unistd::Pid::from_raw(child.id() as i32);
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
-    assert!(child.wait().unwrap().success());
+    let status = child.wait().unwrap();
+    assert!(
+        status.success(),
+        "{status}: {}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
     std::fs::write(&file, "[[pool]\nname = \"a\"\nnodes = 2\n").unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_batchd"))
         .arg("--config")
