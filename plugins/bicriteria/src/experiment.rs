@@ -407,6 +407,9 @@ pub fn format_tables(reports: &[ModelReport], spec: &Spec) -> String {
     s
 }
 
+/// One chart series: its name and, per point, (x, min, avg, max).
+pub type Series<'a> = (&'a str, Vec<(f64, f64, f64, f64)>);
+
 /// Colours of the algorithms' series.
 const COLOURS: [&str; 6] = [
     "#d62728", "#7f7f7f", "#2ca02c", "#1f77b4", "#9467bd", "#ff7f0e",
@@ -418,7 +421,7 @@ const COLOURS: [&str; 6] = [
 pub fn svg_chart(
     title: &str,
     y_label: &str,
-    series: &[(&str, Vec<(f64, f64, f64, f64)>)],
+    series: &[Series<'_>],
     y_min: f64,
     y_max: f64,
 ) -> String {
@@ -591,7 +594,7 @@ pub fn svg_figures(reports: &[ModelReport]) -> Vec<(String, String)> {
             .fold(1.0, f64::max);
         let y_max = ((top + 1.0) * 2.0).ceil() / 2.0;
         for r in reports {
-            let series: Vec<(&str, Vec<(f64, f64, f64, f64)>)> = ALGORITHMS
+            let series: Vec<Series<'_>> = ALGORITHMS
                 .iter()
                 .enumerate()
                 .map(|(a, name)| {
@@ -618,7 +621,7 @@ pub fn svg_figures(reports: &[ModelReport]) -> Vec<(String, String)> {
             ));
         }
     }
-    let series: Vec<(&str, Vec<(f64, f64, f64, f64)>)> = reports
+    let series: Vec<Series<'_>> = reports
         .iter()
         .map(|r| {
             (
