@@ -100,7 +100,7 @@ pub fn minsum_lp(inst: &Instance, cstar: f64, form: LpForm) -> Result<f64, LpErr
     // area[j]: Σ_i S_{i,j} x_{i,j} of interval j; done[i]: Σ_j x_{i,j}.
     let mut area: Vec<Expression> = vec![Expression::from(0.0); intervals.len()];
     let mut done: Vec<Expression> = vec![Expression::from(0.0); inst.n()];
-    for i in 0..inst.n() {
+    for (i, done_i) in done.iter_mut().enumerate() {
         let pm = inst.p(i, inst.m());
         for (j, &(lo, hi)) in intervals.iter().enumerate() {
             // S_{i,j} = +∞ (the task cannot end by hi): x_{i,j} is 0, left out.
@@ -114,7 +114,7 @@ pub fn minsum_lp(inst: &Instance, cstar: f64, form: LpForm) -> Result<f64, LpErr
             };
             objective.add_mul(inst.w(i) * cost, x);
             area[j].add_mul(s, x);
-            done[i].add_mul(1.0, x);
+            done_i.add_mul(1.0, x);
         }
     }
     let mut model = vars.minimise(objective.clone()).using(microlp);

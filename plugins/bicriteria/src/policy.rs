@@ -73,6 +73,9 @@ impl NamedPolicy for BiCriteria {
     }
 }
 
+/// A waiting job with the configurations it offers, `(nodes, walltime)`.
+type Offer<'a> = (&'a Pending, Vec<(u32, u64)>);
+
 /// The configurations a job offers, `(nodes, walltime)`, or why it is refused.
 fn configs(p: &Pending) -> Result<Vec<(u32, u64)>, String> {
     match &p.request {
@@ -121,7 +124,7 @@ fn held(r: &Running, pool: PoolId, now: Time) -> Option<(f64, usize)> {
 impl BiCriteria {
     /// Forms a new batch on `pool` (`m` nodes) from `jobs` with their configurations: BiCrit
     /// with times in milliseconds (integers, so every sum is exact in f64).
-    fn new_batch(&self, m: u32, jobs: &[(&Pending, Vec<(u32, u64)>)]) -> Vec<Member> {
+    fn new_batch(&self, m: u32, jobs: &[Offer<'_>]) -> Vec<Member> {
         let m_us = m as usize;
         // For each job and k: the best configuration of at most k nodes.
         let mut best: Vec<Vec<Option<(u32, u64)>>> = Vec::with_capacity(jobs.len());
@@ -190,7 +193,7 @@ impl Policy for BiCriteria {
         let pending: BTreeMap<JobId, &Pending> = snap.pending.iter().map(|p| (p.id, p)).collect();
         let running: BTreeSet<JobId> = snap.running.iter().map(|r| r.id).collect();
         // Waiting jobs by pool, with their configurations; refusals.
-        let mut waiting: BTreeMap<PoolId, Vec<(&Pending, Vec<(u32, u64)>)>> = BTreeMap::new();
+        let mut waiting: BTreeMap<PoolId, Vec<Offer<'_>>> = BTreeMap::new();
         for p in snap.pending {
             let pool_id = p.request.pool().unwrap_or(largest.id);
             let Some(pool) = snap.pool(pool_id) else {

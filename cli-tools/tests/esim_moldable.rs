@@ -1,0 +1,133 @@
+//! `esim moldable` and `esim moldable-experiments`, run as a user would.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+fn esim_stdin(args: &[&str], input: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_esim"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("esim runs");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input.as_bytes())
+        .expect("write stdin");
+    child.wait_with_output().expect("esim ends")
+}
+
+const INSTANCE: &str = r#"{"m": 3, "tasks": [
+    {"w": 2, "p": [6, 3.5, 2.5]}, {"w": 7, "p": [1, 1, 1]},
+    {"w": 1, "p": [4, 2, 1.5]}, {"w": 5, "p": [2, 1.2, 0.9]}]}"#;
+
+#[test]
+fn moldable_prints_bounds_and_six_schedules_in_input_order() {
+    for args in [&["moldable"][..], &["moldable", "-"][..]] {
+        let o = esim_stdin(args, INSTANCE);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON out");
+        let (clb, wlb) = (
+            v["bounds"]["cmax_lb"].as_f64().unwrap(),
+            v["bounds"]["minsum_lb"].as_f64().unwrap(),
+        );
+        for name in [
+            "BiCrit",
+            "Gang",
+            "Seq-LPTF",
+            "List-MRT",
+            "List-wLPTF",
+            "List-SAF",
+        ] {
+            let a = &v["algorithms"][name];
+            assert_eq!(a["tasks"].as_array().map(Vec::len), Some(4), "{name}");
+            assert!(a["cmax"].as_f64().unwrap() >= clb - 1e-9, "{name}");
+            assert!(a["sum_wc"].as_f64().unwrap() >= wlb - 1e-9, "{name}");
+            // ΣωC recomputed from the slots and the instance's times agrees with the figure.
+            let inst: serde_json::Value = serde_json::from_str(INSTANCE).unwrap();
+            let sum: f64 = a["tasks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .zip(inst["tasks"].as_array().unwrap())
+                .map(|(s, t)| {
+                    let k = s["procs"].as_u64().unwrap() as usize;
+                    t["w"].as_f64().unwrap()
+                        * (s["start"].as_f64().unwrap() + t["p"][k - 1].as_f64().unwrap())
+                })
+                .sum();
+            assert!((sum - a["sum_wc"].as_f64().unwrap()).abs() < 1e-9, "{name}");
+        }
+        // Gang puts every task on all 3 processors.
+        assert!(v["algorithms"]["Gang"]["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s["procs"] == 3));
+    }
+}
+
+#[test]
+fn moldable_refuses_bad_instances_in_one_line() {
+    for (input, want) in [
+        (
+            r#"{"m": 2, "tasks": [{"w": 1, "p": [1, 2]}]}"#,
+            "not monotonic",
+        ),
+        (
+            r#"{"m": 2, "tasks": [{"w": 1, "p": [2, 0.5]}]}"#,
+            "work 2*p(2)",
+        ),
+        (
+            r#"{"m": 2, "tasks": [{"w": 1, "p": [1]}]}"#,
+            "1 run times given",
+        ),
+        (
+            r#"{"m": 2, "tasks": [{"w": 1, "p": [1, 1]}], "x": 0}"#,
+            "unknown field",
+        ),
+        ("not json", "bad instance"),
+    ] {
+        let o = esim_stdin(&["moldable"], input);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{input}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(
+            err.starts_with("esim: error: ") && err.contains(want),
+            "{err}"
+        );
+        assert!(o.stdout.is_empty());
+    }
+}
+
+#[test]
+fn moldable_experiments_prints_tables_and_writes_plots() {
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("figs");
+    let o = esim_stdin(
+        &[
+            "moldable-experiments",
+            "--runs",
+            "1",
+            "--m",
+            "8",
+            "--tasks",
+            "4,6",
+            "--svg-dir",
+            svg.to_str().unwrap(),
+        ],
+        "",
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8_lossy(&o.stdout);
+    for want in ["Figure 3", "Figure 6", "Figure 7", "List-SAF", "whole run:"] {
+        assert!(out.contains(want), "{want} missing:\n{out}");
+    }
+    assert!(svg.join("fig5-mixed-minsum.svg").exists());
+    assert!(svg.join("fig7-runtime.svg").exists());
+    let o = esim_stdin(&["moldable-experiments", "--models", "wobbly"], "");
+    assert_eq!(o.status.code(), Some(1));
+}
