@@ -52,7 +52,7 @@ use store::{Store, StoreError, StoreThread};
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A bad configuration.
-    #[error("{0}")]
+    #[error(transparent)]
     Config(#[from] ConfigError),
     /// The database.
     #[error("{}: {source}", path.display())]
@@ -74,7 +74,7 @@ pub enum Error {
     #[error("{}: another batchd is already listening there", .0.display())]
     AlreadyRunning(PathBuf),
     /// Another daemon owns the state directory.
-    #[error("{0}")]
+    #[error(transparent)]
     Locked(#[from] state::LockError),
     /// The runtime could not start.
     #[error("cannot start the async runtime: {0}")]
