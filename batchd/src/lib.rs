@@ -289,11 +289,16 @@ fn runtime() -> Result<tokio::runtime::Runtime, Error> {
 pub fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Error> {
     let rt = runtime()?;
     let store_thread = rt.block_on(async {
+        use tokio::signal::unix::{signal, SignalKind};
+        // The handlers exist before the socket does: a signal sent as soon as batchd answers
+        // must find them, not the default action (which, for SIGHUP, ends the process).
+        let hup = signal(SignalKind::hangup());
+        let term = signal(SignalKind::terminate());
+        let int = signal(SignalKind::interrupt());
         let started = start(config, config_path).await?;
         let d = Arc::clone(&started.daemon);
         let hup = async move {
-            use tokio::signal::unix::{signal, SignalKind};
-            let Ok(mut s) = signal(SignalKind::hangup()) else {
+            let Ok(mut s) = hup else {
                 return;
             };
             while s.recv().await.is_some() {
@@ -305,11 +310,7 @@ pub fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Error> {
         };
         tokio::spawn(hup);
         let stop = async {
-            use tokio::signal::unix::{signal, SignalKind};
-            match (
-                signal(SignalKind::terminate()),
-                signal(SignalKind::interrupt()),
-            ) {
+            match (term, int) {
                 (Ok(mut t), Ok(mut i)) => {
                     tokio::select! { _ = t.recv() => {}, _ = i.recv() => {} }
                 }

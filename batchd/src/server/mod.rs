@@ -82,6 +82,10 @@ impl From<ErrorReply> for Reply {
     }
 }
 
+/// How long a connection must have been idle before a newcomer may close it: a tool's fresh
+/// connection, whose hello is still in the socket's queue, is not taken for an idle one.
+const EVICT_GRACE: Duration = Duration::from_millis(100);
+
 /// File descriptors kept for the daemon's own use (database, supervisors' pipes, job files)
 /// when the connection cap is fitted to `RLIMIT_NOFILE`.
 const RESERVED_FDS: u64 = 128;
@@ -124,13 +128,16 @@ impl Registry {
         Some(c)
     }
 
-    /// Closes the longest-idle connection (of `uid` if given); false when none is idle.
+    /// Closes the longest-idle connection (of `uid` if given), idle for [`EVICT_GRACE`] at
+    /// least; false when there is none.
     fn evict_idle(&mut self, uid: Option<u32>) -> bool {
+        let now = Instant::now();
         let oldest = self
             .open
             .iter()
             .filter(|(_, c)| uid.is_none_or(|u| c.uid == u))
             .filter_map(|(&id, c)| Some((c.idle_since?, id)))
+            .filter(|(since, _)| now.duration_since(*since) >= EVICT_GRACE)
             .min();
         match oldest.and_then(|(_, id)| self.remove(id)) {
             Some(c) => {
@@ -313,17 +320,12 @@ impl Link {
     }
 }
 
-/// Answers a connection over the caps: takes its hello (briefly) so that the client reads the
-/// refusal instead of a broken pipe, then the error.
+/// Answers a connection over the caps with the error, at once: the client reads it even if its
+/// hello finds the connection closed (see `batch_proto::Client`).
 async fn turn_away(mut stream: UnixStream, uid: u32, message: String, frame: Duration) {
     tracing::warn!(uid, "connection refused: {message}");
-    let wait = frame.min(Duration::from_secs(1));
-    let _ = tokio::time::timeout(
-        wait,
-        batch_proto::frame::nonblocking::read_payload(&mut stream),
-    )
-    .await;
     let reply = Response::Error(ErrorReply::new(ErrorKind::Internal, message));
+    let wait = frame.min(Duration::from_millis(100));
     let _ = tokio::time::timeout(wait, write_frame(&mut stream, &reply)).await;
 }
 
