@@ -168,8 +168,15 @@ impl Client {
             answer_timeout: answer,
         };
         let mine = Hello::current();
-        c.write(&Request::Hello(mine.clone()))?;
-        match c.read()? {
+        // A daemon at its connection cap answers with an error and closes without reading:
+        // the hello then meets a closed connection, but the error is there to read.
+        let sent = c.write(&Request::Hello(mine.clone()));
+        let reply = match (sent, c.read()) {
+            (_, Ok(r @ Response::Error(_))) => r,
+            (Err(e), _) => return Err(e),
+            (Ok(()), r) => r?,
+        };
+        match reply {
             Response::Hello(h) if h.proto_version == mine.proto_version => {
                 c.daemon = h;
                 Ok(c)

@@ -61,7 +61,7 @@ impl From<io::Error> for FrameError {
 }
 
 /// Bytes the payload buffer starts with; it grows (doubling) only as bytes arrive.
-const INITIAL_BUFFER: usize = 64 * 1024;
+const INITIAL_BUFFER: usize = 8 * 1024;
 
 /// `msg` as one frame: header and payload.
 pub fn encode<T: Serialize>(msg: &T) -> Result<Vec<u8>, FrameError> {

@@ -52,7 +52,7 @@ use store::{Store, StoreError, StoreThread};
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A bad configuration.
-    #[error("{0}")]
+    #[error(transparent)]
     Config(#[from] ConfigError),
     /// The database.
     #[error("{}: {source}", path.display())]
@@ -74,7 +74,7 @@ pub enum Error {
     #[error("{}: another batchd is already listening there", .0.display())]
     AlreadyRunning(PathBuf),
     /// Another daemon owns the state directory.
-    #[error("{0}")]
+    #[error(transparent)]
     Locked(#[from] state::LockError),
     /// The runtime could not start.
     #[error("cannot start the async runtime: {0}")]
@@ -290,28 +290,26 @@ pub fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Error> {
     let rt = runtime()?;
     let store_thread = rt.block_on(async {
         use tokio::signal::unix::{signal, SignalKind};
-        // The handlers are installed before the socket is bound: a client may talk to the
-        // daemon, and so a supervisor script may signal it, as soon as it listens, and the
-        // default action of SIGTERM and SIGHUP would end it without closing the database.
-        let signals = (
-            signal(SignalKind::hangup()),
-            signal(SignalKind::terminate()),
-            signal(SignalKind::interrupt()),
-        );
+        // The handlers exist before the socket does: a signal sent as soon as batchd answers
+        // must find them, not the default action (which, for SIGHUP, ends the process).
+        let hup = signal(SignalKind::hangup());
+        let term = signal(SignalKind::terminate());
+        let int = signal(SignalKind::interrupt());
         let started = start(config, config_path).await?;
         let d = Arc::clone(&started.daemon);
-        let (hup, term, int) = signals;
-        if let Ok(mut s) = hup {
-            tokio::spawn(async move {
-                while s.recv().await.is_some() {
-                    match server::reconfigure(&d).await {
-                        Ok(r) => tracing::info!(policy = %r.policy, "SIGHUP: reconfigured"),
-                        Err(e) => tracing::error!("SIGHUP: reconfigure failed: {e}"),
-                    }
+        let hup = async move {
+            let Ok(mut s) = hup else {
+                return;
+            };
+            while s.recv().await.is_some() {
+                match server::reconfigure(&d).await {
+                    Ok(r) => tracing::info!(policy = %r.policy, "SIGHUP: reconfigured"),
+                    Err(e) => tracing::error!("SIGHUP: reconfigure failed: {e}"),
                 }
-            });
-        }
-        let stop = async move {
+            }
+        };
+        tokio::spawn(hup);
+        let stop = async {
             match (term, int) {
                 (Ok(mut t), Ok(mut i)) => {
                     tokio::select! { _ = t.recv() => {}, _ = i.recv() => {} }

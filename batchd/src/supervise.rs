@@ -243,12 +243,14 @@ fn spawn_job(l: &Launch) -> Result<(std::process::Child, File), String> {
         Vec::new()
     };
     let (uid, gid) = (Uid::from_raw(l.uid), Gid::from_raw(l.gid));
-    // The submitter's umask, for the output files opened next and for the job, which inherits
-    // it. Bits beyond 0777 cannot come from a valid launch; mask them rather than fail.
-    nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(
-        (l.umask & 0o777) as nix::libc::mode_t,
-    ));
-    let (stdout, stderr) = as_user(
+    // The submitter's umask, in force while the output files are opened and in the job; the
+    // supervisor's own files (status, pid) keep its own, so that no umask of the user's can
+    // make them unreadable to the daemon. Bits beyond 0777 cannot come from a valid launch;
+    // masked rather than failed.
+    let job_umask =
+        nix::sys::stat::Mode::from_bits_truncate((l.umask & 0o777) as nix::libc::mode_t);
+    let own_umask = nix::sys::stat::umask(job_umask);
+    let opened = as_user(
         switch_user,
         &groups,
         uid,
@@ -264,7 +266,9 @@ fn spawn_job(l: &Launch) -> Result<(std::process::Child, File), String> {
             };
             Ok((stdout, stderr))
         },
-    )??;
+    );
+    nix::sys::stat::umask(own_umask);
+    let (stdout, stderr) = opened??;
     let notes = stderr
         .try_clone()
         .map_err(|e| format!("cannot duplicate output file: {e}"))?;
@@ -288,13 +292,14 @@ fn spawn_job(l: &Launch) -> Result<(std::process::Child, File), String> {
         .stdout(stdout)
         .stderr(stderr);
     // SAFETY: the closure runs in the forked child before exec; it only makes async-signal-safe
-    // system calls (sigprocmask, setsid, setgroups, setgid, setuid) on data prepared before the
-    // fork, and the supervisor forks from its only thread.
+    // system calls (sigprocmask, umask, setsid, setgroups, setgid, setuid) on data prepared
+    // before the fork, and the supervisor forks from its only thread.
     unsafe {
         cmd.pre_exec(move || {
             SigSet::empty()
                 .thread_set_mask()
                 .map_err(std::io::Error::from)?;
+            nix::sys::stat::umask(job_umask);
             nix::unistd::setsid().map_err(std::io::Error::from)?;
             if switch_user {
                 nix::unistd::setgroups(&groups).map_err(std::io::Error::from)?;

@@ -700,7 +700,7 @@ fn listings_with_finished_jobs_and_many_frames() {
     assert_eq!(f.args, vec!["a".to_string()]);
     assert!(!f.stdout.is_empty() && !f.work_dir.is_empty());
     assert!(b.args.is_empty() && b.stdout.is_empty() && b.work_dir.is_empty());
-    // 1,000 jobs to a frame: 10,001 make eleven.
+    // 500 jobs to a frame: 10,001 make twenty-one.
     let mut client = c.client();
     for _ in 0..10_000 {
         let mut s = c.spec("true");

@@ -38,10 +38,10 @@ pub fn record_matches(filter: &JobFilter, r: &JobRecord) -> bool {
                 .is_some_and(|p| filter.pools.contains(p)))
 }
 
-/// Jobs per listing frame: about 400 kB of a full listing, far below [`MAX_FRAME`]. Small
+/// Jobs per listing frame: about 200 kB of a full listing, far below [`MAX_FRAME`]. Small
 /// frames bound what a listing holds in memory at once (a frame being written, one queued, one
 /// being encoded) and how long each holds the core lock.
-const JOBS_PER_FRAME: usize = 1_000;
+const JOBS_PER_FRAME: usize = 500;
 
 /// Encoded frames a listing may queue ahead of its writer: the encoder waits for the client
 /// beyond this, so a client that does not read holds a few frames, not its whole listing.
@@ -683,7 +683,7 @@ mod tests {
     #[test]
     fn a_frame_never_exceeds_the_limit() {
         let mut j = reference(&busy_core(), 0).remove(0);
-        j.args = vec!["x".repeat(MAX_FRAME / 1000)];
+        j.args = vec!["x".repeat(MAX_FRAME / 400)];
         let many = vec![j.clone(); 1500];
         let frames = frames_of(&many, true);
         assert!(frames.len() > 1, "{}", frames.len());

@@ -98,6 +98,8 @@ pub fn effective_caps(limits: &LimitsConfig, nofile: u64) -> (u32, u32) {
 /// An open connection, as the caps see it.
 struct Conn {
     uid: u32,
+    /// Its socket, open while it is registered ([`Link`] drops its slot before its stream).
+    fd: std::os::fd::RawFd,
     /// Since when it waits for a request (`None`: inside one).
     idle_since: Option<Instant>,
     /// Told to close, to make room.
@@ -124,13 +126,17 @@ impl Registry {
         Some(c)
     }
 
-    /// Closes the longest-idle connection (of `uid` if given); false when none is idle.
+    /// Closes the longest-idle connection (of `uid` if given) with nothing waiting to be read:
+    /// a tool's fresh connection, its hello queued but not yet read, is not idle. False when
+    /// there is none.
     fn evict_idle(&mut self, uid: Option<u32>) -> bool {
         let oldest = self
             .open
             .iter()
             .filter(|(_, c)| uid.is_none_or(|u| c.uid == u))
-            .filter_map(|(&id, c)| Some((c.idle_since?, id)))
+            .filter_map(|(&id, c)| Some((c.idle_since?, id, c.fd)))
+            .filter(|&(_, _, fd)| !has_pending(fd))
+            .map(|(since, id, _)| (since, id))
             .min();
         match oldest.and_then(|(_, id)| self.remove(id)) {
             Some(c) => {
@@ -145,6 +151,7 @@ impl Registry {
     fn admit(
         &mut self,
         uid: u32,
+        fd: std::os::fd::RawFd,
         (total, per_user): (u32, u32),
     ) -> Result<(u64, Arc<Notify>), String> {
         let mine = self.per_uid.get(&uid).copied().unwrap_or(0);
@@ -168,6 +175,7 @@ impl Registry {
             id,
             Conn {
                 uid,
+                fd,
                 idle_since: Some(Instant::now()),
                 evict: Arc::clone(&evict),
             },
@@ -175,6 +183,16 @@ impl Registry {
         *self.per_uid.entry(uid).or_default() += 1;
         Ok((id, evict))
     }
+}
+
+/// Whether bytes wait to be read on socket `fd` (a peek that does not block).
+fn has_pending(fd: std::os::fd::RawFd) -> bool {
+    use nix::sys::socket::{recv, MsgFlags};
+    let mut byte = [0u8; 1];
+    matches!(
+        recv(fd, &mut byte, MsgFlags::MSG_PEEK | MsgFlags::MSG_DONTWAIT),
+        Ok(n) if n > 0
+    )
 }
 
 /// A connection's place under the caps, given back when it closes.
@@ -198,10 +216,11 @@ impl Drop for Slot {
     }
 }
 
-/// One connection's side of the limits.
+/// One connection's side of the limits. The slot is declared (so dropped) first: while a
+/// connection is registered, its descriptor is open.
 struct Link {
-    stream: UnixStream,
     slot: Slot,
+    stream: UnixStream,
     uid: u32,
     idle: Duration,
     frame: Duration,
@@ -313,17 +332,12 @@ impl Link {
     }
 }
 
-/// Answers a connection over the caps: takes its hello (briefly) so that the client reads the
-/// refusal instead of a broken pipe, then the error.
+/// Answers a connection over the caps with the error, at once: the client reads it even if its
+/// hello finds the connection closed (see `batch_proto::Client`).
 async fn turn_away(mut stream: UnixStream, uid: u32, message: String, frame: Duration) {
     tracing::warn!(uid, "connection refused: {message}");
-    let wait = frame.min(Duration::from_secs(1));
-    let _ = tokio::time::timeout(
-        wait,
-        batch_proto::frame::nonblocking::read_payload(&mut stream),
-    )
-    .await;
     let reply = Response::Error(ErrorReply::new(ErrorKind::Internal, message));
+    let wait = frame.min(Duration::from_millis(100));
     let _ = tokio::time::timeout(wait, write_frame(&mut stream, &reply)).await;
 }
 
@@ -350,18 +364,19 @@ async fn connection(
     };
     let limits = d.settings().config.limits;
     let frame = Duration::from_millis(limits.frame_timeout_ms);
-    let admitted = lock(&registry).admit(caller.uid, effective_caps(&limits, nofile));
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
+    let admitted = lock(&registry).admit(caller.uid, fd, effective_caps(&limits, nofile));
     let (id, evict) = match admitted {
         Ok(a) => a,
         Err(message) => return turn_away(stream, caller.uid, message, frame).await,
     };
     let mut link = Link {
-        stream,
         slot: Slot {
             registry,
             id,
             evict,
         },
+        stream,
         uid: caller.uid,
         idle: Duration::from_millis(limits.idle_timeout_ms),
         frame,
