@@ -26,3 +26,6 @@ mod protocol;
 
 #[path = "e2e/evolving.rs"]
 mod evolving;
+
+#[path = "e2e/limits.rs"]
+mod limits;

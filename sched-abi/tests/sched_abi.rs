@@ -290,8 +290,9 @@ mod load_errors {
         };
         assert_eq!((policy.as_str(), key.as_str()), ("test-panic", "colour"));
         assert!(
-            e.to_string()
-                .ends_with(": unknown parameter `colour` (known: panic_in_new, panic_on_job)"),
+            e.to_string().ends_with(
+                ": unknown parameter `colour` (known: panic_in_new, panic_on_call, panic_on_job)"
+            ),
             "{e}"
         );
 

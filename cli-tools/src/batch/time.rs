@@ -22,9 +22,24 @@ pub enum TimeLimit {
 fn invalid(what: &'static str, input: &str, reason: impl Into<String>) -> SpecError {
     SpecError::Invalid {
         what,
-        input: input.to_string(),
-        reason: reason.into(),
+        input: one_line(input),
+        reason: one_line(&reason.into()),
     }
+}
+
+/// `s` with its control characters escaped (`\n`, `\u{8}`): an error quotes what the user
+/// typed, and must stay one line whatever that was (found by the `esubmit_time` fuzz target).
+fn one_line(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| {
+            let escaped: Vec<char> = if c.is_control() {
+                c.escape_default().collect()
+            } else {
+                vec![c]
+            };
+            escaped
+        })
+        .collect()
 }
 
 fn number(what: &'static str, input: &str, part: &str) -> Result<u64, SpecError> {
@@ -451,6 +466,23 @@ mod tests {
         assert_eq!(lim(" 90 "), 5400 * S);
         assert_eq!(parse_time_limit("UNLIMITED").unwrap(), TimeLimit::Unlimited);
         assert_eq!(parse_time_limit("infinite").unwrap(), TimeLimit::Unlimited);
+    }
+
+    #[test]
+    fn errors_quoting_control_characters_stay_one_line() {
+        // The input the esubmit_time fuzz target found (fuzz/artifacts, crash-ee87d1d9…).
+        let input = "\0\n\n\n\n\n\n\n\n\n\n\n\n\n\x08";
+        let e = parse_time_limit(input).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "invalid time limit '\\u{0}\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\u{8}': '\\u{0}\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\u{8}' is not a number"
+        );
+        for s in ["now+1\nday", "12:\r00", "2026-01-01T\n", "\x1b[2J"] {
+            let e = parse_begin(s, 1_000_000, &FixedZone(0))
+                .unwrap_err()
+                .to_string();
+            assert!(!e.chars().any(char::is_control), "{e:?}");
+        }
     }
 
     #[test]
