@@ -35,6 +35,10 @@ pub enum Command {
     EvolvingTables(crate::esim::tables::TablesArgs),
     /// Schedule Klein & Pérez test instances (JSON in, JSON out) with one plan call each.
     Schedule(crate::esim::schedule::ScheduleArgs),
+    /// Replay a co-allocation trace (JSON) through the rpp policy: every job's fate as JSON.
+    Coalloc(crate::esim::coalloc::CoallocArgs),
+    /// Ballier et al.'s §3 experiments (Figures 1–9): tables, SVG plots, run time.
+    CoallocExperiments(crate::esim::coalloc_experiments::ExperimentsArgs),
 }
 
 /// Which plans' parts the engine validates.

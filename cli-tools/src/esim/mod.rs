@@ -6,10 +6,13 @@
 
 pub mod bench;
 pub mod cli;
+pub mod coalloc;
+pub mod coalloc_experiments;
 pub mod output;
 pub mod progress;
 pub mod run;
 pub mod schedule;
+pub mod svg;
 pub mod tables;
 
 use std::process::ExitCode;
@@ -26,6 +29,7 @@ pub fn main() -> ExitCode {
         Some(Command::Bench(_)) => false,
         Some(Command::EvolvingTables(_)) => false,
         Some(Command::Schedule(_)) => false,
+        Some(Command::Coalloc(_)) | Some(Command::CoallocExperiments(_)) => false,
         None => cli.run.quiet,
     };
     init_logs(quiet);
@@ -34,6 +38,8 @@ pub fn main() -> ExitCode {
         Some(Command::Bench(args)) => bench::bench(&args),
         Some(Command::EvolvingTables(args)) => tables::tables(&args),
         Some(Command::Schedule(args)) => schedule::run(&args),
+        Some(Command::Coalloc(args)) => coalloc::run(&args),
+        Some(Command::CoallocExperiments(args)) => coalloc_experiments::run(&args),
         None => run::run(&cli.run),
     };
     match result {
