@@ -168,13 +168,16 @@ struct Driver<'p> {
     /// Owner of each processor per cluster (`FREE` when idle).
     owner: Vec<Vec<u32>>,
     /// Claimed jobs: (since, processors per component).
-    claimed: HashMap<usize, (Time, Vec<(u32, Vec<u32>)>), BuildHasherDefault<IdHasher>>,
+    claimed: HashMap<usize, (Time, Processors), BuildHasherDefault<IdHasher>>,
     /// The call that last saw each job's claim in a plan.
     claim_seen: Vec<u64>,
     calls: u64,
 }
 
 const FREE: u32 = u32::MAX;
+
+/// A job's processors: (cluster, processor indices) per component.
+type Processors = Vec<(u32, Vec<u32>)>;
 
 /// Replays `trace` through `policy` (built by the caller from [`super::CoallocParams`]).
 pub fn replay(trace: &CoallocTrace, policy: &mut dyn Policy) -> Result<CoallocRun, CoallocError> {
@@ -530,10 +533,7 @@ impl Driver<'_> {
         }
         for pl in plan.placements.iter().filter(|p| p.start <= now) {
             let i = idx(pl.job);
-            let mut procs = match self.unclaim(i, now) {
-                Some(procs) => procs,
-                None => Vec::new(),
-            };
+            let mut procs = self.unclaim(i, now).unwrap_or_default();
             let wanted: Vec<u32> = match &pl.shape {
                 Shape::CoAllocated { pools } => pools.iter().map(|p| p.0).collect(),
                 Shape::Rigid { pool, .. }
