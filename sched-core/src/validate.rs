@@ -395,11 +395,23 @@ fn check_capacity(
         let Some(job) = pending.get(&p.job) else {
             continue;
         };
-        let holds = p.shape.holds(&job.request, p.start);
-        for h in &holds {
-            push(h, now);
-            if let (Some(c), Some(first)) = (p.claim_from, h.steps.first()) {
-                push(&claim(h.pool, c, p.start, first.nodes), now);
+        // An early claim holds the first step's nodes from `claim_from` (or now) to the
+        // start: counted as one interval with the first step, which halves the events of a
+        // claimed placement (claimed jobs are re-planned at every call until they start).
+        let claim_at = p.claim_from.map(|c| c.max(now)).filter(|&a| a < p.start);
+        for h in &p.shape.holds(&job.request, p.start) {
+            let mut t = h.start;
+            for (k, s) in h.steps.iter().enumerate() {
+                let end = t.saturating_add(s.duration);
+                let a = match claim_at {
+                    Some(c) if k == 0 => c,
+                    _ => t.max(now),
+                };
+                if a < end && s.nodes > 0 {
+                    events.push((h.pool, a, i64::from(s.nodes)));
+                    events.push((h.pool, end, -i64::from(s.nodes)));
+                }
+                t = end;
             }
         }
     }
@@ -430,10 +442,6 @@ fn check_capacity(
             }
         }
     }
-}
-
-fn claim(pool: PoolId, from: Time, to: Time, nodes: u32) -> PoolSteps {
-    PoolSteps::flat(pool, from, to, nodes)
 }
 
 /// The placements of `plan` that start at or before `now`: what the driver starts.
@@ -554,6 +562,47 @@ mod tests {
             reason: "local job preempted".into(),
         });
         assert_eq!(validate(&snap, &plan), Ok(()));
+    }
+
+    #[test]
+    fn early_claims_count_from_their_start() {
+        let pools = pools();
+        let running = vec![Running {
+            id: JobId(7),
+            user: 0,
+            request: Request::rigid(6, 100),
+            shape: Shape::rigid(PoolId(0), 6, 100),
+            start: 0,
+            holds: vec![PoolSteps::flat(PoolId(0), 0, 100, 6)],
+            killable: false,
+        }];
+        let pend = vec![pending(1, Request::rigid(4, 10))];
+        let snap = Snapshot {
+            now: 10,
+            pools: &pools,
+            running: &running,
+            pending: &pend,
+        };
+        let with_claim = |c: Option<Time>| Plan {
+            placements: vec![Placement {
+                claim_from: c,
+                ..place(1, 200, 4, 10)
+            }],
+            ..Plan::default()
+        };
+        assert_eq!(validate(&snap, &with_claim(None)), Ok(()));
+        assert_eq!(validate(&snap, &with_claim(Some(100))), Ok(()));
+        // Claimed from 50 (counted from now at the earliest), while job 7 holds 6 of 8 nodes.
+        let err = validate(&snap, &with_claim(Some(5))).unwrap_err();
+        assert_eq!(
+            err.violations,
+            vec![Violation::OverCommit {
+                pool: "debug".into(),
+                at: 10,
+                used: 10,
+                nodes: 8
+            }]
+        );
     }
 
     #[test]

@@ -240,7 +240,11 @@ struct Call<'s, 'a> {
 
 impl Call<'_, '_> {
     fn pool_index(&self, id: PoolId) -> Option<usize> {
-        self.snap.pools.iter().position(|p| p.id == id)
+        // Snapshots index pools by `PoolId.0`; search only if a driver does otherwise.
+        match self.snap.pools.get(id.0 as usize) {
+            Some(p) if p.id == id => Some(id.0 as usize),
+            _ => self.snap.pools.iter().position(|p| p.id == id),
+        }
     }
 
     fn reject(&mut self, job: JobId, reason: impl Into<String>) {
