@@ -129,13 +129,16 @@ fn rate_per_hour(ug: f64) -> f64 {
 
 /// What one figure plots: (series name, x, configuration, how to read a y from the seeds).
 type Reader = fn(&[SeedResult], usize) -> Estimate;
+/// A line: its name, its (x, configuration) points, its reader and the reader's argument (a
+/// deadline bin).
+type Line = (String, Vec<(f64, Cfg)>, Reader, usize);
 struct Figure {
     n: u32,
     file: String,
     title: String,
     x_label: String,
     y_label: String,
-    lines: Vec<(String, Vec<(f64, Cfg)>, Reader, usize)>,
+    lines: Vec<Line>,
 }
 
 fn metric(rs: &[SeedResult], f: fn(&CoallocSummary) -> f64) -> Estimate {
