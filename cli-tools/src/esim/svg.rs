@@ -51,11 +51,16 @@ fn ticks(lo: f64, hi: f64) -> Vec<f64> {
         .map(|m| m * mag)
         .find(|s| span / s <= 6.0)
         .unwrap_or(10.0 * mag);
-    let mut t = (lo / step).floor() * step;
+    // Multiples of the step, not a running sum, so that rounding never drops the last tick.
+    let mut k = (lo / step).floor() as i64;
     let mut out = Vec::new();
-    while t <= hi + step * 1e-6 {
+    loop {
+        let t = k as f64 * step;
         out.push(t);
-        t += step;
+        if t >= hi - step * 1e-9 || out.len() > 50 {
+            break;
+        }
+        k += 1;
     }
     out
 }
