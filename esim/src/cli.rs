@@ -40,6 +40,10 @@ pub enum Command {
     Moldable(crate::moldable::MoldableArgs),
     /// Dutot & Eyraud's §4 experiments: ratios to the bounds, tables and SVG plots.
     MoldableExperiments(crate::moldable_experiments::ExperimentArgs),
+    /// Replay a co-allocation trace (JSON) through the rpp policy: every job's fate as JSON.
+    Coalloc(crate::coalloc::CoallocArgs),
+    /// Ballier et al.'s §3 experiments (Figures 1–9): tables, SVG plots, run time.
+    CoallocExperiments(crate::coalloc_experiments::ExperimentsArgs),
 }
 
 /// Which plans' parts the engine validates.

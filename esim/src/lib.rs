@@ -6,6 +6,8 @@
 
 pub mod bench;
 pub mod cli;
+pub mod coalloc;
+pub mod coalloc_experiments;
 pub mod moldable;
 pub mod moldable_experiments;
 pub mod output;
@@ -13,6 +15,7 @@ pub mod policies;
 pub mod progress;
 pub mod run;
 pub mod schedule;
+pub mod svg;
 pub mod tables;
 
 use std::process::ExitCode;
@@ -30,6 +33,7 @@ pub fn main() -> ExitCode {
         Some(Command::EvolvingTables(_)) => false,
         Some(Command::Schedule(_)) => false,
         Some(Command::Moldable(_)) | Some(Command::MoldableExperiments(_)) => false,
+        Some(Command::Coalloc(_)) | Some(Command::CoallocExperiments(_)) => false,
         None => cli.run.quiet,
     };
     init_logs(quiet);
@@ -40,6 +44,8 @@ pub fn main() -> ExitCode {
         Some(Command::Schedule(args)) => schedule::run(&args),
         Some(Command::Moldable(args)) => moldable::run(&args),
         Some(Command::MoldableExperiments(args)) => moldable_experiments::run(&args),
+        Some(Command::Coalloc(args)) => coalloc::run(&args),
+        Some(Command::CoallocExperiments(args)) => coalloc_experiments::run(&args),
         None => run::run(&cli.run),
     };
     match result {

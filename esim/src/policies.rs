@@ -15,6 +15,7 @@ pub const BUILTIN: &[&str] = &[
     esched_easy::Easy::NAME,
     esched_cbf::Cbf::NAME,
     esched_evolving::EvolvingPolicy::NAME,
+    esched_rpp::Rpp::NAME,
 ];
 
 /// A policy that cannot be built.
@@ -47,6 +48,7 @@ pub fn builtin(name: &str, params: &Params) -> Result<Box<dyn Policy + Send>, Po
         n if n == esched_evolving::EvolvingPolicy::NAME => {
             make::<esched_evolving::EvolvingPolicy>(params)
         }
+        n if n == esched_rpp::Rpp::NAME => make::<esched_rpp::Rpp>(params),
         _ => Err(PolicyError::Unknown {
             name: name.to_string(),
             known: BUILTIN.iter().map(|s| s.to_string()).collect(),
@@ -143,7 +145,7 @@ mod tests {
         let err = builtin("cfb", &Params::new()).err().map(|e| e.to_string());
         assert_eq!(
             err.as_deref(),
-            Some("unknown policy `cfb` (known: fcfs, easy, cbf, evolving)")
+            Some("unknown policy `cfb` (known: fcfs, easy, cbf, evolving, rpp)")
         );
     }
 

@@ -172,7 +172,7 @@ fn bad_input_is_one_clear_error_line() {
     let t = trace(dir.path());
     let err = one_error_line(&esim(&["--policy", "sjf", "--trace", t.to_str().unwrap()]));
     assert!(
-        err.contains("unknown policy `sjf` (known: fcfs, easy, cbf, evolving)"),
+        err.contains("unknown policy `sjf` (known: fcfs, easy, cbf, evolving, rpp)"),
         "{err}"
     );
 
@@ -319,4 +319,65 @@ fn an_over_committing_plugin_is_refused_and_counted_in_json() {
         err.contains("policy `test-overcommit`: plan refused: pool sim over-committed at 10000 ms"),
         "{err}"
     );
+}
+
+const COALLOC_TRACE: &str = r#"{"params": {"clusters": 2, "procs": 8, "lp": 0.5},
+  "jobs": [
+    {"type": "local", "id": "a", "cluster": 0, "submit": 0, "size": 6, "runtime": 1000},
+    {"type": "local", "id": "b", "cluster": 1, "submit": 0, "size": 2, "runtime": 50},
+    {"type": "global", "id": "g", "submit": 0, "components": 2, "size": 4, "runtime": 100,
+     "deadline": 100},
+    {"type": "local", "id": "c", "cluster": 1, "submit": 10, "size": 4, "runtime": 500}]}"#;
+
+#[test]
+fn coalloc_reports_every_jobs_fate_through_the_rpp_plugin() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.json");
+    std::fs::write(&path, COALLOC_TRACE).unwrap();
+    // Through the plugin loader, and linked in: the same fates.
+    let mut outs = Vec::new();
+    for linked in [false, true] {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_esim"));
+        cmd.arg("coalloc").arg(&path);
+        if linked {
+            cmd.arg("--linked");
+        }
+        let out = cmd.output().expect("esim runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["jobs"][2]["killed"], serde_json::json!(["a"]));
+        assert_eq!(v["jobs"][2]["start"], 100.0);
+        assert_eq!(v["jobs"][0]["outcome"], "killed");
+        outs.push(v);
+    }
+    assert_eq!(outs[0]["jobs"], outs[1]["jobs"]);
+}
+
+#[test]
+fn coalloc_refuses_bad_traces_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    for (text, want) in [
+        (r#"{"jobs": [{"type": "local"}]}"#, "missing field"),
+        (r#"{"params": {"lp": 0}, "jobs": []}"#, "params.lp"),
+        (
+            r#"{"jobs": [{"type": "global", "submit": 0, "components": 2, "size": 40, "runtime": 1, "deadline": 5}]}"#,
+            "job 0: component size 40",
+        ),
+        ("not json", "not a co-allocation trace"),
+    ] {
+        let path = dir.path().join("bad.json");
+        std::fs::write(&path, text).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_esim"))
+            .args(["coalloc", "--linked"])
+            .arg(&path)
+            .output()
+            .expect("esim runs");
+        assert_eq!(out.status.code(), Some(1), "{text}");
+        let err = one_error_line(&out);
+        assert!(err.contains(want), "{text}: {err}");
+    }
 }

@@ -10,7 +10,7 @@
 //! - no pool is ever over-committed: the running jobs' holds (less the killed ones'), the
 //!   placements' holds and their early claims never exceed the pool's nodes at any time ≥ now.
 
-use std::collections::{HashMap, HashSet};
+use crate::idmap::{IdMap, IdSet};
 
 use crate::policy::{Placement, Plan, PoolSteps, Shape, Snapshot};
 use crate::pool::PoolId;
@@ -102,10 +102,29 @@ pub struct PlanError {
 /// Checks `plan` against `snapshot`; `Ok` when the driver may act on it.
 pub fn validate(snapshot: &Snapshot<'_>, plan: &Plan) -> Result<(), PlanError> {
     let mut v = Vec::new();
-    let pending: HashMap<JobId, &crate::policy::Pending> =
-        snapshot.pending.iter().map(|p| (p.id, p)).collect();
+    // Only the jobs the plan names are looked up, by one pass over the queue with a binary
+    // search in the plan's sorted ids: drivers validate every plan, and hashing a long queue
+    // per call made a small plan's check cost O(queue) hashes.
+    let mut wanted: Vec<JobId> = plan
+        .placements
+        .iter()
+        .map(|p| p.job)
+        .chain(plan.rejects.iter().map(|r| r.job))
+        .chain(plan.views.iter().map(|w| w.job))
+        .collect();
+    wanted.sort_unstable();
+    wanted.dedup();
+    let mut pending: IdMap<&crate::policy::Pending> =
+        IdMap::with_capacity_and_hasher(wanted.len(), Default::default());
+    if !wanted.is_empty() {
+        for p in snapshot.pending {
+            if wanted.binary_search(&p.id).is_ok() {
+                pending.insert(p.id, p);
+            }
+        }
+    }
 
-    let mut seen: HashSet<JobId> = HashSet::with_capacity(plan.placements.len());
+    let mut seen = IdSet::with_capacity_and_hasher(plan.placements.len(), Default::default());
     for p in &plan.placements {
         let Some(job) = pending.get(&p.job) else {
             v.push(Violation::NotPending(p.job));
@@ -164,7 +183,7 @@ pub fn validate(snapshot: &Snapshot<'_>, plan: &Plan) -> Result<(), PlanError> {
             v.push(Violation::NotPending(view.job));
         }
     }
-    let mut killed = HashSet::new();
+    let mut killed = IdSet::default();
     for k in &plan.kills {
         match snapshot.running.iter().find(|r| r.id == k.job) {
             Some(r) if r.killable => {
@@ -348,8 +367,8 @@ fn shape_kind(s: &Shape) -> &'static str {
 fn check_capacity(
     snapshot: &Snapshot<'_>,
     plan: &Plan,
-    pending: &HashMap<JobId, &crate::policy::Pending>,
-    killed: &HashSet<JobId>,
+    pending: &IdMap<&crate::policy::Pending>,
+    killed: &IdSet,
     v: &mut Vec<Violation>,
 ) {
     // (pool, time, delta): a sweep over sorted change points is O(m log m) for m steps.
@@ -376,11 +395,23 @@ fn check_capacity(
         let Some(job) = pending.get(&p.job) else {
             continue;
         };
-        let holds = p.shape.holds(&job.request, p.start);
-        for h in &holds {
-            push(h, now);
-            if let (Some(c), Some(first)) = (p.claim_from, h.steps.first()) {
-                push(&claim(h.pool, c, p.start, first.nodes), now);
+        // An early claim holds the first step's nodes from `claim_from` (or now) to the
+        // start: counted as one interval with the first step, which halves the events of a
+        // claimed placement (claimed jobs are re-planned at every call until they start).
+        let claim_at = p.claim_from.map(|c| c.max(now)).filter(|&a| a < p.start);
+        for h in &p.shape.holds(&job.request, p.start) {
+            let mut t = h.start;
+            for (k, s) in h.steps.iter().enumerate() {
+                let end = t.saturating_add(s.duration);
+                let a = match claim_at {
+                    Some(c) if k == 0 => c,
+                    _ => t.max(now),
+                };
+                if a < end && s.nodes > 0 {
+                    events.push((h.pool, a, i64::from(s.nodes)));
+                    events.push((h.pool, end, -i64::from(s.nodes)));
+                }
+                t = end;
             }
         }
     }
@@ -411,10 +442,6 @@ fn check_capacity(
             }
         }
     }
-}
-
-fn claim(pool: PoolId, from: Time, to: Time, nodes: u32) -> PoolSteps {
-    PoolSteps::flat(pool, from, to, nodes)
 }
 
 /// The placements of `plan` that start at or before `now`: what the driver starts.
@@ -535,6 +562,47 @@ mod tests {
             reason: "local job preempted".into(),
         });
         assert_eq!(validate(&snap, &plan), Ok(()));
+    }
+
+    #[test]
+    fn early_claims_count_from_their_start() {
+        let pools = pools();
+        let running = vec![Running {
+            id: JobId(7),
+            user: 0,
+            request: Request::rigid(6, 100),
+            shape: Shape::rigid(PoolId(0), 6, 100),
+            start: 0,
+            holds: vec![PoolSteps::flat(PoolId(0), 0, 100, 6)],
+            killable: false,
+        }];
+        let pend = vec![pending(1, Request::rigid(4, 10))];
+        let snap = Snapshot {
+            now: 10,
+            pools: &pools,
+            running: &running,
+            pending: &pend,
+        };
+        let with_claim = |c: Option<Time>| Plan {
+            placements: vec![Placement {
+                claim_from: c,
+                ..place(1, 200, 4, 10)
+            }],
+            ..Plan::default()
+        };
+        assert_eq!(validate(&snap, &with_claim(None)), Ok(()));
+        assert_eq!(validate(&snap, &with_claim(Some(100))), Ok(()));
+        // Claimed from 50 (counted from now at the earliest), while job 7 holds 6 of 8 nodes.
+        let err = validate(&snap, &with_claim(Some(5))).unwrap_err();
+        assert_eq!(
+            err.violations,
+            vec![Violation::OverCommit {
+                pool: "debug".into(),
+                at: 10,
+                used: 10,
+                nodes: 8
+            }]
+        );
     }
 
     #[test]

@@ -159,7 +159,9 @@ proptest! {
     #[test]
     fn coallocation_invariants(trace in traces()) {
         let r = run(&trace);
-        let mut busy: HashMap<(u32, u32), Vec<(u64, u64, usize)>> = HashMap::new();
+        // (cluster, processor) → (from, to, job) spans.
+        type Spans = HashMap<(u32, u32), Vec<(u64, u64, usize)>>;
+        let mut busy = Spans::new();
         for (i, j) in r.jobs.iter().enumerate() {
             prop_assert!(j.outcome.is_some());
             if let (Some(s), Some(e)) = (j.start, j.end) {

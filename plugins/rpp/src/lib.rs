@@ -24,12 +24,11 @@
 //! default: tries go on until they reach D at millisecond resolution).
 #![deny(missing_docs)]
 
-use std::collections::HashMap;
-
+use sched_core::idmap::IdMap;
 use sched_core::request::CoAllocated;
 use sched_core::{
-    kill_reason_for, JobId, JobReason, NamedPolicy, ParamError, Params, Pending, Placement, Plan,
-    Policy, PoolId, PoolSteps, Request, Shape, Snapshot, Time,
+    kill_reason_for, JobId, JobReason, NamedPolicy, ParamError, Params, Placement, Plan, Policy,
+    PoolId, PoolSteps, Request, Shape, Snapshot, Time,
 };
 
 /// Which of the two kinds of jobs wins when a global job's deadline comes and nodes are short
@@ -135,6 +134,12 @@ struct Global {
     /// Last call that saw the job pending: state of jobs gone (started, rejected, cancelled)
     /// is dropped.
     seen: u64,
+    /// Last call that started or rejected it (no wake-up for it then).
+    settled: u64,
+    /// Its components as (nodes, fixed pool index), computed once.
+    comps: Vec<(u32, Option<usize>)>,
+    /// Its deadline.
+    deadline: Time,
 }
 
 /// The Repeated Placement Policy with FCFS local queues per pool.
@@ -153,7 +158,7 @@ struct Global {
 #[derive(Clone, Debug, Default)]
 pub struct Rpp {
     config: Config,
-    jobs: HashMap<JobId, Global>,
+    jobs: IdMap<Global>,
     calls: u64,
 }
 
@@ -162,7 +167,7 @@ impl Rpp {
     pub fn new(config: Config) -> Self {
         Rpp {
             config,
-            jobs: HashMap::new(),
+            jobs: IdMap::default(),
             calls: 0,
         }
     }
@@ -227,14 +232,19 @@ fn worst_fit(free: &[i64], comps: &[(u32, Option<usize>)]) -> Option<Vec<usize>>
 struct Call<'s, 'a> {
     snap: &'s Snapshot<'a>,
     idle: Vec<i64>,
-    /// Running killable rigid jobs per pool: (start, id, nodes), oldest first.
-    killable: Vec<Vec<(Time, JobId, u32)>>,
+    /// Running killable rigid jobs per pool: (start, id, nodes), oldest first; built at the
+    /// first GP kill of a call (rare), not at every call.
+    killable: Option<Vec<Vec<(Time, JobId, u32)>>>,
     plan: Plan,
 }
 
 impl Call<'_, '_> {
     fn pool_index(&self, id: PoolId) -> Option<usize> {
-        self.snap.pools.iter().position(|p| p.id == id)
+        // Snapshots index pools by `PoolId.0`; search only if a driver does otherwise.
+        match self.snap.pools.get(id.0 as usize) {
+            Some(p) if p.id == id => Some(id.0 as usize),
+            _ => self.snap.pools.iter().position(|p| p.id == id),
+        }
     }
 
     fn reject(&mut self, job: JobId, reason: impl Into<String>) {
@@ -263,10 +273,33 @@ impl Call<'_, '_> {
     /// GP at the deadline: the pools by Worst Fit on idle plus killable nodes, then kills in
     /// each pool, youngest first, until its components fit. `None` if even that fails.
     fn place_killing(&mut self, job: JobId, comps: &[(u32, Option<usize>)]) -> Option<Vec<usize>> {
+        if self.killable.is_none() {
+            let mut k = vec![Vec::new(); self.snap.pools.len()];
+            let now = self.snap.now;
+            // §2.1: "The scheduler can kill those local jobs if needed": the local jobs are the
+            // rigid ones the driver lets us kill. Jobs killed earlier in this call are gone
+            // from the lists already, since the lists are built once per call.
+            for r in self.snap.running {
+                if !r.killable || !matches!(r.request, Request::Rigid(_)) {
+                    continue;
+                }
+                for h in &r.holds {
+                    let n = held_at(h, now);
+                    if let (Some(p), true) = (self.pool_index(h.pool), n > 0) {
+                        k[p].push((r.start, r.id, n));
+                    }
+                }
+            }
+            for l in &mut k {
+                l.sort_unstable();
+            }
+            self.killable = Some(k);
+        }
+        let killable = self.killable.as_mut()?;
         let avail: Vec<i64> = self
             .idle
             .iter()
-            .zip(&self.killable)
+            .zip(killable.iter())
             .map(|(i, k)| i + k.iter().map(|&(_, _, n)| i64::from(n)).sum::<i64>())
             .collect();
         let pools = worst_fit(&avail, comps)?;
@@ -276,7 +309,7 @@ impl Call<'_, '_> {
         }
         for (p, &want) in need.iter().enumerate() {
             while self.idle[p] < want {
-                let (_, victim, n) = self.killable[p].pop()?;
+                let (_, victim, n) = killable[p].pop()?;
                 self.idle[p] += i64::from(n);
                 self.plan.kills.push(JobReason {
                     job: victim,
@@ -327,93 +360,96 @@ impl Policy for Rpp {
         let mut call = Call {
             snap,
             idle: snap.pools.iter().map(|p| i64::from(p.nodes)).collect(),
-            killable: vec![Vec::new(); snap.pools.len()],
+            killable: None,
             plan: Plan::default(),
         };
         for r in snap.running {
             for h in &r.holds {
-                let Some(p) = call.pool_index(h.pool) else {
-                    continue;
-                };
-                let n = held_at(h, now);
-                call.idle[p] -= i64::from(n);
-                // §2.1: "The scheduler can kill those local jobs if needed": the local jobs are
-                // the rigid ones the driver lets us kill.
-                if r.killable && n > 0 && matches!(r.request, Request::Rigid(_)) {
-                    call.killable[p].push((r.start, r.id, n));
+                if let Some(p) = call.pool_index(h.pool) {
+                    call.idle[p] -= i64::from(held_at(h, now));
                 }
             }
         }
-        for k in &mut call.killable {
-            k.sort_unstable();
-        }
 
         // Pass 1: new global jobs get their try schedule, claimed ones keep their nodes.
-        let mut due: Vec<(&Pending, &CoAllocated, Vec<(u32, Option<usize>)>)> = Vec::new();
+        let mut due: Vec<JobId> = Vec::new();
         for p in snap.pending {
             let Request::CoAllocated(c) = &p.request else {
                 continue;
             };
-            let comps = match components(&call, c) {
-                Ok(comps) => comps,
-                Err(why) => {
-                    call.reject(p.id, why);
-                    continue;
+            let g = match self.jobs.get_mut(&p.id) {
+                Some(g) => g,
+                None => {
+                    let comps = match components(&call, c) {
+                        Ok(comps) => comps,
+                        Err(why) => {
+                            call.reject(p.id, why);
+                            continue;
+                        }
+                    };
+                    let Some(deadline) = c.deadline else {
+                        call.reject(p.id, "the RPP needs a start deadline (--deadline)");
+                        continue;
+                    };
+                    let submit = p.submit.max(p.earliest_start);
+                    self.jobs.entry(p.id).or_insert(Global {
+                        next: self.config.first_try(submit, deadline),
+                        tries: 0,
+                        claim: None,
+                        seen: epoch,
+                        settled: 0,
+                        comps,
+                        deadline,
+                    })
                 }
             };
-            let Some(deadline) = c.deadline else {
-                call.reject(p.id, "the RPP needs a start deadline (--deadline)");
-                continue;
-            };
-            let submit = p.submit.max(p.earliest_start);
-            let g = self.jobs.entry(p.id).or_insert_with(|| Global {
-                next: self.config.first_try(submit, deadline),
-                tries: 0,
-                claim: None,
-                seen: epoch,
-            });
             g.seen = epoch;
+            let deadline = g.deadline;
             if let Some((pools, since)) = &g.claim {
-                for (&(n, _), &i) in comps.iter().zip(pools) {
+                for (&(n, _), &i) in g.comps.iter().zip(pools) {
                     call.idle[i] -= i64::from(n);
                 }
                 match now.cmp(&deadline) {
                     // §3 (Figure 1's wasted time): claimed nodes stay idle until D, and the job
                     // starts exactly at D.
                     std::cmp::Ordering::Less => call.place(p.id, deadline, pools, Some(*since)),
-                    std::cmp::Ordering::Equal => call.place(p.id, now, pools, None),
+                    std::cmp::Ordering::Equal => {
+                        call.place(p.id, now, pools, None);
+                        g.settled = epoch;
+                    }
                     std::cmp::Ordering::Greater => {
                         // Only a driver that calls late gets here; a start after D is a failure.
-                        for (&(n, _), &i) in comps.iter().zip(pools) {
+                        for (&(n, _), &i) in g.comps.iter().zip(pools) {
                             call.idle[i] += i64::from(n);
                         }
                         g.claim = None;
+                        g.settled = epoch;
                         call.reject(p.id, "start deadline passed before the scheduler ran");
                     }
                 }
             } else if deadline < now {
+                g.settled = epoch;
                 call.reject(p.id, "start deadline already passed");
             } else if g.next <= now {
-                due.push((p, c, comps));
+                due.push(p.id);
             }
         }
 
         // Pass 2: the tries due now, in queue order (§2.2: not necessarily FCFS overall).
-        for (p, c, comps) in due {
-            let Some(deadline) = c.deadline else {
+        for id in due {
+            let Some(g) = self.jobs.get_mut(&id) else {
                 continue;
             };
-            let Some(g) = self.jobs.get_mut(&p.id) else {
-                continue;
-            };
-            if let Some(pools) = worst_fit(&call.idle, &comps) {
-                call.take(&comps, &pools);
+            let deadline = g.deadline;
+            if let Some(pools) = worst_fit(&call.idle, &g.comps) {
+                call.take(&g.comps, &pools);
                 if now < deadline {
                     // §2.2: "the processors allocated to the job are claimed immediately".
-                    call.place(p.id, deadline, &pools, Some(now));
+                    call.place(id, deadline, &pools, Some(now));
                     g.claim = Some((pools, now));
                 } else {
-                    call.place(p.id, now, &pools, None);
+                    call.place(id, now, &pools, None);
+                    g.settled = epoch;
                 }
                 continue;
             }
@@ -423,19 +459,20 @@ impl Policy for Rpp {
                 continue;
             }
             // The final try, at D.
+            g.settled = epoch;
             match self.config.priority {
-                Priority::Gp => match call.place_killing(p.id, &comps) {
+                Priority::Gp => match call.place_killing(id, &g.comps) {
                     Some(pools) => {
-                        call.take(&comps, &pools);
-                        call.place(p.id, now, &pools, None);
+                        call.take(&g.comps, &pools);
+                        call.place(id, now, &pools, None);
                     }
                     None => call.reject(
-                        p.id,
+                        id,
                         "Deadline: no room for every component at the start deadline, even killing local jobs (GP)",
                     ),
                 },
                 Priority::Lp => call.reject(
-                    p.id,
+                    id,
                     "Deadline: no room for every component at the start deadline (LP)",
                 ),
             }
@@ -443,7 +480,13 @@ impl Policy for Rpp {
 
         // Pass 3: local queues, FCFS per pool without backfilling (§2.1).
         let mut blocked = vec![false; snap.pools.len()];
+        let mut open = snap.pools.len();
         for p in snap.pending {
+            // Every pool's head blocked: nothing behind can start (FCFS), and any job that can
+            // never run is refused when it reaches its queue's head.
+            if open == 0 {
+                break;
+            }
             let rigid = match &p.request {
                 Request::CoAllocated(_) => continue,
                 Request::Rigid(r) => r,
@@ -462,6 +505,9 @@ impl Policy for Rpp {
                 call.reject(p.id, "a local job must name a known pool (-p)");
                 continue;
             };
+            if blocked[pool] {
+                continue;
+            }
             if rigid.nodes == 0 || rigid.nodes > snap.pools[pool].nodes {
                 call.reject(
                     p.id,
@@ -472,11 +518,7 @@ impl Policy for Rpp {
                 );
                 continue;
             }
-            if blocked[pool] || p.earliest_start > now {
-                blocked[pool] = true;
-                continue;
-            }
-            if i64::from(rigid.nodes) <= call.idle[pool] {
+            if p.earliest_start <= now && i64::from(rigid.nodes) <= call.idle[pool] {
                 call.idle[pool] -= i64::from(rigid.nodes);
                 call.plan.placements.push(Placement {
                     job: p.id,
@@ -486,31 +528,20 @@ impl Policy for Rpp {
                 });
             } else {
                 blocked[pool] = true;
+                open -= 1;
             }
         }
 
-        self.jobs.retain(|_, g| g.seen == epoch);
-        let placed: std::collections::HashSet<JobId> = call
-            .plan
-            .placements
-            .iter()
-            .filter(|pl| pl.start <= now)
-            .map(|pl| pl.job)
-            .chain(call.plan.rejects.iter().map(|r| r.job))
-            .collect();
+        self.jobs
+            .retain(|_, g| g.seen == epoch && g.settled != epoch);
         call.plan.wake_at = self
             .jobs
-            .iter()
-            .filter(|(id, g)| g.claim.is_none() && !placed.contains(id))
-            // A driver that called late must still call again: never a wake-up in the past.
-            .map(|(_, g)| g.next.max(now + 1))
-            .chain(
-                call.plan
-                    .placements
-                    .iter()
-                    .filter(|pl| pl.start > now)
-                    .map(|pl| pl.start),
-            )
+            .values()
+            .map(|g| match g.claim {
+                Some(_) => g.deadline,
+                // A driver that called late must still call again: never a wake-up in the past.
+                None => g.next.max(now + 1),
+            })
             .filter(|&t| t > now)
             .min();
         call.plan

@@ -1,5 +1,5 @@
 use sched_core::request::{Component, Rigid};
-use sched_core::{validate, Pool, Running};
+use sched_core::{validate, Pending, Pool, Running};
 
 use super::*;
 

@@ -15,7 +15,10 @@
 //! lost (not resubmitted), as in the paper's kill rate.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::collections::{BinaryHeap, HashMap};
+use std::hash::BuildHasherDefault;
+
+use sched_core::idmap::IdHasher;
 
 use serde::Serialize;
 
@@ -155,17 +158,26 @@ struct Driver<'p> {
     order: Vec<usize>,
     next_submit: usize,
     pending: Vec<Pending>,
+    /// Local jobs beyond the queue depth, per cluster, in submit order.
+    backlog: Vec<std::collections::VecDeque<Pending>>,
+    /// Local jobs of each cluster in `pending`.
+    shown: Vec<u32>,
     running: Vec<Running>,
     ends: BinaryHeap<Reverse<(Time, usize)>>,
     wake: Option<Time>,
     /// Owner of each processor per cluster (`FREE` when idle).
     owner: Vec<Vec<u32>>,
     /// Claimed jobs: (since, processors per component).
-    claimed: HashMap<usize, (Time, Vec<(u32, Vec<u32>)>)>,
+    claimed: HashMap<usize, (Time, Processors), BuildHasherDefault<IdHasher>>,
+    /// The call that last saw each job's claim in a plan.
+    claim_seen: Vec<u64>,
     calls: u64,
 }
 
 const FREE: u32 = u32::MAX;
+
+/// A job's processors: (cluster, processor indices) per component.
+type Processors = Vec<(u32, Vec<u32>)>;
 
 /// Replays `trace` through `policy` (built by the caller from [`super::CoallocParams`]).
 pub fn replay(trace: &CoallocTrace, policy: &mut dyn Policy) -> Result<CoallocRun, CoallocError> {
@@ -251,10 +263,13 @@ pub fn replay(trace: &CoallocTrace, policy: &mut dyn Policy) -> Result<CoallocRu
         order,
         next_submit: 0,
         pending: Vec::new(),
+        backlog: vec![std::collections::VecDeque::new(); p.clusters as usize],
+        shown: vec![0; p.clusters as usize],
         running: Vec::new(),
         ends: BinaryHeap::new(),
         wake: None,
-        claimed: HashMap::new(),
+        claimed: HashMap::default(),
+        claim_seen: vec![0; n],
         calls: 0,
     };
     let last_event = d.run()?;
@@ -299,7 +314,19 @@ impl JobRun {
 }
 
 impl Driver<'_> {
-    fn next_event(&self) -> Option<Time> {
+    /// Local jobs per cluster the snapshot shows: N (see the module's doc).
+    fn depth(&self) -> u32 {
+        self.pools.first().map_or(0, |p| p.nodes)
+    }
+
+    fn next_event(&mut self) -> Option<Time> {
+        // Killed jobs leave stale ends behind: drop them so that they are no events.
+        while let Some(&Reverse((_, i))) = self.ends.peek() {
+            if self.state[i] == St::Running {
+                break;
+            }
+            self.ends.pop();
+        }
         let submit = self
             .order
             .get(self.next_submit)
@@ -320,7 +347,6 @@ impl Driver<'_> {
                     break;
                 }
                 self.ends.pop();
-                // A killed job leaves a stale end behind.
                 if self.state[i] == St::Running {
                     self.finish(i, now, Outcome::Completed);
                 }
@@ -331,14 +357,25 @@ impl Driver<'_> {
                 }
                 self.next_submit += 1;
                 self.state[i] = St::Pending;
-                self.pending.push(Pending {
+                let job = Pending {
                     id: JobId(i as u64),
                     user: 0,
                     submit: now,
                     earliest_start: now,
                     priority: 0,
                     request: self.requests[i].clone(),
-                });
+                };
+                if self.jobs[i].global {
+                    self.pending.push(job);
+                } else {
+                    let c = self.jobs[i].cluster as usize;
+                    if self.shown[c] < self.depth() {
+                        self.shown[c] += 1;
+                        self.pending.push(job);
+                    } else {
+                        self.backlog[c].push_back(job);
+                    }
+                }
             }
             self.call(now)?;
             if self.next_event().is_none() && !self.pending.is_empty() {
@@ -433,7 +470,7 @@ impl Driver<'_> {
                 }
             }
         }
-        let mut gone: HashSet<usize> = HashSet::new();
+        let mut gone: Vec<usize> = Vec::new();
         for r in &plan.rejects {
             let i = idx(r.job);
             if let Some(procs) = self.unclaim(i, now) {
@@ -446,9 +483,8 @@ impl Driver<'_> {
                 Outcome::Rejected
             });
             self.state[i] = St::Done;
-            gone.insert(i);
+            gone.push(i);
         }
-        let mut claims_now: HashSet<usize> = HashSet::new();
         // Claims and starts come after the kills and rejects have freed their processors; both
         // take free processors, and the validator has checked that the counts fit.
         for pl in &plan.placements {
@@ -457,7 +493,7 @@ impl Driver<'_> {
                 continue;
             };
             if pl.start > now && pl.claim_from.is_some_and(|c| c <= now) {
-                claims_now.insert(i);
+                self.claim_seen[i] = self.calls;
                 let same = self
                     .claimed
                     .get(&i)
@@ -482,7 +518,7 @@ impl Driver<'_> {
             .claimed
             .keys()
             .copied()
-            .filter(|i| !claims_now.contains(i))
+            .filter(|&i| self.claim_seen[i] != self.calls)
             .collect();
         for i in withdrawn {
             if !plan
@@ -497,10 +533,7 @@ impl Driver<'_> {
         }
         for pl in plan.placements.iter().filter(|p| p.start <= now) {
             let i = idx(pl.job);
-            let mut procs = match self.unclaim(i, now) {
-                Some(procs) => procs,
-                None => Vec::new(),
-            };
+            let mut procs = self.unclaim(i, now).unwrap_or_default();
             let wanted: Vec<u32> = match &pl.shape {
                 Shape::CoAllocated { pools } => pools.iter().map(|p| p.0).collect(),
                 Shape::Rigid { pool, .. }
@@ -527,7 +560,7 @@ impl Driver<'_> {
             }
             self.ends.push(Reverse((now + j.runtime, i)));
             self.state[i] = St::Running;
-            gone.insert(i);
+            gone.push(i);
             self.running.push(Running {
                 id: pl.job,
                 user: 0,
@@ -540,7 +573,21 @@ impl Driver<'_> {
             });
         }
         if !gone.is_empty() {
-            self.pending.retain(|p| !gone.contains(&idx(p.id)));
+            let state = &self.state;
+            self.pending.retain(|p| state[idx(p.id)] == St::Pending);
+            for &i in &gone {
+                if !self.jobs[i].global {
+                    let c = self.jobs[i].cluster as usize;
+                    self.shown[c] -= 1;
+                    while self.shown[c] < self.depth() {
+                        let Some(job) = self.backlog[c].pop_front() else {
+                            break;
+                        };
+                        self.shown[c] += 1;
+                        self.pending.push(job);
+                    }
+                }
+            }
         }
         Ok(())
     }
