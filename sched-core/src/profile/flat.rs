@@ -75,8 +75,15 @@ impl Flat {
     }
 
     /// The earliest `t ≥ from` such that the profile stays `≤ limit` on `[t, t + duration)`
-    /// (clipped at the end of time); `duration > 0`.
-    pub(crate) fn earliest_fit(&self, from: Time, duration: Duration, limit: i64) -> Option<Time> {
+    /// (clipped at the end of time), when one starts before `bound`; `duration > 0`. The scan
+    /// stops at the first change point at or after `bound` outside a free run.
+    pub(crate) fn earliest_fit_before(
+        &self,
+        from: Time,
+        duration: Duration,
+        limit: i64,
+        bound: Time,
+    ) -> Option<Time> {
         let i = self.points.partition_point(|p| p.0 <= from);
         // The start of the free run being followed, if the scan is in one.
         let mut run = (self.value_before(i) <= limit).then_some(from);
@@ -85,16 +92,18 @@ impl Flat {
                 // The run reached `t` free: long enough? (A window reaching the end of time
                 // saturates to NEVER, which no key reaches: only a run never ending holds it.)
                 if t >= start.saturating_add(duration) {
-                    return Some(start);
+                    break;
                 }
                 if v > limit {
                     run = None;
                 }
+            } else if t >= bound {
+                return None;
             } else if v <= limit {
                 run = Some(t);
             }
         }
-        run
+        run.filter(|&t| t < bound)
     }
 
     /// Adds `delta` on `[t0, t1)` and restores normal form; `t0 < t1`, `delta ≠ 0`.
@@ -197,10 +206,13 @@ mod tests {
     #[test]
     fn fit_skips_short_gaps() {
         let f = Flat::from_sorted([(0, 5), (10, 1), (12, 5), (20, 0)].into_iter());
-        assert_eq!(f.earliest_fit(0, 2, 1), Some(10));
-        assert_eq!(f.earliest_fit(0, 3, 1), Some(20));
-        assert_eq!(f.earliest_fit(11, 1, 1), Some(11));
-        assert_eq!(f.earliest_fit(0, NEVER, 1), Some(20));
-        assert_eq!(f.earliest_fit(0, 1, -1), None);
+        let fit = |from, duration, limit| f.earliest_fit_before(from, duration, limit, NEVER);
+        assert_eq!(fit(0, 2, 1), Some(10));
+        assert_eq!(fit(0, 3, 1), Some(20));
+        assert_eq!(fit(11, 1, 1), Some(11));
+        assert_eq!(fit(0, NEVER, 1), Some(20));
+        assert_eq!(fit(0, 1, -1), None);
+        assert_eq!(f.earliest_fit_before(0, 3, 1, 20), None);
+        assert_eq!(f.earliest_fit_before(0, 3, 1, 21), Some(20));
     }
 }

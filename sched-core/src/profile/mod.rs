@@ -282,8 +282,30 @@ impl Profile {
             return Some(from);
         }
         match &self.repr {
-            Repr::Flat(f) => f.earliest_fit(from, duration, limit),
+            Repr::Flat(f) => f.earliest_fit_before(from, duration, limit, NEVER),
             Repr::Tree(t) => t.earliest_fit(from, duration, limit),
+        }
+    }
+
+    /// [`Profile::earliest_fit`] when it is before `bound`, else `None`: the flat
+    /// representation stops scanning at `bound`, so asking whether a job can start earlier
+    /// than it is planned costs only the part of the profile before its planned start.
+    pub fn earliest_fit_before(
+        &self,
+        from: Time,
+        duration: Duration,
+        limit: i64,
+        bound: Time,
+    ) -> Option<Time> {
+        if from >= bound {
+            return None;
+        }
+        if duration == 0 {
+            return Some(from);
+        }
+        match &self.repr {
+            Repr::Flat(f) => f.earliest_fit_before(from, duration, limit, bound),
+            Repr::Tree(t) => t.earliest_fit(from, duration, limit).filter(|&s| s < bound),
         }
     }
 

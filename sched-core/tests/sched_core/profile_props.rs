@@ -167,11 +167,21 @@ fn agree_on(tree: &Profile, naive: &NaiveProfile, q: &Query) {
         naive.last_above(t0, t1, limit),
         "last_above({t0}, {t1}, {limit})"
     );
+    let fit = naive.earliest_fit(t0, len, limit);
     assert_eq!(
         tree.earliest_fit(t0, len, limit),
-        naive.earliest_fit(t0, len, limit),
+        fit,
         "earliest_fit({t0}, {len}, {limit})"
     );
+    // Bounds at, just before and just after the fit, and below `t0`.
+    let at = fit.unwrap_or(t0);
+    for bound in [t0, at, at.saturating_sub(1), at.saturating_add(1), NEVER] {
+        assert_eq!(
+            tree.earliest_fit_before(t0, len, limit, bound),
+            fit.filter(|&t| t < bound),
+            "earliest_fit_before({t0}, {len}, {limit}, {bound})"
+        );
+    }
 }
 
 fn agree(tree: &Profile, naive: &NaiveProfile, queries: &[Query]) {
@@ -221,14 +231,26 @@ fn packed_plans(
         panic!("broken tree: {e}");
     }
     for &(from, duration, limit) in probes {
+        let fit = naive.earliest_fit(from, duration, limit);
         prop_assert_eq!(
             tree.earliest_fit(from, duration, limit),
-            naive.earliest_fit(from, duration, limit),
+            fit,
             "earliest_fit({}, {}, {})",
             from,
             duration,
             limit
         );
+        for bound in [fit.unwrap_or(from), fit.map_or(NEVER, |t| t + 1), from + 50] {
+            prop_assert_eq!(
+                tree.earliest_fit_before(from, duration, limit, bound),
+                fit.filter(|&t| t < bound),
+                "earliest_fit_before({}, {}, {}, {})",
+                from,
+                duration,
+                limit,
+                bound
+            );
+        }
     }
     Ok(())
 }
