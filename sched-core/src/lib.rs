@@ -14,6 +14,7 @@
 //! Architecture invariant: this crate does no I/O, no async and no FFI.
 #![deny(missing_docs)]
 
+pub mod idmap;
 pub mod metrics;
 pub mod nodemap;
 pub mod policy;

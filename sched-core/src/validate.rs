@@ -10,7 +10,7 @@
 //! - no pool is ever over-committed: the running jobs' holds (less the killed ones'), the
 //!   placements' holds and their early claims never exceed the pool's nodes at any time ≥ now.
 
-use std::collections::{HashMap, HashSet};
+use crate::idmap::{IdMap, IdSet};
 
 use crate::policy::{Placement, Plan, PoolSteps, Shape, Snapshot};
 use crate::pool::PoolId;
@@ -102,10 +102,11 @@ pub struct PlanError {
 /// Checks `plan` against `snapshot`; `Ok` when the driver may act on it.
 pub fn validate(snapshot: &Snapshot<'_>, plan: &Plan) -> Result<(), PlanError> {
     let mut v = Vec::new();
-    let pending: HashMap<JobId, &crate::policy::Pending> =
+    let pending: IdMap<&crate::policy::Pending> =
         snapshot.pending.iter().map(|p| (p.id, p)).collect();
 
-    let mut seen: HashSet<JobId> = HashSet::with_capacity(plan.placements.len());
+    let mut seen = IdSet::default();
+    seen.reserve(plan.placements.len());
     for p in &plan.placements {
         let Some(job) = pending.get(&p.job) else {
             v.push(Violation::NotPending(p.job));
@@ -164,7 +165,7 @@ pub fn validate(snapshot: &Snapshot<'_>, plan: &Plan) -> Result<(), PlanError> {
             v.push(Violation::NotPending(view.job));
         }
     }
-    let mut killed = HashSet::new();
+    let mut killed = IdSet::default();
     for k in &plan.kills {
         match snapshot.running.iter().find(|r| r.id == k.job) {
             Some(r) if r.killable => {
@@ -348,8 +349,8 @@ fn shape_kind(s: &Shape) -> &'static str {
 fn check_capacity(
     snapshot: &Snapshot<'_>,
     plan: &Plan,
-    pending: &HashMap<JobId, &crate::policy::Pending>,
-    killed: &HashSet<JobId>,
+    pending: &IdMap<&crate::policy::Pending>,
+    killed: &IdSet,
     v: &mut Vec<Violation>,
 ) {
     // (pool, time, delta): a sweep over sorted change points is O(m log m) for m steps.

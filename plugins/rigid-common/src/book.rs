@@ -1,8 +1,9 @@
 //! The reservation book: every queued job's reservation, in queue order, kept between calls
 //! and updated from the difference between two snapshots (CBF, and FCFS with `in_order`).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
+use sched_core::idmap::IdMap;
 use sched_core::{JobId, JobReason, Placement, Plan, PoolSteps, Snapshot, Step, Time};
 
 use crate::common::{holds_end, same_holds_from, Cluster, FitHints, Job};
@@ -89,13 +90,13 @@ pub struct Book {
     /// FCFS: no job starts before the one ahead of it.
     in_order: bool,
     cluster: Cluster,
-    running: HashMap<JobId, Run>,
+    running: IdMap<Run>,
     /// Queue order; entries of started or vanished jobs stay as tombstones (`gone`) until they
     /// reach the front or outnumber the live ones, so that a start or a cancellation in the
     /// middle of a long queue costs O(1) instead of a shift and a re-index.
     queue: VecDeque<Entry>,
     /// Sequence number of each live entry; `queue[seq - base]`.
-    pos: HashMap<JobId, u64>,
+    pos: IdMap<u64>,
     base: u64,
     tombstones: usize,
     /// During a call: the end of the last interval where nodes were freed since the last call
