@@ -70,7 +70,7 @@ for i in $(seq "$runs"); do
     t0=$(now)
     # shellcheck disable=SC2086
     "$esim" --policy "$policy" --trace "$work/trace.swf" --events per-event -q \
-        --jobs "$work/esim.csv" ${ESIM_ARGS:-}
+        --jobs "$work/esim.csv" ${ESIM_ARGS:-} > /dev/null
     t1=$(now)
     (cd "$src" && PYENV_VERSION=${PYENV_VERSION:-2.7.18} PYTHONPATH=. "$python2" -O "$dump" \
         "$procs" "$work/trace.swf" "$scheduler" "$work/pyss.csv" > /dev/null)
