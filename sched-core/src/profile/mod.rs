@@ -44,9 +44,9 @@ use flat::Flat;
 use tree::Treap;
 
 /// The most change points a profile keeps in the flat representation before moving to the
-/// tree. A first guess, not tuned: replays' profiles stay far below it and the 100,000-job
-/// plan of `esim bench` far above it, and both got faster or stayed as fast (docs/results.md);
-/// no other limit has been compared yet.
+/// tree. A first guess, not tuned: most profiles of a replay hold a few dozen points (issue
+/// 14's profiling) and the 100,000-job plan of `esim bench` far more; both got faster or stayed
+/// as fast with it (docs/results.md). No other limit has been compared yet.
 pub const FLAT_MAX: usize = 256;
 
 /// A step function from time to an integer, 0 before the first change point.
