@@ -130,7 +130,8 @@ fn started_reservations_become_running_without_a_rebuild() {
             calls: 3,
             rebuilds: 1,
             compressions: 1,
-            refits: 0
+            refits: 0,
+            checks: 0,
         }
     );
 }

@@ -1,8 +1,9 @@
 //! The reservation book: every queued job's reservation, in queue order, kept between calls
 //! and updated from the difference between two snapshots (CBF, and FCFS with `in_order`).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
+use sched_core::idmap::IdMap;
 use sched_core::{JobId, JobReason, Placement, Plan, PoolSteps, Snapshot, Step, Time};
 
 use crate::common::{holds_end, same_holds_from, Cluster, FitHints, Job};
@@ -18,6 +19,9 @@ pub struct Counters {
     pub compressions: u64,
     /// Reservations recomputed by compressions (the rest could not move).
     pub refits: u64,
+    /// Reservations a CBF compression asked whether they could move, by a scan bounded by
+    /// their start, instead of refitting them (they could not; those that could are refitted).
+    pub checks: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -33,8 +37,51 @@ struct Entry {
     /// Pool index and start; `None` when the job fits nowhere ever (a hold that never ends
     /// blocks it) or, in order, when a job ahead of it is in that case.
     slot: Option<(usize, Time)>,
+    /// [`Freed::seq`] when the slot was last found to be the job's earliest: only capacity
+    /// freed since can move it.
+    fitted: u64,
     seen: u64,
     gone: bool,
+}
+
+/// The intervals of nodes freed in the book's profiles (ends, cancellations, jobs moved
+/// earlier), numbered in order, kept as what a compression needs of them: for a job fitted
+/// after event `k`, the latest end of anything freed since.
+///
+/// A job's slot was its earliest fit, among everything else, when it was fitted. A window
+/// starting earlier that fits now did not then, so it holds an instant freed since: it starts
+/// before the latest end of what was freed. The stack keeps only the events whose end is
+/// larger than every later one's (ends strictly decreasing), so the latest end after event `k`
+/// is that of the first kept event after `k`.
+#[derive(Clone, Debug, Default)]
+struct Freed {
+    /// Events so far.
+    seq: u64,
+    stack: Vec<(u64, Time)>,
+}
+
+impl Freed {
+    /// Nodes freed somewhere before `end`.
+    fn record(&mut self, end: Time) {
+        self.seq += 1;
+        while self.stack.last().is_some_and(|&(_, e)| e <= end) {
+            self.stack.pop();
+        }
+        self.stack.push((self.seq, end));
+    }
+
+    /// The latest end of what was freed after event `seq`, if anything was.
+    fn since(&self, seq: u64) -> Option<Time> {
+        let i = self.stack.partition_point(|&(k, _)| k <= seq);
+        self.stack.get(i).map(|&(_, end)| end)
+    }
+
+    /// Forgets events ending by `now`: no window starting at or after it meets them.
+    fn forget_before(&mut self, now: Time) {
+        while self.stack.last().is_some_and(|&(_, e)| e <= now) {
+            self.stack.pop();
+        }
+    }
 }
 
 /// The schedule kept between calls.
@@ -43,18 +90,21 @@ pub struct Book {
     /// FCFS: no job starts before the one ahead of it.
     in_order: bool,
     cluster: Cluster,
-    running: HashMap<JobId, Run>,
+    running: IdMap<Run>,
     /// Queue order; entries of started or vanished jobs stay as tombstones (`gone`) until they
     /// reach the front or outnumber the live ones, so that a start or a cancellation in the
     /// middle of a long queue costs O(1) instead of a shift and a re-index.
     queue: VecDeque<Entry>,
     /// Sequence number of each live entry; `queue[seq - base]`.
-    pos: HashMap<JobId, u64>,
+    pos: IdMap<u64>,
     base: u64,
     tombstones: usize,
     /// During a call: the end of the last interval where nodes were freed since the last call
     /// (an early end, a cancellation, a job moved earlier). FCFS's compression stops behind it.
     freed_until: Time,
+    /// What was freed since each job was fitted (CBF's compression skips the jobs it cannot
+    /// move by it).
+    freed: Freed,
     call: u64,
     counters: Counters,
 }
@@ -124,6 +174,7 @@ impl Book {
         let mut compress: u32 = 0;
         let mut check_capacity = false;
         self.freed_until = now;
+        self.freed.forget_before(now);
 
         for r in snap.running {
             if let Some(run) = self.running.get_mut(&r.id) {
@@ -136,6 +187,7 @@ impl Book {
                     run.holds.clone_from(&r.holds);
                     compress = compress.max(1);
                     self.freed_until = Time::MAX;
+                    self.freed.record(Time::MAX);
                     check_capacity = true;
                 }
                 continue;
@@ -163,6 +215,7 @@ impl Book {
                 compress = compress.max(1);
                 check_capacity = true;
                 self.freed_until = Time::MAX;
+                self.freed.record(Time::MAX);
             }
             self.running.insert(
                 r.id,
@@ -174,6 +227,7 @@ impl Book {
         }
         let cluster = &mut self.cluster;
         let freed_until = &mut self.freed_until;
+        let freed = &mut self.freed;
         self.running.retain(|_, run| {
             if run.seen == call {
                 return true;
@@ -186,6 +240,7 @@ impl Book {
             if end > now {
                 cluster.add_holds(&run.holds, now, -1);
                 *freed_until = (*freed_until).max(end);
+                freed.record(end);
             }
             compress += 1;
             false
@@ -230,9 +285,12 @@ impl Book {
             if let Some(entry) = self.take(id) {
                 if let Some((p, s)) = entry.slot {
                     self.cluster.add_job(p, s, &entry.job, now, -1);
-                    self.freed_until = self.freed_until.max(s.saturating_add(entry.job.walltime));
+                    let end = s.saturating_add(entry.job.walltime);
+                    self.freed_until = self.freed_until.max(end);
+                    self.freed.record(end);
                 } else {
                     self.freed_until = Time::MAX;
+                    self.freed.record(Time::MAX);
                 }
                 compress += 1;
             }
@@ -310,12 +368,26 @@ impl Book {
             if e.gone {
                 continue;
             }
-            let (job, old, id) = (e.job, e.slot, e.id);
+            let (job, old, id, fitted) = (e.job, e.slot, e.id, e.fitted);
             let from = now.max(job.earliest);
-            // A job already at its lower bound cannot move earlier: skip the refit. (Not with a
-            // choice of pools: a lower-id pool freed at the same start would win the tie.)
-            if (one_pool || job.pool.is_some()) && old.is_some_and(|(_, s)| s == from) {
-                continue;
+            // A job that cannot start earlier keeps its slot, which the refit would give it
+            // back: skip the refit. It cannot start before its lower bound, nor at or after
+            // the latest end of what was freed since it was fitted (see `Freed`); before
+            // that, one scan of the profile with its slot in place tells (`could_start_before`).
+            // Not with a choice of pools: a lower-id pool freed at the same start would win
+            // the tie.
+            if let (Some((p, s)), true) = (old, one_pool || job.pool.is_some()) {
+                let bound = self.freed.since(fitted).map_or(from, |f| f.min(s));
+                let stays = from >= bound || {
+                    self.counters.checks += 1;
+                    !self.cluster.could_start_before(p, &job, s, from, bound)
+                };
+                if stays {
+                    #[cfg(debug_assertions)]
+                    self.assert_stays(p, s, &job, now, from);
+                    self.queue[i].fitted = self.freed.seq;
+                    continue;
+                }
             }
             self.counters.refits += 1;
             if let Some((p, s)) = old {
@@ -329,16 +401,41 @@ impl Book {
             if let Some(reason) = job.missed_deadline(slot.map(|s| s.1)) {
                 plan.rejects.push(JobReason { job: id, reason });
                 self.take(id);
+                if let Some((_, s)) = old {
+                    self.freed.record(s.saturating_add(job.walltime));
+                }
                 moved = true;
                 continue;
             }
             if let Some((p, s)) = slot {
                 self.cluster.add_job(p, s, &job, now, 1);
             }
-            moved |= slot != old;
-            self.queue[i].slot = slot;
+            if slot != old {
+                moved = true;
+                // Its old slot is free for the jobs behind it now, and for those ahead of it
+                // at the next compression. (No old slot: it held nothing.)
+                if let Some((_, s)) = old {
+                    self.freed.record(s.saturating_add(job.walltime));
+                }
+            }
+            let e = &mut self.queue[i];
+            e.slot = slot;
+            e.fitted = self.freed.seq;
         }
         moved
+    }
+
+    /// Checks that the refit a compression skipped would have given the job its slot back.
+    #[cfg(debug_assertions)]
+    fn assert_stays(&mut self, pool: usize, start: Time, job: &Job, now: Time, from: Time) {
+        self.cluster.add_job(pool, start, job, now, -1);
+        let refit = self.cluster.earliest(job, from);
+        self.cluster.add_job(pool, start, job, now, 1);
+        assert_eq!(
+            refit,
+            Some((pool, start)),
+            "a skipped refit would have moved the job"
+        );
     }
 
     /// FCFS: the planned starts are those of a plan from scratch in queue order, where a job's
@@ -490,6 +587,7 @@ impl Book {
             id,
             job,
             slot,
+            fitted: self.freed.seq,
             seen: self.call,
             gone: false,
         });
@@ -518,6 +616,8 @@ impl Book {
         self.pos.clear();
         self.base = 0;
         self.tombstones = 0;
+        // Every job is fitted afresh below: nothing freed before concerns them.
+        self.freed.stack.clear();
         // Hints cost a table of ~1 MB per pool: worth it for long queues only.
         let mut hints =
             (snap.pending.len() >= 256).then(|| FitHints::new(now, self.cluster.pools.len()));

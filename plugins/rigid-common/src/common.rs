@@ -209,6 +209,40 @@ impl Cluster {
         best
     }
 
+    /// Whether `job`, planned on pool index `pool` at `start` (its hold counted in the
+    /// profile), could start there at some `t` in `[from, bound)` once its own hold is lifted;
+    /// `bound ≤ start`. It asks the profile with the hold in place, so a job that cannot move
+    /// costs one bounded scan instead of a removal, a fit and an addition.
+    ///
+    /// A window starting before `start` either ends by `start`, where the job's own hold adds
+    /// nothing, so it fits with the hold in place too; or it runs into the job's own slot,
+    /// where without the hold the profile is at most the pool minus the job's nodes because
+    /// with it it is at most the pool; so such a window exists iff the step just before
+    /// `start` is free for the job, and it can begin where the last busy step before ends.
+    pub fn could_start_before(
+        &self,
+        pool: usize,
+        job: &Job,
+        start: Time,
+        from: Time,
+        bound: Time,
+    ) -> bool {
+        if from >= bound {
+            return false;
+        }
+        let used = &self.used[pool];
+        let limit = i64::from(self.pools[pool].nodes) - i64::from(job.nodes);
+        // `from < bound ≤ start`, so `start ≥ 1`.
+        if used.value_at(start - 1) <= limit {
+            let free_from = used.last_above(from, start, limit).map_or(from, |(_, e)| e);
+            if free_from < bound {
+                return true;
+            }
+        }
+        used.earliest_fit_before(from, job.walltime, limit, bound)
+            .is_some()
+    }
+
     /// A pool (lowest id first) where `job` can run on `[now, now + walltime)`.
     pub fn fits_now(&self, job: &Job, now: Time) -> Option<usize> {
         if job.earliest > now {

@@ -8,14 +8,21 @@
 //! the query every backfilling policy needs: [`Profile::earliest_fit`], the earliest time ≥ t at
 //! which the profile stays at or below a limit for a given duration.
 //!
-//! Representation: a balanced search tree keyed by time (a treap, see `tree.rs`), one node per
-//! change point, each node augmented with the maximum and minimum of its subtree, a lazy
-//! range-add tag and a summary of the gaps between its tall steps. With `n` change points,
+//! Representation: two behind the one type, chosen by size. Up to [`FLAT_MAX`] change points
+//! (the common case: a replay's profiles mostly hold a few dozen), a sorted `Vec` of
+//! `(time, value)` with binary search and in-place edits (`flat.rs`): O(log n) lookups, O(n)
+//! edits and fit scans, but over contiguous memory, so faster than a tree at that size. Beyond
+//! it (whole plans of thousands of jobs), a balanced search tree keyed by time (a treap, see
+//! `tree.rs`), one node per change point, each node augmented with the maximum and minimum of
+//! its subtree, a lazy range-add tag and a summary of the gaps between its tall steps. There,
 //! [`Profile::add`], [`Profile::value_at`], [`Profile::max_over`], [`Profile::loc`],
-//! [`Profile::last_above`] and [`Profile::forget_before`] cost O(log n) (expected).
+//! [`Profile::last_above`] and [`Profile::forget_before`] cost O(log n) (expected), and
 //! [`Profile::earliest_fit`] walks the tree in time order, passing over whole subtrees that
 //! are free, busy, shorter than the job, or whose free runs between tall steps are all too
-//! short; its cost depends on the profile's shape, not only on `n` (see the benchmark).
+//! short; its cost depends on the profile's shape, not only on `n` (see the benchmark). A tree
+//! that shrinks to a quarter of the limit goes back to flat, so a profile near the limit does
+//! not switch at every edit. Both answer every query identically (the property tests run the
+//! oracle against each, and against switching back and forth).
 //!
 //! Normal form: the value is 0 before the first change point and no change point repeats the
 //! value of the step before it, so [`Profile::len`] counts real changes and adding then removing
@@ -23,6 +30,7 @@
 //! point is ever kept there, a step ending at [`NEVER`] never ends (an `add` up to [`NEVER`] is
 //! open-ended), and `value_at(NEVER)` is the value the profile ends with.
 
+mod flat;
 mod tree;
 
 #[doc(hidden)]
@@ -32,14 +40,35 @@ use std::fmt;
 
 use crate::request::Step;
 use crate::time::{Duration, Time, NEVER};
+use flat::Flat;
 use tree::Treap;
+
+/// The most change points a profile keeps in the flat representation before moving to the
+/// tree. A first guess, not tuned: most profiles of a replay hold a few dozen points (issue
+/// 14's profiling) and the 100,000-job plan of `esim bench` far more; both got faster or stayed
+/// as fast with it (docs/results.md). No other limit has been compared yet.
+pub const FLAT_MAX: usize = 256;
 
 /// A step function from time to an integer, 0 before the first change point.
 ///
 /// Equality is equality of the step functions (the normal form makes it structural).
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Profile {
-    tree: Treap,
+    repr: Repr,
+    /// [`FLAT_MAX`], or another limit for the tests of both representations.
+    flat_max: usize,
+}
+
+#[derive(Clone)]
+enum Repr {
+    Flat(Flat),
+    Tree(Treap),
+}
+
+impl Default for Profile {
+    fn default() -> Self {
+        Profile::with_flat_max(FLAT_MAX)
+    }
 }
 
 impl PartialEq for Profile {
@@ -70,6 +99,43 @@ impl Profile {
         Profile::default()
     }
 
+    /// An empty profile that stays flat up to `flat_max` change points instead of
+    /// [`FLAT_MAX`]: 0 keeps it a tree whenever it holds a point, `usize::MAX` flat. For tests
+    /// and benchmarks.
+    #[doc(hidden)]
+    pub fn with_flat_max(flat_max: usize) -> Self {
+        Profile {
+            repr: Repr::Flat(Flat::default()),
+            flat_max,
+        }
+        .switched()
+    }
+
+    /// Whether the profile is held flat right now (for tests and benchmarks).
+    #[doc(hidden)]
+    pub fn is_flat(&self) -> bool {
+        matches!(self.repr, Repr::Flat(_))
+    }
+
+    /// Moves to the representation that fits the size: the tree above `flat_max` points,
+    /// flat again at a quarter of it.
+    fn switch(&mut self) {
+        match &self.repr {
+            Repr::Flat(f) if f.len() > self.flat_max => {
+                self.repr = Repr::Tree(Treap::from_sorted(f.points().iter().copied()));
+            }
+            Repr::Tree(t) if t.len() <= self.flat_max / 4 => {
+                self.repr = Repr::Flat(Flat::from_sorted(t.iter()));
+            }
+            _ => {}
+        }
+    }
+
+    fn switched(mut self) -> Self {
+        self.switch();
+        self
+    }
+
     /// The EP `steps` delayed to start at `start` (0 before `start` and after the last step).
     pub fn from_steps(start: Time, steps: &[Step]) -> Self {
         let mut p = Profile::new();
@@ -79,7 +145,10 @@ impl Profile {
 
     /// Number of change points kept.
     pub fn len(&self) -> usize {
-        self.tree.len()
+        match &self.repr {
+            Repr::Flat(f) => f.len(),
+            Repr::Tree(t) => t.len(),
+        }
     }
 
     /// Whether the profile is 0 everywhere.
@@ -89,7 +158,10 @@ impl Profile {
 
     /// `ep(t)`: the value at `t`.
     pub fn value_at(&self, t: Time) -> i64 {
-        self.tree.value_at(t)
+        match &self.repr {
+            Repr::Flat(f) => f.value_at(t),
+            Repr::Tree(tr) => tr.value_at(t),
+        }
     }
 
     /// `max(ep, t0, t1)`: the largest value on `[t0, t1)`; 0 when the interval is empty.
@@ -98,9 +170,11 @@ impl Profile {
             return 0;
         }
         let first = self.value_at(t0);
-        self.tree
-            .max_of_keys(t0, t1)
-            .map_or(first, |m| m.max(first))
+        let keys = match &self.repr {
+            Repr::Flat(f) => f.max_of_keys(t0, t1),
+            Repr::Tree(t) => t.max_of_keys(t0, t1),
+        };
+        keys.map_or(first, |m| m.max(first))
     }
 
     /// `loc(ep, t0, t1)`: the end of the last step reaching the maximum of `[t0, t1)`, clipped
@@ -120,7 +194,11 @@ impl Profile {
         if t0 >= t1 || delta == 0 {
             return;
         }
-        self.tree.add(t0, t1, delta);
+        match &mut self.repr {
+            Repr::Flat(f) => f.add(t0, t1, delta),
+            Repr::Tree(t) => t.add(t0, t1, delta),
+        }
+        self.switch();
     }
 
     /// Adds `sign ×` the EP `steps` delayed to `start`.
@@ -152,14 +230,23 @@ impl Profile {
             .change_points()
             .map(|(t, v)| (t.saturating_add(dt), v))
             .take_while(|(t, _)| *t != NEVER);
+        let repr = match &self.repr {
+            Repr::Flat(_) => Repr::Flat(Flat::from_sorted(shifted)),
+            Repr::Tree(_) => Repr::Tree(Treap::from_sorted(shifted)),
+        };
         Profile {
-            tree: Treap::from_sorted(shifted),
+            repr,
+            flat_max: self.flat_max,
         }
+        .switched()
     }
 
     /// The change points `(t, value from t on)`, in time order.
     pub fn change_points(&self) -> impl Iterator<Item = (Time, i64)> + '_ {
-        self.tree.iter()
+        match &self.repr {
+            Repr::Flat(f) => Points::Flat(f.points().iter()),
+            Repr::Tree(t) => Points::Tree(t.iter()),
+        }
     }
 
     /// The last step on `[t0, t1)` whose value exceeds `limit`, as `(start, end)` clipped to
@@ -169,12 +256,18 @@ impl Profile {
         if t0 >= t1 {
             return None;
         }
-        if let Some(found) = self.tree.last_key_above(t0, t1, limit) {
-            return Some(found);
+        let (found, (before, after)) = match &self.repr {
+            Repr::Flat(f) => (f.last_key_above(t0, t1, limit), f.neighbours(t0)),
+            Repr::Tree(t) => match t.last_key_above(t0, t1, limit) {
+                Some(found) => return Some(found),
+                None => (None, t.neighbours(t0)),
+            },
+        };
+        if found.is_some() {
+            return found;
         }
         // No step starting inside [t0, t1) is above the limit: that leaves the step already
         // running at t0, unless one starts exactly at t0.
-        let (before, after) = self.tree.neighbours(t0);
         if after == Some(t0) {
             return None;
         }
@@ -189,20 +282,78 @@ impl Profile {
         if duration == 0 || from == NEVER {
             return Some(from);
         }
-        self.tree.earliest_fit(from, duration, limit)
+        match &self.repr {
+            Repr::Flat(f) => f.earliest_fit_before(from, duration, limit, NEVER),
+            Repr::Tree(t) => t.earliest_fit(from, duration, limit),
+        }
+    }
+
+    /// [`Profile::earliest_fit`] when it is before `bound`, else `None`: the flat
+    /// representation stops scanning at `bound`, so asking whether a job can start earlier
+    /// than it is planned costs only the part of the profile before its planned start.
+    pub fn earliest_fit_before(
+        &self,
+        from: Time,
+        duration: Duration,
+        limit: i64,
+        bound: Time,
+    ) -> Option<Time> {
+        if from >= bound {
+            return None;
+        }
+        if duration == 0 {
+            return Some(from);
+        }
+        match &self.repr {
+            Repr::Flat(f) => f.earliest_fit_before(from, duration, limit, bound),
+            Repr::Tree(t) => t.earliest_fit(from, duration, limit).filter(|&s| s < bound),
+        }
     }
 
     /// Drops every change point before `t`, keeping the value at `t`: the past is forgotten
     /// (the profile is 0 before `t`, and 0 everywhere after `forget_before(NEVER)`).
     pub fn forget_before(&mut self, t: Time) {
-        self.tree.forget_before(t);
+        match &mut self.repr {
+            Repr::Flat(f) => f.forget_before(t),
+            Repr::Tree(tr) => tr.forget_before(t),
+        }
+        self.switch();
     }
 
-    /// Checks the tree's invariants (key order, heap order, subtree sizes and maxima, normal
-    /// form); for the property tests, O(n).
+    /// Checks the representation's invariants (key order, normal form; for the tree also heap
+    /// order, subtree sizes and maxima) and that it is the one its size calls for (a tree may
+    /// hold between a quarter of the limit and the limit); for the property tests, O(n).
     #[doc(hidden)]
     pub fn check_invariants(&self) -> Result<(), String> {
-        self.tree.check()
+        match &self.repr {
+            Repr::Flat(f) if f.len() > self.flat_max => {
+                Err(format!("flat with {} points > {}", f.len(), self.flat_max))
+            }
+            Repr::Tree(t) if t.len() <= self.flat_max / 4 => Err(format!(
+                "a tree of {} points ≤ {} / 4",
+                t.len(),
+                self.flat_max
+            )),
+            Repr::Flat(f) => f.check(),
+            Repr::Tree(t) => t.check(),
+        }
+    }
+}
+
+/// The change points of either representation, without boxing.
+enum Points<'a> {
+    Flat(std::slice::Iter<'a, (Time, i64)>),
+    Tree(tree::Iter<'a>),
+}
+
+impl Iterator for Points<'_> {
+    type Item = (Time, i64);
+
+    fn next(&mut self) -> Option<(Time, i64)> {
+        match self {
+            Points::Flat(it) => it.next().copied(),
+            Points::Tree(it) => it.next(),
+        }
     }
 }
 
@@ -286,6 +437,36 @@ mod tests {
         q.forget_before(NEVER);
         assert!(q.is_empty(), "the whole of time is past");
         assert!(paper_epres().delayed(NEVER).is_empty());
+    }
+
+    #[test]
+    fn switches_representation_with_size() {
+        let mut p = Profile::with_flat_max(4);
+        assert!(p.is_flat());
+        for k in 0..3 {
+            p.add(10 * k, 10 * k + 5, 1);
+        }
+        assert!(!p.is_flat(), "6 points > 4: {p:?}");
+        let tree = p.clone();
+        p.forget_before(14);
+        assert_eq!(p.len(), 4);
+        assert!(!p.is_flat(), "4 points stay a tree above 4 / 4");
+        p.forget_before(20);
+        assert_eq!(p.len(), 2);
+        assert!(!p.is_flat(), "2 points stay a tree above 4 / 4");
+        p.forget_before(22);
+        assert!(!p.is_flat());
+        p.add(25, NEVER, 1);
+        assert!(p.is_flat(), "1 point ≤ 4 / 4: {p:?}");
+        assert_eq!(p.change_points().collect::<Vec<_>>(), vec![(22, 1)]);
+        let mut flat = Profile::with_flat_max(usize::MAX);
+        for k in 0..3 {
+            flat.add(10 * k, 10 * k + 5, 1);
+        }
+        assert!(flat.is_flat());
+        assert_eq!(flat, tree, "equality across representations");
+        assert!(flat.delayed(3).is_flat());
+        assert!(!tree.delayed(3).is_flat());
     }
 
     #[test]

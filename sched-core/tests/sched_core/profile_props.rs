@@ -1,10 +1,19 @@
-//! The tree-backed `Profile` against the `BTreeMap` oracle `NaiveProfile`: random sequences of
-//! updates applied to both, every query compared after each one.
+//! `Profile` against the `BTreeMap` oracle `NaiveProfile`: random sequences of updates applied
+//! to both, every query compared after each one. Each test runs with a random limit between the
+//! flat and the tree representations: always a tree, always flat, the default, and small limits
+//! that make a profile switch back and forth during one sequence.
 
 use proptest::prelude::*;
 use sched_core::profile::naive::NaiveProfile;
+use sched_core::profile::FLAT_MAX;
 use sched_core::time::NEVER;
 use sched_core::{Profile, Step};
+
+/// Limits of the flat representation: 0 keeps every non-empty profile a tree, `usize::MAX`
+/// every profile flat, 3 and 12 switch within a sequence of a few dozen updates.
+fn flat_max() -> impl Strategy<Value = usize> {
+    prop_oneof![Just(0), Just(3), Just(12), Just(FLAT_MAX), Just(usize::MAX)]
+}
 
 /// Instants: mostly a small range so that operations collide on change points, sometimes close
 /// to the end of time so that saturating arithmetic is exercised.
@@ -158,11 +167,21 @@ fn agree_on(tree: &Profile, naive: &NaiveProfile, q: &Query) {
         naive.last_above(t0, t1, limit),
         "last_above({t0}, {t1}, {limit})"
     );
+    let fit = naive.earliest_fit(t0, len, limit);
     assert_eq!(
         tree.earliest_fit(t0, len, limit),
-        naive.earliest_fit(t0, len, limit),
+        fit,
         "earliest_fit({t0}, {len}, {limit})"
     );
+    // Bounds at `t0`, at the fit and just after it.
+    let at = fit.unwrap_or(t0);
+    for bound in [t0, at, at.saturating_add(1)] {
+        assert_eq!(
+            tree.earliest_fit_before(t0, len, limit, bound),
+            fit.filter(|&t| t < bound),
+            "earliest_fit_before({t0}, {len}, {limit}, {bound})"
+        );
+    }
 }
 
 fn agree(tree: &Profile, naive: &NaiveProfile, queries: &[Query]) {
@@ -194,11 +213,12 @@ fn agree(tree: &Profile, naive: &NaiveProfile, queries: &[Query]) {
 /// Plans `jobs` (nodes, walltime) one after the other at their earliest fit on a pool of
 /// `pool` nodes in both profiles, then probes `(from, duration, limit)` fits.
 fn packed_plans(
+    flat_max: usize,
     pool: i64,
     jobs: &[(i64, u64)],
     probes: &[(u64, u64, i64)],
 ) -> Result<(), TestCaseError> {
-    let mut tree = Profile::new();
+    let mut tree = Profile::with_flat_max(flat_max);
     let mut naive = NaiveProfile::new();
     for &(nodes, walltime) in jobs {
         let start = naive.earliest_fit(0, walltime, pool - nodes);
@@ -211,14 +231,26 @@ fn packed_plans(
         panic!("broken tree: {e}");
     }
     for &(from, duration, limit) in probes {
+        let fit = naive.earliest_fit(from, duration, limit);
         prop_assert_eq!(
             tree.earliest_fit(from, duration, limit),
-            naive.earliest_fit(from, duration, limit),
+            fit,
             "earliest_fit({}, {}, {})",
             from,
             duration,
             limit
         );
+        for bound in [fit.unwrap_or(from), fit.map_or(NEVER, |t| t + 1), from + 50] {
+            prop_assert_eq!(
+                tree.earliest_fit_before(from, duration, limit, bound),
+                fit.filter(|&t| t < bound),
+                "earliest_fit_before({}, {}, {}, {})",
+                from,
+                duration,
+                limit,
+                bound
+            );
+        }
     }
     Ok(())
 }
@@ -228,10 +260,11 @@ proptest! {
 
     #[test]
     fn tree_matches_oracle(
+        flat_max in flat_max(),
         ops in prop::collection::vec(op(), 1..60),
         queries in prop::collection::vec(query(), 1..12),
     ) {
-        let mut tree = Profile::new();
+        let mut tree = Profile::with_flat_max(flat_max);
         let mut naive = NaiveProfile::new();
         for op in &ops {
             apply(op, &mut tree, &mut naive);
@@ -244,16 +277,18 @@ proptest! {
     /// tree's fit search prunes hardest.
     #[test]
     fn packed_plans_agree(
+        flat_max in prop_oneof![Just(0usize), Just(40), Just(FLAT_MAX), Just(usize::MAX)],
         jobs in prop::collection::vec((1i64..=16, 1u64..40), 1..150),
         probes in prop::collection::vec((0u64..400, 1u64..80, 0i64..=16), 1..20),
     ) {
-        packed_plans(16, &jobs, &probes)?;
+        packed_plans(flat_max, 16, &jobs, &probes)?;
     }
 
     /// The same on a 10,000-node pool with power-of-two jobs, as in the benchmark, so that
     /// limits fall thousands of nodes below the profile's maximum.
     #[test]
     fn wide_packed_plans_agree(
+        flat_max in prop_oneof![Just(0usize), Just(40), Just(FLAT_MAX), Just(usize::MAX)],
         jobs in prop::collection::vec((0u32..=14, 1u64..40), 1..120),
         probes in prop::collection::vec((0u64..400, 1u64..80, 0i64..=10_000), 1..20),
     ) {
@@ -261,18 +296,23 @@ proptest! {
             .iter()
             .map(|&(e, w)| (if e == 14 { 10_000 } else { 1i64 << e }, w))
             .collect();
-        packed_plans(10_000, &jobs, &probes)?;
+        packed_plans(flat_max, 10_000, &jobs, &probes)?;
     }
 
     /// Equality is equality of step functions, however the profile was built.
     #[test]
-    fn equality_is_of_step_functions(ops in prop::collection::vec(op(), 1..30)) {
-        let mut tree = Profile::new();
+    fn equality_is_of_step_functions(
+        flat_max in flat_max(),
+        other_max in flat_max(),
+        ops in prop::collection::vec(op(), 1..30),
+    ) {
+        let mut tree = Profile::with_flat_max(flat_max);
         let mut naive = NaiveProfile::new();
         for op in &ops {
             apply(op, &mut tree, &mut naive);
         }
-        let mut rebuilt = Profile::new();
+        // Built in the other representation, when the limits differ.
+        let mut rebuilt = Profile::with_flat_max(other_max);
         let points: Vec<_> = naive.change_points().collect();
         for (i, &(t, v)) in points.iter().enumerate().rev() {
             let prev = if i == 0 { 0 } else { points[i - 1].1 };
@@ -290,11 +330,12 @@ proptest! {
     /// Adding then removing the same steps restores the profile, change points included.
     #[test]
     fn add_then_remove_restores(
+        flat_max in flat_max(),
         ops in prop::collection::vec(op(), 0..30),
         start in instant(),
         steps in steps(),
     ) {
-        let mut tree = Profile::new();
+        let mut tree = Profile::with_flat_max(flat_max);
         let mut naive = NaiveProfile::new();
         for op in &ops {
             apply(op, &mut tree, &mut naive);

@@ -1,0 +1,218 @@
+//! The flat representation of a [`Profile`](super::Profile): its change points in a sorted
+//! `Vec`, found by binary search and edited in place.
+//!
+//! Most profiles of a trace replay hold a few dozen change points (the running jobs and the
+//! reservations of a short queue). There, a contiguous array beats the treap's pointer chasing
+//! and node bookkeeping: a lookup is a binary search over a few cache lines, an `add` shifts a
+//! few hundred bytes at most, and the fit search is a linear scan that the prefetcher follows.
+//! Every operation but the lookups is O(n), so [`Profile`](super::Profile) moves to the treap
+//! once a profile grows past a few hundred points.
+
+use crate::time::{Duration, Time, NEVER};
+
+/// Change points `(t, value from t on)`, strictly increasing in `t`, in the normal form of
+/// [`Profile`](super::Profile): no key at [`NEVER`], no point repeating the value before it
+/// (0 before the first).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Flat {
+    points: Vec<(Time, i64)>,
+}
+
+impl Flat {
+    pub(crate) fn from_sorted(points: impl Iterator<Item = (Time, i64)>) -> Self {
+        Flat {
+            points: points.collect(),
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.points.len()
+    }
+
+    pub(crate) fn points(&self) -> &[(Time, i64)] {
+        &self.points
+    }
+
+    /// Index of the first point with key `≥ t`.
+    fn first_at_or_after(&self, t: Time) -> usize {
+        self.points.partition_point(|p| p.0 < t)
+    }
+
+    /// Value of the step before index `i` (0 before the first point).
+    fn value_before(&self, i: usize) -> i64 {
+        if i == 0 {
+            0
+        } else {
+            self.points[i - 1].1
+        }
+    }
+
+    pub(crate) fn value_at(&self, t: Time) -> i64 {
+        self.value_before(self.points.partition_point(|p| p.0 <= t))
+    }
+
+    /// The largest value held by a key in `[t0, t1)`, if any key lies there.
+    pub(crate) fn max_of_keys(&self, t0: Time, t1: Time) -> Option<i64> {
+        let lo = self.first_at_or_after(t0);
+        let hi = lo + self.points[lo..].partition_point(|p| p.0 < t1);
+        self.points[lo..hi].iter().map(|p| p.1).max()
+    }
+
+    /// The last key of `[t0, t1)` whose value exceeds `limit`, as `(key, next key or NEVER)`.
+    pub(crate) fn last_key_above(&self, t0: Time, t1: Time, limit: i64) -> Option<(Time, Time)> {
+        let lo = self.first_at_or_after(t0);
+        let hi = lo + self.points[lo..].partition_point(|p| p.0 < t1);
+        let i = lo + self.points[lo..hi].iter().rposition(|p| p.1 > limit)?;
+        let next = self.points.get(i + 1).map_or(NEVER, |p| p.0);
+        Some((self.points[i].0, next))
+    }
+
+    /// The last key `< t` with its value, and the first key `≥ t`.
+    pub(crate) fn neighbours(&self, t: Time) -> (Option<(Time, i64)>, Option<Time>) {
+        let i = self.first_at_or_after(t);
+        let before = i.checked_sub(1).map(|j| self.points[j]);
+        (before, self.points.get(i).map(|p| p.0))
+    }
+
+    /// The earliest `t ≥ from` such that the profile stays `≤ limit` on `[t, t + duration)`
+    /// (clipped at the end of time), when one starts before `bound`; `duration > 0`. The scan
+    /// stops at the first change point at or after `bound` outside a free run.
+    pub(crate) fn earliest_fit_before(
+        &self,
+        from: Time,
+        duration: Duration,
+        limit: i64,
+        bound: Time,
+    ) -> Option<Time> {
+        let i = self.points.partition_point(|p| p.0 <= from);
+        // The start of the free run being followed, if the scan is in one.
+        let mut run = (self.value_before(i) <= limit).then_some(from);
+        for &(t, v) in &self.points[i..] {
+            if let Some(start) = run {
+                // The run reached `t` free: long enough? (A window reaching the end of time
+                // saturates to NEVER, which no key reaches: only a run never ending holds it.)
+                if t >= start.saturating_add(duration) {
+                    break;
+                }
+                if v > limit {
+                    run = None;
+                }
+            } else if t >= bound {
+                return None;
+            } else if v <= limit {
+                run = Some(t);
+            }
+        }
+        run.filter(|&t| t < bound)
+    }
+
+    /// Adds `delta` on `[t0, t1)` and restores normal form; `t0 < t1`, `delta ≠ 0`.
+    pub(crate) fn add(&mut self, t0: Time, t1: Time, delta: i64) {
+        debug_assert!(t0 < t1 && delta != 0);
+        let lo = self.first_at_or_after(t0);
+        if self.points.get(lo).is_none_or(|p| p.0 != t0) {
+            let v = self.value_before(lo);
+            self.points.insert(lo, (t0, v));
+        }
+        // No key is ever NEVER, so an open-ended add covers everything from t0 on.
+        let hi = if t1 == NEVER {
+            self.points.len()
+        } else {
+            let hi = lo + self.points[lo..].partition_point(|p| p.0 < t1);
+            if self.points.get(hi).is_none_or(|p| p.0 != t1) {
+                let v = self.value_before(hi);
+                self.points.insert(hi, (t1, v));
+            }
+            hi
+        };
+        for p in &mut self.points[lo..hi] {
+            p.1 += delta;
+        }
+        // The boundaries are the only points whose value may now repeat the one before; the
+        // later one first, so that `lo` stays valid.
+        if hi < self.points.len() && self.points[hi].1 == self.points[hi - 1].1 {
+            self.points.remove(hi);
+        }
+        if self.points[lo].1 == self.value_before(lo) {
+            self.points.remove(lo);
+        }
+    }
+
+    /// Drops every key below `t`; a key at `t` with the value there is kept unless it is 0.
+    pub(crate) fn forget_before(&mut self, t: Time) {
+        if t == NEVER {
+            self.points.clear();
+            return;
+        }
+        let i = self.first_at_or_after(t);
+        let v = self.value_before(i);
+        match self.points.get(i) {
+            // A key at t keeps its own value, and is redundant if that is 0.
+            Some(&(k, at)) if k == t => {
+                self.points.drain(..i + usize::from(at == 0));
+            }
+            _ if v != 0 => {
+                // Reuse the last dropped slot for the new first point when there is one.
+                if i > 0 {
+                    self.points[i - 1] = (t, v);
+                    self.points.drain(..i - 1);
+                } else {
+                    self.points.insert(0, (t, v));
+                }
+            }
+            _ => {
+                self.points.drain(..i);
+            }
+        }
+    }
+
+    pub(crate) fn check(&self) -> Result<(), String> {
+        let mut before: Option<(Time, i64)> = None;
+        for &(t, v) in &self.points {
+            if t == NEVER {
+                return Err("a change point at NEVER".into());
+            }
+            if before.is_some_and(|(bt, _)| bt >= t) {
+                return Err(format!("keys out of order at {t}"));
+            }
+            if before.map_or(0, |b| b.1) == v {
+                return Err(format!("redundant change point at {t}"));
+            }
+            before = Some((t, v));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn add_merges_and_splits_steps() {
+        let mut f = Flat::default();
+        f.add(10, 20, 3);
+        f.add(20, 30, 3);
+        assert_eq!(f.points(), &[(10, 3), (30, 0)]);
+        f.add(15, 30, -3);
+        assert_eq!(f.points(), &[(10, 3), (15, 0)]);
+        f.check().unwrap();
+        f.forget_before(12);
+        assert_eq!(f.points(), &[(12, 3), (15, 0)]);
+        f.forget_before(15);
+        assert!(f.points().is_empty());
+    }
+
+    #[test]
+    fn fit_skips_short_gaps() {
+        let f = Flat::from_sorted([(0, 5), (10, 1), (12, 5), (20, 0)].into_iter());
+        let fit = |from, duration, limit| f.earliest_fit_before(from, duration, limit, NEVER);
+        assert_eq!(fit(0, 2, 1), Some(10));
+        assert_eq!(fit(0, 3, 1), Some(20));
+        assert_eq!(fit(11, 1, 1), Some(11));
+        assert_eq!(fit(0, NEVER, 1), Some(20));
+        assert_eq!(fit(0, 1, -1), None);
+        assert_eq!(f.earliest_fit_before(0, 3, 1, 20), None);
+        assert_eq!(f.earliest_fit_before(0, 3, 1, 21), Some(20));
+    }
+}
