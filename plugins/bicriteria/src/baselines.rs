@@ -75,26 +75,13 @@ pub fn list_saf(inst: &Instance, dual: &DualApprox) -> Schedule {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::instance::Task;
+    use crate::instance::testkit::weighted;
     use crate::makespan::dual_approx;
 
     #[test]
     fn gang_is_smith_order_on_all_processors() {
         // ω/p(2): task 0: 1/2, task 1: 4/1 → task 1 first.
-        let i = Instance::new(
-            2,
-            vec![
-                Task {
-                    w: 1.0,
-                    p: vec![3.0, 2.0],
-                },
-                Task {
-                    w: 4.0,
-                    p: vec![2.0, 1.0],
-                },
-            ],
-        )
-        .unwrap();
+        let i = weighted(2, &[(1.0, &[3.0, 2.0]), (4.0, &[2.0, 1.0])]);
         let g = gang(&i);
         assert_eq!(g.tasks[1].start, 0.0);
         assert_eq!(g.tasks[0].start, 1.0);

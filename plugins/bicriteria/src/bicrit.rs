@@ -337,7 +337,7 @@ pub fn bicrit_with_cstar(inst: &Instance, cstar: f64, params: BiCritParams) -> B
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::instance::Task;
+    use crate::instance::testkit::weighted as inst;
 
     fn item(tasks: &[usize], allot: usize, weight: f64) -> Item {
         Item {
@@ -385,20 +385,6 @@ mod tests {
         assert_eq!(b.t[0], 1.0);
         // C*max = t_min: one batch.
         assert_eq!(boundaries(2.0, 2.0).t, vec![2.0, 4.0]);
-    }
-
-    fn inst(m: usize, tasks: &[(f64, &[f64])]) -> Instance {
-        Instance::new(
-            m,
-            tasks
-                .iter()
-                .map(|(w, p)| Task {
-                    w: *w,
-                    p: p.to_vec(),
-                })
-                .collect(),
-        )
-        .unwrap()
     }
 
     #[test]

@@ -135,21 +135,7 @@ pub fn minsum_lp(inst: &Instance, cstar: f64, form: LpForm) -> Result<f64, LpErr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::instance::Task;
-
-    fn inst(m: usize, tasks: &[(f64, &[f64])]) -> Instance {
-        Instance::new(
-            m,
-            tasks
-                .iter()
-                .map(|(w, p)| Task {
-                    w: *w,
-                    p: p.to_vec(),
-                })
-                .collect(),
-        )
-        .unwrap()
-    }
+    use crate::instance::testkit::weighted as inst;
 
     #[test]
     fn printed_lp_exceeds_the_optimum_on_two_tasks() {

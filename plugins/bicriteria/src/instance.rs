@@ -200,6 +200,27 @@ impl Instance {
     }
 }
 
+/// Instances built in one line for the unit tests of every module.
+#[cfg(test)]
+pub(crate) mod testkit {
+    use super::{Instance, Task};
+
+    /// `m` processors and tasks given as `(ω, [p(1), …])`.
+    pub(crate) fn weighted(m: usize, tasks: &[(f64, &[f64])]) -> Instance {
+        let tasks = tasks
+            .iter()
+            .map(|&(w, p)| Task { w, p: p.to_vec() })
+            .collect();
+        Instance::new(m, tasks).expect("a valid test instance")
+    }
+
+    /// `m` processors and tasks of weight 1 given as `[p(1), …]`.
+    pub(crate) fn unit(m: usize, ps: &[&[f64]]) -> Instance {
+        let tasks: Vec<(f64, &[f64])> = ps.iter().map(|&p| (1.0, p)).collect();
+        weighted(m, &tasks)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

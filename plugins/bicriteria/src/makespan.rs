@@ -139,20 +139,7 @@ pub fn dual_approx(inst: &Instance) -> DualApprox {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::instance::Task;
-
-    fn inst(m: usize, ps: &[&[f64]]) -> Instance {
-        Instance::new(
-            m,
-            ps.iter()
-                .map(|p| Task {
-                    w: 1.0,
-                    p: p.to_vec(),
-                })
-                .collect(),
-        )
-        .unwrap()
-    }
+    use crate::instance::testkit::unit as inst;
 
     #[test]
     fn lambda_star_by_hand() {

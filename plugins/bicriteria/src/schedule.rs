@@ -255,20 +255,7 @@ pub fn rigid_list(inst: &Instance, order: &[usize], allot: &[usize]) -> Vec<Rigi
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::instance::Task;
-
-    fn inst(m: usize, ps: &[&[f64]]) -> Instance {
-        Instance::new(
-            m,
-            ps.iter()
-                .map(|p| Task {
-                    w: 1.0,
-                    p: p.to_vec(),
-                })
-                .collect(),
-        )
-        .unwrap()
-    }
+    use crate::instance::testkit::unit as inst;
 
     #[test]
     fn release_at_t_frees_for_a_start_at_t() {
