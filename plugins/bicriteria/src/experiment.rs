@@ -359,33 +359,43 @@ pub fn format_tables(reports: &[ModelReport], spec: &Spec) -> String {
             let _ = writeln!(s);
         }
     }
-    let _ = writeln!(
-        s,
-        "The LP of §3.3 as printed: runs where it exceeded the best sum wC found (so was no lower bound), and Σ printed / Σ corrected"
-    );
-    let _ = write!(s, "{:>5}", "n");
-    for r in reports {
-        let _ = write!(s, " | {:^15}", r.model);
-    }
-    let _ = writeln!(s);
-    for (i, n) in spec.ns.iter().enumerate() {
-        let _ = write!(s, "{:>5}", n);
-        for r in reports {
-            let p = &r.points[i];
-            let _ = write!(
-                s,
-                " | {:>3}/{:<3} {:>6.3}",
+    per_model_table(
+        &mut s,
+        "The LP of §3.3 as printed: runs where it exceeded the best sum wC found (so was no lower bound), and Σ printed / Σ corrected",
+        reports,
+        spec,
+        |p| {
+            format!(
+                "{:>3}/{:<3} {:>6.3}",
                 p.paper_lp_above_best, spec.runs, p.paper_lp_over_corrected
-            );
-        }
-        let _ = writeln!(s);
-    }
-    let _ = writeln!(s);
-    let _ = writeln!(
-        s,
-        "Figure 7: BiCrit's run time (median / max over the runs of a point, ms; shuffles = {})",
-        spec.params.shuffles
+            )
+        },
     );
+    let _ = writeln!(s);
+    per_model_table(
+        &mut s,
+        &format!(
+            "Figure 7: BiCrit's run time (median / max over the runs of a point, ms; shuffles = {})",
+            spec.params.shuffles
+        ),
+        reports,
+        spec,
+        |p| format!("{:>6.2} / {:>6.2}", p.bicrit_median_s * 1e3, p.bicrit_max_s * 1e3),
+    );
+    s
+}
+
+/// A table with one row per task count and one column per model, each cell `cell` of that
+/// model's point.
+fn per_model_table(
+    s: &mut String,
+    title: &str,
+    reports: &[ModelReport],
+    spec: &Spec,
+    cell: impl Fn(&Point) -> String,
+) {
+    use std::fmt::Write as _;
+    let _ = writeln!(s, "{title}");
     let _ = write!(s, "{:>5}", "n");
     for r in reports {
         let _ = write!(s, " | {:^15}", r.model);
@@ -394,17 +404,10 @@ pub fn format_tables(reports: &[ModelReport], spec: &Spec) -> String {
     for (i, n) in spec.ns.iter().enumerate() {
         let _ = write!(s, "{:>5}", n);
         for r in reports {
-            let p = &r.points[i];
-            let _ = write!(
-                s,
-                " | {:>6.2} / {:>6.2}",
-                p.bicrit_median_s * 1e3,
-                p.bicrit_max_s * 1e3
-            );
+            let _ = write!(s, " | {}", cell(&r.points[i]));
         }
         let _ = writeln!(s);
     }
-    s
 }
 
 /// One chart series: its name and, per point, (x, min, avg, max).
