@@ -35,6 +35,21 @@ fn config(dir: &Path) -> Config {
     c
 }
 
+/// Submits `spec` on an open connection and returns its id (tests that submit many jobs keep
+/// one connection).
+fn submit_on(client: &mut Client, spec: JobSpec) -> u64 {
+    match client
+        .request(&Request::Submit(SubmitRequest {
+            spec,
+            test_only: false,
+        }))
+        .unwrap()
+    {
+        Response::Submitted { id } => id,
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
 impl Cluster {
     fn new() -> Cluster {
         let dir = tempfile::tempdir().unwrap();
@@ -79,17 +94,7 @@ impl Cluster {
     }
 
     fn submit(&self, spec: JobSpec) -> u64 {
-        match self
-            .client()
-            .request(&Request::Submit(SubmitRequest {
-                spec,
-                test_only: false,
-            }))
-            .unwrap()
-        {
-            Response::Submitted { id } => id,
-            other => panic!("unexpected {other:?}"),
-        }
+        submit_on(&mut self.client(), spec)
     }
 
     fn show(&self, id: u64) -> JobInfo {
@@ -705,16 +710,7 @@ fn listings_with_finished_jobs_and_many_frames() {
     for _ in 0..10_000 {
         let mut s = c.spec("true");
         s.hold = true;
-        match client
-            .request(&Request::Submit(SubmitRequest {
-                spec: s,
-                test_only: false,
-            }))
-            .unwrap()
-        {
-            Response::Submitted { .. } => {}
-            other => panic!("{other:?}"),
-        }
+        submit_on(&mut client, s);
     }
     let all = ids(&list(true, false));
     assert_eq!(all.len(), 10_001);

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-use batch_proto::{Client, JobState, Request, Response, ShowJobRequest, SubmitRequest};
+use batch_proto::{Client, JobState, Request, ShowJobRequest};
 
 use super::*;
 
@@ -68,17 +68,7 @@ impl Daemon {
             60_000,
         );
         s.environment = vec![("PATH".into(), "/usr/bin:/bin".into())];
-        match self
-            .client()
-            .request(&Request::Submit(SubmitRequest {
-                spec: s,
-                test_only: false,
-            }))
-            .unwrap()
-        {
-            Response::Submitted { id } => id,
-            other => panic!("{other:?}"),
-        }
+        super::submit_on(&mut self.client(), s)
     }
 
     fn state(&self, id: u64) -> JobState {

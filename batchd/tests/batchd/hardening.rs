@@ -268,16 +268,7 @@ fn a_listing_client_that_does_not_read_is_dropped() {
         let mut s = c.spec("true");
         s.hold = true;
         s.args = vec!["x".repeat(10_000)];
-        match client
-            .request(&Request::Submit(SubmitRequest {
-                spec: s,
-                test_only: false,
-            }))
-            .unwrap()
-        {
-            Response::Submitted { .. } => {}
-            other => panic!("{other:?}"),
-        }
+        submit_on(&mut client, s);
     }
     let mut lazy = greeted(&sock);
     write_frame(&mut lazy, &Request::List(ListRequest::default())).unwrap();
