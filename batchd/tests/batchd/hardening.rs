@@ -224,6 +224,10 @@ fn idle_connections_are_closed_and_the_caps_refuse_clearly() {
     let mut idle: Vec<UnixStream> = (0..10)
         .map(|_| UnixStream::connect(&sock).unwrap())
         .collect();
+    // Each connection is admitted by its own task, so not in connect order: give them time to
+    // be admitted (well within the 300 ms idle timeout) before the tool connects, or a late
+    // one may find the tool, between its hello and its request, the longest-idle connection.
+    std::thread::sleep(Duration::from_millis(150));
     version(&mut c.client());
     for s in &mut idle {
         assert!(closed_by_daemon(s), "an idle connection stayed open");
