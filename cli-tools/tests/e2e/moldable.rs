@@ -23,7 +23,10 @@ fn nodes_seen(c: &Cluster, id: u64) -> u32 {
 
 /// equeue's `%K %D` for job `id`, if it is listed.
 fn config_column(c: &Cluster, id: u64) -> Option<String> {
-    let out = c.ok("equeue", &["--noheader", "-j", &id.to_string(), "-o", "%K %D"]);
+    let out = c.ok(
+        "equeue",
+        &["--noheader", "-j", &id.to_string(), "-o", "%K %D"],
+    );
     out.lines().next().map(|l| l.trim().to_string())
 }
 

@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 
 use sched_core::idmap::IdMap;
 use sched_core::{
-    JobId, JobReason, Pending, Placement, Plan, Pool, PoolSteps, Request, Snapshot, Step, Time,
+    JobId, JobReason, Pending, Placement, Plan, Pool, PoolSteps, Snapshot, Step, Time,
 };
 
 use crate::common::{holds_end, same_holds_from, Cluster, FitHints, Job};
@@ -685,13 +685,7 @@ enum Update {
 /// A moldable request's options ([`Job::options`]); `None` for any other request.
 type Options = Option<Box<[Job]>>;
 
-/// How the book sees a pending job: its rigid view and, for a moldable request, its options.
-/// Only moldable requests pay for the list.
+/// How the book sees a pending job: [`Job::view`].
 fn view(p: &Pending, pools: &[Pool]) -> Result<(Job, Options), String> {
-    if let Request::Moldable(_) = p.request {
-        let options = Job::options(p, pools)?;
-        Ok((options[0], Some(options.into_boxed_slice())))
-    } else {
-        Job::of(p, pools).map(|j| (j, None))
-    }
+    Job::view(p, pools)
 }

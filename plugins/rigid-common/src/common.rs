@@ -115,6 +115,17 @@ impl Job {
         Ok(out)
     }
 
+    /// [`Job::of`] and, for a moldable request only, [`Job::options`]: what a policy needs to
+    /// place any job, without a list for the requests that offer one shape.
+    pub fn view(p: &Pending, pools: &[Pool]) -> Result<(Job, Option<Box<[Job]>>), String> {
+        if let Request::Moldable(_) = p.request {
+            let options = Job::options(p, pools)?;
+            Ok((options[0], Some(options.into_boxed_slice())))
+        } else {
+            Job::of(p, pools).map(|j| (j, None))
+        }
+    }
+
     /// The job of `rigid`'s nodes and walltime on `pool`, or why no pool can ever hold it.
     fn checked(
         p: &Pending,
@@ -338,6 +349,20 @@ impl Cluster {
             }
         }
         best
+    }
+
+    /// Where and when a job seen as [`Job::view`] goes at the earliest from `from`: `job` at
+    /// its earliest fit, or, with `options`, the one [`Cluster::choose`] picks.
+    pub fn place(
+        &self,
+        job: &Job,
+        options: Option<&[Job]>,
+        from: Time,
+    ) -> Option<(Job, usize, Time)> {
+        match options {
+            Some(o) => self.choose(o, from),
+            None => self.earliest(job, from).map(|(i, t)| (*job, i, t)),
+        }
     }
 
     /// A pool (lowest id first) where `job` can run on `[now, now + walltime)`.
