@@ -8,7 +8,7 @@ use sched_core::{
     JobId, JobReason, Pending, Placement, Plan, Pool, PoolSteps, Snapshot, Step, Time,
 };
 
-use crate::common::{holds_end, same_holds_from, Cluster, FitHints, Job};
+use crate::common::{holds_end, same_holds_from, Cluster, FitHints, Job, Options};
 
 /// What happened to the book during the calls so far: for tests and benchmarks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -681,9 +681,6 @@ enum Update {
         new_jobs: Vec<(usize, Job, Options)>,
     },
 }
-
-/// A moldable request's options ([`Job::options`]); `None` for any other request.
-type Options = Option<Box<[Job]>>;
 
 /// How the book sees a pending job: [`Job::view`].
 fn view(p: &Pending, pools: &[Pool]) -> Result<(Job, Options), String> {

@@ -117,7 +117,7 @@ impl Job {
 
     /// [`Job::of`] and, for a moldable request only, [`Job::options`]: what a policy needs to
     /// place any job, without a list for the requests that offer one shape.
-    pub fn view(p: &Pending, pools: &[Pool]) -> Result<(Job, Option<Box<[Job]>>), String> {
+    pub fn view(p: &Pending, pools: &[Pool]) -> Result<(Job, Options), String> {
         if let Request::Moldable(_) = p.request {
             let options = Job::options(p, pools)?;
             Ok((options[0], Some(options.into_boxed_slice())))
@@ -199,6 +199,9 @@ impl Job {
         }
     }
 }
+
+/// A moldable request's options ([`Job::options`]); `None` for any other request.
+pub type Options = Option<Box<[Job]>>;
 
 /// The pools of a snapshot sorted by id (ties between pools go to the lowest id) with one
 /// "nodes used" profile each.
