@@ -57,17 +57,19 @@ fn hms(ms: u64) -> String {
 #[test]
 fn cbf_takes_the_configuration_that_completes_earliest() {
     let c = Cluster::start(8, "cbf");
-    c.script("nodes3.sh", &nodes_script("3"));
+    c.script("nodes5.sh", &nodes_script("5"));
     c.script("nodes1.sh", &nodes_script("1"));
     c.script("nodes10.sh", &nodes_script("10"));
-    // 6 of 8 nodes busy for (at most) 4 s.
-    let blocker = c.submit(&["-N", "6", "-t", "0:04", "nodes3.sh"]);
+    // 6 of 8 nodes busy for (at most) 6 s. The margins below leave seconds for the tools on a
+    // loaded machine.
+    let blocker = c.submit(&["-N", "6", "-t", "0:06", "nodes5.sh"]);
     c.wait_state(blocker, JobState::Running);
     // 2 nodes now for a minute end later than 8 nodes for 2 s after the blocker: 8 nodes. The
     // script outlives its 2 s, so it is killed at that limit.
     let m = c.submit(&["--moldable", "2:1:00,8:0:02", "--weight", "2", "nodes10.sh"]);
     // Amdahl, 4 s on one node, half serial: p(2) = 3 s fits now on the 2 free nodes before
-    // job m's reservation; every larger count waits for m: 2 nodes for 3 s.
+    // job m's reservation (if submitted within 3 s of the blocker); every larger count waits
+    // for m: 2 nodes for 3 s.
     let a = c.submit(&[
         "--moldable-model",
         "amdahl:0:04:0.5",
@@ -122,7 +124,7 @@ fn bicriteria_runs_each_job_with_the_configuration_bicrit_chose() {
     c.script("short.sh", &nodes_script("0.2"));
     // The first batch: the blocker alone. The moldable jobs arriving meanwhile wait for the
     // next batch (§2.2) with no placement, so no expected configuration yet.
-    let blocker = c.submit(&["-N", "8", "-t", "0:05", "--wrap", "sleep 1"]);
+    let blocker = c.submit(&["-N", "8", "-t", "0:06", "--wrap", "sleep 3"]);
     c.wait_state(blocker, JobState::Running);
     let explicit = c.submit(&["--moldable", "2:0:08,4:0:05,8:0:03", "short.sh"]);
     let model = c.submit(&[
