@@ -123,6 +123,8 @@ pub enum PendingReason {
     Held,
     /// A dependency that can never be satisfied (e.g. `afterok` on a job that failed).
     DependencyNeverSatisfied,
+    /// A task of a job array whose throttle (`--array ...%N`) is reached.
+    JobArrayTaskLimit,
 }
 
 impl PendingReason {
@@ -135,6 +137,7 @@ impl PendingReason {
             PendingReason::BeginTime => "BeginTime",
             PendingReason::Held => "Held",
             PendingReason::DependencyNeverSatisfied => "DependencyNeverSatisfied",
+            PendingReason::JobArrayTaskLimit => "JobArrayTaskLimit",
         }
     }
 }
@@ -442,7 +445,8 @@ pub struct JobSpec {
     /// Conditions on other jobs; all must hold.
     #[serde(default)]
     pub dependencies: Vec<Dependency>,
-    /// Pattern of the stdout file (`%j %x %u %%`), relative to `work_dir`; default
+    /// Pattern of the stdout file (sbatch's escapes, see [`crate::pattern`]), relative to
+    /// `work_dir`; default
     /// `esched-%j.out`.
     #[serde(default)]
     pub stdout: Option<String>,
@@ -462,6 +466,13 @@ pub struct JobSpec {
     /// so the files stay private.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub umask: Option<u32>,
+    // Job arrays (issue 15): the submitted array, and the task batchd made of it.
+    /// A job array as submitted (`--array`): batchd queues one job per index.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub array: Option<crate::array::ArraySpec>,
+    /// Set by batchd on each job it made of an array: the array and the task's index.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub array_task: Option<crate::array::ArrayTask>,
 }
 
 /// The umask of a job whose submission did not give one: output files readable by their
@@ -500,6 +511,8 @@ impl JobSpec {
             work_dir: work_dir.into(),
             priority: 0,
             umask: None,
+            array: None,
+            array_task: None,
         }
     }
 
@@ -575,6 +588,18 @@ impl JobSpec {
         if self.script.contains('\0') {
             return field("script", "the script contains a NUL byte");
         }
+        if let Some(a) = &self.array {
+            if a.indices.is_empty() || a.indices.iter().any(|i| *i > crate::array::MAX_ARRAY_INDEX)
+            {
+                return field("array", "indices must be from 0 to 1000, at least one");
+            }
+            if a.throttle == Some(0) {
+                return field("array", "the throttle must be positive");
+            }
+            if self.array_task.is_some() {
+                return field("array_task", "is set by batchd, not by a submission");
+            }
+        }
         if self.umask.is_some_and(|m| m > 0o777) {
             return field("umask", "must be at most 0777");
         }
@@ -588,6 +613,12 @@ impl JobSpec {
             if let Some(p) = p {
                 if p.is_empty() || p.contains('\0') {
                     return field(what, "must be a non-empty path without NUL bytes");
+                }
+                if let Err(reason) = crate::pattern::check(p) {
+                    return Err(SpecError::Field {
+                        field: what,
+                        reason: format!("'{p}': {reason}"),
+                    });
                 }
             }
         }
@@ -700,6 +731,18 @@ pub struct JobInfo {
     /// Where a running evolving job is in its scheduled EP.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<StepStatus>,
+    /// The job's place in its array, for a task of a job array (shown `ARRAYID_INDEX`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub array: Option<crate::array::ArrayTask>,
+}
+
+impl JobInfo {
+    /// The id as squeue and sacct show it: `ARRAYID_INDEX` for an array task, else the id.
+    pub fn label(&self) -> String {
+        self.array
+            .as_ref()
+            .map_or_else(|| self.id.to_string(), crate::array::ArrayTask::label)
+    }
 }
 
 /// What a running evolving job is doing in its current step, as the job itself is told in its

@@ -5,7 +5,7 @@
 
 #[cfg(doc)]
 use batch_proto::ListRequest;
-use batch_proto::{Dependency, JobInfo, JobShape, JobState, PendingReason, StepStatus};
+use batch_proto::{ArrayTask, Dependency, JobInfo, JobShape, JobState, PendingReason, StepStatus};
 use sched_core::Step;
 use serde::Serialize;
 
@@ -67,6 +67,8 @@ pub struct JobView<'a> {
     scheduled_ep: Option<&'a [Step]>,
     #[serde(skip_serializing_if = "Option::is_none")]
     step: Option<StepStatus>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    array: Option<ArrayTask>,
 }
 
 impl<'a> JobView<'a> {
@@ -130,6 +132,7 @@ impl<'a> JobView<'a> {
                 Some(c) if !pending => c.step_status(rec.id),
                 _ => None,
             },
+            array: rec.spec.array_task,
         }
     }
 
@@ -164,6 +167,7 @@ impl<'a> JobView<'a> {
             args: self.args.to_vec(),
             scheduled_ep: self.scheduled_ep.map(<[Step]>::to_vec),
             step: self.step,
+            array: self.array,
         }
     }
 }

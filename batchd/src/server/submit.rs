@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use batch_proto::{
-    Dependency, ErrorKind, ErrorReply, JobSpec, Response, SubmitRequest, TestOnlyReply,
+    ArrayTask, Dependency, ErrorKind, ErrorReply, JobSpec, Response, SubmitRequest, TestOnlyReply,
 };
 
 use super::{internal, Caller, Reply};
@@ -82,25 +82,75 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: SubmitRequest) -> Rep
         return test_only(d, caller, spec).await;
     }
     let now = now_ms();
-    let rec = {
+    let recs = {
         let mut core = d.core();
         if let Err(e) = check_against(&core, &spec) {
             return e.into();
         }
-        let id = core.next_id;
-        core.next_id += 1;
-        JobRecord::submitted(id, caller.uid, caller.gid, &caller.user, spec, now)
+        array_records(&mut core.next_id, caller, spec, now)
     };
-    let id = rec.id;
-    // Acknowledged only once committed: an acknowledged job survives a crash.
-    if let Err(e) = d.store.commit(rec.clone()).await {
-        tracing::error!(job = id, "submission not stored: {e}");
-        return internal(e);
+    let Some(id) = recs.first().map(|r| r.id) else {
+        return internal("an array without tasks");
+    };
+    // Acknowledged only once committed: an acknowledged job survives a crash. The tasks of an
+    // array are queued to the writer in order and the last one awaited, so all are written.
+    let last = recs.len() - 1;
+    for (k, rec) in recs.iter().enumerate() {
+        if k < last {
+            d.store.write(rec.clone());
+        } else if let Err(e) = d.store.commit(rec.clone()).await {
+            tracing::error!(job = id, "submission not stored: {e}");
+            return internal(e);
+        }
     }
-    d.core().insert(Active { rec, run: None });
+    {
+        let mut core = d.core();
+        for rec in recs {
+            core.insert(Active { rec, run: None });
+        }
+    }
     d.reschedule();
     tracing::debug!(job = id, uid = caller.uid, "submitted");
     Response::Submitted { id }.into()
+}
+
+/// The records a submission makes, ids taken from `next_id`: one job, or one per task of a job
+/// array, each an ordinary pending job that knows its array (the array's id is its first
+/// task's job id, as in Slurm).
+fn array_records(
+    next_id: &mut u64,
+    caller: &Caller,
+    mut spec: JobSpec,
+    now: u64,
+) -> Vec<JobRecord> {
+    let Some(array) = spec.array.take() else {
+        let id = *next_id;
+        *next_id += 1;
+        return vec![JobRecord::submitted(
+            id,
+            caller.uid,
+            caller.gid,
+            &caller.user,
+            spec,
+            now,
+        )];
+    };
+    let first = *next_id;
+    *next_id += array.indices.len() as u64;
+    array
+        .indices
+        .iter()
+        .zip(first..)
+        .map(|(&index, id)| {
+            let mut task = spec.clone();
+            task.array_task = Some(ArrayTask {
+                array_id: first,
+                index,
+                throttle: array.throttle,
+            });
+            JobRecord::submitted(id, caller.uid, caller.gid, &caller.user, task, now)
+        })
+        .collect()
 }
 
 /// When the job would start if submitted now: a fresh instance of the policy in force plans

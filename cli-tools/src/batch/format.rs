@@ -196,7 +196,7 @@ impl Format {
     }
 
     /// One job's line; `now` gives running jobs' TIME.
-    pub fn row(&self, job: &JobInfo, now: Time, zone: &dyn Zone) -> String {
+    pub fn row(&self, job: &JobInfo, now: Time, zone: &Zone) -> String {
         let mut out = String::new();
         self.write_row(&mut out, &mut String::new(), job, now, zone);
         out
@@ -210,7 +210,7 @@ impl Format {
         scratch: &mut String,
         job: &JobInfo,
         now: Time,
-        zone: &dyn Zone,
+        zone: &Zone,
     ) {
         self.render_into(out, scratch, |letter, buf| {
             field(job, letter, now, zone, buf)
@@ -272,9 +272,12 @@ fn put(buf: &mut String, args: std::fmt::Arguments<'_>) {
     let _ = buf.write_fmt(args);
 }
 
-fn field(job: &JobInfo, letter: char, now: Time, zone: &dyn Zone, buf: &mut String) {
+fn field(job: &JobInfo, letter: char, now: Time, zone: &Zone, buf: &mut String) {
     match letter {
-        'i' => put(buf, format_args!("{}", job.id)),
+        'i' => match &job.array {
+            Some(t) => put(buf, format_args!("{}_{}", t.array_id, t.index)),
+            None => put(buf, format_args!("{}", job.id)),
+        },
         'P' => buf.push_str(job.pool.as_deref().unwrap_or("(any)")),
         'j' => buf.push_str(&job.name),
         'u' => buf.push_str(&job.user),
@@ -316,7 +319,7 @@ fn field(job: &JobInfo, letter: char, now: Time, zone: &dyn Zone, buf: &mut Stri
 
 #[cfg(test)]
 mod tests {
-    use super::super::time::FixedZone;
+    use super::super::time::fixed_zone;
     use super::*;
     use batch_proto::{DepKind, Dependency, JobShape, PendingReason, StepPhase, StepStatus};
 
@@ -353,6 +356,7 @@ mod tests {
             args: vec![],
             scheduled_ep: None,
             step: None,
+            array: None,
         }
     }
 
@@ -363,7 +367,7 @@ mod tests {
             f.header(),
             "             JOBID PARTITION     NAME     USER ST       TIME  NODES  STEP NODELIST(REASON)"
         );
-        let z = FixedZone(0);
+        let z = fixed_zone(0);
         assert_eq!(
             f.row(&job(), 1_065_000, &z),
             "                42     debug a-rather    alice  R       1:05      3     - node[001-003]"
@@ -390,7 +394,7 @@ mod tests {
             next_nodes: Some(1),
             chosen_release: None,
         });
-        let z = FixedZone(0);
+        let z = fixed_zone(0);
         let f = Format::parse(DEFAULT_FORMAT).unwrap();
         assert!(
             f.row(&j, 1_065_000, &z)
@@ -412,7 +416,7 @@ mod tests {
     #[test]
     fn widths_flags_and_literals() {
         let f = Format::parse("%-6i|%.4t|%j%%|%5D|%l|%L").unwrap();
-        let z = FixedZone(0);
+        let z = fixed_zone(0);
         assert_eq!(f.header(), "JOBID |  ST|NAME%|NODES|TIME_LIMIT|TIME_LEFT");
         assert_eq!(
             f.row(&job(), 1_065_000, &z),
@@ -423,7 +427,7 @@ mod tests {
     #[test]
     fn times_and_misc_fields() {
         let f = Format::parse("%S %V %e %Z %E %U %T %r %N %Q").unwrap();
-        let z = FixedZone(0);
+        let z = fixed_zone(0);
         assert_eq!(
             f.row(&job(), 2_000_000, &z),
             "1970-01-01T00:16:40 1970-01-01T00:16:40 N/A /home/alice (null) 1000 RUNNING None \
@@ -469,7 +473,7 @@ mod tests {
     /// job with the left-out fields blanked are the rows of the full job.
     #[test]
     fn default_rows_are_the_same_from_a_brief_job() {
-        let z = FixedZone(0);
+        let z = fixed_zone(0);
         let mut full = job();
         full.dependencies = vec![Dependency::Singleton];
         full.detail = Some("x".into());

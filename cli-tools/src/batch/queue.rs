@@ -7,15 +7,16 @@ use batch_proto::{JobFilter, JobInfo, ListRequest, Request};
 use clap::Parser;
 use sched_core::time::Time;
 
-use super::cli::{connect, now_ms, parse_ids, print_out, split_list};
+use super::cli::{check_users, connect, now_ms, parse_refs, print_out, split_list};
 use super::format::{parse_states, Format, DEFAULT_FORMAT, START_FORMAT};
-use super::time::{LocalZone, Zone};
+use super::time::{local_zone, Zone};
 
 /// `equeue`'s command line.
 #[derive(Parser, Debug)]
 #[command(
     name = "equeue",
     version,
+    disable_help_flag = true,
     about = "Show batchd's queue (like squeue)",
     after_help = "Format fields (-o): %i id, %P pool, %j name, %u user, %U uid, %t state code, \
                   %T state, %M time used, %l time limit, %L time left, %D nodes, %R node list \
@@ -49,15 +50,22 @@ pub struct QueueCli {
     /// Only jobs with these names.
     #[arg(short = 'n', long = "name", value_name = "NAMES")]
     pub names: Vec<String>,
+    /// One line per array task: what equeue always shows (it does not fold an array's pending
+    /// tasks into one `ID_[N-M]` line as squeue does without -r).
+    #[arg(short = 'r', long = "array")]
+    pub array: bool,
     /// Show expected start times (START_TIME) of pending jobs.
     #[arg(long)]
     pub start: bool,
     /// Output format, squeue style.
     #[arg(short = 'o', long = "format", value_name = "FORMAT")]
     pub format: Option<String>,
-    /// No header line.
-    #[arg(long)]
+    /// No header line (`-h`, as in Slurm; help is `--help` only).
+    #[arg(short = 'h', long)]
     pub noheader: bool,
+    /// Print help.
+    #[arg(long, action = clap::ArgAction::Help)]
+    pub help: Option<bool>,
     /// JSON: the daemon's job records.
     #[arg(long)]
     pub json: bool,
@@ -80,9 +88,11 @@ impl QueueCli {
             .collect::<Result<Vec<_>, _>>()?
             .concat();
         let include_finished = states.iter().any(|s| s.is_finished());
+        let (ids, tasks) = parse_refs(&self.jobs)?;
         Ok(ListRequest {
             filter: JobFilter {
-                ids: parse_ids(&self.jobs)?,
+                ids,
+                tasks,
                 users,
                 names: split_list(&self.names),
                 states,
@@ -105,13 +115,7 @@ impl QueueCli {
 }
 
 /// The table of `jobs`, header first unless `noheader`.
-pub fn render(
-    jobs: &[JobInfo],
-    format: &Format,
-    noheader: bool,
-    now: Time,
-    zone: &dyn Zone,
-) -> String {
+pub fn render(jobs: &[JobInfo], format: &Format, noheader: bool, now: Time, zone: &Zone) -> String {
     let mut table = Table::new(format, noheader, now, zone);
     table.rows(jobs);
     table.out
@@ -121,13 +125,13 @@ pub fn render(
 struct Table<'a> {
     format: &'a Format,
     now: Time,
-    zone: &'a dyn Zone,
+    zone: &'a Zone,
     out: String,
     scratch: String,
 }
 
 impl<'a> Table<'a> {
-    fn new(format: &'a Format, noheader: bool, now: Time, zone: &'a dyn Zone) -> Self {
+    fn new(format: &'a Format, noheader: bool, now: Time, zone: &'a Zone) -> Self {
         let mut out = String::new();
         if !noheader {
             out.push_str(&format.header());
@@ -154,6 +158,7 @@ impl<'a> Table<'a> {
 
 /// equeue.
 pub fn run(cli: QueueCli) -> anyhow::Result<ExitCode> {
+    check_users(&split_list(&cli.users), "Invalid user")?;
     let req = Request::List(cli.request()?);
     let format = cli.format()?;
     let mut client = connect(cli.socket.as_deref())?;
@@ -163,12 +168,44 @@ pub fn run(cli: QueueCli) -> anyhow::Result<ExitCode> {
     } else {
         // Rows are written as each part of the listing arrives, and the whole table printed
         // at the end: an error part-way prints the error alone, not half a queue.
-        let zone = LocalZone;
+        let zone = local_zone();
         let mut table = Table::new(&format, cli.noheader, now_ms(), &zone);
-        client.jobs_each(&req, |part| table.rows(&part))?;
+        let mut rows = 0;
+        client.jobs_each(&req, |part| {
+            rows += part.len();
+            table.rows(&part)
+        })?;
+        if rows == 0 {
+            unknown_ids(&mut client, &req)?;
+        }
         print_out(&table.out)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// squeue's answer to `-j` ids none of which is in the queue (finished, or never there):
+/// `Invalid job id specified` and exit 1, so that `while squeue -j $id; do ...` ends. Ids
+/// that are queued but filtered out by the other options print an empty table, exit 0.
+fn unknown_ids(client: &mut batch_proto::Client, req: &Request) -> anyhow::Result<()> {
+    let Request::List(list) = req else {
+        return Ok(());
+    };
+    if list.filter.ids.is_empty() && list.filter.tasks.is_empty() {
+        return Ok(());
+    }
+    let only_ids = Request::List(ListRequest {
+        filter: JobFilter {
+            ids: list.filter.ids.clone(),
+            tasks: list.filter.tasks.clone(),
+            ..JobFilter::default()
+        },
+        include_finished: list.include_finished,
+        brief: true,
+    });
+    if client.jobs(&only_ids)?.is_empty() {
+        anyhow::bail!("Invalid job id specified");
+    }
+    Ok(())
 }
 
 #[cfg(test)]
