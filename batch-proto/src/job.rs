@@ -473,6 +473,16 @@ pub struct JobSpec {
     /// Set by batchd on each job it made of an array: the array and the task's index.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub array_task: Option<crate::array::ArrayTask>,
+    /// Tasks, CPUs and memory (`-n`, `-c`, `--mem`...): batchd turns them into the rigid
+    /// shape's node count with the pool's node size (see [`crate::resources`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<crate::resources::Resources>,
+    /// Account (`-A`): stored and shown; no policy uses it yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
+    /// Quality of service (`-q`): stored and shown; no policy uses it yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qos: Option<String>,
 }
 
 /// The umask of a job whose submission did not give one: output files readable by their
@@ -513,6 +523,9 @@ impl JobSpec {
             umask: None,
             array: None,
             array_task: None,
+            resources: None,
+            account: None,
+            qos: None,
         }
     }
 
@@ -598,6 +611,21 @@ impl JobSpec {
             }
             if self.array_task.is_some() {
                 return field("array_task", "is set by batchd, not by a submission");
+            }
+        }
+        if self.resources.as_ref().is_some_and(|r| !r.is_empty())
+            && !matches!(self.shape, JobShape::Rigid { .. })
+        {
+            return field(
+                "resources",
+                "-n/-c/--mem... size rigid jobs; a moldable or evolving job gives its nodes",
+            );
+        }
+        for (what, v) in [("account", &self.account), ("qos", &self.qos)] {
+            if v.as_ref()
+                .is_some_and(|v| v.is_empty() || v.chars().any(|c| c.is_control() || c == ' '))
+            {
+                return field(what, "must be a non-empty word");
             }
         }
         if self.umask.is_some_and(|m| m > 0o777) {
@@ -734,6 +762,12 @@ pub struct JobInfo {
     /// The job's place in its array, for a task of a job array (shown `ARRAYID_INDEX`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub array: Option<crate::array::ArrayTask>,
+    /// Account (`-A`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
+    /// Quality of service (`-q`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qos: Option<String>,
 }
 
 impl JobInfo {

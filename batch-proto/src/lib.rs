@@ -26,6 +26,7 @@ pub mod hostlist;
 pub mod job;
 pub mod message;
 pub mod pattern;
+pub mod resources;
 pub mod signal;
 pub mod socket;
 

@@ -520,6 +520,8 @@ mod tests {
             scheduled_ep: None,
             step: None,
             array: None,
+            account: None,
+            qos: None,
         }
     }
 

@@ -636,6 +636,8 @@ mod tests {
             name: "debug".into(),
             nodes: n,
             max_time: Default::default(),
+            cpus_per_node: 1,
+            mem_per_node: None,
         }])
     }
 

@@ -647,6 +647,8 @@ mod tests {
             name: "debug".into(),
             nodes: 8,
             max_time: Default::default(),
+            cpus_per_node: 1,
+            mem_per_node: None,
         }]);
         let steps = vec![
             Step::new(10_000, 2),

@@ -138,6 +138,8 @@ mod tests {
             name: "debug".into(),
             nodes: 4,
             max_time: Default::default(),
+            cpus_per_node: 1,
+            mem_per_node: None,
         }]);
         let loaded = crate::store::Loaded {
             active: vec![running(1, "debug[001-002]"), running(2, "debug[003-004]")],

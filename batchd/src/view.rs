@@ -69,6 +69,10 @@ pub struct JobView<'a> {
     step: Option<StepStatus>,
     #[serde(skip_serializing_if = "Option::is_none")]
     array: Option<ArrayTask>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    account: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    qos: Option<&'a str>,
 }
 
 impl<'a> JobView<'a> {
@@ -133,6 +137,8 @@ impl<'a> JobView<'a> {
                 _ => None,
             },
             array: rec.spec.array_task,
+            account: rec.spec.account.as_deref(),
+            qos: rec.spec.qos.as_deref(),
         }
     }
 
@@ -168,6 +174,8 @@ impl<'a> JobView<'a> {
             scheduled_ep: self.scheduled_ep.map(<[Step]>::to_vec),
             step: self.step,
             array: self.array,
+            account: self.account.map(str::to_string),
+            qos: self.qos.map(str::to_string),
         }
     }
 }

@@ -365,6 +365,8 @@ mod tests {
             name: "debug".into(),
             nodes: 8,
             max_time: Default::default(),
+            cpus_per_node: 1,
+            mem_per_node: None,
         }]);
         let spec = |id: u64| {
             let mut s = JobSpec::new("#!/bin/sh\n", "/home/alice/run", 2, 60_000);

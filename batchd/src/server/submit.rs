@@ -3,10 +3,12 @@
 use std::sync::Arc;
 
 use batch_proto::{
-    ArrayTask, Dependency, ErrorKind, ErrorReply, JobSpec, Response, SubmitRequest, TestOnlyReply,
+    ArrayTask, Dependency, ErrorKind, ErrorReply, JobShape, JobSpec, Response, SubmitRequest,
+    TestOnlyReply,
 };
 
 use super::{internal, Caller, Reply};
+use crate::config::PoolConfig;
 use crate::core::{Active, Core};
 use crate::daemon::Daemon;
 use crate::launch::now_ms;
@@ -61,6 +63,9 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: SubmitRequest) -> Rep
     if let Err(e) = spec.check(now_ms(), max_time) {
         return ErrorReply::new(ErrorKind::InvalidSpec, e.to_string()).into();
     }
+    if let Err(m) = size_from_resources(&mut spec, &d.settings().config.pools) {
+        return ErrorReply::new(ErrorKind::InvalidSpec, m).into();
+    }
     if d.euid != 0 && caller.uid != d.euid {
         return ErrorReply::new(
             ErrorKind::PermissionDenied,
@@ -112,6 +117,34 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: SubmitRequest) -> Rep
     d.reschedule();
     tracing::debug!(job = id, uid = caller.uid, "submitted");
     Response::Submitted { id }.into()
+}
+
+/// Sets a rigid job's node count from its `-n/-c/--mem...` (batch_proto::resources) with the
+/// node size of its pool; without `-p`, of every pool that can hold it, the largest count, so
+/// that whichever pool the policy picks, the job has enough. No pool can hold it: refused with
+/// Slurm's words and the reason.
+fn size_from_resources(spec: &mut JobSpec, pools: &[PoolConfig]) -> Result<(), String> {
+    let Some(r) = spec.resources.as_ref().filter(|r| !r.is_empty()) else {
+        return Ok(());
+    };
+    let JobShape::Rigid { nodes, .. } = &mut spec.shape else {
+        return Ok(());
+    };
+    let mut counts = pools
+        .iter()
+        .filter(|p| spec.pool.as_ref().is_none_or(|name| *name == p.name))
+        .map(|p| r.node_count(p.node_size()));
+    let Some(first) = counts.next() else {
+        // An unknown pool: check_against says so.
+        return Ok(());
+    };
+    let best = counts.fold(first, |a, b| match (a, b) {
+        (Ok(a), Ok(b)) => Ok(a.max(b)),
+        (Ok(a), Err(_)) | (Err(_), Ok(a)) => Ok(a),
+        (Err(e), Err(_)) => Err(e),
+    });
+    *nodes = best.map_err(|why| format!("Requested node configuration is not available: {why}"))?;
+    Ok(())
 }
 
 /// The records a submission makes, ids taken from `next_id`: one job, or one per task of a job

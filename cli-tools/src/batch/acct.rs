@@ -273,6 +273,8 @@ mod tests {
             scheduled_ep: None,
             step: None,
             array: None,
+            account: None,
+            qos: None,
         }
     }
 

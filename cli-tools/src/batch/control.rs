@@ -185,7 +185,7 @@ pub fn show_job(j: &JobInfo, now: Time, zone: &Zone) -> String {
         "None".into()
     };
     let mut s = format!(
-        "JobId={}{} JobName={}\n   UserId={}({}) Priority={}\n   JobState={} Reason={}{} Dependency={}\n   \
+        "JobId={}{} JobName={}\n   UserId={}({}) Priority={} Account={} QOS={}\n   JobState={} Reason={}{} Dependency={}\n   \
          Held={} ExitCode={}\n   RunTime={} TimeLimit={}\n   SubmitTime={} BeginTime={}\n   \
          StartTime={} EndTime={}\n   Partition={} NodeList={}\n   NumNodes={} Shape={}\n",
 
@@ -200,6 +200,8 @@ pub fn show_job(j: &JobInfo, now: Time, zone: &Zone) -> String {
         j.user,
         j.uid,
         j.priority,
+        j.account.as_deref().unwrap_or("(null)"),
+        j.qos.as_deref().unwrap_or("(null)"),
         j.state.name(),
         reason,
         j.detail.as_ref().map_or_else(String::new, |d| format!(" Detail=\"{d}\"")),
@@ -421,6 +423,8 @@ mod tests {
             scheduled_ep: None,
             step: None,
             array: None,
+            account: None,
+            qos: None,
         }
     }
 

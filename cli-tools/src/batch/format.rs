@@ -79,7 +79,7 @@ const FULL_ONLY: &str = "ZE";
 
 /// The field letters. `s` is squeue's "node selection plugin" field, meaningless here, so it
 /// is free for the step.
-const LETTERS: &str = "iPjuUtTMlLDRrNSVeZEQs";
+const LETTERS: &str = "iPjuUtTMlLDRrNSVeZEQsaq";
 
 fn header(letter: char) -> &'static str {
     match letter {
@@ -103,6 +103,8 @@ fn header(letter: char) -> &'static str {
         'Z' => "WORK_DIR",
         'E' => "DEPENDENCY",
         's' => "STEP",
+        'a' => "ACCOUNT",
+        'q' => "QOS",
         _ => "PRIORITY",
     }
 }
@@ -313,6 +315,8 @@ fn field(job: &JobInfo, letter: char, now: Time, zone: &Zone, buf: &mut String) 
             Some(st) => buf.push_str(&st.short()),
             None => buf.push('-'),
         },
+        'a' => buf.push_str(job.account.as_deref().unwrap_or("(null)")),
+        'q' => buf.push_str(job.qos.as_deref().unwrap_or("(null)")),
         _ => put(buf, format_args!("{}", job.priority)),
     }
 }
@@ -357,6 +361,8 @@ mod tests {
             scheduled_ep: None,
             step: None,
             array: None,
+            account: None,
+            qos: None,
         }
     }
 
@@ -514,10 +520,10 @@ mod tests {
 
     #[test]
     fn bad_formats() {
-        assert!(Format::parse("%q")
+        assert!(Format::parse("%y")
             .unwrap_err()
             .to_string()
-            .contains("unknown field '%q'"));
+            .contains("unknown field '%y'"));
         assert!(Format::parse("%.18").is_err());
         assert!(Format::parse("%").is_err());
     }

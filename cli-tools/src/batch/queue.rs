@@ -22,7 +22,7 @@ use super::time::{local_zone, Zone};
                   %T state, %M time used, %l time limit, %L time left, %D nodes, %R node list \
                   or (reason), %r reason, %N node list, %S start (expected while pending), %V \
                   submit, %e end, %Z work dir, %E dependencies, %Q priority, %s step of a running \
-                  evolving job (2/3; - for others). %.N right-justifies in N columns, %N or \
+                  evolving job (2/3; - for others), %a account, %q QOS. %.N right-justifies in N columns, %N or \
                   %-N left-justifies; longer values are cut."
 )]
 pub struct QueueCli {
@@ -253,7 +253,7 @@ mod tests {
         assert!(!brief(&["--json", "--start"]));
         assert!(!brief(&["-o", "%i %Z"]));
         assert!(!brief(&["-o", "%E"]));
-        assert!(cli(&["-o", "%q"]).request().is_err());
+        assert!(cli(&["-o", "%y"]).request().is_err());
     }
 
     #[test]

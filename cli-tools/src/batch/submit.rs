@@ -78,6 +78,36 @@ pub struct SubmitOpts {
     /// Job array: indices 0-15, 1,3,5, 0-15:4 (step), with %N at most N tasks at once.
     #[arg(short = 'a', long, value_name = "INDICES")]
     pub array: Option<String>,
+    /// Tasks: the job gets the nodes N tasks need (a pool's cpus_per_node over -c).
+    #[arg(short = 'n', long = "ntasks", value_name = "N")]
+    pub ntasks: Option<String>,
+    /// CPUs per task (default 1), counted against a pool's cpus_per_node.
+    #[arg(short = 'c', long = "cpus-per-task", value_name = "N")]
+    pub cpus_per_task: Option<String>,
+    /// Tasks on each node.
+    #[arg(long = "ntasks-per-node", value_name = "N")]
+    pub ntasks_per_node: Option<String>,
+    /// Memory per node (K, M, G, T; default M), checked against a pool's mem_per_node.
+    #[arg(long, value_name = "SIZE")]
+    pub mem: Option<String>,
+    /// Memory per CPU; fewer tasks per node when a node's memory runs out first.
+    #[arg(long = "mem-per-cpu", value_name = "SIZE")]
+    pub mem_per_cpu: Option<String>,
+    /// Nodes to itself: what every job gets here (nodes are never shared).
+    #[arg(long)]
+    pub exclusive: bool,
+    /// Account: stored and shown, no policy uses it yet.
+    #[arg(short = 'A', long, value_name = "NAME")]
+    pub account: Option<String>,
+    /// Quality of service: stored and shown, no policy uses it yet.
+    #[arg(short = 'q', long, value_name = "NAME")]
+    pub qos: Option<String>,
+    /// Not supported (batchd sends no mail): refused rather than ignored.
+    #[arg(long = "mail-type", value_name = "TYPE", hide = true)]
+    pub mail_type: Option<String>,
+    /// Not supported (batchd sends no mail): refused rather than ignored.
+    #[arg(long = "mail-user", value_name = "USER", hide = true)]
+    pub mail_user: Option<String>,
 }
 
 /// `esubmit`'s command line.
@@ -253,6 +283,16 @@ impl SubmitOpts {
             test_only,
             parsable,
             array,
+            ntasks,
+            cpus_per_task,
+            ntasks_per_node,
+            mem,
+            mem_per_cpu,
+            exclusive,
+            account,
+            qos,
+            mail_type,
+            mail_user,
         } = self;
         SubmitOpts {
             nodes: nodes.or(other.nodes),
@@ -271,6 +311,16 @@ impl SubmitOpts {
             test_only: test_only || other.test_only,
             parsable: parsable || other.parsable,
             array: array.or(other.array),
+            ntasks: ntasks.or(other.ntasks),
+            cpus_per_task: cpus_per_task.or(other.cpus_per_task),
+            ntasks_per_node: ntasks_per_node.or(other.ntasks_per_node),
+            mem: mem.or(other.mem),
+            mem_per_cpu: mem_per_cpu.or(other.mem_per_cpu),
+            exclusive: exclusive || other.exclusive,
+            account: account.or(other.account),
+            qos: qos.or(other.qos),
+            mail_type: mail_type.or(other.mail_type),
+            mail_user: mail_user.or(other.mail_user),
         }
     }
 
@@ -359,6 +409,68 @@ impl SubmitOpts {
                 })
             })
             .transpose()?;
+        for (opt, v) in [
+            ("--mail-type", pick(&self.mail_type, None, &s.mail_type)),
+            ("--mail-user", pick(&self.mail_user, None, &s.mail_user)),
+        ] {
+            if let Some((v, o)) = v {
+                return Err(sourced(
+                    o,
+                    SpecError::Invalid {
+                        what: opt,
+                        input: v,
+                        reason: "not supported: batchd sends no mail".into(),
+                    },
+                ));
+            }
+        }
+        let count = |what: &'static str, v: &Option<String>, scr: &Option<String>| {
+            pick(v, None, scr)
+                .map(|(v, o)| {
+                    v.trim()
+                        .parse::<u32>()
+                        .ok()
+                        .filter(|n| *n > 0)
+                        .ok_or_else(|| {
+                            sourced(
+                                o,
+                                SpecError::Invalid {
+                                    what,
+                                    input: v.clone(),
+                                    reason: "expected a positive number".into(),
+                                },
+                            )
+                        })
+                })
+                .transpose()
+        };
+        let size = |what: &'static str, v: &Option<String>, scr: &Option<String>| {
+            pick(v, None, scr)
+                .map(|(v, o)| {
+                    batch_proto::resources::parse_mem(&v).map_err(|reason| {
+                        sourced(
+                            o,
+                            SpecError::Invalid {
+                                what,
+                                input: v.clone(),
+                                reason,
+                            },
+                        )
+                    })
+                })
+                .transpose()
+        };
+        let resources = batch_proto::resources::Resources {
+            nodes,
+            ntasks: count("task count", &self.ntasks, &s.ntasks)?,
+            cpus_per_task: count("CPUs per task", &self.cpus_per_task, &s.cpus_per_task)?,
+            ntasks_per_node: count("tasks per node", &self.ntasks_per_node, &s.ntasks_per_node)?,
+            mem_per_node: size("memory size", &self.mem, &s.mem)?,
+            mem_per_cpu: size("memory size", &self.mem_per_cpu, &s.mem_per_cpu)?,
+            exclusive: self.exclusive || s.exclusive,
+        };
+        let account = pick(&self.account, None, &s.account).map(|(v, _)| v);
+        let qos = pick(&self.qos, None, &s.qos).map(|(v, _)| v);
         let conflict = |reason: &str| SpecError::Conflict(reason.to_string());
         if profile.is_some() && moldable.is_some() {
             return Err(conflict("--profile and --moldable exclude each other"));
@@ -425,6 +537,9 @@ impl SubmitOpts {
             umask: None,
             array,
             array_task: None,
+            resources: (!resources.is_empty()).then_some(resources),
+            account,
+            qos,
         };
         Ok(Submission {
             job,
@@ -752,6 +867,61 @@ mod tests {
             e.to_string(),
             "invalid #SBATCH directive '--bogus': unrecognized option '--bogus'"
         );
+    }
+
+    #[test]
+    fn resources_account_and_mail() {
+        let s = resolve(
+            &cli(&[
+                "-n",
+                "8",
+                "-c",
+                "2",
+                "--mem=4G",
+                "--exclusive",
+                "-A",
+                "proj",
+                "job.sh",
+            ]),
+            "#!/bin/sh\n#SBATCH -q high -N 2\n",
+            &[],
+        )
+        .unwrap();
+        let r = s.resources.clone().unwrap();
+        assert_eq!(
+            (
+                r.nodes,
+                r.ntasks,
+                r.cpus_per_task,
+                r.mem_per_node,
+                r.exclusive
+            ),
+            (Some(2), Some(8), Some(2), Some(4096), true)
+        );
+        assert_eq!(
+            (s.account.as_deref(), s.qos.as_deref()),
+            (Some("proj"), Some("high"))
+        );
+        // --exclusive alone asks nothing of batchd.
+        let s = resolve(&cli(&["--exclusive", "job.sh"]), "#!/bin/sh\n", &[]).unwrap();
+        assert!(s.resources.is_none());
+        let e = resolve(&cli(&["--mail-type=END", "job.sh"]), "#!/bin/sh\n", &[]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "invalid --mail-type 'END': not supported: batchd sends no mail"
+        );
+        let e = resolve(
+            &cli(&["job.sh"]),
+            "#!/bin/sh\n#SBATCH --mail-user=me\n",
+            &[],
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().ends_with("(from #ESUB/#SBATCH directive)"),
+            "{e}"
+        );
+        assert!(resolve(&cli(&["-n", "0", "job.sh"]), "#!/bin/sh\n", &[]).is_err());
+        assert!(resolve(&cli(&["--mem", "4X", "job.sh"]), "#!/bin/sh\n", &[]).is_err());
     }
 
     #[test]

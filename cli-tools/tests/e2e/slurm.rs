@@ -335,3 +335,82 @@ fn an_array_throttle_and_task_ids() {
     );
     assert!(c.ok("eacct", &["-n", "-j", &a]).lines().count() == 3);
 }
+
+#[test]
+fn resources_map_onto_whole_nodes() {
+    // A second pool whose nodes have 4 CPUs and 8 GiB each.
+    let c = Cluster::start_with(
+        2,
+        "cbf",
+        "\n[[pool]]\nname = \"big\"\nnodes = 4\ncpus_per_node = 4\nmem_per_node = 8192\n",
+    );
+    // 8 tasks of 2 CPUs: two per 4-CPU node, four nodes.
+    let id = c.submit(&[
+        "-p",
+        "big",
+        "-n",
+        "8",
+        "-c",
+        "2",
+        "--mem=4G",
+        "--exclusive",
+        "-A",
+        "proj",
+        "-q",
+        "high",
+        "--hold",
+        "--wrap",
+        "true",
+    ]);
+    let j = c.job(id).expect("queued");
+    assert_eq!(
+        (j.nodes, j.account.as_deref(), j.qos.as_deref()),
+        (4, Some("proj"), Some("high"))
+    );
+    let row = c.ok("equeue", &["-h", "-j", &id.to_string(), "-o", "%D %a %q"]);
+    assert_eq!(row, "4 proj high\n");
+    let show = c.ok("econtrol", &["show", "job", &id.to_string()]);
+    assert!(show.contains(" Account=proj QOS=high\n"), "{show}");
+    // 4 GiB per CPU: two tasks per 8 GiB node.
+    let per_cpu = c.submit(&[
+        "-p",
+        "big",
+        "-n",
+        "4",
+        "--mem-per-cpu=4G",
+        "--hold",
+        "--wrap",
+        "true",
+    ]);
+    assert_eq!(c.job(per_cpu).map(|j| j.nodes), Some(2));
+    // Without -p, the count fits every pool that can hold the job (debug's nodes have 1 CPU).
+    let any = c.submit(&["-n", "2", "--mem=4G", "--hold", "--wrap", "true"]);
+    assert_eq!(c.job(any).map(|j| j.nodes), Some(2));
+    refused(
+        &c,
+        "esubmit",
+        &["-p", "big", "-c", "8", "--wrap", "true"],
+        "8 CPUs per task, but a node has 4 CPUs",
+    );
+    refused(
+        &c,
+        "esubmit",
+        &["-p", "big", "--mem=16G", "--wrap", "true"],
+        "16384 MiB per node, but a node has 8192 MiB",
+    );
+    refused(
+        &c,
+        "esubmit",
+        &["-p", "big", "-N", "1", "-n", "5", "--wrap", "true"],
+        "-N asks for 1",
+    );
+    refused(
+        &c,
+        "esubmit",
+        &["--mail-type=END", "--wrap", "true"],
+        "not supported: batchd sends no mail",
+    );
+    for held in [id, per_cpu, any] {
+        ok_cancel(&c, held);
+    }
+}
