@@ -51,6 +51,9 @@ pub struct AcctCli {
     /// Fields separated by `|`, without a trailing `|`.
     #[arg(short = 'P', long)]
     pub parsable2: bool,
+    /// Jobs only, no steps: what eacct always shows (esched jobs have no steps).
+    #[arg(short = 'X', long = "allocations")]
+    pub allocations: bool,
     /// JSON: the daemon's job records.
     #[arg(long)]
     pub json: bool,

@@ -40,10 +40,12 @@ pub struct ControlCli {
 /// econtrol's verbs.
 #[derive(Subcommand, Debug)]
 pub enum ControlCommand {
-    /// Show a job (`show job [ID]`) or the pools (`show pools [NAME]`).
+    /// Show a job (`show job [ID]`), the pools (`show pools [NAME]`), or a host list one name
+    /// a line (`show hostnames LIST`, as scontrol; LIST defaults to $SLURM_JOB_NODELIST, then
+    /// $ESCHED_NODELIST).
     Show {
         /// `job` or `pools`.
-        #[arg(value_parser = ["job", "jobs", "pool", "pools", "partition", "partitions"])]
+        #[arg(value_parser = ["job", "jobs", "pool", "pools", "partition", "partitions", "hostnames"])]
         entity: String,
         /// The job id or pool name (all queued jobs or all pools when omitted).
         id: Option<String>,
@@ -259,6 +261,19 @@ pub fn run(cli: ControlCli) -> anyhow::Result<ExitCode> {
         ControlCommand::Update { pairs } => Some(parse_update(pairs, now, &local_zone())?),
         _ => None,
     };
+    if let ControlCommand::Show { entity, id } = &cli.command {
+        if entity == "hostnames" {
+            let list = id
+                .clone()
+                .or_else(|| std::env::var("SLURM_JOB_NODELIST").ok())
+                .or_else(|| std::env::var("ESCHED_NODELIST").ok())
+                .ok_or_else(|| anyhow::anyhow!("No nodelist specified"))?;
+            let names = batch_proto::hostlist::expand(&list)
+                .map_err(|e| anyhow::anyhow!("invalid host list '{list}': {e}"))?;
+            print_out(&names.iter().map(|n| format!("{n}\n")).collect::<String>())?;
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
     let mut client = connect(cli.socket.as_deref())?;
     match cli.command {
         ControlCommand::Show { entity, id } if entity.starts_with("job") => {

@@ -136,9 +136,45 @@ pub struct SubmitCli {
         allow_hyphen_values = true
     )]
     pub script: Vec<String>,
+    /// Wait for the job (every task of an array) to end, and exit with its exit code (the
+    /// highest of an array's; 1 for a job cancelled, killed or timed out without one).
+    #[arg(short = 'W', long)]
+    pub wait: bool,
     /// Daemon socket (default: $ESCHED_SOCKET, else the standard place).
     #[arg(long, value_name = "PATH")]
     pub socket: Option<PathBuf>,
+}
+
+/// How often `esubmit -W` asks whether its job has ended.
+const WAIT_POLL: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// `esubmit -W`: polls until the job `id` (every task of the array `id`) has ended, and gives
+/// sbatch's exit status: the job's exit code (the highest of the tasks'), 1 for one that ended
+/// without one (cancelled before it ran, killed by a signal) or whose code is above 255.
+fn wait_for(client: &mut batch_proto::Client, id: u64) -> anyhow::Result<ExitCode> {
+    let req = Request::List(batch_proto::ListRequest {
+        filter: batch_proto::JobFilter {
+            ids: vec![id],
+            ..Default::default()
+        },
+        include_finished: true,
+        brief: true,
+    });
+    loop {
+        let jobs = client.jobs(&req)?;
+        if !jobs.is_empty() && jobs.iter().all(|j| j.state.is_finished()) {
+            let code = jobs
+                .iter()
+                .map(|j| match (j.exit_code, j.signal.unwrap_or(0)) {
+                    (Some(c), 0) => c,
+                    _ => 1,
+                })
+                .max()
+                .unwrap_or(1);
+            return Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)));
+        }
+        std::thread::sleep(WAIT_POLL);
+    }
 }
 
 /// The options of `#ESUB` lines, parsed with the same rules as the command line.
@@ -673,8 +709,16 @@ pub fn run(cli: SubmitCli) -> anyhow::Result<ExitCode> {
         test_only: spec.test_only,
     });
     match client.request(&req)? {
-        Response::Submitted { id } if spec.parsable => print_out(&format!("{id}\n"))?,
-        Response::Submitted { id } => print_out(&format!("Submitted batch job {id}\n"))?,
+        Response::Submitted { id } => {
+            if spec.parsable {
+                print_out(&format!("{id}\n"))?;
+            } else {
+                print_out(&format!("Submitted batch job {id}\n"))?;
+            }
+            if cli.wait {
+                return wait_for(&mut client, id);
+            }
+        }
         Response::TestOnly(r) => {
             let line = match (r.expected_start, r.pool, r.nodes) {
                 (Some(t), pool, nodes) => format!(

@@ -414,3 +414,39 @@ fn resources_map_onto_whole_nodes() {
         ok_cancel(&c, held);
     }
 }
+
+#[test]
+fn wait_hostnames_and_allocations() {
+    let c = Cluster::start(2, "cbf");
+    // -W blocks until the job ends and exits with its exit code.
+    let out = c.run("esubmit", &["-W", "--parsable", "--wrap", "exit 7"]);
+    let id: u64 = texts(&out).0.trim().parse().expect("job id");
+    assert_eq!(out.status.code(), Some(7), "{:?}", texts(&out));
+    assert_eq!(c.job(id).map(|j| j.state), Some(JobState::Failed));
+    let out = c.run(
+        "esubmit",
+        &[
+            "-W",
+            "--array",
+            "0-1",
+            "--wrap",
+            "exit $SLURM_ARRAY_TASK_ID",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{:?}", texts(&out));
+    assert_eq!(
+        c.ok("econtrol", &["show", "hostnames", "debug[001-003],gpu7"]),
+        "debug001\ndebug002\ndebug003\ngpu7\n"
+    );
+    refused(
+        &c,
+        "econtrol",
+        &["show", "hostnames", "debug[3-1]"],
+        "invalid host list",
+    );
+    let all = c.ok("eacct", &["-n", "-P", "-j", &id.to_string()]);
+    assert_eq!(
+        c.ok("eacct", &["-X", "-n", "-P", "-j", &id.to_string()]),
+        all
+    );
+}
