@@ -466,17 +466,18 @@ pub struct JobSpec {
     /// so the files stay private.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub umask: Option<u32>,
-    // Job arrays (issue 15): the submitted array, and the task batchd made of it.
+    // Slurm's habits (issue 15): a job array and the task batchd made of it, resources,
+    // account, QOS. Boxed: a `Request::Submit` stays near the size of the other requests.
     /// A job array as submitted (`--array`): batchd queues one job per index.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub array: Option<crate::array::ArraySpec>,
+    pub array: Option<Box<crate::array::ArraySpec>>,
     /// Set by batchd on each job it made of an array: the array and the task's index.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub array_task: Option<crate::array::ArrayTask>,
+    pub array_task: Option<Box<crate::array::ArrayTask>>,
     /// Tasks, CPUs and memory (`-n`, `-c`, `--mem`...): batchd turns them into the rigid
     /// shape's node count with the pool's node size (see [`crate::resources`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub resources: Option<crate::resources::Resources>,
+    pub resources: Option<Box<crate::resources::Resources>>,
     /// Account (`-A`): stored and shown; no policy uses it yet.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub account: Option<String>,

@@ -58,7 +58,7 @@ impl JobRecord {
             id,
             name: &spec.name,
             user,
-            array: spec.array_task.map(|t| (t.array_id, t.index)),
+            array: spec.array_task.as_deref().map(|t| (t.array_id, t.index)),
             node: None,
         };
         let stdout = expand_pattern(out, &vars, &spec.work_dir);

@@ -150,7 +150,7 @@ impl<'a> JobView<'a> {
                 Some(c) if !pending => c.step_status(rec.id),
                 _ => None,
             },
-            array: rec.spec.array_task,
+            array: rec.spec.array_task.as_deref().copied(),
             account: rec.spec.account.as_deref(),
             qos: rec.spec.qos.as_deref(),
         }

@@ -356,7 +356,13 @@ impl Core {
     fn running_tasks(&self) -> HashMap<u64, u32> {
         let mut n = HashMap::new();
         for a in self.running.iter().filter_map(|id| self.jobs.get(id)) {
-            if let Some(t) = a.rec.spec.array_task.filter(|t| t.throttle.is_some()) {
+            if let Some(t) = a
+                .rec
+                .spec
+                .array_task
+                .as_deref()
+                .filter(|t| t.throttle.is_some())
+            {
                 *n.entry(t.array_id).or_insert(0) += 1;
             }
         }
@@ -398,8 +404,11 @@ impl Core {
             {
                 return (rec, false, Some(PendingReason::Dependency));
             }
-            if let Some((array, Some(limit))) =
-                rec.spec.array_task.map(|t| (t.array_id, t.throttle))
+            if let Some((array, Some(limit))) = rec
+                .spec
+                .array_task
+                .as_deref()
+                .map(|t| (t.array_id, t.throttle))
             {
                 let n = tasks.entry(array).or_insert(0);
                 if *n >= limit {

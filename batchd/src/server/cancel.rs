@@ -52,6 +52,7 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: CancelRequest) -> Rep
                 a.rec
                     .spec
                     .array_task
+                    .as_deref()
                     .is_some_and(|t| t.array_id == array && t.index == index)
             });
             if !queued {

@@ -176,11 +176,11 @@ fn array_records(
         .zip(first..)
         .map(|(&index, id)| {
             let mut task = spec.clone();
-            task.array_task = Some(ArrayTask {
+            task.array_task = Some(Box::new(ArrayTask {
                 array_id: first,
                 index,
                 throttle: array.throttle,
-            });
+            }));
             JobRecord::submitted(id, caller.uid, caller.gid, &caller.user, task, now)
         })
         .collect()

@@ -571,9 +571,9 @@ impl SubmitOpts {
             work_dir,
             priority: 0,
             umask: None,
-            array,
+            array: array.map(Box::new),
             array_task: None,
-            resources: (!resources.is_empty()).then_some(resources),
+            resources: (!resources.is_empty()).then(|| Box::new(resources)),
             account,
             qos,
         };
