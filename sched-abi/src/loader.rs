@@ -607,18 +607,12 @@ impl LoadedPolicy {
             }
         };
         self.scratch.refill_from(snapshot);
-        // A plugin of ABI 1.0 has no `plan_starts` in its vtable: ask it for the whole plan
-        // and reduce it here, which is what the default method does anyway.
-        let has_starts = self.library.abi_version.minor >= 1;
-        let answer = if starts && has_starts {
+        let answer = if starts {
             policy.plan_starts(&self.scratch, &mut self.scratch_plan)
         } else {
             policy.plan(&self.scratch, &mut self.scratch_plan)
         };
         match answer {
-            ROk(()) if starts && !has_starts => {
-                Ok(Plan::from(&self.scratch_plan).starts_only(snapshot.now))
-            }
             ROk(()) => Ok(Plan::from(&self.scratch_plan)),
             RErr(e) => {
                 if let Some(poisoned) = self.policy.take() {

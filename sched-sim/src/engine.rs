@@ -397,6 +397,7 @@ impl<'o> Engine<'o> {
             return false;
         }
         self.pending.push(Pending {
+            wants_view: false,
             id: j.id,
             user: j.user,
             submit: j.submit,
