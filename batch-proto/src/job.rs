@@ -123,6 +123,8 @@ pub enum PendingReason {
     Held,
     /// A dependency that can never be satisfied (e.g. `afterok` on a job that failed).
     DependencyNeverSatisfied,
+    /// A task of a job array whose throttle (`--array ...%N`) is reached.
+    JobArrayTaskLimit,
 }
 
 impl PendingReason {
@@ -135,6 +137,7 @@ impl PendingReason {
             PendingReason::BeginTime => "BeginTime",
             PendingReason::Held => "Held",
             PendingReason::DependencyNeverSatisfied => "DependencyNeverSatisfied",
+            PendingReason::JobArrayTaskLimit => "JobArrayTaskLimit",
         }
     }
 }
@@ -547,7 +550,8 @@ pub struct JobSpec {
     /// Conditions on other jobs; all must hold.
     #[serde(default)]
     pub dependencies: Vec<Dependency>,
-    /// Pattern of the stdout file (`%j %x %u %%`), relative to `work_dir`; default
+    /// Pattern of the stdout file (sbatch's escapes, see [`crate::pattern`]), relative to
+    /// `work_dir`; default
     /// `esched-%j.out`.
     #[serde(default)]
     pub stdout: Option<String>,
@@ -567,6 +571,24 @@ pub struct JobSpec {
     /// so the files stay private.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub umask: Option<u32>,
+    // Slurm's habits (issue 15): a job array and the task batchd made of it, resources,
+    // account, QOS. Boxed: a `Request::Submit` stays near the size of the other requests.
+    /// A job array as submitted (`--array`): batchd queues one job per index.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub array: Option<Box<crate::array::ArraySpec>>,
+    /// Set by batchd on each job it made of an array: the array and the task's index.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub array_task: Option<Box<crate::array::ArrayTask>>,
+    /// Tasks, CPUs and memory (`-n`, `-c`, `--mem`...): batchd turns them into the rigid
+    /// shape's node count with the pool's node size (see [`crate::resources`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<Box<crate::resources::Resources>>,
+    /// Account (`-A`): stored and shown; no policy uses it yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
+    /// Quality of service (`-q`): stored and shown; no policy uses it yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qos: Option<String>,
 }
 
 /// The umask of a job whose submission did not give one: output files readable by their
@@ -605,6 +627,11 @@ impl JobSpec {
             work_dir: work_dir.into(),
             priority: 0,
             umask: None,
+            array: None,
+            array_task: None,
+            resources: None,
+            account: None,
+            qos: None,
         }
     }
 
@@ -680,6 +707,33 @@ impl JobSpec {
         if self.script.contains('\0') {
             return field("script", "the script contains a NUL byte");
         }
+        if let Some(a) = &self.array {
+            if a.indices.is_empty() || a.indices.iter().any(|i| *i > crate::array::MAX_ARRAY_INDEX)
+            {
+                return field("array", "indices must be from 0 to 1000, at least one");
+            }
+            if a.throttle == Some(0) {
+                return field("array", "the throttle must be positive");
+            }
+            if self.array_task.is_some() {
+                return field("array_task", "is set by batchd, not by a submission");
+            }
+        }
+        if self.resources.as_ref().is_some_and(|r| !r.is_empty())
+            && !matches!(self.shape, JobShape::Rigid { .. })
+        {
+            return field(
+                "resources",
+                "-n/-c/--mem... size rigid jobs; a moldable or evolving job gives its nodes",
+            );
+        }
+        for (what, v) in [("account", &self.account), ("qos", &self.qos)] {
+            if v.as_ref()
+                .is_some_and(|v| v.is_empty() || v.chars().any(|c| c.is_control() || c == ' '))
+            {
+                return field(what, "must be a non-empty word");
+            }
+        }
         if self.umask.is_some_and(|m| m > 0o777) {
             return field("umask", "must be at most 0777");
         }
@@ -693,6 +747,12 @@ impl JobSpec {
             if let Some(p) = p {
                 if p.is_empty() || p.contains('\0') {
                     return field(what, "must be a non-empty path without NUL bytes");
+                }
+                if let Err(reason) = crate::pattern::check(p) {
+                    return Err(SpecError::Field {
+                        field: what,
+                        reason: format!("'{p}': {reason}"),
+                    });
                 }
             }
         }
@@ -810,6 +870,24 @@ pub struct JobInfo {
     /// `None` for other jobs and for a pending moldable job the plan does not place.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chosen: Option<MoldConfig>,
+    /// The job's place in its array, for a task of a job array (shown `ARRAYID_INDEX`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub array: Option<crate::array::ArrayTask>,
+    /// Account (`-A`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
+    /// Quality of service (`-q`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qos: Option<String>,
+}
+
+impl JobInfo {
+    /// The id as squeue and sacct show it: `ARRAYID_INDEX` for an array task, else the id.
+    pub fn label(&self) -> String {
+        self.array
+            .as_ref()
+            .map_or_else(|| self.id.to_string(), crate::array::ArrayTask::label)
+    }
 }
 
 /// What a running evolving job is doing in its current step, as the job itself is told in its

@@ -19,14 +19,18 @@
 //! Architecture invariant: no logic here beyond (de)serialisation and validation of input.
 #![deny(missing_docs)]
 
+pub mod array;
 pub mod client;
 pub mod frame;
 pub mod hostlist;
 pub mod job;
 pub mod message;
+pub mod pattern;
+pub mod resources;
 pub mod signal;
 pub mod socket;
 
+pub use array::{ArraySpec, ArrayTask, JobRef};
 pub use client::{Client, ClientError};
 pub use frame::{FrameError, MAX_FRAME};
 pub use job::{

@@ -99,9 +99,13 @@ pub struct SubmitRequest {
 /// a job must match every non-empty list.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobFilter {
-    /// Job ids.
+    /// Job ids; an array's id also selects every task of the array.
     #[serde(default)]
     pub ids: Vec<u64>,
+    /// Array tasks as `(array id, index)` (`ID_N`). A job passes `ids` and `tasks` when either
+    /// selects it (both empty: every job).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tasks: Vec<(u64, u64)>,
     /// Owners, by user name or numeric uid.
     #[serde(default)]
     pub users: Vec<String>,
@@ -117,9 +121,19 @@ pub struct JobFilter {
 }
 
 impl JobFilter {
+    /// Whether `ids` and `tasks` select the job `id` (with its place in an array, if any).
+    pub fn selects_id(&self, id: u64, task: Option<&crate::array::ArrayTask>) -> bool {
+        (self.ids.is_empty() && self.tasks.is_empty())
+            || self.ids.contains(&id)
+            || task.is_some_and(|t| {
+                self.ids.contains(&t.array_id) || self.tasks.contains(&(t.array_id, t.index))
+            })
+    }
+
     /// Whether no list narrows the selection.
     pub fn is_empty(&self) -> bool {
         self.ids.is_empty()
+            && self.tasks.is_empty()
             && self.users.is_empty()
             && self.names.is_empty()
             && self.states.is_empty()
@@ -128,7 +142,7 @@ impl JobFilter {
 
     /// Whether `job` passes the filter.
     pub fn matches(&self, job: &JobInfo) -> bool {
-        (self.ids.is_empty() || self.ids.contains(&job.id))
+        self.selects_id(job.id, job.array.as_ref())
             && (self.users.is_empty()
                 || self
                     .users
@@ -506,6 +520,9 @@ mod tests {
             scheduled_ep: None,
             step: None,
             chosen: None,
+            array: None,
+            account: None,
+            qos: None,
         }
     }
 

@@ -37,6 +37,28 @@ pub struct PoolConfig {
     /// `batch_proto::MAX_TIME_LIMIT`, 365 days).
     #[serde(default, skip_serializing_if = "MaxTime::is_unlimited")]
     pub max_time: MaxTime,
+    /// CPUs of each node (Slurm's `CPUs`), what `-n`, `-c` and `--ntasks-per-node` are counted
+    /// against (default 1: a task per node).
+    #[serde(default = "default_cpus_per_node")]
+    pub cpus_per_node: u32,
+    /// Memory of each node in MiB (Slurm's `RealMemory`), what `--mem` and `--mem-per-cpu`
+    /// are checked against; unset: memory requests are not checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_per_node: Option<u64>,
+}
+
+fn default_cpus_per_node() -> u32 {
+    1
+}
+
+impl PoolConfig {
+    /// What one node of the pool has, for `batch_proto::resources`.
+    pub fn node_size(&self) -> batch_proto::resources::NodeSize {
+        batch_proto::resources::NodeSize {
+            cpus: self.cpus_per_node,
+            mem: self.mem_per_node,
+        }
+    }
 }
 
 /// A pool's `max_time`.
@@ -213,6 +235,8 @@ fn default_pools() -> Vec<PoolConfig> {
         name: "debug".into(),
         nodes: 8,
         max_time: MaxTime::default(),
+        cpus_per_node: 1,
+        mem_per_node: None,
     }]
 }
 
@@ -531,6 +555,8 @@ mod tests {
                 name: "debug".into(),
                 nodes: 8,
                 max_time: Default::default(),
+                cpus_per_node: 1,
+                mem_per_node: None,
             }]
         );
         assert_eq!(c.policy.name, "cbf");

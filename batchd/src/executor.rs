@@ -23,8 +23,70 @@ use crate::record::JobRecord;
 /// How often an adopted supervisor is checked.
 const ADOPTED_POLL: Duration = Duration::from_millis(200);
 
+/// The short name of the job's first node (`SLURMD_NODENAME`, an output pattern's `%N`).
+fn first_node(rec: &JobRecord) -> String {
+    rec.node_list
+        .as_deref()
+        .and_then(|l| batch_proto::hostlist::expand(l).ok())
+        .and_then(|v| v.into_iter().next())
+        .unwrap_or_default()
+}
+
+/// The variables Slurm gives a batch job, from the same values as batchd's `ESCHED_*` ones,
+/// so that an sbatch script's `cd $SLURM_SUBMIT_DIR` or `srun -N $SLURM_NNODES` works
+/// unchanged. The batch script is task 0 on the first node, as with sbatch.
+fn slurm_variables(rec: &JobRecord) -> Vec<(&'static str, String)> {
+    let id = rec.id.to_string();
+    let nodelist = rec.node_list.clone().unwrap_or_default();
+    let nnodes = rec.nodes.to_string();
+    let mut vars = vec![
+        ("SLURM_JOB_ID", id.clone()),
+        ("SLURM_JOBID", id),
+        ("SLURM_JOB_NAME", rec.spec.name.clone()),
+        ("SLURM_SUBMIT_DIR", rec.spec.work_dir.clone()),
+        ("SLURM_JOB_NODELIST", nodelist.clone()),
+        ("SLURM_NODELIST", nodelist),
+        ("SLURM_NNODES", nnodes.clone()),
+        ("SLURM_JOB_NUM_NODES", nnodes),
+        ("SLURM_JOB_PARTITION", rec.pool.clone().unwrap_or_default()),
+        ("SLURM_JOB_USER", rec.user.clone()),
+        ("SLURM_JOB_UID", rec.uid.to_string()),
+        ("SLURM_JOB_GID", rec.gid.to_string()),
+        ("SLURMD_NODENAME", first_node(rec)),
+        ("SLURM_NODEID", "0".into()),
+        ("SLURM_PROCID", "0".into()),
+        ("SLURM_LOCALID", "0".into()),
+        (
+            "SLURM_JOB_START_TIME",
+            (rec.start.unwrap_or(0) / 1000).to_string(),
+        ),
+        (
+            "SLURM_JOB_END_TIME",
+            (rec.start.unwrap_or(0).saturating_add(rec.time_limit()) / 1000).to_string(),
+        ),
+    ];
+    if let Some(t) = &rec.spec.array_task {
+        vars.push(("SLURM_ARRAY_JOB_ID", t.array_id.to_string()));
+        vars.push(("SLURM_ARRAY_TASK_ID", t.index.to_string()));
+        if let Some(n) = t.throttle {
+            vars.push(("SLURM_ARRAY_TASK_THROTTLE", n.to_string()));
+        }
+    }
+    vars
+}
+
+/// A job's output path at launch: the stored one, with `%N` expanded now that the job has
+/// nodes when its pattern names the node (see `batch_proto::pattern`).
+fn output_path(pattern: Option<&str>, stored: &str, rec: &JobRecord) -> PathBuf {
+    if pattern.is_some_and(batch_proto::pattern::names_node) {
+        PathBuf::from(batch_proto::pattern::expand_node(stored, &first_node(rec)))
+    } else {
+        PathBuf::from(stored)
+    }
+}
+
 /// The environment of a job whose directory is `dir`: the submitter's, then batchd's
-/// variables over it.
+/// variables (`ESCHED_*` and Slurm's `SLURM_*`) over it.
 pub fn job_environment(rec: &JobRecord, dir: &Path) -> Vec<(String, String)> {
     let file = |f: &str| dir.join(f).display().to_string();
     let mut ours = vec![
@@ -40,6 +102,7 @@ pub fn job_environment(rec: &JobRecord, dir: &Path) -> Vec<(String, String)> {
     if matches!(rec.shape, Some(sched_core::Shape::Evolving { .. })) {
         ours.push(("ESCHED_STEPFILE", file(files::STEP)));
     }
+    ours.extend(slurm_variables(rec));
     let mut env: Vec<(String, String)> = rec
         .spec
         .environment
@@ -93,8 +156,12 @@ fn prepare(
         args: rec.spec.args.clone(),
         env: job_environment(rec, dir),
         work_dir: PathBuf::from(&rec.spec.work_dir),
-        stdout: PathBuf::from(&rec.stdout),
-        stderr: PathBuf::from(&rec.stderr),
+        stdout: output_path(rec.spec.stdout.as_deref(), &rec.stdout, rec),
+        stderr: output_path(
+            rec.spec.stderr.as_deref().or(rec.spec.stdout.as_deref()),
+            &rec.stderr,
+            rec,
+        ),
         deadline_ms: rec
             .start
             .unwrap_or_else(now_ms)
@@ -289,6 +356,26 @@ mod tests {
         assert_eq!(get("ESCHED_NODEFILE"), vec!["/s/jobs/5/nodes"]);
         assert!(get("ESCHED_STEPFILE").is_empty());
         assert_eq!(get("PATH").len(), 1);
+        assert_eq!(get("SLURM_JOB_ID"), vec!["5"]);
+        assert_eq!(get("SLURM_JOB_NODELIST"), vec!["debug[001-002]"]);
+        assert_eq!(get("SLURM_NNODES"), vec!["2"]);
+        assert_eq!(get("SLURM_SUBMIT_DIR"), vec!["/w"]);
+        assert_eq!(get("SLURM_JOB_PARTITION"), vec!["debug"]);
+        assert_eq!(get("SLURMD_NODENAME"), vec!["debug001"]);
+    }
+
+    #[test]
+    fn output_naming_the_node_is_finished_at_launch() {
+        let mut spec = JobSpec::new("#!/bin/sh\n", "/w", 2, 10);
+        spec.stdout = Some("o-%N-%j.txt".into());
+        let mut rec = JobRecord::submitted(5, 1, 1, "u", spec, 0);
+        assert_eq!(rec.stdout, "/w/o-%N-5.txt");
+        rec.node_list = Some("debug[003-004]".into());
+        let out = output_path(rec.spec.stdout.as_deref(), &rec.stdout, &rec);
+        assert_eq!(out, Path::new("/w/o-debug003-5.txt"));
+        // stderr follows stdout's pattern when it has none of its own.
+        let err = output_path(rec.spec.stdout.as_deref(), &rec.stderr, &rec);
+        assert_eq!(err, Path::new("/w/o-debug003-5.txt"));
     }
 
     #[test]

@@ -206,24 +206,12 @@ pub fn now_ms() -> u64 {
 
 /// `ms` since the epoch as `YYYY-MM-DDTHH:MM:SS` (UTC), Slurm's time format.
 pub fn format_utc(ms: u64) -> String {
-    let secs = ms / 1000;
-    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
-    // Howard Hinnant's civil-from-days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    // jiff is the project's one calendar (the tools format local times with it too).
+    let secs = i64::try_from(ms / 1000).unwrap_or(i64::MAX);
+    jiff::Timestamp::from_second(secs)
+        .unwrap_or(jiff::Timestamp::MAX)
+        .strftime("%Y-%m-%dT%H:%M:%S")
+        .to_string()
 }
 
 #[cfg(test)]

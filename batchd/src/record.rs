@@ -54,9 +54,16 @@ impl JobRecord {
     /// stdout unless the spec names its own file).
     pub fn submitted(id: u64, uid: u32, gid: u32, user: &str, spec: JobSpec, submit: u64) -> Self {
         let out = spec.stdout.as_deref().unwrap_or("esched-%j.out");
-        let stdout = expand_pattern(out, id, &spec.name, user, &spec.work_dir);
+        let vars = batch_proto::pattern::PatternVars {
+            id,
+            name: &spec.name,
+            user,
+            array: spec.array_task.as_deref().map(|t| (t.array_id, t.index)),
+            node: None,
+        };
+        let stdout = expand_pattern(out, &vars, &spec.work_dir);
         let stderr = match &spec.stderr {
-            Some(p) => expand_pattern(p, id, &spec.name, user, &spec.work_dir),
+            Some(p) => expand_pattern(p, &vars, &spec.work_dir),
             None => stdout.clone(),
         };
         JobRecord {
@@ -95,28 +102,14 @@ impl JobRecord {
     }
 }
 
-/// Expands `%j %x %u %%` in an output pattern and makes it absolute under `work_dir`.
-pub fn expand_pattern(pattern: &str, id: u64, name: &str, user: &str, work_dir: &str) -> String {
-    let mut out = String::with_capacity(pattern.len() + 16);
-    let mut chars = pattern.chars();
-    while let Some(c) = chars.next() {
-        if c != '%' {
-            out.push(c);
-            continue;
-        }
-        match chars.next() {
-            Some('j') => out.push_str(&id.to_string()),
-            Some('x') => out.push_str(name),
-            Some('u') => out.push_str(user),
-            Some('%') => out.push('%'),
-            // Slurm leaves unknown escapes as they are.
-            Some(o) => {
-                out.push('%');
-                out.push(o);
-            }
-            None => out.push('%'),
-        }
-    }
+/// Expands an output pattern (sbatch's escapes, `batch_proto::pattern`; `%N` waits for the
+/// launch) and makes it absolute under `work_dir`.
+pub fn expand_pattern(
+    pattern: &str,
+    vars: &batch_proto::pattern::PatternVars<'_>,
+    work_dir: &str,
+) -> String {
+    let out = batch_proto::pattern::expand(pattern, vars);
     if out.starts_with('/') {
         out
     } else {
@@ -130,13 +123,22 @@ mod tests {
 
     #[test]
     fn patterns_expand_like_slurm() {
+        let mut vars = batch_proto::pattern::PatternVars {
+            id: 7,
+            name: "n",
+            user: "u",
+            array: None,
+            node: None,
+        };
         assert_eq!(
-            expand_pattern("esched-%j.out", 7, "n", "u", "/w"),
+            expand_pattern("esched-%j.out", &vars, "/w"),
             "/w/esched-7.out"
         );
         assert_eq!(
-            expand_pattern("/o/%x-%u-%j-%%-%q", 7, "n", "u", "/w/"),
-            "/o/n-u-7-%-%q"
+            expand_pattern("/o/%x-%u-%5j-%%-%A_%a", &vars, "/w/"),
+            "/o/n-u-00007-%-7_4294967294"
         );
+        vars.array = Some((5, 2));
+        assert_eq!(expand_pattern("o-%A_%a", &vars, "/w"), "/w/o-5_2");
     }
 }

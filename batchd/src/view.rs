@@ -7,7 +7,7 @@
 
 #[cfg(doc)]
 use batch_proto::ListRequest;
-use batch_proto::{Dependency, JobInfo, JobShape, JobState, PendingReason, StepStatus};
+use batch_proto::{ArrayTask, Dependency, JobInfo, JobShape, JobState, PendingReason, StepStatus};
 use sched_core::{MoldConfig, Shape, Step};
 use serde::Serialize;
 
@@ -71,6 +71,11 @@ pub struct JobView<'a> {
     step: Option<StepStatus>,
     #[serde(skip_serializing_if = "Option::is_none")]
     chosen: Option<MoldConfig>,
+    array: Option<ArrayTask>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    account: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    qos: Option<&'a str>,
 }
 
 /// The wire view of active job `rec`: its record, the latest plan's expected start and
@@ -168,6 +173,9 @@ impl<'a> JobView<'a> {
                 _ => None,
             },
             chosen,
+            array: rec.spec.array_task.as_deref().copied(),
+            account: rec.spec.account.as_deref(),
+            qos: rec.spec.qos.as_deref(),
         }
     }
 
@@ -203,6 +211,9 @@ impl<'a> JobView<'a> {
             scheduled_ep: self.scheduled_ep.map(<[Step]>::to_vec),
             step: self.step,
             chosen: self.chosen,
+            array: self.array,
+            account: self.account.map(str::to_string),
+            qos: self.qos.map(str::to_string),
         }
     }
 }

@@ -32,3 +32,5 @@ mod limits;
 
 #[path = "e2e/moldable.rs"]
 mod moldable;
+#[path = "e2e/slurm.rs"]
+mod slurm;

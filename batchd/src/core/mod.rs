@@ -360,12 +360,30 @@ impl Core {
             .collect()
     }
 
+    /// Running tasks of each throttled job array (`--array ...%N`), by array id.
+    fn running_tasks(&self) -> HashMap<u64, u32> {
+        let mut n = HashMap::new();
+        for a in self.running.iter().filter_map(|id| self.jobs.get(id)) {
+            if let Some(t) = a
+                .rec
+                .spec
+                .array_task
+                .as_deref()
+                .filter(|t| t.throttle.is_some())
+            {
+                *n.entry(t.array_id).or_insert(0) += 1;
+            }
+        }
+        n
+    }
+
     /// Every pending job in queue order, whether it goes into the policy's snapshot, and the
     /// reason when something other than the queue keeps it waiting.
     ///
     /// Left out of the snapshot: held jobs, jobs whose dependencies do not hold yet (or never
-    /// will), and a singleton job while another job of its name and user runs or an earlier
-    /// one waits. Jobs with a future `--begin` go in with that `earliest_start`, so the plan
+    /// will), a singleton job while another job of its name and user runs or an earlier
+    /// one waits, and the tasks of a throttled array beyond its throttle (running tasks and
+    /// the earlier eligible ones count: the policy may start every task it is shown). Jobs with a future `--begin` go in with that `earliest_start`, so the plan
     /// gives them an expected start (`equeue --start`).
     pub fn classify(&self, now: u64) -> Vec<(&JobRecord, bool, Option<PendingReason>)> {
         self.classify_these(now, self.pending_in_order().into_iter())
@@ -377,6 +395,7 @@ impl Core {
         jobs: impl Iterator<Item = &'a JobRecord>,
     ) -> Vec<(&'a JobRecord, bool, Option<PendingReason>)> {
         let mut singles = self.running_names();
+        let mut tasks = self.running_tasks();
         jobs.map(|rec| {
             if rec.held {
                 return (rec, false, Some(PendingReason::Held));
@@ -392,6 +411,18 @@ impl Core {
                 && !singles.insert((rec.uid, rec.spec.name.as_str()))
             {
                 return (rec, false, Some(PendingReason::Dependency));
+            }
+            if let Some((array, Some(limit))) = rec
+                .spec
+                .array_task
+                .as_deref()
+                .map(|t| (t.array_id, t.throttle))
+            {
+                let n = tasks.entry(array).or_insert(0);
+                if *n >= limit {
+                    return (rec, false, Some(PendingReason::JobArrayTaskLimit));
+                }
+                *n += 1;
             }
             let later = rec.spec.begin.unwrap_or(0) > now;
             (rec, true, later.then_some(PendingReason::BeginTime))

@@ -46,6 +46,23 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: CancelRequest) -> Rep
                 });
             }
         }
+        // An array task (`ID_N`) that is not in the queue, as an unknown id above.
+        for &(array, index) in &filter.tasks {
+            let queued = core.jobs.values().any(|a| {
+                a.rec
+                    .spec
+                    .array_task
+                    .as_deref()
+                    .is_some_and(|t| t.array_id == array && t.index == index)
+            });
+            if !queued {
+                report.failed.push(JobFailure {
+                    id: array,
+                    kind: ErrorKind::InvalidJobId,
+                    message: format!("Invalid job id specified: {array}_{index}"),
+                });
+            }
+        }
         let selected: Vec<u64> = core
             .jobs
             .values()

@@ -23,7 +23,7 @@ use crate::view::JobView;
 /// (`-t R`, `-u alice`, `-j 7`) keep a small part of a large queue. Same rules as
 /// [`JobFilter::matches`].
 pub fn record_matches(filter: &JobFilter, r: &JobRecord) -> bool {
-    (filter.ids.is_empty() || filter.ids.contains(&r.id))
+    filter.selects_id(r.id, r.spec.array_task.as_deref())
         && (filter.users.is_empty()
             || filter
                 .users

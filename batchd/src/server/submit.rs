@@ -3,10 +3,12 @@
 use std::sync::Arc;
 
 use batch_proto::{
-    Dependency, ErrorKind, ErrorReply, JobSpec, Response, SubmitRequest, TestOnlyReply,
+    ArrayTask, Dependency, ErrorKind, ErrorReply, JobShape, JobSpec, Response, SubmitRequest,
+    TestOnlyReply,
 };
 
 use super::{internal, Caller, Reply};
+use crate::config::PoolConfig;
 use crate::core::{Active, Core};
 use crate::daemon::Daemon;
 use crate::launch::now_ms;
@@ -63,6 +65,9 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: SubmitRequest) -> Rep
     if let Err(e) = spec.check(now_ms(), max_time) {
         return ErrorReply::new(ErrorKind::InvalidSpec, e.to_string()).into();
     }
+    if let Err(m) = size_from_resources(&mut spec, &d.settings().config.pools) {
+        return ErrorReply::new(ErrorKind::InvalidSpec, m).into();
+    }
     if d.euid != 0 && caller.uid != d.euid {
         return ErrorReply::new(
             ErrorKind::PermissionDenied,
@@ -84,25 +89,103 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: SubmitRequest) -> Rep
         return test_only(d, caller, spec).await;
     }
     let now = now_ms();
-    let rec = {
+    let recs = {
         let mut core = d.core();
         if let Err(e) = check_against(&core, &spec) {
             return e.into();
         }
-        let id = core.next_id;
-        core.next_id += 1;
-        JobRecord::submitted(id, caller.uid, caller.gid, &caller.user, spec, now)
+        array_records(&mut core.next_id, caller, spec, now)
     };
-    let id = rec.id;
-    // Acknowledged only once committed: an acknowledged job survives a crash.
-    if let Err(e) = d.store.commit(rec.clone()).await {
-        tracing::error!(job = id, "submission not stored: {e}");
-        return internal(e);
+    let Some(id) = recs.first().map(|r| r.id) else {
+        return internal("an array without tasks");
+    };
+    // Acknowledged only once committed: an acknowledged job survives a crash. The tasks of an
+    // array are queued to the writer in order and the last one awaited, so all are written.
+    let last = recs.len() - 1;
+    for (k, rec) in recs.iter().enumerate() {
+        if k < last {
+            d.store.write(rec.clone());
+        } else if let Err(e) = d.store.commit(rec.clone()).await {
+            tracing::error!(job = id, "submission not stored: {e}");
+            return internal(e);
+        }
     }
-    d.core().insert(Active { rec, run: None });
+    {
+        let mut core = d.core();
+        for rec in recs {
+            core.insert(Active { rec, run: None });
+        }
+    }
     d.reschedule();
     tracing::debug!(job = id, uid = caller.uid, "submitted");
     Response::Submitted { id }.into()
+}
+
+/// Sets a rigid job's node count from its `-n/-c/--mem...` (batch_proto::resources) with the
+/// node size of its pool; without `-p`, of every pool that can hold it, the largest count, so
+/// that whichever pool the policy picks, the job has enough. No pool can hold it: refused with
+/// Slurm's words and the reason.
+fn size_from_resources(spec: &mut JobSpec, pools: &[PoolConfig]) -> Result<(), String> {
+    let Some(r) = spec.resources.as_ref().filter(|r| !r.is_empty()) else {
+        return Ok(());
+    };
+    let JobShape::Rigid { nodes, .. } = &mut spec.shape else {
+        return Ok(());
+    };
+    let mut counts = pools
+        .iter()
+        .filter(|p| spec.pool.as_ref().is_none_or(|name| *name == p.name))
+        .map(|p| r.node_count(p.node_size()));
+    let Some(first) = counts.next() else {
+        // An unknown pool: check_against says so.
+        return Ok(());
+    };
+    let best = counts.fold(first, |a, b| match (a, b) {
+        (Ok(a), Ok(b)) => Ok(a.max(b)),
+        (Ok(a), Err(_)) | (Err(_), Ok(a)) => Ok(a),
+        (Err(e), Err(_)) => Err(e),
+    });
+    *nodes = best.map_err(|why| format!("Requested node configuration is not available: {why}"))?;
+    Ok(())
+}
+
+/// The records a submission makes, ids taken from `next_id`: one job, or one per task of a job
+/// array, each an ordinary pending job that knows its array (the array's id is its first
+/// task's job id, as in Slurm).
+fn array_records(
+    next_id: &mut u64,
+    caller: &Caller,
+    mut spec: JobSpec,
+    now: u64,
+) -> Vec<JobRecord> {
+    let Some(array) = spec.array.take() else {
+        let id = *next_id;
+        *next_id += 1;
+        return vec![JobRecord::submitted(
+            id,
+            caller.uid,
+            caller.gid,
+            &caller.user,
+            spec,
+            now,
+        )];
+    };
+    let first = *next_id;
+    *next_id += array.indices.len() as u64;
+    array
+        .indices
+        .iter()
+        .zip(first..)
+        .map(|(&index, id)| {
+            let mut task = spec.clone();
+            task.array_task = Some(Box::new(ArrayTask {
+                array_id: first,
+                index,
+                throttle: array.throttle,
+            }));
+            JobRecord::submitted(id, caller.uid, caller.gid, &caller.user, task, now)
+        })
+        .collect()
 }
 
 /// When the job would start if submitted now: a fresh instance of the policy in force plans

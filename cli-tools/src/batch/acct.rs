@@ -1,22 +1,23 @@
-//! eacct: the accounting history of finished jobs, as sacct.
+//! eacct: the accounting history of jobs, as sacct: finished ones from batchd's history,
+//! pending and running ones from its queue.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use batch_proto::{AcctRequest, JobFilter, JobInfo, Request};
+use batch_proto::{AcctRequest, JobFilter, JobInfo, ListRequest, Request};
 use clap::Parser;
 use sched_core::time::Time;
 
-use super::cli::{connect, now_ms, parse_ids, print_out, split_list};
+use super::cli::{connect, now_ms, parse_refs, print_out, split_list};
 use super::format::parse_states;
-use super::time::{format_opt_timestamp, format_sacct_duration, parse_begin, LocalZone, Zone};
+use super::time::{format_opt_timestamp, format_sacct_duration, local_zone, parse_acct_time, Zone};
 
 /// `eacct`'s command line.
 #[derive(Parser, Debug)]
 #[command(
     name = "eacct",
     version,
-    about = "Show finished batchd jobs (like sacct)"
+    about = "Show batchd jobs' accounting, finished and running (like sacct)"
 )]
 pub struct AcctCli {
     /// Only these jobs.
@@ -34,7 +35,8 @@ pub struct AcctCli {
     /// Only jobs in these states (codes or names).
     #[arg(short = 's', long = "state", value_name = "STATES")]
     pub states: Vec<String>,
-    /// Only jobs that ended at or after this time (YYYY-MM-DD[THH:MM[:SS]], HH:MM, now-1days...).
+    /// Only jobs that ended at or after this time, or have not ended (YYYY-MM-DD[THH:MM[:SS]],
+    /// HH:MM[:SS] today, midnight, noon, now-1days...).
     #[arg(short = 'S', long = "starttime", value_name = "TIME")]
     pub start: Option<String>,
     /// Only jobs that ended before this time.
@@ -49,6 +51,9 @@ pub struct AcctCli {
     /// Fields separated by `|`, without a trailing `|`.
     #[arg(short = 'P', long)]
     pub parsable2: bool,
+    /// Jobs only, no steps: what eacct always shows (esched jobs have no steps).
+    #[arg(short = 'X', long = "allocations")]
+    pub allocations: bool,
     /// JSON: the daemon's job records.
     #[arg(long)]
     pub json: bool,
@@ -62,7 +67,7 @@ impl AcctCli {
     pub fn request(
         &self,
         now: Time,
-        zone: &dyn Zone,
+        zone: &Zone,
         me: Option<String>,
     ) -> anyhow::Result<AcctRequest> {
         let mut users = split_list(&self.users);
@@ -74,10 +79,16 @@ impl AcctCli {
             .map(|s| parse_states(s))
             .collect::<Result<Vec<_>, _>>()?
             .concat();
-        let when = |s: &Option<String>| s.as_deref().map(|v| parse_begin(v, now, zone)).transpose();
+        let when = |s: &Option<String>| {
+            s.as_deref()
+                .map(|v| parse_acct_time(v, now, zone))
+                .transpose()
+        };
+        let (ids, tasks) = parse_refs(&self.jobs)?;
         Ok(AcctRequest {
             filter: JobFilter {
-                ids: parse_ids(&self.jobs)?,
+                ids,
+                tasks,
                 users,
                 names: split_list(&self.names),
                 states,
@@ -101,7 +112,7 @@ const COLUMNS: [(&str, usize); 9] = [
     ("Elapsed", 10),
 ];
 
-fn values(job: &JobInfo, zone: &dyn Zone) -> [String; 9] {
+fn values(job: &JobInfo, zone: &Zone) -> [String; 9] {
     let elapsed = match (job.start_time, job.end_time) {
         (Some(s), Some(e)) => e.saturating_sub(s),
         _ => 0,
@@ -111,7 +122,7 @@ fn values(job: &JobInfo, zone: &dyn Zone) -> [String; 9] {
         _ => job.exit_status(),
     };
     [
-        job.id.to_string(),
+        job.label(),
         job.name.clone(),
         job.pool.clone().unwrap_or_default(),
         job.state.name().to_string(),
@@ -138,7 +149,7 @@ fn cell(v: &str, w: usize) -> String {
 }
 
 /// The table of `jobs`.
-pub fn render(jobs: &[JobInfo], cli: &AcctCli, zone: &dyn Zone) -> String {
+pub fn render(jobs: &[JobInfo], cli: &AcctCli, zone: &Zone) -> String {
     let mut out = String::new();
     let sep = cli.parsable || cli.parsable2;
     let line = |vals: &[String]| -> String {
@@ -174,23 +185,56 @@ pub fn render(jobs: &[JobInfo], cli: &AcctCli, zone: &dyn Zone) -> String {
     out
 }
 
+/// The jobs of the live queue (pending, running) that `req` selects, as sacct lists them
+/// beside finished ones: a job not ended yet was in the window `[since, until)` when it was
+/// submitted before `until` (it is still there now, after any `since` in the past).
+fn live_in_window(live: Vec<JobInfo>, req: &AcctRequest, now: Time) -> Vec<JobInfo> {
+    live.into_iter()
+        .filter(|j| !j.state.is_finished())
+        .filter(|j| req.until.is_none_or(|u| j.submit_time < u))
+        .filter(|_| req.since.is_none_or(|s| s <= now))
+        .collect()
+}
+
+/// Finished jobs from the history and live ones from the queue, one row each, by id. The
+/// queue is read first: a job that ends in between is then in both, and its finished record
+/// is the one kept.
+fn merge(live: Vec<JobInfo>, finished: Vec<JobInfo>) -> Vec<JobInfo> {
+    let mut all = finished;
+    for j in live {
+        if !all.iter().any(|f| f.id == j.id) {
+            all.push(j);
+        }
+    }
+    all.sort_by_key(|j| j.id);
+    all
+}
+
 /// eacct.
 pub fn run(cli: AcctCli) -> anyhow::Result<ExitCode> {
     let me = (!nix::unistd::getuid().is_root()).then(super::cli::current_user);
-    let req = cli.request(now_ms(), &LocalZone, me)?;
+    let now = now_ms();
+    let req = cli.request(now, &local_zone(), me)?;
     let mut client = connect(cli.socket.as_deref())?;
-    let jobs = client.jobs(&Request::Acct(req))?;
+    let live = client.jobs(&Request::List(ListRequest {
+        filter: req.filter.clone(),
+        include_finished: false,
+        brief: false,
+    }))?;
+    let live = live_in_window(live, &req, now);
+    let finished = client.jobs(&Request::Acct(req))?;
+    let jobs = merge(live, finished);
     if cli.json {
         print_out(&(serde_json::to_string_pretty(&jobs)? + "\n"))?;
     } else {
-        print_out(&render(&jobs, &cli, &LocalZone))?;
+        print_out(&render(&jobs, &cli, &local_zone()))?;
     }
     Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::time::FixedZone;
+    use super::super::time::fixed_zone;
     use super::*;
     use batch_proto::{JobShape, JobState};
 
@@ -232,12 +276,15 @@ mod tests {
             scheduled_ep: None,
             step: None,
             chosen: None,
+            array: None,
+            account: None,
+            qos: None,
         }
     }
 
     #[test]
     fn table_like_sacct() {
-        let z = FixedZone(0);
+        let z = fixed_zone(0);
         let t = render(&[job()], &cli(&[]), &z);
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(
@@ -279,8 +326,33 @@ mod tests {
     }
 
     #[test]
+    fn live_jobs_join_the_history() {
+        let mut running = job();
+        running.id = 13;
+        running.state = JobState::Running;
+        running.end_time = None;
+        running.submit_time = 5_000;
+        let mut ended = job();
+        ended.id = 13;
+        ended.state = JobState::Completed;
+        let req = |since, until| AcctRequest {
+            since,
+            until,
+            ..AcctRequest::default()
+        };
+        let r = live_in_window(vec![running.clone()], &req(Some(1_000), None), 10_000);
+        assert_eq!(r.len(), 1);
+        assert!(live_in_window(vec![running.clone()], &req(None, Some(5_000)), 10_000).is_empty());
+        assert!(live_in_window(vec![running.clone()], &req(Some(20_000), None), 10_000).is_empty());
+        let m = merge(vec![running.clone()], vec![job()]);
+        assert_eq!(m.iter().map(|j| j.id).collect::<Vec<_>>(), [12, 13]);
+        let m = merge(vec![running], vec![ended]);
+        assert_eq!((m.len(), m[0].state), (1, JobState::Completed));
+    }
+
+    #[test]
     fn requests() {
-        let z = FixedZone(0);
+        let z = fixed_zone(0);
         let r = cli(&["-S", "now-1hour", "-s", "F,CD"])
             .request(10_000_000, &z, Some("me".into()))
             .unwrap();

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use batch_proto::{CancelRequest, ClientError, JobFilter, Request, Response};
 use clap::Parser;
 
-use super::cli::{connect, parse_ids, split_list};
+use super::cli::{check_users, connect, parse_refs, split_list};
 use super::format::parse_states;
 
 /// `ecancel`'s command line.
@@ -66,9 +66,12 @@ impl CancelCli {
             .map(|s| parse_states(s))
             .collect::<Result<Vec<_>, _>>()?
             .concat();
+        let users = split_list(&self.users);
+        let (ids, tasks) = parse_refs(&self.ids)?;
         let filter = JobFilter {
-            ids: parse_ids(&self.ids)?,
-            users: split_list(&self.users),
+            ids,
+            tasks,
+            users,
             names: split_list(&self.names),
             states,
             pools: split_list(&self.pools),
@@ -84,6 +87,7 @@ impl CancelCli {
 /// ecancel. Jobs that could not be cancelled are each reported on one line, as scancel does,
 /// and make the exit status 1.
 pub fn run(cli: CancelCli) -> anyhow::Result<ExitCode> {
+    check_users(&split_list(&cli.users), "Invalid user name")?;
     let req = cli.request()?;
     let mut client = connect(cli.socket.as_deref())?;
     match client.request(&Request::Cancel(req))? {

@@ -23,6 +23,75 @@ pub fn now_ms() -> Time {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
+/// The one line a command-line error is reported with: an unknown option as Slurm's tools say
+/// it (`unrecognized option '--mem=4G'`), anything else as clap's first line without its own
+/// `error: ` prefix (the caller adds `TOOL: error: `).
+pub fn clap_error_line(e: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() == ErrorKind::UnknownArgument {
+        if let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) {
+            return format!("unrecognized option '{arg}'");
+        }
+    }
+    let text = e.render().to_string();
+    let first = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("bad arguments");
+    first.trim_start_matches("error: ").trim().to_string()
+}
+
+/// Parses a tool's command line. `--help` and `--version` print and exit 0; any other problem
+/// is the one line `TOOL: error: ...` and exit 1, the same shape as every other error of the
+/// tools (clap's own would be several lines and exit 2).
+pub fn parse_args<T: clap::Parser>(tool: &str) -> Result<T, ExitCode> {
+    parse_args_from(tool, std::env::args_os())
+}
+
+/// [`parse_args`] over given arguments (the first is the program name).
+pub fn parse_args_from<T: clap::Parser, I, A>(tool: &str, args: I) -> Result<T, ExitCode>
+where
+    I: IntoIterator<Item = A>,
+    A: Into<std::ffi::OsString> + Clone,
+{
+    use clap::error::ErrorKind;
+    match T::try_parse_from(args) {
+        Ok(t) => Ok(t),
+        Err(e)
+            if matches!(
+                e.kind(),
+                ErrorKind::DisplayHelp
+                    | ErrorKind::DisplayVersion
+                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            ) =>
+        {
+            let _ = e.print();
+            Err(
+                if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                    ExitCode::from(1)
+                } else {
+                    ExitCode::SUCCESS
+                },
+            )
+        }
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "{tool}: error: {}", clap_error_line(&e));
+            Err(ExitCode::from(1))
+        }
+    }
+}
+
+/// A tool's `main`: parse the command line with [`parse_args`], then [`run_tool`].
+pub fn tool_main<T: clap::Parser>(
+    tool: &str,
+    body: impl FnOnce(T) -> anyhow::Result<ExitCode>,
+) -> ExitCode {
+    match parse_args::<T>(tool) {
+        Ok(cli) => run_tool(tool, || body(cli)),
+        Err(code) => code,
+    }
+}
+
 /// Runs a tool's body: an error becomes the one line `TOOL: error: ...` on stderr and exit
 /// status 1, as Slurm's tools do.
 pub fn run_tool(tool: &str, body: impl FnOnce() -> anyhow::Result<ExitCode>) -> ExitCode {
@@ -72,6 +141,90 @@ pub fn parse_ids(values: &[String]) -> anyhow::Result<Vec<u64>> {
         .collect()
 }
 
+/// Checks that each of `users` (names or numeric uids) names a user of this machine; the error
+/// is `{what}: NAME` (squeue says `Invalid user`, scancel `Invalid user name`), as Slurm's
+/// tools refuse an unknown user instead of matching nothing.
+pub fn check_users(users: &[String], what: &str) -> anyhow::Result<()> {
+    for u in users {
+        if u.parse::<u32>().is_ok() {
+            continue;
+        }
+        match nix::unistd::User::from_name(u) {
+            Ok(Some(_)) => {}
+            _ => anyhow::bail!("{what}: {u}"),
+        }
+    }
+    Ok(())
+}
+
+/// An array task as a user names it, `ID_N`: (array id, index).
+pub type ArrayTaskRef = (u64, u64);
+
+/// Parses job references given as `12`, `12_3` (task 3 of array 12), comma-separated or
+/// repeated: the plain ids (an array's id stands for all its tasks) and the array tasks.
+pub fn parse_refs(values: &[String]) -> anyhow::Result<(Vec<u64>, Vec<ArrayTaskRef>)> {
+    let mut ids = Vec::new();
+    let mut tasks = Vec::new();
+    for s in split_list(values) {
+        match batch_proto::JobRef::parse(&s) {
+            Some(batch_proto::JobRef {
+                id,
+                task: Some(task),
+            }) => tasks.push((id, task)),
+            Some(r) => ids.push(r.id),
+            None => anyhow::bail!("Invalid job id specified: {s}"),
+        }
+    }
+    Ok((ids, tasks))
+}
+
+/// The job ids that `values` name, for the requests that take ids (hold, release, show): an
+/// array's id becomes its tasks' ids and `ID_N` the task's. A plain id nothing in the queue
+/// (or, with `finished`, the history) answers to is kept, for batchd to say what it is.
+pub fn resolve_ids(
+    client: &mut Client,
+    values: &[String],
+    finished: bool,
+) -> anyhow::Result<Vec<u64>> {
+    let (ids, tasks) = parse_refs(values)?;
+    let found = |client: &mut Client, filter: batch_proto::JobFilter| {
+        client.jobs(&batch_proto::Request::List(batch_proto::ListRequest {
+            filter,
+            include_finished: finished,
+            brief: true,
+        }))
+    };
+    let mut out = Vec::new();
+    for id in ids {
+        let jobs = found(
+            client,
+            batch_proto::JobFilter {
+                ids: vec![id],
+                ..Default::default()
+            },
+        )?;
+        if jobs.is_empty() {
+            out.push(id);
+        }
+        out.extend(jobs.iter().map(|j| j.id));
+    }
+    for (array, task) in tasks {
+        let jobs = found(
+            client,
+            batch_proto::JobFilter {
+                tasks: vec![(array, task)],
+                ..Default::default()
+            },
+        )?;
+        let Some(j) = jobs.first() else {
+            anyhow::bail!("Invalid job id specified: {array}_{task}");
+        };
+        out.push(j.id);
+    }
+    out.dedup();
+    Ok(out)
+}
+
 /// The name of the user running the tool (or the uid as text when it has none).
 pub fn current_user() -> String {
     let uid = nix::unistd::getuid();
@@ -93,5 +246,19 @@ mod tests {
         let e = parse_ids(&["1,x".to_string()]).unwrap_err().to_string();
         assert_eq!(e, "Invalid job id specified: x");
         assert!(parse_ids(&["0".to_string()]).is_err());
+    }
+
+    #[test]
+    fn refs_to_array_tasks() {
+        let v = vec!["4,7_2".to_string(), "9".to_string()];
+        assert_eq!(parse_refs(&v).unwrap(), (vec![4, 9], vec![(7, 2)]));
+        assert!(parse_refs(&["7_x".to_string()]).is_err());
+    }
+
+    #[test]
+    fn unknown_users_are_refused() {
+        assert!(check_users(&["root".into(), "0".into()], "Invalid user").is_ok());
+        let e = check_users(&["no-such-user-x".into()], "Invalid user").unwrap_err();
+        assert_eq!(e.to_string(), "Invalid user: no-such-user-x");
     }
 }

@@ -11,11 +11,11 @@ use clap::{Parser, Subcommand};
 use sched_core::time::Time;
 use sched_core::Step;
 
-use super::cli::{connect, now_ms, parse_ids, print_out};
+use super::cli::{connect, now_ms, parse_ids, print_out, resolve_ids};
 use super::format::{reason, time_used};
 use super::time::{
-    format_opt_timestamp, format_sacct_duration, format_timestamp, parse_begin, parse_time_limit,
-    LocalZone, TimeLimit, Zone,
+    format_opt_timestamp, format_sacct_duration, format_timestamp, local_zone, parse_begin,
+    parse_time_limit, TimeLimit, Zone,
 };
 
 /// `econtrol`'s command line.
@@ -40,12 +40,14 @@ pub struct ControlCli {
 /// econtrol's verbs.
 #[derive(Subcommand, Debug)]
 pub enum ControlCommand {
-    /// Show a job (`show job [ID]`) or the pools (`show pools`).
+    /// Show a job (`show job [ID]`), the pools (`show pools [NAME]`), or a host list one name
+    /// a line (`show hostnames LIST`, as scontrol; LIST defaults to $SLURM_JOB_NODELIST, then
+    /// $ESCHED_NODELIST).
     Show {
         /// `job` or `pools`.
-        #[arg(value_parser = ["job", "jobs", "pool", "pools", "partition", "partitions"])]
+        #[arg(value_parser = ["job", "jobs", "pool", "pools", "partition", "partitions", "hostnames"])]
         entity: String,
-        /// The job id (all queued jobs when omitted).
+        /// The job id or pool name (all queued jobs or all pools when omitted).
         id: Option<String>,
     },
     /// Hold pending jobs: they stay queued but do not start.
@@ -74,7 +76,7 @@ pub enum ControlCommand {
 }
 
 /// Parses `update`'s `Key=Value` pairs (keys in any case, as scontrol).
-pub fn parse_update(pairs: &[String], now: Time, zone: &dyn Zone) -> anyhow::Result<UpdateRequest> {
+pub fn parse_update(pairs: &[String], now: Time, zone: &Zone) -> anyhow::Result<UpdateRequest> {
     let mut req = UpdateRequest::default();
     let mut id = None;
     for p in pairs {
@@ -134,7 +136,7 @@ pub fn format_steps(steps: &[Step]) -> String {
 }
 
 /// The `Step=` line of a running evolving job (without indent or newline).
-pub fn step_line(st: &StepStatus, zone: &dyn Zone) -> String {
+pub fn step_line(st: &StepStatus, zone: &Zone) -> String {
     let mut s = format!(
         "Step={} StepPhase={} StepNodes={} StepEnd={} NextStepNodes={}",
         st.short(),
@@ -152,7 +154,7 @@ pub fn step_line(st: &StepStatus, zone: &dyn Zone) -> String {
 }
 
 /// A job in scontrol's `Key=Value` layout.
-pub fn show_job(j: &JobInfo, now: Time, zone: &dyn Zone) -> String {
+pub fn show_job(j: &JobInfo, now: Time, zone: &Zone) -> String {
     let ts = |t: Option<Time>| format_opt_timestamp(t, zone);
     let deps = if j.dependencies.is_empty() {
         "(null)".to_string()
@@ -203,15 +205,23 @@ pub fn show_job(j: &JobInfo, now: Time, zone: &dyn Zone) -> String {
         "None".into()
     };
     let mut s = format!(
-        "JobId={} JobName={}\n   UserId={}({}) Priority={}\n   JobState={} Reason={}{} Dependency={}\n   \
+        "JobId={}{} JobName={}\n   UserId={}({}) Priority={} Account={} QOS={}\n   JobState={} Reason={}{} Dependency={}\n   \
          Held={} ExitCode={}\n   RunTime={} TimeLimit={}\n   SubmitTime={} BeginTime={}\n   \
          StartTime={} EndTime={}\n   Partition={} NodeList={}\n   NumNodes={} Shape={}\n",
 
         j.id,
+        j.array.map_or_else(String::new, |t| format!(
+            " ArrayJobId={} ArrayTaskId={}{}",
+            t.array_id,
+            t.index,
+            t.throttle.map_or_else(String::new, |n| format!(" ArrayTaskThrottle={n}"))
+        )),
         j.name,
         j.user,
         j.uid,
         j.priority,
+        j.account.as_deref().unwrap_or("(null)"),
+        j.qos.as_deref().unwrap_or("(null)"),
         j.state.name(),
         reason,
         j.detail.as_ref().map_or_else(String::new, |d| format!(" Detail=\"{d}\"")),
@@ -279,16 +289,32 @@ pub fn run(cli: ControlCli) -> anyhow::Result<ExitCode> {
     let now = now_ms();
     // Bad arguments are reported before touching the daemon.
     let update = match &cli.command {
-        ControlCommand::Update { pairs } => Some(parse_update(pairs, now, &LocalZone)?),
+        ControlCommand::Update { pairs } => Some(parse_update(pairs, now, &local_zone())?),
         _ => None,
     };
+    if let ControlCommand::Show { entity, id } = &cli.command {
+        if entity == "hostnames" {
+            let list = id
+                .clone()
+                .or_else(|| std::env::var("SLURM_JOB_NODELIST").ok())
+                .or_else(|| std::env::var("ESCHED_NODELIST").ok())
+                .ok_or_else(|| anyhow::anyhow!("No nodelist specified"))?;
+            let names = batch_proto::hostlist::expand(&list)
+                .map_err(|e| anyhow::anyhow!("invalid host list '{list}': {e}"))?;
+            print_out(&names.iter().map(|n| format!("{n}\n")).collect::<String>())?;
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
     let mut client = connect(cli.socket.as_deref())?;
     match cli.command {
         ControlCommand::Show { entity, id } if entity.starts_with("job") => {
             let jobs = match id {
                 Some(id) => {
-                    let id = parse_ids(&[id])?.first().copied().unwrap_or(0);
-                    client.jobs(&Request::ShowJob(ShowJobRequest { id }))?
+                    let mut jobs = Vec::new();
+                    for id in resolve_ids(&mut client, &[id], true)? {
+                        jobs.extend(client.jobs(&Request::ShowJob(ShowJobRequest { id }))?);
+                    }
+                    jobs
                 }
                 None => client.jobs(&Request::List(ListRequest::default()))?,
             };
@@ -297,13 +323,22 @@ pub fn run(cli: ControlCli) -> anyhow::Result<ExitCode> {
             } else if jobs.is_empty() {
                 print_out("No jobs in the system\n")?;
             } else {
-                let text: Vec<String> = jobs.iter().map(|j| show_job(j, now, &LocalZone)).collect();
+                let text: Vec<String> = jobs
+                    .iter()
+                    .map(|j| show_job(j, now, &local_zone()))
+                    .collect();
                 print_out(&(text.join("\n")))?;
             }
             Ok(ExitCode::SUCCESS)
         }
-        ControlCommand::Show { .. } => match client.request(&Request::Info(InfoRequest {}))? {
-            Response::Info(info) => {
+        ControlCommand::Show { id, .. } => match client.request(&Request::Info(InfoRequest {}))? {
+            Response::Info(mut info) => {
+                if let Some(name) = id {
+                    info.pools.retain(|p| p.name == name);
+                    if info.pools.is_empty() {
+                        anyhow::bail!("Partition {name} not found");
+                    }
+                }
                 if cli.json {
                     print_out(&(serde_json::to_string_pretty(&info.pools)? + "\n"))?;
                 } else {
@@ -322,11 +357,11 @@ pub fn run(cli: ControlCli) -> anyhow::Result<ExitCode> {
             other => Err(ClientError::unexpected("info", &other).into()),
         },
         ControlCommand::Hold { ids } => {
-            let ids = parse_ids(&ids)?;
+            let ids = resolve_ids(&mut client, &ids, false)?;
             acted("hold", client.request(&Request::Hold(HoldRequest { ids }))?)
         }
         ControlCommand::Release { ids } => {
-            let ids = parse_ids(&ids)?;
+            let ids = resolve_ids(&mut client, &ids, false)?;
             acted(
                 "release",
                 client.request(&Request::Release(ReleaseRequest { ids }))?,
@@ -364,13 +399,13 @@ pub fn run(cli: ControlCli) -> anyhow::Result<ExitCode> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::time::FixedZone;
+    use super::super::time::fixed_zone;
     use super::*;
     use batch_proto::{JobState, PendingReason};
 
     #[test]
     fn update_pairs() {
-        let z = FixedZone(0);
+        let z = fixed_zone(0);
         let p = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         let r = parse_update(
             &p(&[
@@ -434,13 +469,16 @@ mod tests {
             scheduled_ep: None,
             step: None,
             chosen: None,
+            array: None,
+            account: None,
+            qos: None,
         }
     }
 
     #[test]
     fn show_job_is_key_value() {
         let j = held_job();
-        let s = show_job(&j, 0, &FixedZone(0));
+        let s = show_job(&j, 0, &fixed_zone(0));
         assert!(
             s.starts_with("JobId=3 JobName=n\n   UserId=alice(1000)"),
             "{s}"
@@ -502,7 +540,7 @@ mod tests {
             next_nodes: Some(1),
             chosen_release: None,
         });
-        let s = show_job(&j, 1_200_000, &FixedZone(3600));
+        let s = show_job(&j, 1_200_000, &fixed_zone(3600));
         let lines: Vec<&str> = s.lines().collect();
         let at = lines
             .iter()
@@ -520,7 +558,7 @@ mod tests {
         let st = j.step.as_mut().unwrap();
         st.phase = batch_proto::StepPhase::Releasing;
         st.chosen_release = Some("debug[002-004]".into());
-        let s = show_job(&j, 1_200_000, &FixedZone(0));
+        let s = show_job(&j, 1_200_000, &fixed_zone(0));
         assert!(
             s.contains(" StepPhase=releasing ")
                 && s.contains(" NextStepNodes=1 ChosenRelease=debug[002-004]\n"),
@@ -534,12 +572,12 @@ mod tests {
             chosen_release: None,
             ..j.step.clone().unwrap()
         };
-        assert!(step_line(&last, &FixedZone(0)).ends_with(" NextStepNodes=(null)"));
+        assert!(step_line(&last, &fixed_zone(0)).ends_with(" NextStepNodes=(null)"));
 
         // Pending: the latest plan's EP, no step.
         j.state = JobState::Pending;
         j.step = None;
-        let s = show_job(&j, 0, &FixedZone(0));
+        let s = show_job(&j, 0, &fixed_zone(0));
         assert!(
             s.contains("\n   ScheduledEP=60:2,150:4,30:1\n   WorkDir="),
             "{s}"

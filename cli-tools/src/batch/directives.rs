@@ -1,4 +1,5 @@
-//! `#ESUB` directives at the top of a job script (Slurm's `#SBATCH`).
+//! `#ESUB` directives at the top of a job script, and Slurm's `#SBATCH` ones, read the same way
+//! so that an existing sbatch script runs unchanged.
 //!
 //! As sbatch does, directives are read from the top of the script until the first line that is
 //! neither blank nor a comment; later `#ESUB` lines are ordinary comments. A directive's text is
@@ -10,6 +11,9 @@ use super::error::SpecError;
 /// The marker that starts a directive line, at column 0.
 pub const MAGIC: &str = "#ESUB";
 
+/// Slurm's marker, read as [`MAGIC`] is (an `#ESUB` line wins for the same option).
+pub const SBATCH_MAGIC: &str = "#SBATCH";
+
 /// One directive line: its 1-based line number and its words.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Directive {
@@ -19,8 +23,14 @@ pub struct Directive {
     pub words: Vec<String>,
 }
 
-/// The directives at the top of `script`, in order.
+/// The `#ESUB` directives at the top of `script`, in order.
 pub fn parse_directives(script: &str) -> Result<Vec<Directive>, SpecError> {
+    parse_marked(script, MAGIC)
+}
+
+/// The directives marked `magic` (`#ESUB` or `#SBATCH`) at the top of `script`, in order. Both
+/// kinds are comments, so either may follow the other: reading stops at the first command.
+pub fn parse_marked(script: &str, magic: &str) -> Result<Vec<Directive>, SpecError> {
     let mut out = Vec::new();
     for (i, line) in script.lines().enumerate() {
         let trimmed = line.trim_start();
@@ -30,7 +40,7 @@ pub fn parse_directives(script: &str) -> Result<Vec<Directive>, SpecError> {
         if !trimmed.starts_with('#') {
             break;
         }
-        let Some(rest) = line.strip_prefix(MAGIC) else {
+        let Some(rest) = line.strip_prefix(magic) else {
             continue;
         };
         // `#ESUBX` is an ordinary comment, as `#SBATCHX` is for sbatch.
@@ -48,9 +58,14 @@ pub fn parse_directives(script: &str) -> Result<Vec<Directive>, SpecError> {
     Ok(out)
 }
 
-/// All directive words of `script`, flattened, ready for an argument parser.
+/// All `#ESUB` directive words of `script`, flattened, ready for an argument parser.
 pub fn directive_args(script: &str) -> Result<Vec<String>, SpecError> {
-    Ok(parse_directives(script)?
+    marked_args(script, MAGIC)
+}
+
+/// All directive words marked `magic` in `script`, flattened.
+pub fn marked_args(script: &str, magic: &str) -> Result<Vec<String>, SpecError> {
+    Ok(parse_marked(script, magic)?
         .into_iter()
         .flat_map(|d| d.words)
         .collect())
@@ -185,6 +200,16 @@ mod tests {
         assert_eq!(shell_split(r#""a\nb""#).unwrap(), w(&["a\\nb"]));
         assert!(shell_split("\"x").is_err());
         assert!(shell_split("x\\").is_err());
+    }
+
+    #[test]
+    fn sbatch_lines_are_read_with_their_own_marker() {
+        let script = "#!/bin/sh\n#SBATCH -J x\n#ESUB -N 2\n#SBATCHX -N 9\n#SBATCH -N 3\necho\n#SBATCH -t 5\n";
+        assert_eq!(
+            marked_args(script, SBATCH_MAGIC).unwrap(),
+            w(&["-J", "x", "-N", "3"])
+        );
+        assert_eq!(directive_args(script).unwrap(), w(&["-N", "2"]));
     }
 
     #[test]

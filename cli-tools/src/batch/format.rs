@@ -78,9 +78,9 @@ pub const START_FORMAT: &str = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %.5s %R";
 const FULL_ONLY: &str = "ZE";
 
 /// The field letters. `s` is squeue's "node selection plugin" field, meaningless here, so it
-/// is free for the step. `K` (squeue's array task id; batchd has no arrays) is a moldable
-/// job's configuration.
-const LETTERS: &str = "iPjuUtTMlLDRrNSVeZEQsK";
+/// is free for the step. squeue has a letter for everything; `b` (its generic resources per
+/// job, which batchd does not have) is a moldable job's configuration here.
+const LETTERS: &str = "iPjuUtTMlLDRrNSVeZEQsaqKFb";
 
 fn header(letter: char) -> &'static str {
     match letter {
@@ -104,7 +104,11 @@ fn header(letter: char) -> &'static str {
         'Z' => "WORK_DIR",
         'E' => "DEPENDENCY",
         's' => "STEP",
-        'K' => "CONFIG",
+        'a' => "ACCOUNT",
+        'q' => "QOS",
+        'K' => "ARRAY_TASK_ID",
+        'F' => "ARRAY_JOB_ID",
+        'b' => "CONFIG",
         _ => "PRIORITY",
     }
 }
@@ -198,7 +202,7 @@ impl Format {
     }
 
     /// One job's line; `now` gives running jobs' TIME.
-    pub fn row(&self, job: &JobInfo, now: Time, zone: &dyn Zone) -> String {
+    pub fn row(&self, job: &JobInfo, now: Time, zone: &Zone) -> String {
         let mut out = String::new();
         self.write_row(&mut out, &mut String::new(), job, now, zone);
         out
@@ -212,7 +216,7 @@ impl Format {
         scratch: &mut String,
         job: &JobInfo,
         now: Time,
-        zone: &dyn Zone,
+        zone: &Zone,
     ) {
         self.render_into(out, scratch, |letter, buf| {
             field(job, letter, now, zone, buf)
@@ -274,9 +278,12 @@ fn put(buf: &mut String, args: std::fmt::Arguments<'_>) {
     let _ = buf.write_fmt(args);
 }
 
-fn field(job: &JobInfo, letter: char, now: Time, zone: &dyn Zone, buf: &mut String) {
+fn field(job: &JobInfo, letter: char, now: Time, zone: &Zone, buf: &mut String) {
     match letter {
-        'i' => put(buf, format_args!("{}", job.id)),
+        'i' => match &job.array {
+            Some(t) => put(buf, format_args!("{}_{}", t.array_id, t.index)),
+            None => put(buf, format_args!("{}", job.id)),
+        },
         'P' => buf.push_str(job.pool.as_deref().unwrap_or("(any)")),
         'j' => buf.push_str(&job.name),
         'u' => buf.push_str(&job.user),
@@ -313,12 +320,23 @@ fn field(job: &JobInfo, letter: char, now: Time, zone: &dyn Zone, buf: &mut Stri
             None => buf.push('-'),
         },
         // NODESxTIME_LIMIT: chosen (running, over) or expected by the plan (pending).
-        'K' => match &job.chosen {
+        'b' => match &job.chosen {
             Some(c) => put(
                 buf,
                 format_args!("{}x{}", c.nodes, format_squeue_duration(c.walltime)),
             ),
             None => buf.push('-'),
+        },
+        'a' => buf.push_str(job.account.as_deref().unwrap_or("(null)")),
+        'q' => buf.push_str(job.qos.as_deref().unwrap_or("(null)")),
+        // squeue's array fields: N/A for a job that is not an array task.
+        'K' => match &job.array {
+            Some(t) => put(buf, format_args!("{}", t.index)),
+            None => buf.push_str("N/A"),
+        },
+        'F' => match &job.array {
+            Some(t) => put(buf, format_args!("{}", t.array_id)),
+            None => buf.push_str("N/A"),
         },
         _ => put(buf, format_args!("{}", job.priority)),
     }
@@ -326,7 +344,7 @@ fn field(job: &JobInfo, letter: char, now: Time, zone: &dyn Zone, buf: &mut Stri
 
 #[cfg(test)]
 mod tests {
-    use super::super::time::FixedZone;
+    use super::super::time::fixed_zone;
     use super::*;
     use batch_proto::{DepKind, Dependency, JobShape, PendingReason, StepPhase, StepStatus};
 
@@ -364,6 +382,9 @@ mod tests {
             scheduled_ep: None,
             step: None,
             chosen: None,
+            array: None,
+            account: None,
+            qos: None,
         }
     }
 
@@ -374,7 +395,7 @@ mod tests {
             f.header(),
             "             JOBID PARTITION     NAME     USER ST       TIME  NODES  STEP NODELIST(REASON)"
         );
-        let z = FixedZone(0);
+        let z = fixed_zone(0);
         assert_eq!(
             f.row(&job(), 1_065_000, &z),
             "                42     debug a-rather    alice  R       1:05      3     - node[001-003]"
@@ -401,7 +422,7 @@ mod tests {
             next_nodes: Some(1),
             chosen_release: None,
         });
-        let z = FixedZone(0);
+        let z = fixed_zone(0);
         let f = Format::parse(DEFAULT_FORMAT).unwrap();
         assert!(
             f.row(&j, 1_065_000, &z)
@@ -423,7 +444,7 @@ mod tests {
     #[test]
     fn widths_flags_and_literals() {
         let f = Format::parse("%-6i|%.4t|%j%%|%5D|%l|%L").unwrap();
-        let z = FixedZone(0);
+        let z = fixed_zone(0);
         assert_eq!(f.header(), "JOBID |  ST|NAME%|NODES|TIME_LIMIT|TIME_LEFT");
         assert_eq!(
             f.row(&job(), 1_065_000, &z),
@@ -434,7 +455,7 @@ mod tests {
     #[test]
     fn times_and_misc_fields() {
         let f = Format::parse("%S %V %e %Z %E %U %T %r %N %Q").unwrap();
-        let z = FixedZone(0);
+        let z = fixed_zone(0);
         assert_eq!(
             f.row(&job(), 2_000_000, &z),
             "1970-01-01T00:16:40 1970-01-01T00:16:40 N/A /home/alice (null) 1000 RUNNING None \
@@ -480,7 +501,7 @@ mod tests {
     /// job with the left-out fields blanked are the rows of the full job.
     #[test]
     fn default_rows_are_the_same_from_a_brief_job() {
-        let z = FixedZone(0);
+        let z = fixed_zone(0);
         let mut full = job();
         full.dependencies = vec![Dependency::Singleton];
         full.detail = Some("x".into());
@@ -521,10 +542,10 @@ mod tests {
 
     #[test]
     fn bad_formats() {
-        assert!(Format::parse("%q")
+        assert!(Format::parse("%y")
             .unwrap_err()
             .to_string()
-            .contains("unknown field '%q'"));
+            .contains("unknown field '%y'"));
         assert!(Format::parse("%.18").is_err());
         assert!(Format::parse("%").is_err());
     }

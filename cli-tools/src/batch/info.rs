@@ -13,6 +13,7 @@ use super::cli::{connect, print_out};
 #[command(
     name = "einfo",
     version,
+    disable_help_flag = true,
     about = "Show batchd's pools and nodes (like sinfo)"
 )]
 pub struct InfoCli {
@@ -30,9 +31,12 @@ pub struct InfoCli {
         value_name = "POOLS"
     )]
     pub pools: Vec<String>,
-    /// No header line.
-    #[arg(long)]
+    /// No header line (`-h`, as in Slurm; help is `--help` only).
+    #[arg(short = 'h', long)]
     pub noheader: bool,
+    /// Print help.
+    #[arg(long, action = clap::ArgAction::Help)]
+    pub help: Option<bool>,
     /// JSON: the daemon's cluster record.
     #[arg(long)]
     pub json: bool,

@@ -7,21 +7,23 @@ use batch_proto::{JobFilter, JobInfo, ListRequest, Request};
 use clap::Parser;
 use sched_core::time::Time;
 
-use super::cli::{connect, now_ms, parse_ids, print_out, split_list};
+use super::cli::{check_users, connect, now_ms, parse_refs, print_out, split_list};
 use super::format::{parse_states, Format, DEFAULT_FORMAT, START_FORMAT};
-use super::time::{LocalZone, Zone};
+use super::time::{local_zone, Zone};
 
 /// `equeue`'s command line.
 #[derive(Parser, Debug)]
 #[command(
     name = "equeue",
     version,
+    disable_help_flag = true,
     about = "Show batchd's queue (like squeue)",
     after_help = "Format fields (-o): %i id, %P pool, %j name, %u user, %U uid, %t state code, \
                   %T state, %M time used, %l time limit, %L time left, %D nodes, %R node list \
                   or (reason), %r reason, %N node list, %S start (expected while pending), %V \
                   submit, %e end, %Z work dir, %E dependencies, %Q priority, %s step of a running \
-                  evolving job (2/3; - for others), %K a moldable job's configuration NODESxTIME_LIMIT \
+                  evolving job (2/3; - for others), %a account, %q QOS, %K array task index and %F \
+                  array job id (N/A for other jobs), %b a moldable job's configuration NODESxTIME_LIMIT \
                   (chosen, or expected by the plan while pending; - for others). %.N right-justifies in N columns, %N or \
                   %-N left-justifies; longer values are cut."
 )]
@@ -50,15 +52,22 @@ pub struct QueueCli {
     /// Only jobs with these names.
     #[arg(short = 'n', long = "name", value_name = "NAMES")]
     pub names: Vec<String>,
+    /// One line per array task: what equeue always shows (it does not fold an array's pending
+    /// tasks into one `ID_[N-M]` line as squeue does without -r).
+    #[arg(short = 'r', long = "array")]
+    pub array: bool,
     /// Show expected start times (START_TIME) of pending jobs.
     #[arg(long)]
     pub start: bool,
     /// Output format, squeue style.
     #[arg(short = 'o', long = "format", value_name = "FORMAT")]
     pub format: Option<String>,
-    /// No header line.
-    #[arg(long)]
+    /// No header line (`-h`, as in Slurm; help is `--help` only).
+    #[arg(short = 'h', long)]
     pub noheader: bool,
+    /// Print help.
+    #[arg(long, action = clap::ArgAction::Help)]
+    pub help: Option<bool>,
     /// JSON: the daemon's job records.
     #[arg(long)]
     pub json: bool,
@@ -81,9 +90,11 @@ impl QueueCli {
             .collect::<Result<Vec<_>, _>>()?
             .concat();
         let include_finished = states.iter().any(|s| s.is_finished());
+        let (ids, tasks) = parse_refs(&self.jobs)?;
         Ok(ListRequest {
             filter: JobFilter {
-                ids: parse_ids(&self.jobs)?,
+                ids,
+                tasks,
                 users,
                 names: split_list(&self.names),
                 states,
@@ -106,13 +117,7 @@ impl QueueCli {
 }
 
 /// The table of `jobs`, header first unless `noheader`.
-pub fn render(
-    jobs: &[JobInfo],
-    format: &Format,
-    noheader: bool,
-    now: Time,
-    zone: &dyn Zone,
-) -> String {
+pub fn render(jobs: &[JobInfo], format: &Format, noheader: bool, now: Time, zone: &Zone) -> String {
     let mut table = Table::new(format, noheader, now, zone);
     table.rows(jobs);
     table.out
@@ -122,13 +127,13 @@ pub fn render(
 struct Table<'a> {
     format: &'a Format,
     now: Time,
-    zone: &'a dyn Zone,
+    zone: &'a Zone,
     out: String,
     scratch: String,
 }
 
 impl<'a> Table<'a> {
-    fn new(format: &'a Format, noheader: bool, now: Time, zone: &'a dyn Zone) -> Self {
+    fn new(format: &'a Format, noheader: bool, now: Time, zone: &'a Zone) -> Self {
         let mut out = String::new();
         if !noheader {
             out.push_str(&format.header());
@@ -155,6 +160,7 @@ impl<'a> Table<'a> {
 
 /// equeue.
 pub fn run(cli: QueueCli) -> anyhow::Result<ExitCode> {
+    check_users(&split_list(&cli.users), "Invalid user")?;
     let req = Request::List(cli.request()?);
     let format = cli.format()?;
     let mut client = connect(cli.socket.as_deref())?;
@@ -164,12 +170,44 @@ pub fn run(cli: QueueCli) -> anyhow::Result<ExitCode> {
     } else {
         // Rows are written as each part of the listing arrives, and the whole table printed
         // at the end: an error part-way prints the error alone, not half a queue.
-        let zone = LocalZone;
+        let zone = local_zone();
         let mut table = Table::new(&format, cli.noheader, now_ms(), &zone);
-        client.jobs_each(&req, |part| table.rows(&part))?;
+        let mut rows = 0;
+        client.jobs_each(&req, |part| {
+            rows += part.len();
+            table.rows(&part)
+        })?;
+        if rows == 0 {
+            unknown_ids(&mut client, &req)?;
+        }
         print_out(&table.out)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// squeue's answer to `-j` ids none of which is in the queue (finished, or never there):
+/// `Invalid job id specified` and exit 1, so that `while squeue -j $id; do ...` ends. Ids
+/// that are queued but filtered out by the other options print an empty table, exit 0.
+fn unknown_ids(client: &mut batch_proto::Client, req: &Request) -> anyhow::Result<()> {
+    let Request::List(list) = req else {
+        return Ok(());
+    };
+    if list.filter.ids.is_empty() && list.filter.tasks.is_empty() {
+        return Ok(());
+    }
+    let only_ids = Request::List(ListRequest {
+        filter: JobFilter {
+            ids: list.filter.ids.clone(),
+            tasks: list.filter.tasks.clone(),
+            ..JobFilter::default()
+        },
+        include_finished: list.include_finished,
+        brief: true,
+    });
+    if client.jobs(&only_ids)?.is_empty() {
+        anyhow::bail!("Invalid job id specified");
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -217,7 +255,7 @@ mod tests {
         assert!(!brief(&["--json", "--start"]));
         assert!(!brief(&["-o", "%i %Z"]));
         assert!(!brief(&["-o", "%E"]));
-        assert!(cli(&["-o", "%q"]).request().is_err());
+        assert!(cli(&["-o", "%y"]).request().is_err());
     }
 
     #[test]

@@ -10,7 +10,7 @@ use batch_proto::{Client, ClientError, ReleaseNodesReply, ReleaseNodesRequest, R
 use clap::Parser;
 
 use super::cli::{connect, print_out};
-use super::time::{format_timestamp, LocalZone, Zone};
+use super::time::{format_timestamp, local_zone, Zone};
 
 /// The variable batchd sets in every job's environment; `-j` defaults to it so that a job can
 /// call `erelease NODES` about itself.
@@ -90,7 +90,7 @@ impl ReleaseCli {
 }
 
 /// What erelease prints once batchd recorded the choice.
-pub fn released_line(r: &ReleaseNodesReply, zone: &dyn Zone) -> String {
+pub fn released_line(r: &ReleaseNodesReply, zone: &Zone) -> String {
     // The daemon's list is compressed; one node reads "leaves", several "leave".
     let one = hostlist::expand(&r.nodes).is_ok_and(|v| v.len() == 1);
     format!(
@@ -120,13 +120,13 @@ pub fn run(cli: ReleaseCli) -> anyhow::Result<ExitCode> {
     let req = cli.request(env_job.as_deref())?;
     let mut client = connect(cli.socket.as_deref())?;
     let reply = release(&mut client, req)?;
-    print_out(&released_line(&reply, &LocalZone))?;
+    print_out(&released_line(&reply, &local_zone()))?;
     Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::time::FixedZone;
+    use super::super::time::fixed_zone;
     use super::*;
     use batch_proto::{ErrorKind, ErrorReply};
     use clap::CommandFactory;
@@ -199,7 +199,7 @@ mod tests {
             next_step: 3,
         };
         assert_eq!(
-            released_line(&r, &FixedZone(3600)),
+            released_line(&r, &fixed_zone(3600)),
             "erelease: job 7: debug[002-003] leave the job at 1970-01-01T01:16:40 (start of \
              step 3)\n"
         );
@@ -207,7 +207,7 @@ mod tests {
             nodes: "debug004".into(),
             ..r
         };
-        assert!(released_line(&r, &FixedZone(0)).contains(" debug004 leaves the job at "));
+        assert!(released_line(&r, &fixed_zone(0)).contains(" debug004 leaves the job at "));
     }
 
     /// A daemon on the other end of a socket pair: answers the hello, then `reply` to the one

@@ -9,17 +9,16 @@ use anyhow::Context as _;
 use batch_proto::{ClientError, JobShape, JobSpec, MoldModel, Request, Response, SubmitRequest};
 
 use clap::{Args, Parser};
-use sched_core::request::{MoldConfig, Step};
 use sched_core::time::{Duration, Time, HOUR};
 
 use super::cli::{connect, now_ms, print_out};
-use super::directives::directive_args;
+use super::directives::{marked_args, MAGIC, SBATCH_MAGIC};
 use super::error::SpecError;
 use super::spec::{
     parse_moldable, parse_moldable_model, parse_nodes, parse_nodes_range, parse_profile,
     parse_weight,
 };
-use super::time::{format_timestamp, parse_begin, parse_time_limit, LocalZone, TimeLimit, Zone};
+use super::time::{format_timestamp, local_zone, parse_begin, parse_time_limit, TimeLimit, Zone};
 use batch_proto::Dependency;
 
 /// The options esubmit takes on its command line and in `#ESUB` lines. Values are kept as
@@ -93,6 +92,40 @@ pub struct SubmitOpts {
     /// Print only the job id.
     #[arg(long)]
     pub parsable: bool,
+    // Slurm's habits (issue 15), grouped so that other branches' options merge beside them.
+    /// Job array: indices 0-15, 1,3,5, 0-15:4 (step), with %N at most N tasks at once.
+    #[arg(short = 'a', long, value_name = "INDICES")]
+    pub array: Option<String>,
+    /// Tasks: the job gets the nodes N tasks need (a pool's cpus_per_node over -c).
+    #[arg(short = 'n', long = "ntasks", value_name = "N")]
+    pub ntasks: Option<String>,
+    /// CPUs per task (default 1), counted against a pool's cpus_per_node.
+    #[arg(short = 'c', long = "cpus-per-task", value_name = "N")]
+    pub cpus_per_task: Option<String>,
+    /// Tasks on each node.
+    #[arg(long = "ntasks-per-node", value_name = "N")]
+    pub ntasks_per_node: Option<String>,
+    /// Memory per node (K, M, G, T; default M), checked against a pool's mem_per_node.
+    #[arg(long, value_name = "SIZE")]
+    pub mem: Option<String>,
+    /// Memory per CPU; fewer tasks per node when a node's memory runs out first.
+    #[arg(long = "mem-per-cpu", value_name = "SIZE")]
+    pub mem_per_cpu: Option<String>,
+    /// Nodes to itself: what every job gets here (nodes are never shared).
+    #[arg(long)]
+    pub exclusive: bool,
+    /// Account: stored and shown, no policy uses it yet.
+    #[arg(short = 'A', long, value_name = "NAME")]
+    pub account: Option<String>,
+    /// Quality of service: stored and shown, no policy uses it yet.
+    #[arg(short = 'q', long, value_name = "NAME")]
+    pub qos: Option<String>,
+    /// Not supported (batchd sends no mail): refused rather than ignored.
+    #[arg(long = "mail-type", value_name = "TYPE", hide = true)]
+    pub mail_type: Option<String>,
+    /// Not supported (batchd sends no mail): refused rather than ignored.
+    #[arg(long = "mail-user", value_name = "USER", hide = true)]
+    pub mail_user: Option<String>,
 }
 
 /// `esubmit`'s command line.
@@ -104,7 +137,8 @@ pub struct SubmitOpts {
     after_help = "Options may also be given as '#ESUB' lines at the top of the script and \
                   through ESUB_PARTITION, ESUB_TIMELIMIT, ESUB_JOB_NAME, ESUB_OUTPUT, \
                   ESUB_ERROR, ESUB_HOLD, ESUB_EXPORT; the command line beats the environment, \
-                  which beats the script."
+                  which beats the script. Slurm's '#SBATCH' lines and SBATCH_* variables are read \
+                  too; an '#ESUB' line or ESUB_* variable wins over its Slurm spelling."
 )]
 pub struct SubmitCli {
     /// The options.
@@ -120,9 +154,45 @@ pub struct SubmitCli {
         allow_hyphen_values = true
     )]
     pub script: Vec<String>,
+    /// Wait for the job (every task of an array) to end, and exit with its exit code (the
+    /// highest of an array's; 1 for a job cancelled, killed or timed out without one).
+    #[arg(short = 'W', long)]
+    pub wait: bool,
     /// Daemon socket (default: $ESCHED_SOCKET, else the standard place).
     #[arg(long, value_name = "PATH")]
     pub socket: Option<PathBuf>,
+}
+
+/// How often `esubmit -W` asks whether its job has ended.
+const WAIT_POLL: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// `esubmit -W`: polls until the job `id` (every task of the array `id`) has ended, and gives
+/// sbatch's exit status: the job's exit code (the highest of the tasks'), 1 for one that ended
+/// without one (cancelled before it ran, killed by a signal) or whose code is above 255.
+fn wait_for(client: &mut batch_proto::Client, id: u64) -> anyhow::Result<ExitCode> {
+    let req = Request::List(batch_proto::ListRequest {
+        filter: batch_proto::JobFilter {
+            ids: vec![id],
+            ..Default::default()
+        },
+        include_finished: true,
+        brief: true,
+    });
+    loop {
+        let jobs = client.jobs(&req)?;
+        if !jobs.is_empty() && jobs.iter().all(|j| j.state.is_finished()) {
+            let code = jobs
+                .iter()
+                .map(|j| match (j.exit_code, j.signal.unwrap_or(0)) {
+                    (Some(c), 0) => c,
+                    _ => 1,
+                })
+                .max()
+                .unwrap_or(1);
+            return Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)));
+        }
+        std::thread::sleep(WAIT_POLL);
+    }
 }
 
 /// The options of `#ESUB` lines, parsed with the same rules as the command line.
@@ -146,6 +216,18 @@ enum Origin {
     Script,
 }
 
+/// The Slurm spelling of each of [`ENV_VARS`] (`ESUB_X` is `SBATCH_X`, read when `ESUB_X` is
+/// not set, so an environment set up for sbatch keeps working).
+const SBATCH_ENV_VARS: [&str; 7] = [
+    "SBATCH_PARTITION",
+    "SBATCH_TIMELIMIT",
+    "SBATCH_JOB_NAME",
+    "SBATCH_OUTPUT",
+    "SBATCH_ERROR",
+    "SBATCH_HOLD",
+    "SBATCH_EXPORT",
+];
+
 /// The environment variables esubmit reads, and the option each sets.
 pub const ENV_VARS: [&str; 7] = [
     "ESUB_PARTITION",
@@ -157,47 +239,26 @@ pub const ENV_VARS: [&str; 7] = [
     "ESUB_EXPORT",
 ];
 
-/// Everything a submission says, parsed and checked.
+/// A resolved submission: the job as batchd receives it (batch-proto's [`JobSpec`], the one
+/// representation of a submission), and what esubmit itself does with the answer.
 #[derive(Clone, Debug, PartialEq)]
-pub struct SubmitSpec {
-    /// Node count (1 when not given).
-    pub nodes: u32,
-    /// Time limit; `None` when not given (the pool's default applies).
-    pub time_limit: Option<TimeLimit>,
-    /// Job name.
-    pub name: String,
-    /// Output pattern, if given.
-    pub output: Option<String>,
-    /// Error pattern, if given.
-    pub error: Option<String>,
-    /// Pool name, if given.
-    pub pool: Option<String>,
-    /// Earliest start (ms since the epoch).
-    pub begin: Option<Time>,
-    /// Submitted held.
-    pub hold: bool,
-    /// Dependencies.
-    pub dependency: Vec<Dependency>,
-    /// Evolving steps.
-    pub profile: Option<Vec<Step>>,
-    /// Moldable configurations.
-    pub moldable: Option<Vec<MoldConfig>>,
-    /// Moldable run-time model and its node range.
-    pub moldable_model: Option<MoldModel>,
-    /// Moldable job's weight.
-    pub weight: Option<f64>,
-    /// Working directory, absolute.
-    pub workdir: PathBuf,
-    /// Environment to pass on.
-    pub env: Vec<(String, String)>,
+pub struct Submission {
+    /// The job.
+    pub job: JobSpec,
     /// Only ask for the expected start.
     pub test_only: bool,
     /// Print only the id.
     pub parsable: bool,
-    /// Script text.
-    pub script: String,
-    /// Arguments to the script.
-    pub args: Vec<String>,
+}
+
+impl Submission {
+    /// Checks the job with batch-proto's own bounds, as batchd will check it (`now` for
+    /// `--begin`'s horizon; the pool's `max_time` is the daemon's to check).
+    pub fn check(&self, now: Time) -> Result<(), SpecError> {
+        self.job
+            .check(now, None)
+            .map_err(|e| SpecError::Proto(e.to_string()))
+    }
 }
 
 fn sourced(origin: Origin, e: SpecError) -> SpecError {
@@ -208,7 +269,7 @@ fn sourced(origin: Origin, e: SpecError) -> SpecError {
             inner: Box::new(e),
         },
         Origin::Script => SpecError::Sourced {
-            origin: "#ESUB directive".into(),
+            origin: "#ESUB/#SBATCH directive".into(),
             inner: Box::new(e),
         },
     }
@@ -219,28 +280,26 @@ pub fn wrap_script(command: &str) -> String {
     format!("#!/bin/sh\n# This script was generated by esubmit --wrap.\n{command}\n")
 }
 
-/// Parses the `#ESUB` lines of `script` as options.
+/// Parses the directive lines of `script` as options: `#ESUB` lines, and `#SBATCH` lines for
+/// the options no `#ESUB` line gives (an `#ESUB` line wins for the same option).
 pub fn script_opts(script: &str) -> Result<SubmitOpts, SpecError> {
-    let words = directive_args(script)?;
+    let esub = marked_opts(script, MAGIC)?;
+    let sbatch = marked_opts(script, SBATCH_MAGIC)?;
+    Ok(esub.or(sbatch))
+}
+
+fn marked_opts(script: &str, magic: &'static str) -> Result<SubmitOpts, SpecError> {
+    let words = marked_args(script, magic)?;
     DirectiveCli::try_parse_from(&words)
         .map(|c| c.opts)
-        .map_err(|e| SpecError::Directive {
-            line: 0,
-            reason: e
-                .render()
-                .to_string()
-                .lines()
-                .next()
-                .unwrap_or("bad option")
-                .to_string(),
-        })
-        .map_err(|e| match e {
-            SpecError::Directive { reason, .. } => SpecError::Invalid {
-                what: "#ESUB directive",
-                input: words.join(" "),
-                reason: reason.trim_start_matches("error: ").to_string(),
+        .map_err(|e| SpecError::Invalid {
+            what: if magic == MAGIC {
+                "#ESUB directive"
+            } else {
+                "#SBATCH directive"
             },
-            other => other,
+            input: words.join(" "),
+            reason: super::cli::clap_error_line(&e),
         })
 }
 
@@ -253,17 +312,89 @@ pub struct Context<'a> {
     /// Now, for `--begin`.
     pub now: Time,
     /// Time zone, for `--begin`.
-    pub zone: &'a dyn Zone,
+    pub zone: &'a Zone,
 }
 
 impl SubmitOpts {
-    fn from_env(env: &[(String, String)]) -> Vec<(&'static str, String)> {
+    /// The options given twice over, each field from `self` unless only `other` has it.
+    /// Every option of [`SubmitOpts`] is named here: a new one must say how it merges.
+    #[must_use]
+    pub fn or(self, other: SubmitOpts) -> SubmitOpts {
+        let SubmitOpts {
+            nodes,
+            time,
+            job_name,
+            output,
+            error,
+            pool,
+            begin,
+            hold,
+            dependency,
+            profile,
+            moldable,
+            moldable_model,
+            nodes_range,
+            weight,
+            chdir,
+            export,
+            test_only,
+            parsable,
+            array,
+            ntasks,
+            cpus_per_task,
+            ntasks_per_node,
+            mem,
+            mem_per_cpu,
+            exclusive,
+            account,
+            qos,
+            mail_type,
+            mail_user,
+        } = self;
+        SubmitOpts {
+            nodes: nodes.or(other.nodes),
+            time: time.or(other.time),
+            job_name: job_name.or(other.job_name),
+            output: output.or(other.output),
+            error: error.or(other.error),
+            pool: pool.or(other.pool),
+            begin: begin.or(other.begin),
+            hold: hold || other.hold,
+            dependency: dependency.or(other.dependency),
+            profile: profile.or(other.profile),
+            moldable: moldable.or(other.moldable),
+            moldable_model: moldable_model.or(other.moldable_model),
+            nodes_range: nodes_range.or(other.nodes_range),
+            weight: weight.or(other.weight),
+            chdir: chdir.or(other.chdir),
+            export: export.or(other.export),
+            test_only: test_only || other.test_only,
+            parsable: parsable || other.parsable,
+            array: array.or(other.array),
+            ntasks: ntasks.or(other.ntasks),
+            cpus_per_task: cpus_per_task.or(other.cpus_per_task),
+            ntasks_per_node: ntasks_per_node.or(other.ntasks_per_node),
+            mem: mem.or(other.mem),
+            mem_per_cpu: mem_per_cpu.or(other.mem_per_cpu),
+            exclusive: exclusive || other.exclusive,
+            account: account.or(other.account),
+            qos: qos.or(other.qos),
+            mail_type: mail_type.or(other.mail_type),
+            mail_user: mail_user.or(other.mail_user),
+        }
+    }
+
+    /// The variables of [`ENV_VARS`] that are set, each under its `ESUB_` name; an unset
+    /// `ESUB_X` is taken from `SBATCH_X` (the error then names `SBATCH_X`).
+    fn from_env(env: &[(String, String)]) -> Vec<(&'static str, &'static str, String)> {
+        let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
         ENV_VARS
             .iter()
-            .filter_map(|k| {
-                env.iter()
-                    .find(|(n, _)| n == k)
-                    .map(|(_, v)| (*k, v.clone()))
+            .zip(SBATCH_ENV_VARS.iter())
+            .filter_map(|(e, s)| {
+                get(e)
+                    .map(|v| (*e, *e, v))
+                    .or_else(|| get(s).map(|v| (*e, *s, v)))
             })
             .collect()
     }
@@ -277,16 +408,20 @@ impl SubmitOpts {
         args: Vec<String>,
         script_name: &str,
         ctx: &Context<'_>,
-    ) -> Result<SubmitSpec, SpecError> {
+    ) -> Result<Submission, SpecError> {
         let env = Self::from_env(ctx.env);
-        let env_val = |k: &'static str| env.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone());
+        let env_val = |k: &'static str| {
+            env.iter()
+                .find(|(n, _, _)| *n == k)
+                .map(|(_, from, v)| (*from, v.clone()))
+        };
         let pick = |cli: &Option<String>, var: Option<&'static str>, scr: &Option<String>| {
             if let Some(v) = cli {
                 return Some((v.clone(), Origin::CommandLine));
             }
             if let Some(k) = var {
-                if let Some(v) = env_val(k) {
-                    return Some((v, Origin::Env(k)));
+                if let Some((from, v)) = env_val(k) {
+                    return Some((v, Origin::Env(from)));
                 }
             }
             scr.clone().map(|v| (v, Origin::Script))
@@ -329,6 +464,82 @@ impl SubmitOpts {
         let weight = pick(&self.weight, None, &s.weight)
             .map(|(v, o)| parse_weight(&v).map_err(|e| sourced(o, e)))
             .transpose()?;
+        let array = pick(&self.array, None, &s.array)
+            .map(|(v, o)| {
+                batch_proto::ArraySpec::parse(&v).map_err(|reason| {
+                    sourced(
+                        o,
+                        SpecError::Invalid {
+                            what: "array",
+                            input: v.clone(),
+                            reason,
+                        },
+                    )
+                })
+            })
+            .transpose()?;
+        for (opt, v) in [
+            ("--mail-type", pick(&self.mail_type, None, &s.mail_type)),
+            ("--mail-user", pick(&self.mail_user, None, &s.mail_user)),
+        ] {
+            if let Some((v, o)) = v {
+                return Err(sourced(
+                    o,
+                    SpecError::Invalid {
+                        what: opt,
+                        input: v,
+                        reason: "not supported: batchd sends no mail".into(),
+                    },
+                ));
+            }
+        }
+        let count = |what: &'static str, v: &Option<String>, scr: &Option<String>| {
+            pick(v, None, scr)
+                .map(|(v, o)| {
+                    v.trim()
+                        .parse::<u32>()
+                        .ok()
+                        .filter(|n| *n > 0)
+                        .ok_or_else(|| {
+                            sourced(
+                                o,
+                                SpecError::Invalid {
+                                    what,
+                                    input: v.clone(),
+                                    reason: "expected a positive number".into(),
+                                },
+                            )
+                        })
+                })
+                .transpose()
+        };
+        let size = |what: &'static str, v: &Option<String>, scr: &Option<String>| {
+            pick(v, None, scr)
+                .map(|(v, o)| {
+                    batch_proto::resources::parse_mem(&v).map_err(|reason| {
+                        sourced(
+                            o,
+                            SpecError::Invalid {
+                                what,
+                                input: v.clone(),
+                                reason,
+                            },
+                        )
+                    })
+                })
+                .transpose()
+        };
+        let resources = batch_proto::resources::Resources {
+            nodes,
+            ntasks: count("task count", &self.ntasks, &s.ntasks)?,
+            cpus_per_task: count("CPUs per task", &self.cpus_per_task, &s.cpus_per_task)?,
+            ntasks_per_node: count("tasks per node", &self.ntasks_per_node, &s.ntasks_per_node)?,
+            mem_per_node: size("memory size", &self.mem, &s.mem)?,
+            mem_per_cpu: size("memory size", &self.mem_per_cpu, &s.mem_per_cpu)?,
+            exclusive: self.exclusive || s.exclusive,
+        };
+        let account = pick(&self.account, None, &s.account).map(|(v, _)| v);
+        let qos = pick(&self.qos, None, &s.qos).map(|(v, _)| v);
         let conflict = |reason: &str| SpecError::Conflict(reason.to_string());
         let moldable_model =
             match (model, range) {
@@ -379,26 +590,59 @@ impl SubmitOpts {
                 reason: "the first line must start with #! followed by an interpreter".into(),
             });
         }
-        Ok(SubmitSpec {
-            nodes: nodes.unwrap_or(1),
-            time_limit,
+        let shape = if let Some(steps) = profile {
+            JobShape::Evolving { steps }
+        } else if is_moldable {
+            JobShape::Moldable {
+                configs: moldable.unwrap_or_default(),
+                model: moldable_model,
+                weight,
+            }
+        } else {
+            let time_limit = match time_limit {
+                None => DEFAULT_TIME_LIMIT,
+                Some(TimeLimit::Limited(d)) => d,
+                // batchd gives the job its pool's max_time (365 days for a pool without one).
+                Some(TimeLimit::Unlimited) => batch_proto::TIME_UNLIMITED,
+            };
+            JobShape::Rigid {
+                nodes: nodes.unwrap_or(1),
+                time_limit,
+            }
+        };
+        let work_dir = workdir
+            .to_str()
+            .ok_or_else(|| SpecError::Invalid {
+                what: "working directory",
+                input: workdir.display().to_string(),
+                reason: "not valid UTF-8".into(),
+            })?
+            .to_string();
+        let job = JobSpec {
+            script,
+            args,
             name,
-            output,
-            error,
+            shape,
             pool,
             begin,
             hold,
-            dependency,
-            profile,
-            moldable,
-            moldable_model,
-            weight,
-            workdir,
-            env,
+            dependencies: dependency,
+            stdout: output,
+            stderr: error,
+            environment: env,
+            work_dir,
+            priority: 0,
+            umask: None,
+            array: array.map(Box::new),
+            array_task: None,
+            resources: (!resources.is_empty()).then(|| Box::new(resources)),
+            account,
+            qos,
+        };
+        Ok(Submission {
+            job,
             test_only: self.test_only || s.test_only,
             parsable: self.parsable || s.parsable,
-            script,
-            args,
         })
     }
 }
@@ -451,57 +695,6 @@ pub fn apply_export(
 /// pools have none, and a finite limit is what lets backfilling work, so the tools pick one.
 pub const DEFAULT_TIME_LIMIT: Duration = HOUR;
 
-/// The wire form of a resolved submission, checked by batch-proto's own bounds as batchd will
-/// check it (`now` for `--begin`'s horizon; the pool's `max_time` is the daemon's to check).
-pub fn to_job_spec(spec: &SubmitSpec, now: Time) -> Result<JobSpec, SpecError> {
-    let shape = if let Some(steps) = &spec.profile {
-        JobShape::Evolving {
-            steps: steps.clone(),
-        }
-    } else if spec.moldable.is_some() || spec.moldable_model.is_some() {
-        JobShape::Moldable {
-            configs: spec.moldable.clone().unwrap_or_default(),
-            model: spec.moldable_model,
-            weight: spec.weight,
-        }
-    } else {
-        let time_limit = match spec.time_limit {
-            None => DEFAULT_TIME_LIMIT,
-            Some(TimeLimit::Limited(d)) => d,
-            // batchd gives the job its pool's max_time (365 days for a pool without one).
-            Some(TimeLimit::Unlimited) => batch_proto::TIME_UNLIMITED,
-        };
-        JobShape::Rigid {
-            nodes: spec.nodes,
-            time_limit,
-        }
-    };
-    let work_dir = spec.workdir.to_str().ok_or_else(|| SpecError::Invalid {
-        what: "working directory",
-        input: spec.workdir.display().to_string(),
-        reason: "not valid UTF-8".into(),
-    })?;
-    let job = JobSpec {
-        script: spec.script.clone(),
-        args: spec.args.clone(),
-        name: spec.name.clone(),
-        shape,
-        pool: spec.pool.clone(),
-        begin: spec.begin,
-        hold: spec.hold,
-        dependencies: spec.dependency.clone(),
-        stdout: spec.output.clone(),
-        stderr: spec.error.clone(),
-        environment: spec.env.clone(),
-        work_dir: work_dir.to_string(),
-        priority: 0,
-        umask: None,
-    };
-    job.check(now, None)
-        .map_err(|e| SpecError::Proto(e.to_string()))?;
-    Ok(job)
-}
-
 /// Reads a batch script from `r` (`what` names it in errors): at most
 /// [`batch_proto::job::MAX_SCRIPT`] bytes, of text.
 pub fn read_script(r: impl Read, what: &str) -> anyhow::Result<String> {
@@ -534,6 +727,11 @@ pub fn run(cli: SubmitCli) -> anyhow::Result<ExitCode> {
     let (script, args, script_name) = match (&cli.wrap, cli.script.split_first()) {
         (Some(cmd), _) => (wrap_script(cmd), Vec::new(), "wrap".to_string()),
         (None, Some((path, rest))) => {
+            // The first word that is not an option is the script: a word that still looks like
+            // one is an option esubmit does not know, not a file name.
+            if path.starts_with('-') && path != "-" {
+                anyhow::bail!("unrecognized option '{path}'");
+            }
             let file =
                 std::fs::File::open(path).with_context(|| format!("Unable to open file {path}"))?;
             let text = read_script(file, path)?;
@@ -553,17 +751,19 @@ pub fn run(cli: SubmitCli) -> anyhow::Result<ExitCode> {
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
         .collect();
     let cwd = std::env::current_dir().context("cannot determine the current directory")?;
+    let zone = local_zone();
     let ctx = Context {
         env: &env,
         cwd: &cwd,
         now: now_ms(),
-        zone: &LocalZone,
+        zone: &zone,
     };
     let from_script = script_opts(&script)?;
     let spec = cli
         .opts
         .resolve(&from_script, script, args, &script_name, &ctx)?;
-    let mut job = to_job_spec(&spec, ctx.now)?;
+    spec.check(ctx.now)?;
+    let mut job = spec.job;
     job.umask = Some(current_umask());
     let mut client = connect(cli.socket.as_deref())?;
     let req = Request::Submit(SubmitRequest {
@@ -571,13 +771,21 @@ pub fn run(cli: SubmitCli) -> anyhow::Result<ExitCode> {
         test_only: spec.test_only,
     });
     match client.request(&req)? {
-        Response::Submitted { id } if spec.parsable => print_out(&format!("{id}\n"))?,
-        Response::Submitted { id } => print_out(&format!("Submitted batch job {id}\n"))?,
+        Response::Submitted { id } => {
+            if spec.parsable {
+                print_out(&format!("{id}\n"))?;
+            } else {
+                print_out(&format!("Submitted batch job {id}\n"))?;
+            }
+            if cli.wait {
+                return wait_for(&mut client, id);
+            }
+        }
         Response::TestOnly(r) => {
             let line = match (r.expected_start, r.pool, r.nodes) {
                 (Some(t), pool, nodes) => format!(
                     "esubmit: Job would start at {} using {} nodes in pool {}",
-                    format_timestamp(t, &LocalZone),
+                    format_timestamp(t, &local_zone()),
                     nodes.map_or_else(|| "?".to_string(), |n| n.to_string()),
                     pool.unwrap_or_else(|| "?".to_string()),
                 ),
@@ -596,8 +804,9 @@ pub fn run(cli: SubmitCli) -> anyhow::Result<ExitCode> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::time::FixedZone;
+    use super::super::time::fixed_zone;
     use super::*;
+    use sched_core::request::{MoldConfig, Step};
     use sched_core::time::{MINUTE, SECOND};
 
     const SCRIPT: &str =
@@ -631,7 +840,25 @@ mod tests {
         );
     }
 
-    fn resolve(c: &SubmitCli, script: &str, env: &[(&str, &str)]) -> Result<SubmitSpec, SpecError> {
+    /// The rigid time limit of `j`.
+    fn limit(j: &JobSpec) -> Duration {
+        match j.shape {
+            JobShape::Rigid { time_limit, .. } => time_limit,
+            _ => panic!("not rigid: {:?}", j.shape),
+        }
+    }
+
+    /// `s` as esubmit sends it: checked with batch-proto's bounds.
+    fn wire(s: &JobSpec) -> Result<JobSpec, SpecError> {
+        let sub = Submission {
+            job: s.clone(),
+            test_only: false,
+            parsable: false,
+        };
+        sub.check(1_000_000).map(|()| sub.job)
+    }
+
+    fn resolve(c: &SubmitCli, script: &str, env: &[(&str, &str)]) -> Result<JobSpec, SpecError> {
         let env: Vec<(String, String)> = env
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -640,11 +867,12 @@ mod tests {
             env: &env,
             cwd: Path::new("/home/u"),
             now: 1_000_000,
-            zone: &FixedZone(0),
+            zone: &fixed_zone(0),
         };
         let so = script_opts(script)?;
         c.opts
             .resolve(&so, script.to_string(), vec![], "job.sh", &ctx)
+            .map(|s| s.job)
     }
 
     #[test]
@@ -661,12 +889,12 @@ mod tests {
     #[test]
     fn script_alone_sets_options() {
         let s = resolve(&cli(&["job.sh"]), SCRIPT, &[]).unwrap();
-        assert_eq!(s.nodes, 2);
-        assert_eq!(s.time_limit, Some(TimeLimit::Limited(10 * MINUTE)));
+        assert_eq!(s.shape.max_nodes(), 2);
+        assert_eq!(limit(&s), 10 * MINUTE);
         assert_eq!(s.name, "fromscript");
         assert_eq!(s.pool.as_deref(), Some("batch"));
-        assert_eq!(s.output.as_deref(), Some("out.txt"));
-        assert_eq!(s.workdir, Path::new("/home/u"));
+        assert_eq!(s.stdout.as_deref(), Some("out.txt"));
+        assert_eq!(s.work_dir, "/home/u");
     }
 
     #[test]
@@ -679,8 +907,8 @@ mod tests {
         let s = resolve(&cli(&["-J", "cliname", "job.sh"]), SCRIPT, &env).unwrap();
         assert_eq!(s.name, "cliname");
         assert_eq!(s.pool.as_deref(), Some("envpool"));
-        assert_eq!(s.time_limit, Some(TimeLimit::Limited(30 * SECOND)));
-        assert_eq!(s.nodes, 2);
+        assert_eq!(limit(&s), 30 * SECOND);
+        assert_eq!(s.shape.max_nodes(), 2);
         let s = resolve(
             &cli(&["-p", "clipool", "-t", "1:00:00", "job.sh"]),
             SCRIPT,
@@ -688,7 +916,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(s.pool.as_deref(), Some("clipool"));
-        assert_eq!(s.time_limit, Some(TimeLimit::Limited(3600 * SECOND)));
+        assert_eq!(limit(&s), 3600 * SECOND);
     }
 
     #[test]
@@ -699,7 +927,10 @@ mod tests {
             "invalid time limit 'soon': 'soon' is not a number (from ESUB_TIMELIMIT)"
         );
         let e = resolve(&cli(&["job.sh"]), "#!/bin/sh\n#ESUB -N zero\n", &[]).unwrap_err();
-        assert!(e.to_string().ends_with("(from #ESUB directive)"), "{e}");
+        assert!(
+            e.to_string().ends_with("(from #ESUB/#SBATCH directive)"),
+            "{e}"
+        );
         let e = resolve(&cli(&["job.sh"]), "#!/bin/sh\n#ESUB --bogus\n", &[]).unwrap_err();
         assert!(e.to_string().contains("--bogus"), "{e}");
         let e = resolve(&cli(&["job.sh"]), "echo no shebang\n", &[]).unwrap_err();
@@ -717,6 +948,89 @@ mod tests {
     }
 
     #[test]
+    fn sbatch_lines_and_variables_are_read_and_esub_wins() {
+        let script = "#!/bin/sh\n#SBATCH -J x -N 2 -t 5\n#SBATCH -o out-%j.txt\n#ESUB -N 3\n";
+        let s = resolve(&cli(&["job.sh"]), script, &[]).unwrap();
+        assert_eq!((s.name.as_str(), s.shape.max_nodes()), ("x", 3));
+        assert_eq!(limit(&s), 5 * MINUTE);
+        assert_eq!(s.stdout.as_deref(), Some("out-%j.txt"));
+        let env = [("SBATCH_PARTITION", "sp"), ("SBATCH_TIMELIMIT", "7")];
+        let s = resolve(&cli(&["job.sh"]), "#!/bin/sh\n", &env).unwrap();
+        assert_eq!(s.pool.as_deref(), Some("sp"));
+        assert_eq!(limit(&s), 7 * MINUTE);
+        let env = [("SBATCH_PARTITION", "sp"), ("ESUB_PARTITION", "ep")];
+        let s = resolve(&cli(&["job.sh"]), "#!/bin/sh\n", &env).unwrap();
+        assert_eq!(s.pool.as_deref(), Some("ep"));
+        let e = resolve(
+            &cli(&["job.sh"]),
+            "#!/bin/sh\n",
+            &[("SBATCH_TIMELIMIT", "x")],
+        )
+        .unwrap_err();
+        assert!(e.to_string().ends_with("(from SBATCH_TIMELIMIT)"), "{e}");
+        let e = resolve(&cli(&["job.sh"]), "#!/bin/sh\n#SBATCH --bogus\n", &[]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "invalid #SBATCH directive '--bogus': unrecognized option '--bogus'"
+        );
+    }
+
+    #[test]
+    fn resources_account_and_mail() {
+        let s = resolve(
+            &cli(&[
+                "-n",
+                "8",
+                "-c",
+                "2",
+                "--mem=4G",
+                "--exclusive",
+                "-A",
+                "proj",
+                "job.sh",
+            ]),
+            "#!/bin/sh\n#SBATCH -q high -N 2\n",
+            &[],
+        )
+        .unwrap();
+        let r = s.resources.clone().unwrap();
+        assert_eq!(
+            (
+                r.nodes,
+                r.ntasks,
+                r.cpus_per_task,
+                r.mem_per_node,
+                r.exclusive
+            ),
+            (Some(2), Some(8), Some(2), Some(4096), true)
+        );
+        assert_eq!(
+            (s.account.as_deref(), s.qos.as_deref()),
+            (Some("proj"), Some("high"))
+        );
+        // --exclusive alone asks nothing of batchd.
+        let s = resolve(&cli(&["--exclusive", "job.sh"]), "#!/bin/sh\n", &[]).unwrap();
+        assert!(s.resources.is_none());
+        let e = resolve(&cli(&["--mail-type=END", "job.sh"]), "#!/bin/sh\n", &[]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "invalid --mail-type 'END': not supported: batchd sends no mail"
+        );
+        let e = resolve(
+            &cli(&["job.sh"]),
+            "#!/bin/sh\n#SBATCH --mail-user=me\n",
+            &[],
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().ends_with("(from #ESUB/#SBATCH directive)"),
+            "{e}"
+        );
+        assert!(resolve(&cli(&["-n", "0", "job.sh"]), "#!/bin/sh\n", &[]).is_err());
+        assert!(resolve(&cli(&["--mem", "4X", "job.sh"]), "#!/bin/sh\n", &[]).is_err());
+    }
+
+    #[test]
     fn defaults_and_flags() {
         let s = resolve(
             &cli(&["-H", "--begin", "now+10", "-d", "afterok:4", "job.sh"]),
@@ -725,12 +1039,12 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            (s.nodes, s.time_limit, s.name.as_str()),
-            (1, None, "job.sh")
+            (s.shape.max_nodes(), limit(&s), s.name.as_str()),
+            (1, DEFAULT_TIME_LIMIT, "job.sh")
         );
         assert!(s.hold);
         assert_eq!(s.begin, Some(1_010_000));
-        assert_eq!(s.dependency.len(), 1);
+        assert_eq!(s.dependencies.len(), 1);
         let s = resolve(&cli(&["job.sh"]), "#!/bin/sh\n#ESUB --hold\n", &[]).unwrap();
         assert!(s.hold);
         let s = resolve(&cli(&["job.sh"]), "#!/bin/sh\n", &[("ESUB_HOLD", "1")]).unwrap();
@@ -745,7 +1059,7 @@ mod tests {
             &[],
         )
         .unwrap();
-        assert_eq!(s.profile.as_ref().map(Vec::len), Some(2));
+        assert!(matches!(&s.shape, JobShape::Evolving { steps } if steps.len() == 2));
         assert!(resolve(
             &cli(&["--profile", "10:1", "--moldable", "1:1", "job.sh"]),
             "#!/bin/sh\n",
@@ -759,9 +1073,9 @@ mod tests {
     #[test]
     fn chdir_is_relative_to_cwd() {
         let s = resolve(&cli(&["-D", "sub", "job.sh"]), "#!/bin/sh\n", &[]).unwrap();
-        assert_eq!(s.workdir, Path::new("/home/u/sub"));
+        assert_eq!(s.work_dir, "/home/u/sub");
         let s = resolve(&cli(&["-D", "/abs", "job.sh"]), "#!/bin/sh\n", &[]).unwrap();
-        assert_eq!(s.workdir, Path::new("/abs"));
+        assert_eq!(s.work_dir, "/abs");
     }
 
     #[test]
@@ -793,7 +1107,7 @@ mod tests {
     #[test]
     fn wire_specs() {
         let s = resolve(&cli(&["-N", "2", "job.sh"]), "#!/bin/sh\n", &[("X", "1")]).unwrap();
-        let j = to_job_spec(&s, 1_000_000).unwrap();
+        let j = wire(&s).unwrap();
         assert_eq!(
             j.shape,
             JobShape::Rigid {
@@ -808,7 +1122,7 @@ mod tests {
         assert_eq!(j.environment, vec![("X".to_string(), "1".to_string())]);
         let s = resolve(&cli(&["-t", "UNLIMITED", "job.sh"]), "#!/bin/sh\n", &[]).unwrap();
         assert_eq!(
-            to_job_spec(&s, 1_000_000).unwrap().shape,
+            wire(&s).unwrap().shape,
             JobShape::Rigid {
                 nodes: 1,
                 time_limit: batch_proto::TIME_UNLIMITED
@@ -822,7 +1136,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            to_job_spec(&s, 1_000_000).unwrap_err().to_string(),
+            wire(&s).unwrap_err().to_string(),
             "invalid time limit: 69444444444-10:39:00 is longer than the longest allowed, 365-00:00:00"
         );
         let s = resolve(
@@ -832,7 +1146,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            to_job_spec(&s, 1_000_000).unwrap_err().to_string(),
+            wire(&s).unwrap_err().to_string(),
             "invalid begin time: 1157407407 days ahead; at most 365 days ahead are accepted"
         );
         let s = resolve(
@@ -841,7 +1155,7 @@ mod tests {
             &[],
         )
         .unwrap();
-        assert!(to_job_spec(&s, 1_000_000).is_ok());
+        assert!(wire(&s).is_ok());
         let s = resolve(
             &cli(&["--profile", "500:5,3600:10", "job.sh"]),
             "#!/bin/sh\n",
@@ -849,7 +1163,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            to_job_spec(&s, 1_000_000).unwrap().shape,
+            wire(&s).unwrap().shape,
             JobShape::Evolving {
                 steps: vec![Step::new(500_000, 5), Step::new(3_600_000, 10)]
             }
@@ -860,7 +1174,7 @@ mod tests {
             &[],
         )
         .unwrap();
-        let j = to_job_spec(&s, 1_000_000).unwrap();
+        let j = wire(&s).unwrap();
         assert_eq!(
             j.shape,
             JobShape::Moldable {
@@ -890,7 +1204,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            to_job_spec(&s, 1_000_000).unwrap().shape,
+            wire(&s).unwrap().shape,
             JobShape::Moldable {
                 configs: vec![MoldConfig {
                     nodes: 32,
@@ -913,11 +1227,13 @@ mod tests {
     fn moldable_options_from_directives_and_their_conflicts() {
         let script = "#!/bin/sh\n#ESUB --moldable-model linear:10\n#ESUB --nodes-range 1-4\n#ESUB --weight 2\n";
         let s = resolve(&cli(&["job.sh"]), script, &[]).unwrap();
-        assert_eq!(s.weight, Some(2.0));
-        assert_eq!(
-            s.moldable_model.map(|m| (m.min_nodes, m.max_nodes)),
-            Some((1, 4))
-        );
+        match wire(&s).unwrap().shape {
+            JobShape::Moldable { model, weight, .. } => {
+                assert_eq!(weight, Some(2.0));
+                assert_eq!(model.map(|m| (m.min_nodes, m.max_nodes)), Some((1, 4)));
+            }
+            other => panic!("not moldable: {other:?}"),
+        }
         let refused = |args: &[&str]| {
             resolve(&cli(args), "#!/bin/sh\n", &[])
                 .unwrap_err()
@@ -978,6 +1294,6 @@ mod tests {
         )
         .unwrap_err()
         .to_string();
-        assert!(e.ends_with("(from #ESUB directive)"), "{e}");
+        assert!(e.ends_with("(from #ESUB/#SBATCH directive)"), "{e}");
     }
 }

@@ -141,209 +141,118 @@ pub fn format_limit(limit: Option<Duration>) -> String {
     }
 }
 
-/// A time zone: the offset from UTC, in seconds, in force at a UTC instant.
-pub trait Zone {
-    /// Seconds east of UTC at `utc_secs` (seconds since the epoch).
-    fn offset_at(&self, utc_secs: i64) -> i64;
+/// A time zone, from jiff (the project's one calendar): the system's (`TZ`, else
+/// `/etc/localtime`, with the tz database of the system or, failing it, the one jiff bundles)
+/// or a fixed offset.
+pub type Zone = jiff::tz::TimeZone;
+
+/// The process's time zone, as Slurm's tools use (honours `TZ`); UTC when none can be found.
+pub fn local_zone() -> Zone {
+    Zone::try_system().unwrap_or(Zone::UTC)
 }
 
-/// A fixed offset from UTC (tests, and `TZ=UTC` machines).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FixedZone(pub i64);
-
-impl Zone for FixedZone {
-    fn offset_at(&self, _utc_secs: i64) -> i64 {
-        self.0
-    }
+/// A fixed offset of `secs` seconds east of UTC (tests, and `TZ=UTC` machines); out of jiff's
+/// range of offsets (±25:59:59) it is clamped.
+pub fn fixed_zone(secs: i32) -> Zone {
+    let secs = secs.clamp(-93_599, 93_599);
+    jiff::tz::Offset::from_seconds(secs).map_or(Zone::UTC, Zone::fixed)
 }
 
-/// The process's local time zone, through the C library (honours `TZ`), as Slurm's tools do.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct LocalZone;
-
-impl Zone for LocalZone {
-    fn offset_at(&self, utc_secs: i64) -> i64 {
-        let t = utc_secs as nix::libc::time_t;
-        // SAFETY: `tm` is plain old data; localtime_r only writes into it and returns null on
-        // failure, in which case we fall back to UTC.
-        unsafe {
-            let mut tm: nix::libc::tm = std::mem::zeroed();
-            if nix::libc::localtime_r(&t, &mut tm).is_null() {
-                0
-            } else {
-                tm.tm_gmtoff
-            }
-        }
-    }
-}
-
-/// A civil (wall-clock) date and time, without zone.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Civil {
-    /// Year, e.g. 2026.
-    pub year: i64,
-    /// Month 1..=12.
-    pub month: u32,
-    /// Day of month 1..=31.
-    pub day: u32,
-    /// Hour 0..=23.
-    pub hour: u32,
-    /// Minute 0..=59.
-    pub minute: u32,
-    /// Second 0..=59.
-    pub second: u32,
-}
-
-// Days since 1970-01-01 of a proleptic Gregorian date, after Howard Hinnant's
-// "chrono-compatible low-level date algorithms" (days_from_civil).
-fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let m = i64::from(m);
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(d) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-// Inverse of `days_from_civil` (Hinnant's civil_from_days).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
-}
-
-fn days_in_month(y: i64, m: u32) -> u32 {
-    match m {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        _ if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
-        _ => 28,
-    }
-}
-
-impl Civil {
-    /// The wall-clock time in `zone` at the UTC instant `utc_secs`.
-    pub fn from_utc(utc_secs: i64, zone: &dyn Zone) -> Civil {
-        let local = utc_secs + zone.offset_at(utc_secs);
-        let (year, month, day) = civil_from_days(local.div_euclid(86_400));
-        let sod = local.rem_euclid(86_400);
-        Civil {
-            year,
-            month,
-            day,
-            hour: (sod / 3600) as u32,
-            minute: (sod / 60 % 60) as u32,
-            second: (sod % 60) as u32,
-        }
-    }
-
-    /// The UTC instant (seconds) this wall-clock time names in `zone`. Around a daylight-saving
-    /// change the offset is looked up twice, which picks one of the two readings of an
-    /// ambiguous time; nothing better exists without a date library.
-    pub fn to_utc(&self, zone: &dyn Zone) -> i64 {
-        let local = days_from_civil(self.year, self.month, self.day) * 86_400
-            + i64::from(self.hour) * 3600
-            + i64::from(self.minute) * 60
-            + i64::from(self.second);
-        let guess = local - zone.offset_at(local);
-        local - zone.offset_at(guess)
-    }
-
-    fn valid(&self) -> bool {
-        (1..=12).contains(&self.month)
-            && self.day >= 1
-            && self.day <= days_in_month(self.year, self.month)
-            && self.hour < 24
-            && self.minute < 60
-            && self.second < 60
-    }
+fn timestamp(t: Time) -> jiff::Timestamp {
+    let secs = i64::try_from(t / SECOND).unwrap_or(i64::MAX);
+    jiff::Timestamp::from_second(secs).unwrap_or(jiff::Timestamp::MAX)
 }
 
 /// A timestamp the way Slurm prints them: `YYYY-MM-DDTHH:MM:SS`, local time.
-pub fn format_timestamp(t: Time, zone: &dyn Zone) -> String {
-    let c = Civil::from_utc((t / SECOND) as i64, zone);
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
-        c.year, c.month, c.day, c.hour, c.minute, c.second
-    )
+pub fn format_timestamp(t: Time, zone: &Zone) -> String {
+    zone.to_datetime(timestamp(t))
+        .strftime("%Y-%m-%dT%H:%M:%S")
+        .to_string()
 }
 
 /// An optional timestamp: `N/A` when unknown, as squeue shows an unplanned start.
-pub fn format_opt_timestamp(t: Option<Time>, zone: &dyn Zone) -> String {
+pub fn format_opt_timestamp(t: Option<Time>, zone: &Zone) -> String {
     t.map_or_else(|| "N/A".to_string(), |t| format_timestamp(t, zone))
 }
 
-fn parse_clock(what: &'static str, input: &str, s: &str) -> Result<(u32, u32, u32), SpecError> {
+fn parse_clock(what: &'static str, input: &str, s: &str) -> Result<jiff::civil::Time, SpecError> {
     let parts: Vec<&str> = s.split(':').collect();
     if !(2..=3).contains(&parts.len()) {
         return Err(invalid(what, input, "expected HH:MM or HH:MM:SS"));
     }
-    let n = |p: &str| -> Result<u32, SpecError> {
-        u32::try_from(number(what, input, p)?).map_err(|_| invalid(what, input, "out of range"))
+    let n = |p: &str| -> Result<i8, SpecError> {
+        i8::try_from(number(what, input, p)?).map_err(|_| invalid(what, input, "out of range"))
     };
     let (h, m) = (n(parts[0])?, n(parts[1])?);
     let sec = if parts.len() == 3 { n(parts[2])? } else { 0 };
-    if h > 23 || m > 59 || sec > 59 {
-        return Err(invalid(what, input, "hour, minute or second out of range"));
-    }
-    Ok((h, m, sec))
+    jiff::civil::Time::new(h, m, sec, 0)
+        .map_err(|_| invalid(what, input, "hour, minute or second out of range"))
+}
+
+/// Which way a time of day without a date is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Day {
+    /// The next one: sbatch's `--begin 16:00` after 16:00 is tomorrow.
+    Next,
+    /// Today's, past or not: sacct's `-S 00:53` at 00:54 is a minute ago.
+    Today,
 }
 
 /// Parses a `--begin` value relative to `now` (ms since the epoch) in `zone`:
 ///
 /// - `now`, `now+N` (seconds), `now+N<unit>` with unit `seconds|minutes|hours|days|weeks`
-///   (singular, plural or Slurm's prefixes `s`, `min`, `h`, `d`, `w`); `now-N<unit>` too, which
-///   sacct's `-S` uses;
+///   (singular, plural or Slurm's prefixes `s`, `min`, `h`, `d`, `w`); `now-N<unit>` too;
 /// - `HH:MM[:SS]`: that time today, or tomorrow if it has passed (as Slurm);
 /// - `YYYY-MM-DD[THH:MM[:SS]]`;
-/// - `today`, `tomorrow` (midnight), `midnight`, `noon`, `teatime` (16:00), each the next one.
+/// - `today`, `tomorrow` (midnight), `midnight`, `noon`, `elevenses` (11:00), `fika` (15:00),
+///   `teatime` (16:00), each the next one.
 ///
 /// Returns the instant in ms since the epoch. A past date is accepted: the job is simply
-/// eligible at once, as with Slurm.
-/// Also the parser of eacct's `-S/--starttime` and `-E/--endtime`.
-pub fn parse_begin(input: &str, now: Time, zone: &dyn Zone) -> Result<Time, SpecError> {
-    const WHAT: &str = "begin time";
+/// eligible at once, as with Slurm. A wall-clock time that a daylight-saving change skips or
+/// repeats is read as jiff's "compatible" choice (the later reading of a skipped time, the
+/// earlier of a repeated one), as RFC 5545 and Temporal do.
+pub fn parse_begin(input: &str, now: Time, zone: &Zone) -> Result<Time, SpecError> {
+    parse_instant("begin time", input, now, zone, Day::Next)
+}
+
+/// Parses sacct's `-S/--starttime` and `-E/--endtime`: the forms of [`parse_begin`], except
+/// that a time of day (`HH:MM[:SS]`, `midnight`, `noon`, ...) is today's even when it has
+/// passed, as sacct reads it (`-S 00:53` at 00:54 is a minute ago, `-S midnight` this
+/// morning's).
+pub fn parse_acct_time(input: &str, now: Time, zone: &Zone) -> Result<Time, SpecError> {
+    parse_instant("time", input, now, zone, Day::Today)
+}
+
+fn parse_instant(
+    what: &'static str,
+    input: &str,
+    now: Time,
+    zone: &Zone,
+    day: Day,
+) -> Result<Time, SpecError> {
     let s = input.trim();
     let lower = s.to_ascii_lowercase();
-    let now_secs = (now / SECOND) as i64;
-    let today = Civil::from_utc(now_secs, zone);
-    let at = |c: Civil| -> i64 { c.to_utc(zone) };
-    let midnight_today = Civil {
-        hour: 0,
-        minute: 0,
-        second: 0,
-        ..today
+    let now_secs = i64::try_from(now / SECOND).map_err(|_| invalid(what, input, "too far"))?;
+    let today = zone.to_datetime(timestamp(now)).date();
+    let at = |dt: jiff::civil::DateTime| -> Result<i64, SpecError> {
+        zone.to_ambiguous_timestamp(dt)
+            .compatible()
+            .map(jiff::Timestamp::as_second)
+            .map_err(|e| invalid(what, input, e.to_string()))
     };
-    let next_occurrence = |h: u32, m: u32, sec: u32| -> i64 {
-        let t = at(Civil {
-            hour: h,
-            minute: m,
-            second: sec,
-            ..today
-        });
-        if t < now_secs {
-            // Tomorrow at the same wall-clock time, whatever the day length.
-            let (y, mo, d) =
-                civil_from_days(days_from_civil(today.year, today.month, today.day) + 1);
-            at(Civil {
-                year: y,
-                month: mo,
-                day: d,
-                hour: h,
-                minute: m,
-                second: sec,
-            })
+    let of_day = |t: jiff::civil::Time| -> Result<i64, SpecError> {
+        let first = at(today.to_datetime(t))?;
+        if day == Day::Next && first < now_secs {
+            // Tomorrow at the same wall-clock time, whatever the day's length.
+            let tomorrow = today
+                .tomorrow()
+                .map_err(|e| invalid(what, input, e.to_string()))?;
+            at(tomorrow.to_datetime(t))
         } else {
-            t
+            Ok(first)
         }
     };
+    let hm = |h: i8, m: i8| jiff::civil::Time::new(h, m, 0, 0).unwrap_or(jiff::civil::Time::MIN);
     let secs: i64 =
         if let Some(rest) = lower.strip_prefix("now") {
             if rest.is_empty() {
@@ -352,44 +261,40 @@ pub fn parse_begin(input: &str, now: Time, zone: &dyn Zone) -> Result<Time, Spec
                 let (sign, rest) = match (rest.strip_prefix('+'), rest.strip_prefix('-')) {
                     (Some(r), _) => (1, r),
                     (_, Some(r)) => (-1, r),
-                    _ => return Err(invalid(WHAT, input, "expected now+COUNT[UNIT]")),
+                    _ => return Err(invalid(what, input, "expected now+COUNT[UNIT]")),
                 };
                 let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-                let count = number(WHAT, input, &rest[..digits])?;
+                let count = number(what, input, &rest[..digits])?;
                 let unit = match &rest[digits..] {
                     "" | "s" | "sec" | "secs" | "second" | "seconds" => 1,
                     "m" | "min" | "mins" | "minute" | "minutes" => 60,
                     "h" | "hour" | "hours" => 3600,
                     "d" | "day" | "days" => 86_400,
                     "w" | "week" | "weeks" => 7 * 86_400,
-                    other => return Err(invalid(WHAT, input, format!("unknown unit '{other}'"))),
+                    other => return Err(invalid(what, input, format!("unknown unit '{other}'"))),
                 };
                 let delta = count
                     .checked_mul(unit)
                     .and_then(|d| i64::try_from(d).ok())
-                    .ok_or_else(|| invalid(WHAT, input, "too far in the future"))?;
+                    .ok_or_else(|| invalid(what, input, "too far in the future"))?;
                 now_secs
                     .checked_add(sign * delta)
-                    .ok_or_else(|| invalid(WHAT, input, "too far"))?
+                    .ok_or_else(|| invalid(what, input, "too far"))?
             }
         } else {
             match lower.as_str() {
-                "today" => at(midnight_today),
+                "today" => at(today.to_datetime(jiff::civil::Time::MIN))?,
                 "tomorrow" => {
-                    let (y, m, d) =
-                        civil_from_days(days_from_civil(today.year, today.month, today.day) + 1);
-                    at(Civil {
-                        year: y,
-                        month: m,
-                        day: d,
-                        hour: 0,
-                        minute: 0,
-                        second: 0,
-                    })
+                    let t = today
+                        .tomorrow()
+                        .map_err(|e| invalid(what, input, e.to_string()))?;
+                    at(t.to_datetime(jiff::civil::Time::MIN))?
                 }
-                "midnight" => next_occurrence(0, 0, 0),
-                "noon" => next_occurrence(12, 0, 0),
-                "teatime" => next_occurrence(16, 0, 0),
+                "midnight" => of_day(jiff::civil::Time::MIN)?,
+                "elevenses" => of_day(hm(11, 0))?,
+                "noon" => of_day(hm(12, 0))?,
+                "fika" => of_day(hm(15, 0))?,
+                "teatime" => of_day(hm(16, 0))?,
                 _ if lower.len() >= 10 && lower.as_bytes()[4] == b'-' => {
                     let (date, clock) = match lower.split_once('t') {
                         Some((d, c)) => (d, Some(c)),
@@ -397,38 +302,31 @@ pub fn parse_begin(input: &str, now: Time, zone: &dyn Zone) -> Result<Time, Spec
                     };
                     let ymd: Vec<&str> = date.split('-').collect();
                     if ymd.len() != 3 {
-                        return Err(invalid(WHAT, input, "expected YYYY-MM-DD[THH:MM[:SS]]"));
+                        return Err(invalid(what, input, "expected YYYY-MM-DD[THH:MM[:SS]]"));
                     }
-                    let year = i64::try_from(number(WHAT, input, ymd[0])?)
-                        .map_err(|_| invalid(WHAT, input, "year out of range"))?;
-                    let small = |p: &str| -> Result<u32, SpecError> {
-                        u32::try_from(number(WHAT, input, p)?)
-                            .map_err(|_| invalid(WHAT, input, "out of range"))
+                    let small = |p: &str| -> Result<i16, SpecError> {
+                        i16::try_from(number(what, input, p)?)
+                            .map_err(|_| invalid(what, input, "no such date"))
                     };
-                    let (month, day) = (small(ymd[1])?, small(ymd[2])?);
-                    let (hour, minute, second) = match clock {
-                        Some(c) => parse_clock(WHAT, input, c)?,
-                        None => (0, 0, 0),
+                    let year = small(ymd[0])?;
+                    let (month, dom) = (small(ymd[1])?, small(ymd[2])?);
+                    let clock = match clock {
+                        Some(c) => parse_clock(what, input, c)?,
+                        None => jiff::civil::Time::MIN,
                     };
-                    let c = Civil {
-                        year,
-                        month,
-                        day,
-                        hour,
-                        minute,
-                        second,
-                    };
-                    if !c.valid() || !(1970..=9999).contains(&year) {
-                        return Err(invalid(WHAT, input, "no such date"));
+                    if !(1970..=9999).contains(&year) {
+                        return Err(invalid(what, input, "no such date"));
                     }
-                    at(c)
+                    let date = i8::try_from(month)
+                        .ok()
+                        .zip(i8::try_from(dom).ok())
+                        .and_then(|(m, d)| jiff::civil::Date::new(year, m, d).ok())
+                        .ok_or_else(|| invalid(what, input, "no such date"))?;
+                    at(date.to_datetime(clock))?
                 }
-                _ if lower.contains(':') => {
-                    let (h, m, sec) = parse_clock(WHAT, input, &lower)?;
-                    next_occurrence(h, m, sec)
-                }
+                _ if lower.contains(':') => of_day(parse_clock(what, input, &lower)?)?,
                 _ => return Err(invalid(
-                    WHAT,
+                    what,
                     input,
                     "expected now[+N[unit]], HH:MM[:SS], YYYY-MM-DD[THH:MM[:SS]], today, tomorrow",
                 )),
@@ -437,7 +335,7 @@ pub fn parse_begin(input: &str, now: Time, zone: &dyn Zone) -> Result<Time, Spec
     u64::try_from(secs)
         .ok()
         .and_then(|s| s.checked_mul(SECOND))
-        .ok_or_else(|| invalid(WHAT, input, "before the epoch"))
+        .ok_or_else(|| invalid(what, input, "before the epoch"))
 }
 
 #[cfg(test)]
@@ -478,7 +376,7 @@ mod tests {
             "invalid time limit '\\u{0}\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\u{8}': '\\u{0}\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\u{8}' is not a number"
         );
         for s in ["now+1\nday", "12:\r00", "2026-01-01T\n", "\x1b[2J"] {
-            let e = parse_begin(s, 1_000_000, &FixedZone(0))
+            let e = parse_begin(s, 1_000_000, &fixed_zone(0))
                 .unwrap_err()
                 .to_string();
             assert!(!e.chars().any(char::is_control), "{e:?}");
@@ -523,22 +421,22 @@ mod tests {
 
     #[test]
     fn timestamps_in_utc_and_offsets() {
-        assert_eq!(format_timestamp(NOW, &FixedZone(0)), "2026-11-22T18:04:57");
+        assert_eq!(format_timestamp(NOW, &fixed_zone(0)), "2026-11-22T18:04:57");
         assert_eq!(
-            format_timestamp(NOW, &FixedZone(3600)),
+            format_timestamp(NOW, &fixed_zone(3600)),
             "2026-11-22T19:04:57"
         );
-        assert_eq!(format_timestamp(0, &FixedZone(0)), "1970-01-01T00:00:00");
+        assert_eq!(format_timestamp(0, &fixed_zone(0)), "1970-01-01T00:00:00");
         assert_eq!(
-            format_timestamp(951_782_400_000, &FixedZone(0)),
+            format_timestamp(951_782_400_000, &fixed_zone(0)),
             "2000-02-29T00:00:00"
         );
-        assert_eq!(format_opt_timestamp(None, &FixedZone(0)), "N/A");
+        assert_eq!(format_opt_timestamp(None, &fixed_zone(0)), "N/A");
     }
 
     #[test]
     fn begin_relative_forms() {
-        let z = FixedZone(0);
+        let z = fixed_zone(0);
         assert_eq!(parse_begin("now", NOW, &z).unwrap(), NOW / S * S);
         assert_eq!(parse_begin("now+30", NOW, &z).unwrap(), NOW + 30 * S);
         assert_eq!(
@@ -565,7 +463,7 @@ mod tests {
 
     #[test]
     fn begin_clock_forms_roll_to_tomorrow_when_past() {
-        let z = FixedZone(0);
+        let z = fixed_zone(0);
         let f = |s: &str| format_timestamp(parse_begin(s, NOW, &z).unwrap(), &z);
         assert_eq!(f("20:00"), "2026-11-22T20:00:00");
         assert_eq!(f("18:04:58"), "2026-11-22T18:04:58");
@@ -582,14 +480,43 @@ mod tests {
     #[test]
     fn begin_clock_uses_the_zone() {
         // At 18:04Z it is 03:04 the next morning in UTC+9; "04:00" is 55 minutes away.
-        let z = FixedZone(9 * 3600);
+        let z = fixed_zone(9 * 3600);
         let t = parse_begin("04:00", NOW, &z).unwrap();
-        assert_eq!(format_timestamp(t, &FixedZone(0)), "2026-11-22T19:00:00");
+        assert_eq!(format_timestamp(t, &fixed_zone(0)), "2026-11-22T19:00:00");
+    }
+
+    #[test]
+    fn acct_times_of_day_are_today() {
+        let z = fixed_zone(0);
+        let f = |s: &str| format_timestamp(parse_acct_time(s, NOW, &z).unwrap(), &z);
+        // NOW is 18:04:57: an earlier time of today is today, not tomorrow.
+        assert_eq!(f("18:04"), "2026-11-22T18:04:00");
+        assert_eq!(f("00:53"), "2026-11-22T00:53:00");
+        assert_eq!(f("midnight"), "2026-11-22T00:00:00");
+        assert_eq!(f("noon"), "2026-11-22T12:00:00");
+        assert_eq!(f("20:00"), "2026-11-22T20:00:00");
+        assert_eq!(f("now"), "2026-11-22T18:04:57");
+        assert_eq!(f("now-2hours"), "2026-11-22T16:04:57");
+        assert_eq!(f("2026-11-01"), "2026-11-01T00:00:00");
+        let e = parse_acct_time("soon", NOW, &z).unwrap_err().to_string();
+        assert!(e.starts_with("invalid time 'soon'"), "{e}");
+    }
+
+    #[test]
+    fn daylight_saving_changes_read_compatibly() {
+        // Europe/Paris: 2026-03-29 02:30 does not exist (read as 03:30 CEST = 01:30Z);
+        // 2026-10-25 02:30 happens twice (read as the first, CEST = 00:30Z).
+        // The tz database jiff bundles is always there (feature tzdb-bundle-always).
+        let paris = jiff::tz::TimeZone::get("Europe/Paris").unwrap();
+        let utc = fixed_zone(0);
+        let f = |s: &str| format_timestamp(parse_begin(s, 0, &paris).unwrap(), &utc);
+        assert_eq!(f("2026-03-29T02:30"), "2026-03-29T01:30:00");
+        assert_eq!(f("2026-10-25T02:30"), "2026-10-25T00:30:00");
     }
 
     #[test]
     fn begin_dates() {
-        let z = FixedZone(0);
+        let z = fixed_zone(0);
         let f = |s: &str| format_timestamp(parse_begin(s, NOW, &z).unwrap(), &z);
         assert_eq!(f("2026-12-01"), "2026-12-01T00:00:00");
         assert_eq!(f("2026-12-01T08:30"), "2026-12-01T08:30:00");
@@ -609,11 +536,10 @@ mod tests {
 
     proptest! {
         #[test]
-        fn civil_round_trips(secs in 0i64..253_402_300_799, off in -14*3600i64..14*3600) {
-            let z = FixedZone(off);
-            let c = Civil::from_utc(secs, &z);
-            prop_assert!(c.valid());
-            prop_assert_eq!(c.to_utc(&z), secs);
+        fn timestamps_parse_back(secs in 0u64..253_402_300_799, off in -14*3600i32..14*3600) {
+            let z = fixed_zone(off);
+            let shown = format_timestamp(secs * S, &z);
+            prop_assert_eq!(parse_begin(&shown, 0, &z).unwrap(), secs * S);
         }
 
         #[test]
@@ -625,7 +551,7 @@ mod tests {
 
         #[test]
         fn begin_now_plus_is_monotone(a in 0u64..1_000_000, b in 0u64..1_000_000) {
-            let z = FixedZone(0);
+            let z = fixed_zone(0);
             let ta = parse_begin(&format!("now+{a}"), NOW, &z).unwrap();
             let tb = parse_begin(&format!("now+{b}"), NOW, &z).unwrap();
             prop_assert_eq!(ta <= tb, a <= b);

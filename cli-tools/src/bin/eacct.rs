@@ -2,10 +2,8 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
-use cli_tools::batch::{acct, cli::run_tool};
+use cli_tools::batch::{acct, cli::tool_main};
 
 fn main() -> ExitCode {
-    let cli = acct::AcctCli::parse();
-    run_tool("eacct", || acct::run(cli))
+    tool_main("eacct", acct::run)
 }

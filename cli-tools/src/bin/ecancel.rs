@@ -2,10 +2,8 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
-use cli_tools::batch::{cancel, cli::run_tool};
+use cli_tools::batch::{cancel, cli::tool_main};
 
 fn main() -> ExitCode {
-    let cli = cancel::CancelCli::parse();
-    run_tool("ecancel", || cancel::run(cli))
+    tool_main("ecancel", cancel::run)
 }

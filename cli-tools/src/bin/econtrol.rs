@@ -2,10 +2,8 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
-use cli_tools::batch::{cli::run_tool, control};
+use cli_tools::batch::{cli::tool_main, control};
 
 fn main() -> ExitCode {
-    let cli = control::ControlCli::parse();
-    run_tool("econtrol", || control::run(cli))
+    tool_main("econtrol", control::run)
 }

@@ -2,10 +2,8 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
-use cli_tools::batch::{cli::run_tool, info};
+use cli_tools::batch::{cli::tool_main, info};
 
 fn main() -> ExitCode {
-    let cli = info::InfoCli::parse();
-    run_tool("einfo", || info::run(cli))
+    tool_main("einfo", info::run)
 }

@@ -2,10 +2,8 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
-use cli_tools::batch::{cli::run_tool, queue};
+use cli_tools::batch::{cli::tool_main, queue};
 
 fn main() -> ExitCode {
-    let cli = queue::QueueCli::parse();
-    run_tool("equeue", || queue::run(cli))
+    tool_main("equeue", queue::run)
 }

@@ -2,10 +2,8 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
-use cli_tools::batch::{cli::run_tool, release};
+use cli_tools::batch::{cli::tool_main, release};
 
 fn main() -> ExitCode {
-    let cli = release::ReleaseCli::parse();
-    run_tool("erelease", || release::run(cli))
+    tool_main("erelease", release::run)
 }

@@ -2,10 +2,8 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
-use cli_tools::batch::{cli::run_tool, submit};
+use cli_tools::batch::{cli::tool_main, submit};
 
 fn main() -> ExitCode {
-    let cli = submit::SubmitCli::parse();
-    run_tool("esubmit", || submit::run(cli))
+    tool_main("esubmit", submit::run)
 }

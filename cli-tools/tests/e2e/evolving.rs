@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use batch_proto::JobState;
 
-use crate::harness::{bin_dir, tail, Cluster, POLL};
+use crate::harness::{bin_dir, tail, texts, Cluster, POLL};
 
 /// A job script that writes one line per look at its files: at start and at each SIGWINCH.
 /// When told to release with `$KEEP` set, it frees every node but line `$KEEP` of its node
@@ -74,7 +74,13 @@ fn watch_steps(c: &Cluster, id: u64) -> Vec<String> {
     let mut seen: Vec<String> = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(40);
     loop {
-        let table = c.ok("equeue", &["-j", &ids]);
+        // A job that has left the queue is an unknown id to equeue, as to squeue.
+        let out = c.run("equeue", &["-j", &ids]);
+        let (table, err) = texts(&out);
+        if !out.status.success() {
+            assert!(err.contains("Invalid job id specified"), "{err}");
+            return seen;
+        }
         let Some(row) = table.lines().nth(1) else {
             return seen;
         };

@@ -209,6 +209,9 @@ impl Cluster {
             .env_remove("ESUB_PARTITION")
             .env_remove("ESUB_TIMELIMIT")
             .env_remove("ESUB_JOB_NAME")
+            .env_remove("SBATCH_PARTITION")
+            .env_remove("SBATCH_TIMELIMIT")
+            .env_remove("SBATCH_JOB_NAME")
             .current_dir(&self.work)
             .stdin(Stdio::null());
         cmd
@@ -266,7 +269,10 @@ impl Cluster {
         if let Some(j) = acct.into_iter().find(|j| j.id == id) {
             return Some(j);
         }
-        self.queue(&["-j", &ids]).into_iter().find(|j| j.id == id)
+        // An id the queue does not know is an error to equeue (`Invalid job id specified`).
+        let out = self.run("equeue", &["--json", "-j", &ids]);
+        let jobs: Vec<JobInfo> = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        jobs.into_iter().find(|j| j.id == id)
     }
 
     /// Polls until `pred` holds for job `id`, returning it; fails after [`TIMEOUT`].

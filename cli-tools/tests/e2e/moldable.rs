@@ -21,11 +21,11 @@ fn nodes_seen(c: &Cluster, id: u64) -> u32 {
         .unwrap_or_else(|_| panic!("job {id} wrote {text:?}"))
 }
 
-/// equeue's `%K %D` for job `id`, if it is listed.
+/// equeue's `%b %D` for job `id`, if it is listed.
 fn config_column(c: &Cluster, id: u64) -> Option<String> {
     let out = c.ok(
         "equeue",
-        &["--noheader", "-j", &id.to_string(), "-o", "%K %D"],
+        &["--noheader", "-j", &id.to_string(), "-o", "%b %D"],
     );
     out.lines().next().map(|l| l.trim().to_string())
 }

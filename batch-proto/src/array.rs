@@ -1,0 +1,170 @@
+//! Job arrays (sbatch's `--array`): which task indices, and how many tasks may run at once.
+//!
+//! `esubmit --array 0-15%4` sends one [`ArraySpec`]; batchd makes one job per index, each
+//! carrying its [`ArrayTask`], all queued as ordinary pending jobs. The array's id is the first
+//! task's job id (Slurm's `SLURM_ARRAY_JOB_ID`, `%A`); the tasks are shown as `ID_N`.
+
+use serde::{Deserialize, Serialize};
+
+/// The largest task index accepted, as Slurm's default `MaxArraySize` (1001) allows.
+pub const MAX_ARRAY_INDEX: u64 = 1000;
+
+/// An array as submitted: its task indices, ascending without repeats, and the throttle.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArraySpec {
+    /// The task indices.
+    pub indices: Vec<u64>,
+    /// At most this many tasks run at once (`%N`); `None`: no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttle: Option<u32>,
+}
+
+/// One task of an array, as batchd stores it in the task's spec.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArrayTask {
+    /// The array's id: its first task's job id.
+    pub array_id: u64,
+    /// This task's index.
+    pub index: u64,
+    /// The array's throttle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttle: Option<u32>,
+}
+
+impl ArrayTask {
+    /// The task's name in listings, `ARRAYID_INDEX`, as squeue shows it.
+    pub fn label(&self) -> String {
+        format!("{}_{}", self.array_id, self.index)
+    }
+}
+
+impl ArraySpec {
+    /// Parses sbatch's `--array` value: `0-15`, `1,3,5`, `0-15:4` (a step), any comma-joined
+    /// mix, and an optional `%N` throttle at the end (`0-15%4`). Indices run from 0 to
+    /// [`MAX_ARRAY_INDEX`]; the error is the reason, one line.
+    pub fn parse(s: &str) -> Result<ArraySpec, String> {
+        let (list, throttle) = match s.split_once('%') {
+            Some((l, t)) => {
+                let t: u32 = t
+                    .parse()
+                    .ok()
+                    .filter(|t| *t > 0)
+                    .ok_or_else(|| format!("throttle '%{t}' is not a positive number"))?;
+                (l, Some(t))
+            }
+            None => (s, None),
+        };
+        let num = |p: &str| -> Result<u64, String> {
+            p.parse::<u64>()
+                .ok()
+                .filter(|n| *n <= MAX_ARRAY_INDEX)
+                .ok_or_else(|| format!("'{p}' is not an index from 0 to {MAX_ARRAY_INDEX}"))
+        };
+        let mut indices = Vec::new();
+        for item in list.split(',') {
+            let (range, step) = match item.split_once(':') {
+                Some((r, st)) => {
+                    let st: u64 = st
+                        .parse()
+                        .ok()
+                        .filter(|s| *s > 0)
+                        .ok_or_else(|| format!("step ':{st}' is not a positive number"))?;
+                    (r, st)
+                }
+                None => (item, 1),
+            };
+            let (lo, hi) = match range.split_once('-') {
+                Some((a, b)) => (num(a)?, num(b)?),
+                None if step == 1 => (num(range)?, num(range)?),
+                None => return Err(format!("a step needs a range, not '{item}'")),
+            };
+            if lo > hi {
+                return Err(format!("range '{range}' runs backwards"));
+            }
+            indices.extend((lo..=hi).step_by(step as usize));
+        }
+        indices.sort_unstable();
+        indices.dedup();
+        Ok(ArraySpec { indices, throttle })
+    }
+}
+
+/// A job id as users write it for an array: `ID` (a job, or every task of the array `ID`) or
+/// `ID_N` (one task).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct JobRef {
+    /// The job id, or the array id with `task`.
+    pub id: u64,
+    /// The task index of `ID_N`.
+    pub task: Option<u64>,
+}
+
+impl JobRef {
+    /// Parses `ID` or `ID_N`.
+    pub fn parse(s: &str) -> Option<JobRef> {
+        let (id, task) = match s.split_once('_') {
+            Some((a, t)) => (a, Some(t.parse::<u64>().ok()?)),
+            None => (s, None),
+        };
+        let id = id.parse::<u64>().ok().filter(|n| *n > 0)?;
+        Some(JobRef { id, task })
+    }
+
+    /// Whether the job `job_id` (with its array task, if any) is the one meant.
+    pub fn matches(&self, job_id: u64, task: Option<&ArrayTask>) -> bool {
+        match (self.task, task) {
+            (None, None) => self.id == job_id,
+            (None, Some(t)) => self.id == job_id || self.id == t.array_id,
+            (Some(i), Some(t)) => self.id == t.array_id && i == t.index,
+            (Some(_), None) => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn sbatch_forms() {
+        let p = |s: &str| ArraySpec::parse(s).unwrap();
+        assert_eq!(p("0-3").indices, [0, 1, 2, 3]);
+        assert_eq!(p("0-15%4").throttle, Some(4));
+        assert_eq!(p("1,3,5-6").indices, [1, 3, 5, 6]);
+        assert_eq!(p("0-15:4").indices, [0, 4, 8, 12]);
+        assert_eq!(p("7,2,2").indices, [2, 7]);
+        for bad in [
+            "", "a", "3-1", "0-1%0", "0-1%x", "0:2", "0-4:0", "0-1001", "-1",
+        ] {
+            assert!(ArraySpec::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn job_refs() {
+        let t = ArrayTask {
+            array_id: 10,
+            index: 3,
+            throttle: None,
+        };
+        let r = |s: &str| JobRef::parse(s).unwrap();
+        assert!(r("10").matches(12, Some(&t)) && r("12").matches(12, Some(&t)));
+        assert!(r("10_3").matches(12, Some(&t)) && !r("10_4").matches(12, Some(&t)));
+        assert!(r("12").matches(12, None) && !r("12_0").matches(12, None));
+        assert!(JobRef::parse("0").is_none() && JobRef::parse("1_x").is_none());
+        assert_eq!(t.label(), "10_3");
+    }
+
+    proptest! {
+        #[test]
+        fn indices_ascend_within_bounds(lo in 0u64..=1000, len in 0u64..50, step in 1u64..7) {
+            let hi = (lo + len).min(MAX_ARRAY_INDEX);
+            let a = ArraySpec::parse(&format!("{lo}-{hi}:{step}")).unwrap();
+            prop_assert!(a.indices.windows(2).all(|w| w[0] < w[1]));
+            prop_assert_eq!(a.indices.first().copied(), Some(lo));
+            prop_assert!(a.indices.iter().all(|i| *i <= hi));
+            prop_assert_eq!(a.indices.len() as u64, (hi - lo) / step + 1);
+        }
+    }
+}

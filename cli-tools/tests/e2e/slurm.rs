@@ -1,0 +1,452 @@
+//! A Slurm user's habits through the real tools (issue 15): sbatch scripts run unchanged,
+//! nothing accepted and silently wrong. Grouped in few tests so that the suite stays fast.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use batch_proto::JobState;
+
+use crate::harness::{texts, Cluster};
+
+/// Runs `tool args` expecting Slurm's failure: exit 1 and the one line `TOOL: error: ...`
+/// containing `wanted`.
+fn refused(c: &Cluster, tool: &str, args: &[&str], wanted: &str) {
+    let out = c.run(tool, args);
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{tool} {args:?}: {stdout}{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{tool} {args:?}: {stderr}");
+    assert!(
+        stderr.starts_with(&format!("{tool}: error: ")) && stderr.contains(wanted),
+        "{tool} {args:?}: {stderr}"
+    );
+}
+
+#[test]
+fn an_sbatch_script_runs_unchanged() {
+    let c = Cluster::start(3, "cbf");
+    c.script(
+        "slurm.sh",
+        "#!/bin/sh\n#SBATCH -J x -N 2 -t 5\n#SBATCH -o out-%5j-%N-%x.txt\n#ESUB -J esubwins\n\
+         cd \"$SLURM_SUBMIT_DIR\" || exit 9\n\
+         echo \"id=$SLURM_JOB_ID name=$SLURM_JOB_NAME nodes=$SLURM_JOB_NODELIST \
+         n=$SLURM_NNODES part=$SLURM_JOB_PARTITION pwd=$(pwd)\"\n",
+    );
+    let id = c.submit(&["slurm.sh"]);
+    let j = c.wait_state(id, JobState::Completed);
+    assert_eq!((j.name.as_str(), j.nodes), ("esubwins", 2));
+    assert_eq!(j.time_limit, 5 * 60_000);
+    let first = j
+        .node_list
+        .as_deref()
+        .and_then(|l| batch_proto::hostlist::expand(l).ok())
+        .and_then(|v| v.into_iter().next())
+        .expect("node list");
+    let file = c.work.join(format!("out-{id:05}-{first}-esubwins.txt"));
+    let text = std::fs::read_to_string(&file)
+        .unwrap_or_else(|e| panic!("{}: {e}; work has {:?}", file.display(), ls(&c)));
+    let work = c.work.display().to_string();
+    let nodes = j.node_list.clone().unwrap_or_default();
+    assert_eq!(
+        text.trim(),
+        format!("id={id} name=esubwins nodes={nodes} n=2 part=debug pwd={work}")
+    );
+
+    // SBATCH_* variables are read like ESUB_* (an unknown pool proves the one read).
+    let out = c
+        .tool("esubmit")
+        .env("SBATCH_TIMELIMIT", "7")
+        .args(["--parsable", "--hold", "--wrap", "true"])
+        .output()
+        .expect("esubmit");
+    let held: u64 = texts(&out).0.trim().parse().expect("job id");
+    assert_eq!(c.job(held).map(|j| j.time_limit), Some(7 * 60_000));
+    let out = c
+        .tool("esubmit")
+        .env("SBATCH_PARTITION", "nosuchpool")
+        .args(["--wrap", "true"])
+        .output()
+        .expect("esubmit");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(texts(&out).1.contains("nosuchpool"), "{}", texts(&out).1);
+
+    // Every filename escape is expanded or refused.
+    refused(
+        &c,
+        "esubmit",
+        &["-o", "out-%q.txt", "--wrap", "true"],
+        "'%q'",
+    );
+    refused(
+        &c,
+        "esubmit",
+        &["-e", "err-%", "--wrap", "true"],
+        "lone '%'",
+    );
+    c.script("bad.sh", "#!/bin/sh\n#SBATCH --no-such-option\ntrue\n");
+    refused(
+        &c,
+        "esubmit",
+        &["bad.sh"],
+        "unrecognized option '--no-such-option'",
+    );
+    ok_cancel(&c, held);
+}
+
+fn ls(c: &Cluster) -> Vec<String> {
+    std::fs::read_dir(&c.work)
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn ok_cancel(c: &Cluster, id: u64) {
+    c.ok("ecancel", &[&id.to_string()]);
+}
+
+#[test]
+fn slurm_spellings_and_errors() {
+    let c = Cluster::start(1, "cbf");
+    let id = c.submit(&["-J", "sleeper", "--wrap", "sleep 30"]);
+    c.wait_state(id, JobState::Running);
+    let ids = id.to_string();
+
+    // -h is --noheader where Slurm has it, so `state=$(squeue -h -j $id -o %T)` works.
+    assert_eq!(c.ok("equeue", &["-h", "-j", &ids, "-o", "%T"]), "RUNNING\n");
+    let info = c.ok("einfo", &["-h"]);
+    assert!(
+        !info.contains("PARTITION") && info.contains("debug"),
+        "{info}"
+    );
+    assert!(c.ok("equeue", &["--help"]).contains("--noheader"));
+
+    // eacct lists running jobs, by id and by state.
+    let acct = c.ok("eacct", &["-P", "-n", "-j", &ids]);
+    assert!(
+        acct.starts_with(&format!("{id}|sleeper|debug|RUNNING|")),
+        "{acct}"
+    );
+    let acct = c.ok("eacct", &["-P", "-n", "-s", "R"]);
+    assert_eq!(acct.lines().count(), 1, "{acct}");
+
+    // Unknown options: one line, the tool's prefix, exit 1, named as options.
+    for tool in [
+        "esubmit", "equeue", "ecancel", "einfo", "eacct", "econtrol", "erelease",
+    ] {
+        refused(
+            &c,
+            tool,
+            &["--no-such-option"],
+            "unrecognized option '--no-such-option'",
+        );
+    }
+    refused(
+        &c,
+        "esubmit",
+        &["--bogus=4G", "--wrap", "true"],
+        "unrecognized option '--bogus=4G'",
+    );
+    refused(
+        &c,
+        "esubmit",
+        &["--bogus=4G", "job.sh"],
+        "unrecognized option '--bogus=4G'",
+    );
+
+    // Slurm's errors for what does not exist.
+    refused(
+        &c,
+        "econtrol",
+        &["show", "partition", "nosuch"],
+        "Partition nosuch not found",
+    );
+    assert!(c
+        .ok("econtrol", &["show", "partition", "debug"])
+        .contains("PartitionName=debug"));
+    refused(
+        &c,
+        "equeue",
+        &["-u", "nosuchuser-x"],
+        "Invalid user: nosuchuser-x",
+    );
+    refused(
+        &c,
+        "ecancel",
+        &["-u", "nosuchuser-x"],
+        "Invalid user name: nosuchuser-x",
+    );
+
+    c.ok("ecancel", &[&ids]);
+    c.wait_state(id, JobState::Cancelled);
+    // A finished job is no longer in the queue: `while squeue -j $id` ends.
+    refused(&c, "equeue", &["-j", &ids], "Invalid job id specified");
+    // ... but a queued job filtered out by another option is an empty table.
+    let other = c.submit(&["--hold", "--wrap", "true"]);
+    assert_eq!(
+        c.ok("equeue", &["-h", "-j", &other.to_string(), "-t", "R"]),
+        ""
+    );
+
+    // eacct -S with an earlier time of today finds today's jobs (read in UTC here).
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let of_day = (secs % 86_400).saturating_sub(120);
+    let earlier = format!(
+        "{:02}:{:02}:{:02}",
+        of_day / 3600,
+        of_day / 60 % 60,
+        of_day % 60
+    );
+    for since in [earlier.as_str(), "midnight", "today", "now-1hour"] {
+        let out = c
+            .tool("eacct")
+            .env("TZ", "UTC")
+            .args(["-P", "-n", "-j", &ids, "-S", since])
+            .output()
+            .expect("eacct");
+        let rows = texts(&out).0;
+        assert!(
+            rows.starts_with(&format!("{id}|sleeper|debug|CANCELLED")),
+            "-S {since}: {rows}"
+        );
+    }
+    let out = c
+        .tool("eacct")
+        .env("TZ", "UTC")
+        .args(["-P", "-n", "-j", &ids, "-E", "midnight"])
+        .output()
+        .expect("eacct");
+    assert_eq!(texts(&out).0, "", "ended after midnight");
+    ok_cancel(&c, other);
+}
+
+#[test]
+fn a_job_array_runs_as_slurm_names_it() {
+    let c = Cluster::start(4, "cbf");
+    // The script of issue 15's "Done when", unchanged.
+    c.script(
+        "array.sh",
+        "#!/bin/sh\n#SBATCH -J x -N 2 -t 5 -o out-%A_%a.txt --array 0-3\n\
+         cd $SLURM_SUBMIT_DIR\n\
+         echo \"task $SLURM_ARRAY_TASK_ID of $SLURM_ARRAY_JOB_ID job $SLURM_JOB_ID on $SLURM_JOB_NODELIST\"\n",
+    );
+    let array = c.submit(&["array.sh"]);
+    for (k, task) in (0..4u64).enumerate() {
+        let id = array + k as u64;
+        let j = c.wait_state(id, JobState::Completed);
+        assert_eq!((j.name.as_str(), j.nodes), ("x", 2));
+        let file = c.work.join(format!("out-{array}_{task}.txt"));
+        let text = std::fs::read_to_string(&file)
+            .unwrap_or_else(|e| panic!("{}: {e}; work has {:?}", file.display(), ls(&c)));
+        let nodes = j.node_list.unwrap_or_default();
+        assert_eq!(
+            text.trim(),
+            format!("task {task} of {array} job {id} on {nodes}")
+        );
+    }
+    // sacct's JobID of a task is ARRAY_TASK; the array's id selects every task.
+    let acct = c.ok("eacct", &["-P", "-n", "-j", &array.to_string()]);
+    let labels: Vec<&str> = acct.lines().filter_map(|l| l.split('|').next()).collect();
+    let want: Vec<String> = (0..4).map(|t| format!("{array}_{t}")).collect();
+    assert_eq!(labels, want, "{acct}");
+    let one = c.ok("eacct", &["-P", "-n", "-j", &format!("{array}_2")]);
+    assert!(
+        one.starts_with(&format!("{array}_2|x|")) && one.lines().count() == 1,
+        "{one}"
+    );
+}
+
+#[test]
+fn an_array_throttle_and_task_ids() {
+    let c = Cluster::start(4, "easy");
+    let array = c.submit(&[
+        "--array",
+        "0-5:2%1",
+        "-t",
+        "1",
+        "-J",
+        "thr",
+        "--wrap",
+        "sleep 0.3",
+    ]);
+    let a = array.to_string();
+    // Three tasks (0, 2, 4), one at a time although four nodes are free.
+    let tasks: Vec<_> = (0..3)
+        .map(|k| c.wait_state(array + k, JobState::Completed))
+        .collect();
+    assert_eq!(
+        tasks
+            .iter()
+            .map(|j| j.array.map(|t| t.index))
+            .collect::<Vec<_>>(),
+        [Some(0), Some(2), Some(4)]
+    );
+    for w in tasks.windows(2) {
+        let (end, next) = (w[0].end_time.unwrap_or(0), w[1].start_time.unwrap_or(0));
+        assert!(
+            next >= end,
+            "task {} started at {next} before {} ended at {end}",
+            w[1].id,
+            w[0].id
+        );
+    }
+
+    // ID_N and ID in equeue, ecancel and econtrol; equeue -r lists the tasks.
+    let held = c.submit(&["--hold", "--array", "1-3", "--wrap", "true"]);
+    let h = held.to_string();
+    let ids = c.ok("equeue", &["-h", "-r", "-j", &h, "-o", "%i %r"]);
+    assert_eq!(
+        ids,
+        format!("{held}_1 Held\n{held}_2 Held\n{held}_3 Held\n"),
+        "{ids}"
+    );
+    let show = c.ok("econtrol", &["show", "job", &format!("{held}_2")]);
+    assert!(
+        show.starts_with(&format!(
+            "JobId={} ArrayJobId={held} ArrayTaskId=2 ",
+            held + 1
+        )),
+        "{show}"
+    );
+    c.ok("ecancel", &[&format!("{held}_2")]);
+    c.wait_state(held + 1, JobState::Cancelled);
+    refused(&c, "ecancel", &[&format!("{held}_9")], &format!("{held}_9"));
+    c.ok("econtrol", &["release", &h]);
+    c.wait_state(held, JobState::Completed);
+    c.wait_state(held + 2, JobState::Completed);
+    refused(
+        &c,
+        "equeue",
+        &["-j", &format!("{held}_1")],
+        "Invalid job id specified",
+    );
+    refused(
+        &c,
+        "esubmit",
+        &["--array", "3-1", "--wrap", "true"],
+        "runs backwards",
+    );
+    assert!(c.ok("eacct", &["-n", "-j", &a]).lines().count() == 3);
+}
+
+#[test]
+fn resources_map_onto_whole_nodes() {
+    // A second pool whose nodes have 4 CPUs and 8 GiB each.
+    let c = Cluster::start_with(
+        2,
+        "cbf",
+        "\n[[pool]]\nname = \"big\"\nnodes = 4\ncpus_per_node = 4\nmem_per_node = 8192\n",
+    );
+    // 8 tasks of 2 CPUs: two per 4-CPU node, four nodes.
+    let id = c.submit(&[
+        "-p",
+        "big",
+        "-n",
+        "8",
+        "-c",
+        "2",
+        "--mem=4G",
+        "--exclusive",
+        "-A",
+        "proj",
+        "-q",
+        "high",
+        "--hold",
+        "--wrap",
+        "true",
+    ]);
+    let j = c.job(id).expect("queued");
+    assert_eq!(
+        (j.nodes, j.account.as_deref(), j.qos.as_deref()),
+        (4, Some("proj"), Some("high"))
+    );
+    let row = c.ok("equeue", &["-h", "-j", &id.to_string(), "-o", "%D %a %q"]);
+    assert_eq!(row, "4 proj high\n");
+    let show = c.ok("econtrol", &["show", "job", &id.to_string()]);
+    assert!(show.contains(" Account=proj QOS=high\n"), "{show}");
+    // 4 GiB per CPU: two tasks per 8 GiB node.
+    let per_cpu = c.submit(&[
+        "-p",
+        "big",
+        "-n",
+        "4",
+        "--mem-per-cpu=4G",
+        "--hold",
+        "--wrap",
+        "true",
+    ]);
+    assert_eq!(c.job(per_cpu).map(|j| j.nodes), Some(2));
+    // Without -p, the count fits every pool that can hold the job (debug's nodes have 1 CPU).
+    let any = c.submit(&["-n", "2", "--mem=4G", "--hold", "--wrap", "true"]);
+    assert_eq!(c.job(any).map(|j| j.nodes), Some(2));
+    refused(
+        &c,
+        "esubmit",
+        &["-p", "big", "-c", "8", "--wrap", "true"],
+        "8 CPUs per task, but a node has 4 CPUs",
+    );
+    refused(
+        &c,
+        "esubmit",
+        &["-p", "big", "--mem=16G", "--wrap", "true"],
+        "16384 MiB per node, but a node has 8192 MiB",
+    );
+    refused(
+        &c,
+        "esubmit",
+        &["-p", "big", "-N", "1", "-n", "5", "--wrap", "true"],
+        "-N asks for 1",
+    );
+    refused(
+        &c,
+        "esubmit",
+        &["--mail-type=END", "--wrap", "true"],
+        "not supported: batchd sends no mail",
+    );
+    for held in [id, per_cpu, any] {
+        ok_cancel(&c, held);
+    }
+}
+
+#[test]
+fn wait_hostnames_and_allocations() {
+    let c = Cluster::start(2, "cbf");
+    // -W blocks until the job ends and exits with its exit code.
+    let out = c.run("esubmit", &["-W", "--parsable", "--wrap", "exit 7"]);
+    let id: u64 = texts(&out).0.trim().parse().expect("job id");
+    assert_eq!(out.status.code(), Some(7), "{:?}", texts(&out));
+    assert_eq!(c.job(id).map(|j| j.state), Some(JobState::Failed));
+    let out = c.run(
+        "esubmit",
+        &[
+            "-W",
+            "--array",
+            "0-1",
+            "--wrap",
+            "exit $SLURM_ARRAY_TASK_ID",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{:?}", texts(&out));
+    assert_eq!(
+        c.ok("econtrol", &["show", "hostnames", "debug[001-003],gpu7"]),
+        "debug001\ndebug002\ndebug003\ngpu7\n"
+    );
+    refused(
+        &c,
+        "econtrol",
+        &["show", "hostnames", "debug[3-1]"],
+        "invalid host list",
+    );
+    let all = c.ok("eacct", &["-n", "-P", "-j", &id.to_string()]);
+    assert_eq!(
+        c.ok("eacct", &["-X", "-n", "-P", "-j", &id.to_string()]),
+        all
+    );
+}
