@@ -28,7 +28,7 @@ pub struct ExperimentsArgs {
     #[arg(long, default_value = "coorm-results")]
     pub out: PathBuf,
     /// Packs of 200 jobs for Fig. 6.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 3)]
     pub packs: usize,
     /// Pool counts n_C for Fig. 6, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "1,2,3,4,5,6,7,8")]
@@ -37,7 +37,7 @@ pub struct ExperimentsArgs {
     #[arg(long, default_value_t = 128)]
     pub hosts: u32,
     /// Packs for Fig. 7 (one W1 run per pack and delay).
-    #[arg(long, default_value_t = 40)]
+    #[arg(long, default_value_t = 20)]
     pub fairness_packs: usize,
     /// Pools for Fig. 7.
     #[arg(long, default_value_t = 4)]
@@ -46,7 +46,7 @@ pub struct ExperimentsArgs {
     /// is 5 s).
     #[arg(long, value_delimiter = ',', default_value = "1,2,4,6,10,30")]
     pub delays: Vec<f64>,
-    /// A small run for tests: 2 packs, 1–2 pools of 32 hosts, 3 fairness packs, delays 2 and
+    /// A small run for tests: 1 pack, 1–2 pools of 16 hosts, 2 fairness packs, delays 2 and
     /// 10 s.
     #[arg(long)]
     pub quick: bool,
@@ -62,7 +62,7 @@ fn thread_cpu() -> Option<f64> {
     };
     // SAFETY: clock_gettime writes one timespec into `ts`, a valid, exclusively borrowed value.
     let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    (rc == 0).then(|| ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9)
+    (rc == 0).then_some(ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9)
 }
 
 /// min, q1, median, q3, max (linear interpolation between order statistics).
@@ -144,7 +144,7 @@ fn metric(r: &Row, m: &str) -> f64 {
 /// Runs the experiments and writes the outputs.
 pub fn run_experiments(args: &ExperimentsArgs) -> anyhow::Result<()> {
     let (n_packs, pool_counts, hosts, f_packs, f_pools, delays) = if args.quick {
-        (2, vec![1, 2], 32, 3, 2, vec![2.0, 10.0])
+        (1, vec![1, 2], 16, 2, 2, vec![2.0, 10.0])
     } else {
         (
             args.packs,

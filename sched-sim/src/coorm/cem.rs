@@ -106,7 +106,9 @@ pub fn select(
     if times.last() != Some(&last) {
         times.push(last);
     }
-    let mut best: Option<(Time, u32, Vec<(usize, u32)>, Duration)> = None;
+    // (end, hosts, parts, duration) of the best choice so far.
+    type Choice = (Time, u32, Vec<(usize, u32)>, Duration);
+    let mut best: Option<Choice> = None;
     for &t in &times {
         let free: Vec<u32> = caps
             .iter()

@@ -141,6 +141,9 @@ enum Ev {
     Tick,
 }
 
+/// When a job started, on what `(pool index, hosts)`, for how long (its walltime).
+type Started = (Time, Vec<(usize, u32)>, Duration);
+
 /// Per application state.
 #[derive(Clone, Debug, Default)]
 struct St {
@@ -151,7 +154,7 @@ struct St {
     /// The start the launcher's last selection expected.
     planned: Option<Time>,
     timer: bool,
-    started: Option<(Time, Vec<(usize, u32)>, Duration)>,
+    started: Option<Started>,
     end: Option<Time>,
 }
 
