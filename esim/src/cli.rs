@@ -44,6 +44,9 @@ pub enum Command {
     Coalloc(crate::coalloc::CoallocArgs),
     /// Ballier et al.'s §3 experiments (Figures 1–9): tables, SVG plots, run time.
     CoallocExperiments(crate::coalloc_experiments::ExperimentsArgs),
+    /// Klein & Pérez's CooRM §IV: Fig. 6 (scalability, 1–8 pools, OAR-like vs CooRM W0–W3)
+    /// and Fig. 7 (fairness against the adaptation delay) from an SWF trace: tables, SVG.
+    CoormExperiments(crate::coorm_experiments::ExperimentsArgs),
 }
 
 /// What the engine asks of the policy at each call, all of it validated.

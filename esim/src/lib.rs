@@ -8,6 +8,7 @@ pub mod bench;
 pub mod cli;
 pub mod coalloc;
 pub mod coalloc_experiments;
+pub mod coorm_experiments;
 pub mod moldable;
 pub mod moldable_experiments;
 pub mod output;
@@ -34,6 +35,7 @@ pub fn main() -> ExitCode {
         Some(Command::Schedule(_)) => false,
         Some(Command::Moldable(_)) | Some(Command::MoldableExperiments(_)) => false,
         Some(Command::Coalloc(_)) | Some(Command::CoallocExperiments(_)) => false,
+        Some(Command::CoormExperiments(_)) => false,
         None => cli.run.quiet,
     };
     init_logs(quiet);
@@ -46,6 +48,7 @@ pub fn main() -> ExitCode {
         Some(Command::MoldableExperiments(args)) => moldable_experiments::run(&args),
         Some(Command::Coalloc(args)) => coalloc::run(&args),
         Some(Command::CoallocExperiments(args)) => coalloc_experiments::run(&args),
+        Some(Command::CoormExperiments(args)) => coorm_experiments::run_experiments(&args),
         None => run::run(&cli.run),
     };
     match result {

@@ -16,6 +16,7 @@ pub const BUILTIN: &[&str] = &[
     esched_cbf::Cbf::NAME,
     esched_evolving::EvolvingPolicy::NAME,
     esched_rpp::Rpp::NAME,
+    esched_coorm::Coorm::NAME,
 ];
 
 /// A policy that cannot be built.
@@ -49,6 +50,7 @@ pub fn builtin(name: &str, params: &Params) -> Result<Box<dyn Policy + Send>, Po
             make::<esched_evolving::EvolvingPolicy>(params)
         }
         n if n == esched_rpp::Rpp::NAME => make::<esched_rpp::Rpp>(params),
+        n if n == esched_coorm::Coorm::NAME => make::<esched_coorm::Coorm>(params),
         _ => Err(PolicyError::Unknown {
             name: name.to_string(),
             known: BUILTIN.iter().map(|s| s.to_string()).collect(),

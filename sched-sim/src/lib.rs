@@ -11,10 +11,15 @@
 //! - [`coalloc`]: co-allocation with start deadlines (Ballier et al.): the `esim coalloc`
 //!   driver, §3.1's workload and the experiments' statistics.
 //!
+//! - [`coorm`]: CooRM's simulations (Klein & Pérez, HPCC 2011 §IV): launchers in the
+//!   simulator, the multi-pool resource model, workloads W0–W3, the OAR-like baseline
+//!   (docs/coorm.md).
+//!
 //! No real processes: time is virtual, in integer milliseconds.
 #![deny(missing_docs)]
 
 pub mod coalloc;
+pub mod coorm;
 pub mod engine;
 pub mod evolving;
 pub mod swf;

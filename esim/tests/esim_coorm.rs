@@ -1,0 +1,96 @@
+//! `esim coorm-experiments`, run as a user would, on a small inline trace.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn esim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_esim"))
+        .args(args)
+        .output()
+        .expect("esim runs")
+}
+
+/// `jobs` short, narrow jobs (two packs of 200 when `jobs` = 400).
+fn trace(dir: &Path, jobs: u64) -> PathBuf {
+    let mut text = String::from("; Version: 2.2\n; MaxProcs: 16\n");
+    for i in 0..jobs {
+        let nodes = [1, 2, 4, 3, 6][i as usize % 5];
+        let req = 60 + (i * 53) % 240;
+        let run = req * (1 + i % 4) / 4;
+        text.push_str(&format!(
+            "{} {} -1 {run} {nodes} -1 -1 {nodes} {req} -1 1 1 1 -1 -1 -1 -1 -1\n",
+            i + 1,
+            i * 30
+        ));
+    }
+    let p = dir.join("coorm.swf");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn quick_run_prints_the_figures_and_writes_tables_json_and_plots() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = trace(dir.path(), 400);
+    let out = dir.path().join("out");
+    let o = esim(&[
+        "coorm-experiments",
+        "--trace",
+        t.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--quick",
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    let md = String::from_utf8_lossy(&o.stdout);
+    for key in [
+        "Fig. 6: computed configurations",
+        "Fig. 6: CPU time",
+        "messages, JSON",
+        "messages, CDR-like",
+        "OAR W0",
+        "CooRM W3",
+        "Fig. 7",
+        "Cost of views",
+    ] {
+        assert!(md.contains(key), "no {key} in\n{md}");
+    }
+    for f in [
+        "tables.md",
+        "results.json",
+        "fig6-computed_configs.svg",
+        "fig6-cpu_s.svg",
+        "fig6-json_bytes.svg",
+        "fig6-cdr_bytes.svg",
+        "fig7-fairness.svg",
+    ] {
+        assert!(out.join(f).is_file(), "{f} missing");
+    }
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    // 1 pack × 2 pool counts × 5 systems.
+    assert_eq!(v["fig6"].as_array().map(Vec::len), Some(10));
+    assert_eq!(
+        v["fig7"]["increase_s"][0]["values"]
+            .as_array()
+            .map(Vec::len),
+        Some(2)
+    );
+}
+
+#[test]
+fn a_trace_without_a_whole_pack_is_one_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = trace(dir.path(), 150);
+    let o = esim(&[
+        "coorm-experiments",
+        "--trace",
+        t.to_str().unwrap(),
+        "--quick",
+    ]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("not one pack"), "{err}");
+}
