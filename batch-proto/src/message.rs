@@ -341,6 +341,9 @@ pub enum NodeState {
     Idle,
     /// Held by a job.
     Allocated,
+    /// Claimed for a co-allocated job that starts later (held idle until its start deadline;
+    /// `job` names it): Slurm's `resv`.
+    Reserved,
 }
 
 /// One node.
@@ -363,6 +366,9 @@ pub struct PoolInfo {
     pub total: u32,
     /// Nodes held by jobs.
     pub allocated: u32,
+    /// Nodes claimed for co-allocated jobs that start later (idle, not free).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reserved: u32,
     /// Its nodes in compressed host-list syntax.
     pub node_list: String,
     /// Each node.
@@ -610,6 +616,7 @@ mod tests {
                     name: "debug".into(),
                     total: 1,
                     allocated: 1,
+                    reserved: 0,
                     node_list: "debug001".into(),
                     nodes: vec![NodeInfo {
                         name: "debug001".into(),
@@ -671,4 +678,8 @@ mod tests {
         }
         .matches(&j));
     }
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }

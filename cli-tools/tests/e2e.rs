@@ -29,3 +29,6 @@ mod evolving;
 
 #[path = "e2e/limits.rs"]
 mod limits;
+
+#[path = "e2e/coalloc.rs"]
+mod coalloc;

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use batch_proto::{
-    Dependency, ErrorKind, ErrorReply, JobSpec, Response, SubmitRequest, TestOnlyReply,
+    Dependency, ErrorKind, ErrorReply, JobShape, JobSpec, Response, SubmitRequest, TestOnlyReply,
 };
 
 use super::{internal, Caller, Reply};
@@ -16,7 +16,21 @@ use sched_core::JobId;
 /// Checks `spec` against the cluster: pool, size, dependencies.
 pub fn check_against(core: &Core, spec: &JobSpec) -> Result<(), ErrorReply> {
     let invalid = |m: String| ErrorReply::new(ErrorKind::InvalidSpec, m);
-    let need = spec.shape.max_nodes();
+    // A co-allocated job's components may go to different pools: each must fit in one, and
+    // all of them in the whole cluster.
+    let need = match &spec.shape {
+        JobShape::CoAllocated { components, .. } => {
+            let total: u64 = core.pools.iter().map(|p| u64::from(p.pool.nodes)).sum();
+            let want: u64 = components.iter().map(|&n| u64::from(n)).sum();
+            if want > total {
+                return Err(invalid(format!(
+                    "Requested node configuration is not available: {want} nodes in all, the pools have {total}"
+                )));
+            }
+            components.iter().copied().max().unwrap_or(0)
+        }
+        shape => shape.max_nodes(),
+    };
     match &spec.pool {
         Some(name) => {
             let Some(i) = core.pool_index(name) else {

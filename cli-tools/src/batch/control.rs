@@ -178,6 +178,14 @@ pub fn show_job(j: &JobInfo, now: Time, zone: &dyn Zone) -> String {
                 .collect::<Vec<_>>()
                 .join(",")
         ),
+        JobShape::CoAllocated { components, .. } => format!(
+            "coallocated({})",
+            components
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
     };
     let reason = if j.state == batch_proto::JobState::Pending {
         reason(j)
