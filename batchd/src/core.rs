@@ -960,4 +960,122 @@ mod tests {
             vec![2, 4]
         );
     }
+
+    fn two_pools() -> Core {
+        let pool = |name: &str| PoolConfig {
+            name: name.into(),
+            nodes: 4,
+            max_time: Default::default(),
+        };
+        Core::new(&[pool("a"), pool("b")])
+    }
+
+    fn global(id: u64) -> JobRecord {
+        let mut r = rec(id);
+        r.spec.shape = JobShape::CoAllocated {
+            components: vec![3, 2],
+            time_limit: 1000,
+        };
+        r.spec.deadline = Some(5_000);
+        r
+    }
+
+    #[test]
+    fn claimed_nodes_are_the_ones_a_global_job_starts_on() {
+        let mut c = two_pools();
+        add(&mut c, global(1));
+        let pools = [PoolId(1), PoolId(0)];
+        c.claim(1, &pools).unwrap();
+        assert_eq!((c.pools[0].free(), c.pools[1].free()), (2, 1));
+        assert_eq!(c.reason_of(0, 1), Some(PendingReason::Reserved));
+        // A second claim of the same plan changes nothing.
+        c.claim(1, &pools).unwrap();
+        assert_eq!(c.pools[1].free(), 1);
+        let shape = Shape::CoAllocated {
+            pools: pools.to_vec(),
+        };
+        let r = c.start(1, &shape, 5_000, PathBuf::new()).unwrap();
+        assert_eq!(r.pool.as_deref(), Some("b,a"));
+        assert_eq!(r.node_list.as_deref(), Some("b[001-003],a[001-002]"));
+        assert_eq!(r.nodes, 5);
+        assert!(c.claims.is_empty());
+        assert_eq!(
+            c.components_of(1),
+            vec![
+                (
+                    "b".to_string(),
+                    vec!["b001".into(), "b002".into(), "b003".into()]
+                ),
+                ("a".to_string(), vec!["a001".into(), "a002".into()]),
+            ]
+        );
+        let snap = c.snapshot(5_000, 0);
+        let holds: Vec<(u32, u32)> = snap.running[0]
+            .holds
+            .iter()
+            .map(|h| (h.pool.0, h.steps[0].nodes))
+            .collect();
+        assert_eq!(holds, vec![(1, 3), (0, 2)]);
+        c.finish(1, |r| r.state = JobState::Completed);
+        assert_eq!((c.pools[0].free(), c.pools[1].free()), (4, 4));
+    }
+
+    #[test]
+    fn a_claim_that_does_not_fit_takes_nothing_and_unclaim_gives_back() {
+        let mut c = two_pools();
+        add(&mut c, global(1));
+        add(&mut c, global(2));
+        c.claim(1, &[PoolId(0), PoolId(1)]).unwrap();
+        // Job 2's 3 nodes would fit in b, its 2 no longer in a: nothing is taken.
+        assert!(c.claim(2, &[PoolId(1), PoolId(0)]).is_err());
+        assert_eq!((c.pools[0].free(), c.pools[1].free()), (1, 2));
+        assert!(!c.claims.contains_key(&2));
+        c.unclaim(1);
+        assert_eq!((c.pools[0].free(), c.pools[1].free()), (4, 4));
+        // Cancelling a claimed job frees its nodes too.
+        c.claim(2, &[PoolId(1), PoolId(0)]).unwrap();
+        c.finish(2, |r| r.state = JobState::Cancelled);
+        assert_eq!((c.pools[0].free(), c.pools[1].free()), (4, 4));
+    }
+
+    #[test]
+    fn only_pool_bound_rigid_jobs_are_killable_and_preemption_hands_over_nodes() {
+        let mut c = two_pools();
+        let mut local = rec(1);
+        local.spec.pool = Some("a".into());
+        add(&mut c, local);
+        add(&mut c, rec(2));
+        c.start(1, &Shape::rigid(PoolId(0), 2, 1000), 0, PathBuf::new())
+            .unwrap();
+        c.start(2, &Shape::rigid(PoolId(0), 2, 1000), 0, PathBuf::new())
+            .unwrap();
+        let killable: Vec<(u64, bool)> = c
+            .snapshot(0, 0)
+            .running
+            .iter()
+            .map(|r| (r.id.0, r.killable))
+            .collect();
+        assert_eq!(killable, vec![(1, true), (2, false)]);
+        c.preempt(1, "for job 3".into());
+        assert_eq!(c.pools[0].free(), 2);
+        // The preempted job is out of the policy's view, still active until its end.
+        assert_eq!(c.snapshot(0, 0).running.len(), 1);
+        assert_eq!(c.state_of(1), Some(JobState::Running));
+        // A requeue puts it back with its id, pending, its run forgotten.
+        let why = c.preempted.remove(&1).unwrap();
+        let r = c.finish(1, |r| r.state = JobState::Preempted).unwrap();
+        c.requeue(r, why);
+        let a = &c.jobs[&1];
+        assert_eq!(a.rec.state, JobState::Pending);
+        assert!(a.rec.start.is_none() && a.rec.node_list.is_none() && a.run.is_none());
+        assert_eq!(a.rec.detail.as_deref(), Some("requeued: for job 3"));
+        assert_eq!(
+            c.snapshot(0, 0)
+                .pending
+                .iter()
+                .map(|p| p.id.0)
+                .collect::<Vec<_>>(),
+            vec![1]
+        );
+    }
 }
