@@ -606,8 +606,10 @@ impl Core {
                 .get_mut(p)
                 .ok_or_else(|| "the plan names an unknown pool".to_string())
                 .and_then(|pool| {
+                    // `grow` takes the total: several components may share a pool.
+                    let holds = pool.map.nodes_of(JobId(id)).len();
                     pool.map
-                        .grow(JobId(id), n as usize)
+                        .grow(JobId(id), holds + n as usize)
                         .map_err(|e| format!("in {}: {e}", pool.pool.name))
                 });
             match grown {
@@ -999,6 +1001,31 @@ mod tests {
         assert_eq!(r.node_list.as_deref(), Some("b[001-003],a[001-002]"));
         assert_eq!(r.nodes, 5);
         assert!(c.claims.is_empty());
+        // Two components in one pool get nodes of their own.
+        add(&mut c, global(2));
+        let shared = Shape::CoAllocated {
+            pools: vec![PoolId(0), PoolId(0)],
+        };
+        assert!(c.start(2, &shared, 5_000, PathBuf::new()).is_err());
+        assert_eq!(c.pools[0].free(), 2);
+        c.finish(2, |r| r.state = JobState::Cancelled);
+        let mut g = global(3);
+        g.spec.shape = JobShape::CoAllocated {
+            components: vec![1, 1],
+            time_limit: 1000,
+        };
+        add(&mut c, g);
+        let r = c.start(3, &shared, 5_000, PathBuf::new()).unwrap();
+        assert_eq!(r.node_list.as_deref(), Some("a[003-004]"));
+        assert_eq!(
+            c.components_of(3),
+            vec![
+                ("a".to_string(), vec!["a003".to_string()]),
+                ("a".to_string(), vec!["a004".to_string()]),
+            ]
+        );
+        assert_eq!(r.pool.as_deref(), Some("a"));
+        c.finish(3, |r| r.state = JobState::Completed);
         assert_eq!(
             c.components_of(1),
             vec![

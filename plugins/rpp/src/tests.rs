@@ -245,7 +245,10 @@ fn a_call_after_the_deadline_fails_the_job_as_a_deadline_failure() {
     // `Deadline` reason the driver turns into FAILED.
     let pools = pools(&[10]);
     let mut p = Rpp::new(config(0.5, None, Priority::Gp, None));
-    let pend = vec![global(1, 0, &[4], 300, 1000), global(2, 0, &[20], 300, 1000)];
+    let pend = vec![
+        global(1, 0, &[4], 300, 1000),
+        global(2, 0, &[20], 300, 1000),
+    ];
     let plan = call(&mut p, 500, &pools, &[], &pend);
     assert_eq!(plan.placements.len(), 1);
     // Job 2 can never fit: refused at once, not a deadline failure.
