@@ -375,6 +375,10 @@ pub struct PoolInfo {
     pub nodes: Vec<NodeInfo>,
 }
 
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
 /// The cluster.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClusterInfo {
@@ -678,8 +682,4 @@ mod tests {
         }
         .matches(&j));
     }
-}
-
-fn is_zero(n: &u32) -> bool {
-    *n == 0
 }
