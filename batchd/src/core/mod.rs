@@ -967,12 +967,7 @@ mod tests {
     }
 
     fn two_pools() -> Core {
-        let pool = |name: &str| PoolConfig {
-            name: name.into(),
-            nodes: 4,
-            max_time: Default::default(),
-        };
-        Core::new(&[pool("a"), pool("b")])
+        Core::new([("a", 4), ("b", 4)])
     }
 
     fn global(id: u64) -> JobRecord {
