@@ -29,7 +29,9 @@ pub fn check_against(core: &Core, spec: &JobSpec) -> Result<(), ErrorReply> {
             }
             components.iter().copied().max().unwrap_or(0)
         }
-        shape => shape.max_nodes(),
+        // A moldable job needs room for its smallest configuration only: a policy drops the
+        // configurations no pool can hold.
+        shape => shape.least_nodes(),
     };
     match &spec.pool {
         Some(name) => {

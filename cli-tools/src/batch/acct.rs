@@ -259,6 +259,7 @@ mod tests {
             args: vec![],
             scheduled_ep: None,
             step: None,
+            chosen: None,
         }
     }
 
