@@ -27,11 +27,14 @@ pub enum JobState {
     Cancelled,
     /// Killed at its time limit (`TO`).
     Timeout,
+    /// Killed by the policy to make room for another job (`PR`): a local job under the RPP's
+    /// global priority (GP), at a co-allocated job's start deadline. The reason is in `detail`.
+    Preempted,
 }
 
 impl JobState {
     /// Every state, in display order.
-    pub const ALL: [JobState; 7] = [
+    pub const ALL: [JobState; 8] = [
         JobState::Pending,
         JobState::Running,
         JobState::Completing,
@@ -39,9 +42,10 @@ impl JobState {
         JobState::Failed,
         JobState::Cancelled,
         JobState::Timeout,
+        JobState::Preempted,
     ];
 
-    /// Slurm's two-letter code (`PD`, `R`, `CG`, `CD`, `F`, `CA`, `TO`).
+    /// Slurm's two-letter code (`PD`, `R`, `CG`, `CD`, `F`, `CA`, `TO`, `PR`).
     pub fn code(self) -> &'static str {
         match self {
             JobState::Pending => "PD",
@@ -51,6 +55,7 @@ impl JobState {
             JobState::Failed => "F",
             JobState::Cancelled => "CA",
             JobState::Timeout => "TO",
+            JobState::Preempted => "PR",
         }
     }
 
@@ -64,6 +69,7 @@ impl JobState {
             JobState::Failed => "FAILED",
             JobState::Cancelled => "CANCELLED",
             JobState::Timeout => "TIMEOUT",
+            JobState::Preempted => "PREEMPTED",
         }
     }
 
@@ -71,7 +77,11 @@ impl JobState {
     pub fn is_finished(self) -> bool {
         matches!(
             self,
-            JobState::Completed | JobState::Failed | JobState::Cancelled | JobState::Timeout
+            JobState::Completed
+                | JobState::Failed
+                | JobState::Cancelled
+                | JobState::Timeout
+                | JobState::Preempted
         )
     }
 
@@ -89,7 +99,7 @@ impl fmt::Display for JobState {
 
 /// A state name or code that is not one of ours.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unknown job state `{0}` (expected one of PENDING/PD, RUNNING/R, COMPLETING/CG, COMPLETED/CD, FAILED/F, CANCELLED/CA, TIMEOUT/TO)")]
+#[error("unknown job state `{0}` (expected one of PENDING/PD, RUNNING/R, COMPLETING/CG, COMPLETED/CD, FAILED/F, CANCELLED/CA, TIMEOUT/TO, PREEMPTED/PR)")]
 pub struct UnknownState(pub String);
 
 impl FromStr for JobState {
@@ -125,6 +135,8 @@ pub enum PendingReason {
     DependencyNeverSatisfied,
     /// A task of a job array whose throttle (`--array ...%N`) is reached.
     JobArrayTaskLimit,
+    /// A co-allocated job whose nodes are claimed (reserved, idle) until its start deadline.
+    Reserved,
 }
 
 impl PendingReason {
@@ -138,6 +150,7 @@ impl PendingReason {
             PendingReason::Held => "Held",
             PendingReason::DependencyNeverSatisfied => "DependencyNeverSatisfied",
             PendingReason::JobArrayTaskLimit => "JobArrayTaskLimit",
+            PendingReason::Reserved => "Reserved",
         }
     }
 }
@@ -283,6 +296,16 @@ pub enum JobShape {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         weight: Option<f64>,
     },
+    /// A co-allocated (global) job (`--components 16,16,8`): components of these node counts,
+    /// placed by the policy on pools (several may share one), all started together and run
+    /// for at most `time_limit` ms. Its start deadline is [`JobSpec::deadline`].
+    #[serde(rename = "coallocated")]
+    CoAllocated {
+        /// Node count of each component.
+        components: Vec<u32>,
+        /// Time limit in ms, the same for every component.
+        time_limit: u64,
+    },
 }
 
 /// A moldable job's run-time model p(k), valid for `min_nodes ≤ k ≤ max_nodes`.
@@ -354,6 +377,9 @@ impl JobShape {
                 .chain(model.map(|m| m.max_nodes))
                 .max()
                 .unwrap_or(0),
+            JobShape::CoAllocated { components, .. } => {
+                components.iter().fold(0u32, |t, &n| t.saturating_add(n))
+            }
         }
     }
 
@@ -382,13 +408,16 @@ impl JobShape {
                 .chain(model.map(|m| m.longest()))
                 .max()
                 .unwrap_or(0),
+            JobShape::CoAllocated { time_limit, .. } => *time_limit,
         }
     }
 
     /// Checks every duration of the shape against `max` ms (`by` names the bound).
     fn check_time(&self, max: u64, by: &str) -> Result<(), SpecError> {
         let longest = match self {
-            JobShape::Rigid { time_limit, .. } => *time_limit,
+            JobShape::Rigid { time_limit, .. } | JobShape::CoAllocated { time_limit, .. } => {
+                *time_limit
+            }
             // Summed without overflow: a sum past u64::MAX is past any bound.
             JobShape::Evolving { steps } => {
                 steps.iter().fold(0u64, |t, s| t.saturating_add(s.duration))
@@ -459,10 +488,34 @@ impl JobShape {
                     )));
                 }
             }
+            JobShape::CoAllocated {
+                components,
+                time_limit,
+            } => {
+                if components.is_empty() || components.len() > MAX_COMPONENTS {
+                    return Err(SpecError::Shape(format!(
+                        "a co-allocated job needs 1 to {MAX_COMPONENTS} components"
+                    )));
+                }
+                if components.contains(&0) {
+                    return Err(SpecError::Shape(
+                        "every component needs at least one node".into(),
+                    ));
+                }
+                if *time_limit == 0 {
+                    return Err(SpecError::Shape(
+                        "a co-allocated job needs a time limit (-t)".into(),
+                    ));
+                }
+            }
         }
         self.check_time(MAX_TIME_LIMIT, "the longest allowed")
     }
 }
+
+/// Most components a co-allocated job may have (KOALA's jobs have a handful; a bound keeps a
+/// typo from building a plan of millions of components).
+pub const MAX_COMPONENTS: usize = 64;
 
 /// The longest time limit a job may have, in ms: 365 days. A pool's `max_time` may lower it,
 /// never raise it; `-t UNLIMITED` means the pool's `max_time`, this when the pool has none.
@@ -589,6 +642,14 @@ pub struct JobSpec {
     /// Quality of service (`-q`): stored and shown; no policy uses it yet.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub qos: Option<String>,
+    /// Start deadline of a co-allocated job, ms since the epoch (`--deadline`): it starts by
+    /// then or ends FAILED with reason `Deadline`. Only with [`JobShape::CoAllocated`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<EpochMs>,
+    /// Requeue instead of ending PREEMPTED when the policy kills it (`--requeue`): back to
+    /// PENDING with the same id, as Slurm does.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub requeue: bool,
 }
 
 /// The umask of a job whose submission did not give one: output files readable by their
@@ -632,6 +693,8 @@ impl JobSpec {
             resources: None,
             account: None,
             qos: None,
+            deadline: None,
+            requeue: false,
         }
     }
 
@@ -650,6 +713,24 @@ impl JobSpec {
                     what: "begin time",
                     reason: format!(
                         "{days} days ahead; at most {} days ahead are accepted",
+                        MAX_BEGIN_AHEAD / DAY_MS
+                    ),
+                });
+            }
+        }
+        if let Some(d) = self.deadline {
+            if d <= now {
+                return Err(SpecError::Bound {
+                    what: "deadline",
+                    reason: "the start deadline has already passed".into(),
+                });
+            }
+            if d - now > MAX_BEGIN_AHEAD {
+                return Err(SpecError::Bound {
+                    what: "deadline",
+                    reason: format!(
+                        "{} days ahead; at most {} days ahead are accepted",
+                        (d - now) / DAY_MS,
                         MAX_BEGIN_AHEAD / DAY_MS
                     ),
                 });
@@ -771,6 +852,25 @@ impl JobSpec {
             if p.is_empty() {
                 return field("pool", "empty pool name");
             }
+        }
+        let coallocated = matches!(self.shape, JobShape::CoAllocated { .. });
+        if coallocated && self.deadline.is_none() {
+            return field(
+                "deadline",
+                "a co-allocated job needs a start deadline (--deadline)",
+            );
+        }
+        if !coallocated && self.deadline.is_some() {
+            return field(
+                "deadline",
+                "only co-allocated jobs (--components) have a start deadline",
+            );
+        }
+        if coallocated && self.pool.is_some() {
+            return field(
+                "pool",
+                "the policy places a co-allocated job's components; -p is for local jobs",
+            );
         }
         if self
             .dependencies

@@ -35,8 +35,8 @@ pub use client::{Client, ClientError};
 pub use frame::{FrameError, MAX_FRAME};
 pub use job::{
     DepKind, Dependency, JobInfo, JobShape, JobSpec, JobState, MoldModel, PendingReason, SpecError,
-    StepPhase, StepStatus, MAX_BEGIN_AHEAD, MAX_MODEL_NODES, MAX_PRIORITY, MAX_TIME_LIMIT,
-    MAX_WEIGHT, MIN_PRIORITY, TIME_UNLIMITED,
+    StepPhase, StepStatus, MAX_BEGIN_AHEAD, MAX_COMPONENTS, MAX_MODEL_NODES, MAX_PRIORITY,
+    MAX_TIME_LIMIT, MAX_WEIGHT, MIN_PRIORITY, TIME_UNLIMITED,
 };
 pub use message::*;
 pub use signal::parse_signal;

@@ -355,6 +355,9 @@ pub enum NodeState {
     Idle,
     /// Held by a job.
     Allocated,
+    /// Claimed for a co-allocated job that starts later (held idle until its start deadline;
+    /// `job` names it): Slurm's `resv`.
+    Reserved,
 }
 
 /// One node.
@@ -377,10 +380,17 @@ pub struct PoolInfo {
     pub total: u32,
     /// Nodes held by jobs.
     pub allocated: u32,
+    /// Nodes claimed for co-allocated jobs that start later (idle, not free).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reserved: u32,
     /// Its nodes in compressed host-list syntax.
     pub node_list: String,
     /// Each node.
     pub nodes: Vec<NodeInfo>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// The cluster.
@@ -637,6 +647,7 @@ mod tests {
                     name: "debug".into(),
                     total: 1,
                     allocated: 1,
+                    reserved: 0,
                     node_list: "debug001".into(),
                     nodes: vec![NodeInfo {
                         name: "debug001".into(),

@@ -643,6 +643,10 @@ mod tests {
                 "plugin-by-path.toml",
                 include_str!("../../examples/configs/plugin-by-path.toml"),
             ),
+            (
+                "rpp-two-pools.toml",
+                include_str!("../../examples/configs/rpp-two-pools.toml"),
+            ),
         ] {
             Config::parse(text, name).unwrap_or_else(|e| panic!("{e}"));
         }

@@ -133,8 +133,38 @@ impl Daemon {
     /// Records the end of running job `id` as the supervisor reported it, stores it, removes
     /// the job's directory and asks for a policy run.
     pub async fn job_ended(&self, id: u64, status: Option<Status>) {
-        let rec = self.core().finish(id, |r| apply_status(r, status.as_ref()));
+        let (rec, requeued) = {
+            let mut core = self.core();
+            let preempted = core.preempted.remove(&id);
+            let rec = core.finish(id, |r| {
+                apply_status(r, status.as_ref());
+                // Killed by the policy: whatever the process said, the job was preempted.
+                if let Some(why) = &preempted {
+                    r.state = JobState::Preempted;
+                    r.detail = Some(why.clone());
+                }
+            });
+            match (rec, preempted) {
+                (Some(rec), Some(why)) if rec.spec.requeue => {
+                    core.requeue(rec.clone(), why);
+                    let pending = core.jobs.get(&id).map(|a| a.rec.clone());
+                    (pending, true)
+                }
+                (rec, _) => (rec, false),
+            }
+        };
         let Some(rec) = rec else { return };
+        if requeued {
+            tracing::info!(job = id, "preempted job requeued");
+            self.nodes_freed();
+            if let Err(e) = self.store.commit(rec).await {
+                tracing::error!(job = id, "cannot store the requeue: {e}");
+            }
+            if let Err(e) = std::fs::remove_dir_all(self.job_dir(id)) {
+                tracing::debug!(job = id, "cannot remove job directory: {e}");
+            }
+            return;
+        }
         tracing::info!(job = id, state = %rec.state, exit = ?rec.exit_code, signal = ?rec.signal, "job ended");
         self.nodes_freed();
         match self.store.commit(rec).await {

@@ -117,12 +117,58 @@ pub fn job_environment(rec: &JobRecord, dir: &Path) -> Vec<(String, String)> {
     env
 }
 
+/// The variables of each component's process of a co-allocated job (`components`: each one's
+/// pool and nodes), over [`job_environment`]'s: `ESCHED_COMPONENT` (its index, from 0),
+/// `ESCHED_NODELIST`/`ESCHED_NNODES`/`ESCHED_POOL` its own, and the whole job's as
+/// `ESCHED_JOB_NODELIST`/`ESCHED_JOB_NUM_NODES`, with `ESCHED_NUM_COMPONENTS` and
+/// `ESCHED_COMPONENT_<i>_NODELIST`/`_POOL` for every component (the layout of Slurm's
+/// heterogeneous jobs, `SLURM_JOB_NODELIST_HET_GROUP_<i>`).
+pub fn component_environments(
+    rec: &JobRecord,
+    components: &[(String, Vec<String>)],
+) -> Vec<Vec<(String, String)>> {
+    let mut common = vec![
+        (
+            "ESCHED_JOB_NODELIST".to_string(),
+            rec.node_list.clone().unwrap_or_default(),
+        ),
+        ("ESCHED_JOB_NUM_NODES".to_string(), rec.nodes.to_string()),
+        (
+            "ESCHED_NUM_COMPONENTS".to_string(),
+            components.len().to_string(),
+        ),
+    ];
+    for (i, (pool, nodes)) in components.iter().enumerate() {
+        common.push((
+            format!("ESCHED_COMPONENT_{i}_NODELIST"),
+            batch_proto::hostlist::compress(nodes),
+        ));
+        common.push((format!("ESCHED_COMPONENT_{i}_POOL"), pool.clone()));
+    }
+    components
+        .iter()
+        .enumerate()
+        .map(|(i, (pool, nodes))| {
+            let mut env = common.clone();
+            env.push(("ESCHED_COMPONENT".into(), i.to_string()));
+            env.push((
+                "ESCHED_NODELIST".into(),
+                batch_proto::hostlist::compress(nodes),
+            ));
+            env.push(("ESCHED_NNODES".into(), nodes.len().to_string()));
+            env.push(("ESCHED_POOL".into(), pool.clone()));
+            env
+        })
+        .collect()
+}
+
 /// Writes the job's directory: the script, its node (and step) file and `launch.json`.
 fn prepare(
     rec: &JobRecord,
     dir: &Path,
     grace_ms: u64,
     job_files: Option<&JobFiles>,
+    components: &[(String, Vec<String>)],
 ) -> Result<(), String> {
     let err =
         |what: &str, e: std::io::Error| format!("cannot write {what} in {}: {e}", dir.display());
@@ -168,6 +214,7 @@ fn prepare(
             .saturating_add(rec.time_limit()),
         grace_ms,
         umask: rec.spec.effective_umask(),
+        components: component_environments(rec, components),
     };
     write_json(&dir.join(files::LAUNCH), &launch).map_err(|e| err("launch.json", e))
 }
@@ -184,11 +231,24 @@ pub async fn launch(d: Arc<Daemon>, rec: JobRecord) {
     }
     let settings = d.settings();
     let dir = d.job_dir(id);
-    let job_files = d.core().job_files(id);
+    let (job_files, components) = {
+        let core = d.core();
+        (core.job_files(id), core.components_of(id))
+    };
+    // A co-allocated job's node file lists every component's nodes, in component order.
+    let job_files = job_files.map(|mut f| {
+        if !components.is_empty() {
+            f.nodes = components.iter().flat_map(|c| c.1.clone()).collect();
+        }
+        f
+    });
     let prepared = {
         let (rec, dir) = (rec.clone(), dir.clone());
         let grace = settings.config.grace_period_ms;
-        tokio::task::spawn_blocking(move || prepare(&rec, &dir, grace, job_files.as_ref())).await
+        tokio::task::spawn_blocking(move || {
+            prepare(&rec, &dir, grace, job_files.as_ref(), &components)
+        })
+        .await
     };
     match prepared {
         Ok(Ok(())) => {}

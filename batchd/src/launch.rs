@@ -69,6 +69,11 @@ pub struct Launch {
     /// inherits it, as with sbatch.
     #[serde(default = "default_umask")]
     pub umask: u32,
+    /// A co-allocated job's components: the variables each component's process gets over
+    /// `env` (`ESCHED_COMPONENT`, its `ESCHED_NODELIST`, …). The script runs once per
+    /// component, all processes started together; empty for every other job (one process).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub components: Vec<Vec<(String, String)>>,
 }
 
 fn default_umask() -> u32 {

@@ -4,7 +4,8 @@
 //! The name (or path) is resolved by `sched_abi`'s loader: a path is used as given, a name is
 //! looked up as `libesched_<name>.so` in `plugin_dir`, or, without one, next to the batchd
 //! executable (and in its `deps/`, where cargo leaves the plugins of a workspace build). When
-//! no usable library is found for one of the stock policies (`cbf`, `easy`, `fcfs`, `evolving`), the copy
+//! no usable library is found for one of the stock policies (`cbf`, `easy`, `fcfs`, `evolving`,
+//! `rpp`), the copy
 //! linked into batchd runs instead, so a lone batchd binary still runs its default config.
 //! Either way the result is a [`sched_abi::PolicyHost`]: panics are caught (`sched_abi`'s
 //! export macro, or [`sched_abi::Linked`]) and every plan is validated there, with the last
@@ -33,6 +34,7 @@ fn builtin(name: &str, params: &Params) -> Option<Result<Hosted, String>> {
         "easy" => linked::<esched_easy::Easy>(params),
         "fcfs" => linked::<esched_fcfs::Fcfs>(params),
         "evolving" => linked::<esched_evolving::EvolvingPolicy>(params),
+        "rpp" => linked::<esched_rpp::Rpp>(params),
         _ => return None,
     })
 }
@@ -81,7 +83,7 @@ mod tests {
     #[test]
     fn stock_policies_build_and_unknown_ones_fail_with_the_loader_message() {
         let mut c = Config::embedded();
-        for name in ["cbf", "easy", "fcfs", "evolving"] {
+        for name in ["cbf", "easy", "fcfs", "evolving", "rpp"] {
             c.policy.name = name.into();
             let p = build(&c).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert_eq!(p.name(), name);

@@ -42,7 +42,7 @@ pub async fn run(d: Arc<Daemon>) {
             }
         }
         let began = Instant::now();
-        let (ran, wake) = run_once(&d).await;
+        let (ran, wake) = run_once_at(&d, wake_at).await;
         wake_at = wake;
         if ran {
             last = Some(began);
@@ -57,7 +57,26 @@ pub async fn run(d: Arc<Daemon>) {
 /// call does not count against the interval: the end of the last job on an idle cluster must not
 /// delay the start of the next submission (a stateful policy sees the end in its next snapshot).
 pub async fn run_once(d: &Arc<Daemon>) -> (bool, Option<u64>) {
-    let now = now_ms();
+    run_once_at(d, None).await
+}
+
+/// How late a policy call may come after the instant the previous plan asked for (`wake_at`)
+/// and still be told that instant as its `now`, in ms beyond the re-policy interval.
+const WAKE_SLACK_MS: u64 = 1_000;
+
+/// [`run_once`], told the `wake_at` the loop slept for. Timers fire late (by a few ms, or by
+/// the re-policy interval when the last call was recent), and a policy that acts *at* an
+/// instant (the RPP starts a claimed job exactly at its deadline and fails a job it cannot
+/// place then) would see the instant passed and fail the job. A call that comes at most the
+/// re-policy interval plus [`WAKE_SLACK_MS`] after the asked instant is told that instant;
+/// starts are stamped with the real time anyway (see `act`).
+pub async fn run_once_at(d: &Arc<Daemon>, wake_at: Option<u64>) -> (bool, Option<u64>) {
+    let real = now_ms();
+    let slack = d.settings().config.repolicy_interval_ms + WAKE_SLACK_MS;
+    let now = match wake_at {
+        Some(w) if w <= real && real - w <= slack => w,
+        _ => real,
+    };
     let grace = d.settings().config.grace_period_ms;
     let snap = {
         let mut core = d.core();
@@ -89,7 +108,7 @@ pub async fn run_once(d: &Arc<Daemon>) -> (bool, Option<u64>) {
         pending = snap.pending.len(),
         running = snap.running.len(),
         placed = plan.placements.len(),
-        snapshot = ?Duration::from_millis(now_ms().saturating_sub(now)).saturating_sub(planned_in),
+        snapshot = ?Duration::from_millis(now_ms().saturating_sub(real)).saturating_sub(planned_in),
         plan = ?planned_in,
         wake_at = ?plan.wake_at,
         "policy run"
@@ -107,8 +126,30 @@ async fn act(d: &Arc<Daemon>, snap: &SnapshotData, plan: &Plan) {
         core.expected.clear();
         core.expected_ep.clear();
         core.expected_mold.clear();
+        // Kills first: the nodes of the jobs killed go to the placements of this plan.
+        for k in &plan.kills {
+            core.preempt(
+                k.job.0,
+                format!("preempted by policy {}: {}", d.policy_name(), k.reason),
+            );
+        }
+        // Claims the plan no longer makes are given back (a job that starts now keeps its
+        // claimed nodes: `start` takes them).
+        let claimed: Vec<u64> = core.claims.keys().copied().collect();
+        for id in claimed {
+            if !plan.placements.iter().any(|p| p.job.0 == id) {
+                core.unclaim(id);
+            }
+        }
         for p in &plan.placements {
             let id = p.job.0;
+            if let (Some(_), sched_core::Shape::CoAllocated { pools }, true) =
+                (p.claim_from, &p.shape, p.start > now)
+            {
+                if let Err(why) = core.claim(id, pools) {
+                    tracing::warn!(job = id, "cannot claim nodes: {why}");
+                }
+            }
             if p.start > now {
                 core.expected.insert(id, p.start);
                 match &p.shape {
@@ -144,12 +185,18 @@ async fn act(d: &Arc<Daemon>, snap: &SnapshotData, plan: &Plan) {
         tokio::spawn(crate::executor::launch(Arc::clone(d), rec));
     }
     for r in &plan.rejects {
-        let detail = format!("rejected by policy {}: {}", d.policy_name(), r.reason);
+        // A co-allocated job that could not start by its deadline has failed (the issue's
+        // "ends FAILED with reason Deadline"); the RPP words those rejects `Deadline: …`.
+        let (state, detail) = if r.reason.starts_with("Deadline") {
+            (JobState::Failed, r.reason.clone())
+        } else {
+            (
+                JobState::Cancelled,
+                format!("rejected by policy {}: {}", d.policy_name(), r.reason),
+            )
+        };
         tracing::warn!(job = r.job.0, "{detail}");
-        if let Err(e) = d
-            .end_pending(r.job.0, JobState::Cancelled, Some(detail))
-            .await
-        {
+        if let Err(e) = d.end_pending(r.job.0, state, Some(detail)).await {
             tracing::error!(job = r.job.0, "cannot store the rejection: {e}");
         }
     }

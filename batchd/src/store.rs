@@ -19,7 +19,14 @@ use crate::record::JobRecord;
 
 /// Schema version kept in SQLite's `user_version`; a newer file is refused, an older one
 /// migrated.
-pub const SCHEMA_VERSION: i64 = 1;
+///
+/// - 1: the `jobs` table.
+/// - 2 (co-allocated jobs, issue 12): same columns; rows may hold the state `PREEMPTED` and
+///   specs with a `coallocated` shape, a `deadline` and `requeue`, which a version-1 batchd
+///   cannot read, hence the bump: such a batchd refuses the file as a whole instead of
+///   failing row by row. Migrating 1 → 2 changes no row: a version-1 spec reads as a job
+///   without deadline that is not requeued (the new fields' defaults).
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// Largest number of queued operations folded into one transaction.
 const MAX_BATCH: usize = 4096;
@@ -447,6 +454,73 @@ mod tests {
             loaded.active.iter().find(|r| r.id == 3).unwrap().state,
             JobState::Running
         );
+    }
+
+    #[tokio::test]
+    async fn a_version_1_database_opens_and_keeps_its_jobs() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.sqlite");
+        {
+            let (store, thread, _) = Store::open(&path, Sync::Full).unwrap();
+            store.commit(record(1, JobState::Pending)).await.unwrap();
+            store.commit(record(2, JobState::Completed)).await.unwrap();
+            drop(store);
+            thread.join();
+        }
+        // As version 1 wrote it: user_version 1 and a spec without the new fields.
+        let c = Connection::open(&path).unwrap();
+        let spec: String = c
+            .query_row("SELECT spec FROM jobs WHERE id = 1", [], |r| r.get(0))
+            .unwrap();
+        let mut v: serde_json::Value = serde_json::from_str(&spec).unwrap();
+        let o = v.as_object_mut().unwrap();
+        o.remove("deadline");
+        o.remove("requeue");
+        c.execute(
+            "UPDATE jobs SET spec = ?1 WHERE id = 1",
+            [serde_json::to_string(&v).unwrap()],
+        )
+        .unwrap();
+        c.pragma_update(None, "user_version", 1).unwrap();
+        drop(c);
+        let (_s, _t, loaded) = Store::open(&path, Sync::Full).unwrap();
+        assert_eq!(loaded.active.len(), 1);
+        assert!(loaded.unreadable.is_empty());
+        let r = &loaded.active[0];
+        assert_eq!((r.spec.deadline, r.spec.requeue), (None, false));
+        assert_eq!(loaded.finished.get(&2), Some(&JobState::Completed));
+        let c = Connection::open(&path).unwrap();
+        let v: i64 = c
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(v, SCHEMA_VERSION);
+    }
+
+    #[tokio::test]
+    async fn preempted_and_coallocated_jobs_are_stored() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.sqlite");
+        {
+            let (store, thread, _) = Store::open(&path, Sync::Full).unwrap();
+            let mut r = record(1, JobState::Pending);
+            r.spec.shape = batch_proto::JobShape::CoAllocated {
+                components: vec![2, 3],
+                time_limit: 60_000,
+            };
+            r.spec.deadline = Some(123_456);
+            store.commit(r).await.unwrap();
+            let mut r = record(2, JobState::Preempted);
+            r.spec.requeue = true;
+            r.detail = Some("preempted".into());
+            store.commit(r).await.unwrap();
+            drop(store);
+            thread.join();
+        }
+        let (store, _t, loaded) = Store::open(&path, Sync::Full).unwrap();
+        assert_eq!(loaded.active[0].spec.deadline, Some(123_456));
+        assert_eq!(loaded.finished.get(&2), Some(&JobState::Preempted));
+        let got = store.read(|c| job_by_id(c, 2)).await.unwrap().unwrap();
+        assert!(got.spec.requeue);
     }
 
     #[test]

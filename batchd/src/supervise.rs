@@ -57,12 +57,43 @@ pub fn supervise(job_dir: &Path) -> i32 {
         Ok(None) => return fail(job_dir, "launch.json is missing".into()),
         Err(e) => return fail(job_dir, format!("launch.json: {e}")),
     };
-    let (child, notes) = match spawn_job(&launch) {
-        Ok(c) => c,
-        Err(e) => return fail(job_dir, e),
+    // One process per component of a co-allocated job, started one right after the other
+    // (no wait between them), each in a session and group of its own; one for other jobs.
+    let extras: Vec<Vec<(String, String)>> = if launch.components.is_empty() {
+        vec![Vec::new()]
+    } else {
+        launch.components.clone()
+    };
+    let mut children = Vec::new();
+    let mut outputs: Option<(File, File)> = None;
+    let mut notes = None;
+    for extra in &extras {
+        match spawn_job(&launch, extra, outputs.as_ref()) {
+            Ok((child, n, files)) => {
+                children.push(child);
+                notes.get_or_insert(n);
+                outputs.get_or_insert(files);
+            }
+            Err(e) => {
+                for c in &children {
+                    let _ = kill(Pid::from_raw(-(c.id() as i32)), Signal::SIGKILL);
+                }
+                return fail(job_dir, e);
+            }
+        }
+    }
+    drop(outputs);
+    let Some(notes) = notes else {
+        return fail(job_dir, "no process to start".into());
     };
     let notes = Arc::new(notes);
-    let pgid = Pid::from_raw(child.id() as i32);
+    let groups: Arc<Vec<Pid>> = Arc::new(
+        children
+            .iter()
+            .map(|c| Pid::from_raw(c.id() as i32))
+            .collect(),
+    );
+    let pgid = groups[0];
     if let Err(e) =
         crate::launch::write_atomic(&job_dir.join(files::JOB_PID), pgid.to_string().as_bytes())
     {
@@ -75,6 +106,7 @@ pub fn supervise(job_dir: &Path) -> i32 {
         let outcome = Arc::clone(&outcome);
         let l = launch.clone();
         let notes = Arc::clone(&notes);
+        let groups = Arc::clone(&groups);
         std::thread::spawn(move || loop {
             match waited.wait() {
                 Ok(Signal::SIGTERM) | Ok(Signal::SIGINT) => {
@@ -90,7 +122,7 @@ pub fn supervise(job_dir: &Path) -> i32 {
                                 format_utc(now_ms())
                             ),
                         );
-                        stop_group(pgid, grace);
+                        stop_groups(&groups, grace);
                     }
                 }
                 // The daemon's restarts must not touch the job.
@@ -106,6 +138,7 @@ pub fn supervise(job_dir: &Path) -> i32 {
         let outcome = Arc::clone(&outcome);
         let l = launch.clone();
         let notes = Arc::clone(&notes);
+        let groups = Arc::clone(&groups);
         std::thread::spawn(move || {
             let left = l.deadline_ms.saturating_sub(now_ms());
             std::thread::sleep(Duration::from_millis(left));
@@ -121,22 +154,32 @@ pub fn supervise(job_dir: &Path) -> i32 {
                         format_utc(now_ms())
                     ),
                 );
-                stop_group(pgid, grace);
+                stop_groups(&groups, grace);
             }
         });
     }
 
-    let mut child = child;
-    let status = loop {
-        match child.wait() {
-            Ok(s) => break s,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return fail(job_dir, format!("waiting for the job: {e}")),
+    // The job ends when every component's process has; its status is the first component's
+    // that failed, else the last one's.
+    let mut status: Option<std::process::ExitStatus> = None;
+    for (mut child, group) in children.into_iter().zip(groups.iter()) {
+        let s = loop {
+            match child.wait() {
+                Ok(s) => break s,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return fail(job_dir, format!("waiting for the job: {e}")),
+            }
+        };
+        // Whatever the script left running in its group ends with it (Slurm's proctrack does
+        // the same); the group may already be empty.
+        let _ = kill(Pid::from_raw(-group.as_raw()), Signal::SIGKILL);
+        if status.is_none_or(|st| st.success()) {
+            status = Some(s);
         }
+    }
+    let Some(status) = status else {
+        return fail(job_dir, "no process to wait for".into());
     };
-    // Whatever the script left running in its group ends with it (Slurm's proctrack does the
-    // same); the group may already be empty.
-    let _ = kill(Pid::from_raw(-pgid.as_raw()), Signal::SIGKILL);
     let outcome = match outcome.load(Ordering::SeqCst) {
         TIMEOUT => Outcome::Timeout,
         CANCELLED => Outcome::Cancelled,
@@ -174,14 +217,21 @@ fn fail(job_dir: &Path, detail: String) -> i32 {
     }
 }
 
-/// SIGTERM to the job's process group, SIGKILL after `grace` if anything is left.
-fn stop_group(pgid: Pid, grace: Duration) {
-    let group = Pid::from_raw(-pgid.as_raw());
-    if kill(group, Signal::SIGTERM).is_err() {
+/// SIGTERM to the job's process groups (one per component), SIGKILL after `grace` to those
+/// that were still there.
+fn stop_groups(pgids: &[Pid], grace: Duration) {
+    let live: Vec<Pid> = pgids
+        .iter()
+        .map(|p| Pid::from_raw(-p.as_raw()))
+        .filter(|&g| kill(g, Signal::SIGTERM).is_ok())
+        .collect();
+    if live.is_empty() {
         return;
     }
     std::thread::sleep(grace);
-    let _ = kill(group, Signal::SIGKILL);
+    for g in live {
+        let _ = kill(g, Signal::SIGKILL);
+    }
 }
 
 /// Appends a line to the job's stderr file, as slurmstepd does. `stderr` shares the job's
@@ -229,8 +279,14 @@ fn as_user<T>(
     Ok(out)
 }
 
-/// Starts the job; returns it and a handle on its stderr file for the supervisor's notes.
-fn spawn_job(l: &Launch) -> Result<(std::process::Child, File), String> {
+/// Starts the job's process with `extra` variables over its environment; returns it, a handle
+/// on its stderr file for the supervisor's notes, and its output files. `outputs`: the files a
+/// first component's process got, shared (not opened and truncated again) by the others.
+fn spawn_job(
+    l: &Launch,
+    extra: &[(String, String)],
+    outputs: Option<&(File, File)>,
+) -> Result<(std::process::Child, File, (File, File)), String> {
     let as_root = Uid::effective().is_root();
     let switch_user = as_root && l.uid != 0;
     let groups = if switch_user {
@@ -249,26 +305,39 @@ fn spawn_job(l: &Launch) -> Result<(std::process::Child, File), String> {
     // masked rather than failed.
     let job_umask =
         nix::sys::stat::Mode::from_bits_truncate((l.umask & 0o777) as nix::libc::mode_t);
+    let dup = |f: &File| {
+        f.try_clone()
+            .map_err(|e| format!("cannot duplicate output file: {e}"))
+    };
+    let shared = match outputs {
+        Some((o, e)) => Some((dup(o)?, dup(e)?)),
+        None => None,
+    };
     let own_umask = nix::sys::stat::umask(job_umask);
-    let opened = as_user(
-        switch_user,
-        &groups,
-        uid,
-        gid,
-        || -> Result<(File, File), String> {
-            let stdout = open_output(&l.stdout)?;
-            let stderr = if l.stderr == l.stdout {
-                stdout
-                    .try_clone()
-                    .map_err(|e| format!("cannot duplicate output file: {e}"))?
-            } else {
-                open_output(&l.stderr)?
-            };
-            Ok((stdout, stderr))
-        },
-    );
+    let opened = if let Some(files) = shared {
+        Ok(Ok(files))
+    } else {
+        as_user(
+            switch_user,
+            &groups,
+            uid,
+            gid,
+            || -> Result<(File, File), String> {
+                let stdout = open_output(&l.stdout)?;
+                let stderr = if l.stderr == l.stdout {
+                    stdout
+                        .try_clone()
+                        .map_err(|e| format!("cannot duplicate output file: {e}"))?
+                } else {
+                    open_output(&l.stderr)?
+                };
+                Ok((stdout, stderr))
+            },
+        )
+    };
     nix::sys::stat::umask(own_umask);
     let (stdout, stderr) = opened??;
+    let kept = (dup(&stdout)?, dup(&stderr)?);
     let notes = stderr
         .try_clone()
         .map_err(|e| format!("cannot duplicate output file: {e}"))?;
@@ -287,6 +356,7 @@ fn spawn_job(l: &Launch) -> Result<(std::process::Child, File), String> {
     cmd.args(&l.args)
         .env_clear()
         .envs(l.env.iter().map(|(k, v)| (k, v)))
+        .envs(extra.iter().map(|(k, v)| (k, v)))
         .current_dir(&l.work_dir)
         .stdin(Stdio::null())
         .stdout(stdout)
@@ -316,5 +386,5 @@ fn spawn_job(l: &Launch) -> Result<(std::process::Child, File), String> {
             l.work_dir.display()
         )
     })?;
-    Ok((child, notes))
+    Ok((child, notes, kept))
 }

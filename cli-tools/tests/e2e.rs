@@ -30,6 +30,9 @@ mod evolving;
 #[path = "e2e/limits.rs"]
 mod limits;
 
+#[path = "e2e/coalloc.rs"]
+mod coalloc;
+
 #[path = "e2e/moldable.rs"]
 mod moldable;
 #[path = "e2e/slurm.rs"]

@@ -14,8 +14,8 @@ use std::path::PathBuf;
 use batch_proto::{hostlist, DepKind, Dependency, JobShape, JobState, PendingReason};
 use sched_core::nodemap::{NodeId, NodeMap};
 use sched_core::{
-    Evolving, JobId, MoldConfig, Moldable, Pending, Pool, PoolId, PoolSteps, Request, Rigid,
-    Running, Shape,
+    CoAllocated, Component, Evolving, JobId, MoldConfig, Moldable, Pending, Pool, PoolId,
+    PoolSteps, Request, Rigid, Running, Shape,
 };
 
 use crate::evorun::{EvoRun, Saved};
@@ -82,6 +82,9 @@ pub struct RunState {
     /// Where an evolving job started with its scheduled EP is in it (`None` for every other
     /// job, an evolving one run as rigid included).
     pub evolving: Option<EvoRun>,
+    /// A co-allocated job's components: pool index and nodes of each, in component order
+    /// (`pool` is the first one's). Empty for every other job.
+    pub components: Vec<(usize, Vec<NodeId>)>,
 }
 
 /// An active (pending, running, completing) job.
@@ -129,6 +132,13 @@ pub struct Core {
     held: BTreeSet<QueueKey>,
     /// Running and completing jobs.
     running: BTreeSet<u64>,
+    /// Nodes claimed by pending co-allocated jobs (KOALA's RPP claims a placement's nodes at
+    /// once and holds them idle until the start deadline): pool index and nodes of each
+    /// component, in component order. The nodes are the job's in their pools' maps, so no
+    /// other job gets them; `einfo` shows them reserved.
+    pub claims: HashMap<u64, Vec<(usize, Vec<NodeId>)>>,
+    /// Running jobs the policy killed, with its reason: their end is PREEMPTED (or a requeue).
+    pub preempted: HashMap<u64, String>,
 }
 
 /// Queue order: higher priority first, then lower id.
@@ -187,6 +197,8 @@ impl Core {
             queue: BTreeSet::new(),
             held: BTreeSet::new(),
             running: BTreeSet::new(),
+            claims: HashMap::new(),
+            preempted: HashMap::new(),
         }
     }
 
@@ -330,6 +342,17 @@ impl Core {
                 pool,
                 steps: steps.clone(),
             }),
+            JobShape::CoAllocated {
+                components,
+                time_limit,
+            } => Request::CoAllocated(CoAllocated {
+                components: components
+                    .iter()
+                    .map(|&nodes| Component { nodes, pool: None })
+                    .collect(),
+                walltime: *time_limit,
+                deadline: rec.spec.deadline,
+            }),
             JobShape::Moldable {
                 configs,
                 model,
@@ -437,16 +460,34 @@ impl Core {
             let (Some(run), Some(shape), Some(start)) = (&a.run, &a.rec.shape, a.rec.start) else {
                 continue;
             };
+            // A preempted job gave its nodes away (see `Core::preempt`).
+            if self.preempted.contains_key(&a.rec.id) {
+                continue;
+            }
             let nodes = self.nodes_of(a.rec.id).len() as u32;
             let pool = PoolId(run.pool as u32);
             let end = start.saturating_add(a.rec.time_limit());
             // Past its limit a job still holds its nodes until the supervisor has killed it:
             // count them for the grace period from now.
             let late = now.saturating_add(grace_ms.max(1_000));
-            let hold = match &run.evolving {
-                _ if end <= now => PoolSteps::flat(pool, now, late, nodes),
-                Some(evo) => evo.holds(pool, start, now, nodes, late),
-                None => PoolSteps::flat(pool, start, end, nodes),
+            let holds = if run.components.is_empty() {
+                vec![match &run.evolving {
+                    _ if end <= now => PoolSteps::flat(pool, now, late, nodes),
+                    Some(evo) => evo.holds(pool, start, now, nodes, late),
+                    None => PoolSteps::flat(pool, start, end, nodes),
+                }]
+            } else {
+                run.components
+                    .iter()
+                    .map(|(p, held)| {
+                        let (p, n) = (PoolId(*p as u32), held.len() as u32);
+                        if end <= now {
+                            PoolSteps::flat(p, now, late, n)
+                        } else {
+                            PoolSteps::flat(p, start, end, n)
+                        }
+                    })
+                    .collect()
             };
             running.push(Running {
                 id: JobId(a.rec.id),
@@ -454,8 +495,11 @@ impl Core {
                 request: self.request_of(&a.rec),
                 shape: shape.clone(),
                 start,
-                holds: vec![hold],
-                killable: false,
+                holds,
+                // A local job (KOALA, §2.1): a rigid job its owner bound to a pool with -p; a
+                // policy that kills (the RPP under GP) may kill only these.
+                killable: a.rec.spec.pool.is_some()
+                    && matches!(a.rec.spec.shape, JobShape::Rigid { .. }),
             });
         }
         // Held jobs never go to the policy: only the queue proper is walked.
@@ -482,6 +526,12 @@ impl Core {
         self.classify(now)
             .into_iter()
             .map(|(rec, _, reason)| {
+                // Claimed nodes wait idle for the job's start deadline.
+                let reason = reason.or_else(|| {
+                    self.claims
+                        .contains_key(&rec.id)
+                        .then_some(PendingReason::Reserved)
+                });
                 let r = reason.unwrap_or_else(|| {
                     let r = if first {
                         PendingReason::Resources
@@ -514,7 +564,7 @@ impl Core {
             Shape::Evolving { pool, steps } => {
                 Some((pool.0 as usize, steps.first().map_or(0, |s| s.nodes)))
             }
-            // Co-allocated jobs cannot be submitted through the API yet.
+            // Several pools: see `Core::start_coallocated`.
             Shape::CoAllocated { .. } => None,
         }
     }
@@ -528,6 +578,9 @@ impl Core {
         now: u64,
         job_dir: PathBuf,
     ) -> Result<JobRecord, String> {
+        if let Shape::CoAllocated { pools } = shape {
+            return self.start_coallocated(id, pools, shape, now, job_dir);
+        }
         let (pool_idx, n) =
             Self::shape_needs(shape).ok_or("co-allocated shapes are not supported by batchd")?;
         let pool = self
@@ -561,6 +614,7 @@ impl Core {
             job_dir,
             cancelling: false,
             evolving: EvoRun::started(&job.rec),
+            components: Vec::new(),
         });
         let rec = job.rec.clone();
         self.queue.remove(&key);
@@ -569,6 +623,170 @@ impl Core {
         self.expected_ep.remove(&id);
         self.expected_mold.remove(&id);
         Ok(rec)
+    }
+
+    /// Claims nodes for pending co-allocated job `id` placed on `pools` (one per component),
+    /// unless it holds a claim already: the lowest free nodes of each pool, all or nothing.
+    pub fn claim(&mut self, id: u64, pools: &[PoolId]) -> Result<(), String> {
+        if self.claims.contains_key(&id) {
+            return Ok(());
+        }
+        let Some(JobShape::CoAllocated { components, .. }) =
+            self.jobs.get(&id).map(|a| &a.rec.spec.shape)
+        else {
+            return Err("not a pending co-allocated job".into());
+        };
+        if components.len() != pools.len() {
+            return Err("the plan's pools do not match the components".into());
+        }
+        let wanted: Vec<(usize, u32)> = pools
+            .iter()
+            .map(|p| p.0 as usize)
+            .zip(components.iter().copied())
+            .collect();
+        let mut got = Vec::new();
+        for (p, n) in wanted {
+            let grown = self
+                .pools
+                .get_mut(p)
+                .ok_or_else(|| "the plan names an unknown pool".to_string())
+                .and_then(|pool| {
+                    // `grow` takes the total: several components may share a pool.
+                    let holds = pool.map.nodes_of(JobId(id)).len();
+                    pool.map
+                        .grow(JobId(id), holds + n as usize)
+                        .map_err(|e| format!("in {}: {e}", pool.pool.name))
+                });
+            match grown {
+                Ok(nodes) => got.push((p, nodes)),
+                Err(e) => {
+                    self.claims.insert(id, got);
+                    self.unclaim(id);
+                    return Err(e);
+                }
+            }
+        }
+        self.claims.insert(id, got);
+        Ok(())
+    }
+
+    /// Running job `id` is killed by the policy (`why`): its nodes go back to the pools at
+    /// once, so that the job it was killed for starts in the same plan, at the deadline
+    /// (KOALA's GP kills at the deadline and the global job starts then, RR-5815 §2.2). Its
+    /// processes get the cancel's SIGTERM and, after the grace period, SIGKILL; until they
+    /// are gone they share the nodes. Its end is PREEMPTED, or a requeue.
+    pub fn preempt(&mut self, id: u64, why: String) {
+        let Some(run) = self.jobs.get(&id).and_then(|a| a.run.as_ref()) else {
+            return;
+        };
+        let pools: Vec<usize> = std::iter::once(run.pool)
+            .chain(run.components.iter().map(|c| c.0))
+            .collect();
+        for p in pools {
+            if let Some(pool) = self.pools.get_mut(p) {
+                pool.map.release_all(JobId(id));
+            }
+        }
+        self.preempted.insert(id, why);
+    }
+
+    /// Gives back the nodes pending job `id` claimed, if any.
+    pub fn unclaim(&mut self, id: u64) {
+        let Some(claim) = self.claims.remove(&id) else {
+            return;
+        };
+        for (p, _) in claim {
+            if let Some(pool) = self.pools.get_mut(p) {
+                pool.map.release_all(JobId(id));
+            }
+        }
+    }
+
+    /// Starts co-allocated job `id` with one component on each of `pools`: on the nodes it
+    /// claimed if it did, otherwise on the lowest free ones, all components at the same
+    /// instant `now`.
+    fn start_coallocated(
+        &mut self,
+        id: u64,
+        pools: &[PoolId],
+        shape: &Shape,
+        now: u64,
+        job_dir: PathBuf,
+    ) -> Result<JobRecord, String> {
+        match self.jobs.get(&id) {
+            None => return Err("job is gone".into()),
+            Some(a) if a.rec.state != JobState::Pending || a.rec.held || a.run.is_some() => {
+                return Err("job is no longer eligible".into())
+            }
+            Some(_) => {}
+        }
+        self.claim(id, pools)?;
+        let components = self.claims.remove(&id).unwrap_or_default();
+        let mut names = Vec::new();
+        let mut pool_names: Vec<String> = Vec::new();
+        for (p, nodes) in &components {
+            let pool = &self.pools[*p];
+            names.extend(pool.names(nodes));
+            if !pool_names.contains(&pool.pool.name) {
+                pool_names.push(pool.pool.name.clone());
+            }
+        }
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return Err("job is gone".into());
+        };
+        job.rec.state = JobState::Running;
+        job.rec.start = Some(now);
+        // Slurm lists a job of several partitions as `a,b`.
+        job.rec.pool = Some(pool_names.join(","));
+        job.rec.nodes = names.len() as u32;
+        job.rec.node_list = Some(hostlist::compress(&names));
+        job.rec.shape = Some(shape.clone());
+        let key = queue_key(&job.rec);
+        job.run = Some(RunState {
+            pool: components.first().map_or(0, |c| c.0),
+            job_dir,
+            cancelling: false,
+            evolving: None,
+            components,
+        });
+        let rec = job.rec.clone();
+        self.queue.remove(&key);
+        self.running.insert(id);
+        self.expected.remove(&id);
+        self.expected_ep.remove(&id);
+        Ok(rec)
+    }
+
+    /// Each component of running co-allocated job `id`: its pool's name and its nodes' names
+    /// (empty for every other job).
+    pub fn components_of(&self, id: u64) -> Vec<(String, Vec<String>)> {
+        let Some(run) = self.jobs.get(&id).and_then(|a| a.run.as_ref()) else {
+            return Vec::new();
+        };
+        run.components
+            .iter()
+            .filter_map(|(p, nodes)| {
+                let pool = self.pools.get(*p)?;
+                Some((pool.pool.name.clone(), pool.names(nodes)))
+            })
+            .collect()
+    }
+
+    /// Puts preempted job `rec` (just finished) back in the queue with its id, as Slurm's
+    /// requeue does: pending again, its run's fields cleared, the reason kept in `detail`.
+    pub fn requeue(&mut self, mut rec: JobRecord, why: String) {
+        rec.state = JobState::Pending;
+        rec.start = None;
+        rec.end = None;
+        rec.exit_code = None;
+        rec.signal = None;
+        rec.pool = None;
+        rec.node_list = None;
+        rec.nodes = 0;
+        rec.shape = None;
+        rec.detail = Some(format!("requeued: {why}"));
+        self.finished.remove(&rec.id);
+        self.insert(Active { rec, run: None });
     }
 
     /// Re-attaches a running job found in the database at start-up (`now`) to its nodes.
@@ -627,6 +845,7 @@ impl Core {
                 job_dir,
                 cancelling,
                 evolving,
+                components: Vec::new(),
             }),
         });
         Ok(())
@@ -636,10 +855,14 @@ impl Core {
     /// its nodes; returns the final record.
     pub fn finish(&mut self, id: u64, finish: impl FnOnce(&mut JobRecord)) -> Option<JobRecord> {
         self.unindex(id);
+        self.unclaim(id);
         let mut a = self.jobs.remove(&id)?;
         if let Some(run) = &a.run {
-            if let Some(pool) = self.pools.get_mut(run.pool) {
-                pool.map.release_all(JobId(id));
+            let pools = std::iter::once(run.pool).chain(run.components.iter().map(|c| c.0));
+            for p in pools {
+                if let Some(pool) = self.pools.get_mut(p) {
+                    pool.map.release_all(JobId(id));
+                }
             }
         }
         finish(&mut a.rec);
@@ -780,6 +1003,144 @@ mod tests {
         assert_eq!(
             snap.pending.iter().map(|p| p.id.0).collect::<Vec<_>>(),
             vec![2, 4]
+        );
+    }
+
+    fn two_pools() -> Core {
+        Core::new([("a", 4), ("b", 4)])
+    }
+
+    fn global(id: u64) -> JobRecord {
+        let mut r = rec(id);
+        r.spec.shape = JobShape::CoAllocated {
+            components: vec![3, 2],
+            time_limit: 1000,
+        };
+        r.spec.deadline = Some(5_000);
+        r
+    }
+
+    #[test]
+    fn claimed_nodes_are_the_ones_a_global_job_starts_on() {
+        let mut c = two_pools();
+        add(&mut c, global(1));
+        let pools = [PoolId(1), PoolId(0)];
+        c.claim(1, &pools).unwrap();
+        assert_eq!((c.pools[0].free(), c.pools[1].free()), (2, 1));
+        assert_eq!(c.reason_of(0, 1), Some(PendingReason::Reserved));
+        // A second claim of the same plan changes nothing.
+        c.claim(1, &pools).unwrap();
+        assert_eq!(c.pools[1].free(), 1);
+        let shape = Shape::CoAllocated {
+            pools: pools.to_vec(),
+        };
+        let r = c.start(1, &shape, 5_000, PathBuf::new()).unwrap();
+        assert_eq!(r.pool.as_deref(), Some("b,a"));
+        assert_eq!(r.node_list.as_deref(), Some("b[001-003],a[001-002]"));
+        assert_eq!(r.nodes, 5);
+        assert!(c.claims.is_empty());
+        // Two components in one pool get nodes of their own.
+        add(&mut c, global(2));
+        let shared = Shape::CoAllocated {
+            pools: vec![PoolId(0), PoolId(0)],
+        };
+        assert!(c.start(2, &shared, 5_000, PathBuf::new()).is_err());
+        assert_eq!(c.pools[0].free(), 2);
+        c.finish(2, |r| r.state = JobState::Cancelled);
+        let mut g = global(3);
+        g.spec.shape = JobShape::CoAllocated {
+            components: vec![1, 1],
+            time_limit: 1000,
+        };
+        add(&mut c, g);
+        let r = c.start(3, &shared, 5_000, PathBuf::new()).unwrap();
+        assert_eq!(r.node_list.as_deref(), Some("a[003-004]"));
+        assert_eq!(
+            c.components_of(3),
+            vec![
+                ("a".to_string(), vec!["a003".to_string()]),
+                ("a".to_string(), vec!["a004".to_string()]),
+            ]
+        );
+        assert_eq!(r.pool.as_deref(), Some("a"));
+        c.finish(3, |r| r.state = JobState::Completed);
+        assert_eq!(
+            c.components_of(1),
+            vec![
+                (
+                    "b".to_string(),
+                    vec!["b001".into(), "b002".into(), "b003".into()]
+                ),
+                ("a".to_string(), vec!["a001".into(), "a002".into()]),
+            ]
+        );
+        let snap = c.snapshot(5_000, 0);
+        let holds: Vec<(u32, u32)> = snap.running[0]
+            .holds
+            .iter()
+            .map(|h| (h.pool.0, h.steps[0].nodes))
+            .collect();
+        assert_eq!(holds, vec![(1, 3), (0, 2)]);
+        c.finish(1, |r| r.state = JobState::Completed);
+        assert_eq!((c.pools[0].free(), c.pools[1].free()), (4, 4));
+    }
+
+    #[test]
+    fn a_claim_that_does_not_fit_takes_nothing_and_unclaim_gives_back() {
+        let mut c = two_pools();
+        add(&mut c, global(1));
+        add(&mut c, global(2));
+        c.claim(1, &[PoolId(0), PoolId(1)]).unwrap();
+        // Job 2's 3 nodes would fit in b, its 2 no longer in a: nothing is taken.
+        assert!(c.claim(2, &[PoolId(1), PoolId(0)]).is_err());
+        assert_eq!((c.pools[0].free(), c.pools[1].free()), (1, 2));
+        assert!(!c.claims.contains_key(&2));
+        c.unclaim(1);
+        assert_eq!((c.pools[0].free(), c.pools[1].free()), (4, 4));
+        // Cancelling a claimed job frees its nodes too.
+        c.claim(2, &[PoolId(1), PoolId(0)]).unwrap();
+        c.finish(2, |r| r.state = JobState::Cancelled);
+        assert_eq!((c.pools[0].free(), c.pools[1].free()), (4, 4));
+    }
+
+    #[test]
+    fn only_pool_bound_rigid_jobs_are_killable_and_preemption_hands_over_nodes() {
+        let mut c = two_pools();
+        let mut local = rec(1);
+        local.spec.pool = Some("a".into());
+        add(&mut c, local);
+        add(&mut c, rec(2));
+        c.start(1, &Shape::rigid(PoolId(0), 2, 1000), 0, PathBuf::new())
+            .unwrap();
+        c.start(2, &Shape::rigid(PoolId(0), 2, 1000), 0, PathBuf::new())
+            .unwrap();
+        let killable: Vec<(u64, bool)> = c
+            .snapshot(0, 0)
+            .running
+            .iter()
+            .map(|r| (r.id.0, r.killable))
+            .collect();
+        assert_eq!(killable, vec![(1, true), (2, false)]);
+        c.preempt(1, "for job 3".into());
+        assert_eq!(c.pools[0].free(), 2);
+        // The preempted job is out of the policy's view, still active until its end.
+        assert_eq!(c.snapshot(0, 0).running.len(), 1);
+        assert_eq!(c.state_of(1), Some(JobState::Running));
+        // A requeue puts it back with its id, pending, its run forgotten.
+        let why = c.preempted.remove(&1).unwrap();
+        let r = c.finish(1, |r| r.state = JobState::Preempted).unwrap();
+        c.requeue(r, why);
+        let a = &c.jobs[&1];
+        assert_eq!(a.rec.state, JobState::Pending);
+        assert!(a.rec.start.is_none() && a.rec.node_list.is_none() && a.run.is_none());
+        assert_eq!(a.rec.detail.as_deref(), Some("requeued: for job 3"));
+        assert_eq!(
+            c.snapshot(0, 0)
+                .pending
+                .iter()
+                .map(|p| p.id.0)
+                .collect::<Vec<_>>(),
+            vec![1]
         );
     }
 }

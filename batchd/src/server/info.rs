@@ -19,20 +19,26 @@ pub fn handle(d: &Arc<Daemon>) -> Reply {
                     let job = p.holder(i);
                     NodeInfo {
                         name: p.node_name(i),
-                        state: if job.is_some() {
-                            NodeState::Allocated
-                        } else {
-                            NodeState::Idle
+                        state: match job {
+                            // A pending holder has claimed the node for a later start.
+                            Some(j) if core.claims.contains_key(&j) => NodeState::Reserved,
+                            Some(_) => NodeState::Allocated,
+                            None => NodeState::Idle,
                         },
                         job,
                     }
                 })
                 .collect();
             let names: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
+            let reserved = nodes
+                .iter()
+                .filter(|n| n.state == NodeState::Reserved)
+                .count() as u32;
             PoolInfo {
                 name: p.pool.name.clone(),
                 total: p.pool.nodes,
-                allocated: p.pool.nodes - p.free(),
+                allocated: p.pool.nodes - p.free() - reserved,
+                reserved,
                 node_list: hostlist::compress(&names),
                 nodes,
             }

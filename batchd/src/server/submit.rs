@@ -18,9 +18,23 @@ use sched_core::JobId;
 /// Checks `spec` against the cluster: pool, size, dependencies.
 pub fn check_against(core: &Core, spec: &JobSpec) -> Result<(), ErrorReply> {
     let invalid = |m: String| ErrorReply::new(ErrorKind::InvalidSpec, m);
-    // A moldable job needs room for its smallest configuration only: a policy drops the
-    // configurations no pool can hold.
-    let need = spec.shape.least_nodes();
+    // A co-allocated job's components may go to different pools: each must fit in one, and
+    // all of them in the whole cluster.
+    let need = match &spec.shape {
+        JobShape::CoAllocated { components, .. } => {
+            let total: u64 = core.pools.iter().map(|p| u64::from(p.pool.nodes)).sum();
+            let want: u64 = components.iter().map(|&n| u64::from(n)).sum();
+            if want > total {
+                return Err(invalid(format!(
+                    "Requested node configuration is not available: {want} nodes in all, the pools have {total}"
+                )));
+            }
+            components.iter().copied().max().unwrap_or(0)
+        }
+        // A moldable job needs room for its smallest configuration only: a policy drops the
+        // configurations no pool can hold.
+        shape => shape.least_nodes(),
+    };
     match &spec.pool {
         Some(name) => {
             let Some(i) = core.pool_index(name) else {

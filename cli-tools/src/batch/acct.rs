@@ -168,18 +168,46 @@ pub fn render(jobs: &[JobInfo], cli: &AcctCli, zone: &Zone) -> String {
             cells.join(" ")
         }
     };
+    // Why a job ended as it did (preempted, failed at its deadline, rejected) is what its
+    // owner asks sacct's `Reason` for; the column appears when some listed job has one, so
+    // the usual table keeps sacct's default columns.
+    let reasons = jobs.iter().any(|j| j.detail.is_some());
+    let with_reason = |mut l: String, r: &str| {
+        if reasons {
+            l.push_str(if sep { "|" } else { " " });
+            l.push_str(r);
+            if sep && cli.parsable {
+                l.push('|');
+            }
+        }
+        l
+    };
     if !cli.noheader {
         let names: Vec<String> = COLUMNS.iter().map(|(n, _)| n.to_string()).collect();
-        out.push_str(&line(&names));
+        let l = line(&names);
+        out.push_str(&with_reason(
+            if reasons && cli.parsable {
+                l[..l.len() - 1].to_string()
+            } else {
+                l
+            },
+            "Reason",
+        ));
         out.push('\n');
         if !sep {
             let dashes: Vec<String> = COLUMNS.iter().map(|(_, w)| "-".repeat(*w)).collect();
-            out.push_str(&dashes.join(" "));
+            out.push_str(&with_reason(dashes.join(" "), "------"));
             out.push('\n');
         }
     }
     for j in jobs {
-        out.push_str(&line(&values(j, zone)));
+        let l = line(&values(j, zone));
+        let l = if reasons && cli.parsable {
+            l[..l.len() - 1].to_string()
+        } else {
+            l
+        };
+        out.push_str(&with_reason(l, j.detail.as_deref().unwrap_or("None")));
         out.push('\n');
     }
     out

@@ -198,6 +198,14 @@ pub fn show_job(j: &JobInfo, now: Time, zone: &Zone) -> String {
             }
             format!("moldable({})", parts.join(","))
         }
+        JobShape::CoAllocated { components, .. } => format!(
+            "coallocated({})",
+            components
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
     };
     let reason = if j.state == batch_proto::JobState::Pending {
         reason(j)

@@ -49,6 +49,7 @@ fn state_name(s: NodeState) -> &'static str {
     match s {
         NodeState::Idle => "idle",
         NodeState::Allocated => "alloc",
+        NodeState::Reserved => "resv",
     }
 }
 
@@ -109,12 +110,13 @@ pub fn render(info: &ClusterInfo, cli: &InfoCli) -> String {
             "NODELIST",
         ]));
         for p in &pools {
-            let idle = p.total.saturating_sub(p.allocated);
+            // Reserved (claimed) nodes are "other" in Slurm's A/I/O/T.
+            let idle = p.total.saturating_sub(p.allocated + p.reserved);
             rows.push(vec![
                 p.name.clone(),
                 "up".into(),
                 "infinite".into(),
-                format!("{}/{}/0/{}", p.allocated, idle, p.total),
+                format!("{}/{}/{}/{}", p.allocated, idle, p.reserved, p.total),
                 p.node_list.clone(),
             ]);
         }
@@ -128,7 +130,7 @@ pub fn render(info: &ClusterInfo, cli: &InfoCli) -> String {
             "NODELIST",
         ]));
         for p in &pools {
-            for st in [NodeState::Allocated, NodeState::Idle] {
+            for st in [NodeState::Allocated, NodeState::Reserved, NodeState::Idle] {
                 let names: Vec<&str> = p
                     .nodes
                     .iter()
@@ -193,6 +195,7 @@ mod tests {
                 name: "debug".into(),
                 total: 4,
                 allocated: 2,
+                reserved: 0,
                 node_list: "debug[001-004]".into(),
                 nodes,
             }],

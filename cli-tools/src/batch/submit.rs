@@ -80,6 +80,21 @@ pub struct SubmitOpts {
     /// (default 1; the bicriteria policy favours heavier jobs).
     #[arg(long, value_name = "W")]
     pub weight: Option<String>,
+    /// Co-allocated (global) job: node counts of its components, N[,N...], placed by the
+    /// policy on pools and started together; needs --deadline.
+    #[arg(long, value_name = "NODES")]
+    pub components: Option<String>,
+    /// Start deadline of a co-allocated job: the forms of --begin, or +N[unit] from now
+    /// (`+10min`); a job not started by then ends FAILED with reason Deadline.
+    #[arg(long, value_name = "TIME")]
+    pub deadline: Option<String>,
+    /// If the policy preempts the job, requeue it (back to PENDING, same id) instead of ending
+    /// it PREEMPTED.
+    #[arg(long, overrides_with = "no_requeue")]
+    pub requeue: bool,
+    /// Never requeue the job: a preempted job ends PREEMPTED (the default).
+    #[arg(long = "no-requeue", overrides_with = "requeue")]
+    pub no_requeue: bool,
     /// Working directory of the job (default: the current directory).
     #[arg(short = 'D', long, value_name = "DIR")]
     pub chdir: Option<String>,
@@ -335,6 +350,10 @@ impl SubmitOpts {
             moldable_model,
             nodes_range,
             weight,
+            components,
+            deadline,
+            requeue,
+            no_requeue,
             chdir,
             export,
             test_only,
@@ -366,6 +385,19 @@ impl SubmitOpts {
             moldable_model: moldable_model.or(other.moldable_model),
             nodes_range: nodes_range.or(other.nodes_range),
             weight: weight.or(other.weight),
+            components: components.or(other.components),
+            deadline: deadline.or(other.deadline),
+            // One choice, whichever of the pair says it: the first source that says either.
+            requeue: if requeue || no_requeue {
+                requeue
+            } else {
+                other.requeue
+            },
+            no_requeue: if requeue || no_requeue {
+                no_requeue
+            } else {
+                other.no_requeue
+            },
             chdir: chdir.or(other.chdir),
             export: export.or(other.export),
             test_only: test_only || other.test_only,
@@ -464,6 +496,18 @@ impl SubmitOpts {
         let weight = pick(&self.weight, None, &s.weight)
             .map(|(v, o)| parse_weight(&v).map_err(|e| sourced(o, e)))
             .transpose()?;
+        let components = pick(&self.components, None, &s.components)
+            .map(|(v, o)| parse_components(&v).map_err(|e| sourced(o, e)))
+            .transpose()?;
+        let deadline = pick(&self.deadline, None, &s.deadline)
+            .map(|(v, o)| parse_deadline(&v, ctx.now, ctx.zone).map_err(|e| sourced(o, e)))
+            .transpose()?;
+        // The command line's choice wins over the script's, either way.
+        let requeue = if self.requeue || self.no_requeue {
+            self.requeue
+        } else {
+            s.requeue
+        };
         let array = pick(&self.array, None, &s.array)
             .map(|(v, o)| {
                 batch_proto::ArraySpec::parse(&v).map_err(|reason| {
@@ -574,6 +618,18 @@ impl SubmitOpts {
                 "--profile/--moldable/--moldable-model give the nodes and times; drop -N/--nodes and -t/--time",
             ));
         }
+        if components.is_some()
+            && (profile.is_some() || is_moldable || nodes.is_some() || pool.is_some())
+        {
+            return Err(conflict(
+                "--components gives the nodes and lets the policy choose the pools; drop -N, -p, --profile and --moldable",
+            ));
+        }
+        if components.is_some() != deadline.is_some() {
+            return Err(conflict(
+                "--components and --deadline go together (a co-allocated job has a start deadline)",
+            ));
+        }
         let workdir = match pick(&self.chdir, None, &s.chdir) {
             Some((d, _)) => ctx.cwd.join(d),
             None => ctx.cwd.to_path_buf(),
@@ -590,7 +646,23 @@ impl SubmitOpts {
                 reason: "the first line must start with #! followed by an interpreter".into(),
             });
         }
-        let shape = if let Some(steps) = profile {
+        let time_limit = match time_limit {
+            None => DEFAULT_TIME_LIMIT,
+            Some(TimeLimit::Limited(d)) => d,
+            // batchd gives the job its pool's max_time (365 days for a pool without one).
+            Some(TimeLimit::Unlimited) => batch_proto::TIME_UNLIMITED,
+        };
+        let shape = if let Some(components) = components {
+            if time_limit == batch_proto::TIME_UNLIMITED {
+                return Err(SpecError::Conflict(
+                    "a co-allocated job needs a finite time limit (-t)".into(),
+                ));
+            }
+            JobShape::CoAllocated {
+                components,
+                time_limit,
+            }
+        } else if let Some(steps) = profile {
             JobShape::Evolving { steps }
         } else if is_moldable {
             JobShape::Moldable {
@@ -599,12 +671,6 @@ impl SubmitOpts {
                 weight,
             }
         } else {
-            let time_limit = match time_limit {
-                None => DEFAULT_TIME_LIMIT,
-                Some(TimeLimit::Limited(d)) => d,
-                // batchd gives the job its pool's max_time (365 days for a pool without one).
-                Some(TimeLimit::Unlimited) => batch_proto::TIME_UNLIMITED,
-            };
             JobShape::Rigid {
                 nodes: nodes.unwrap_or(1),
                 time_limit,
@@ -638,6 +704,8 @@ impl SubmitOpts {
             resources: (!resources.is_empty()).then(|| Box::new(resources)),
             account,
             qos,
+            deadline,
+            requeue,
         };
         Ok(Submission {
             job,
@@ -645,6 +713,62 @@ impl SubmitOpts {
             parsable: self.parsable || s.parsable,
         })
     }
+}
+
+/// The reason of an inner parser's error, without its own `invalid … '…'` prefix.
+fn reason_of(e: SpecError) -> String {
+    match e {
+        SpecError::Invalid { reason, .. } => reason,
+        other => other.to_string(),
+    }
+}
+
+/// Parses `--components`: node counts `N[,N...]` (each as `-N` takes it).
+pub fn parse_components(input: &str) -> Result<Vec<u32>, SpecError> {
+    let out = input
+        .split(',')
+        .map(|n| parse_nodes(n.trim()))
+        .collect::<Result<Vec<u32>, _>>()
+        .map_err(|e| SpecError::Invalid {
+            what: "components",
+            input: input.to_string(),
+            reason: reason_of(e),
+        })?;
+    if out.len() > batch_proto::MAX_COMPONENTS {
+        return Err(SpecError::Invalid {
+            what: "components",
+            input: input.to_string(),
+            reason: format!("at most {} components", batch_proto::MAX_COMPONENTS),
+        });
+    }
+    Ok(out)
+}
+
+/// Parses `--deadline`: every form of `--begin` ([`parse_begin`]: `HH:MM[:SS]`, `now+N<unit>`,
+/// ISO dates, …), and `+N<unit>` for `now+N<unit>` (Slurm's `--deadline` takes the forms of
+/// `--begin`; the short one is ours). It must be in the future.
+pub fn parse_deadline(input: &str, now: Time, zone: &Zone) -> Result<Time, SpecError> {
+    let s = input.trim();
+    // `+N` is an offset from now to the millisecond (deadlines of a second or two must not
+    // lose the part of a second `now` has, as `now+N` of --begin does).
+    let t = match s.strip_prefix('+') {
+        Some(rest) => parse_begin(&format!("now+{rest}"), now, zone)
+            .and_then(|t| Ok(now + t.saturating_sub(parse_begin("now", now, zone)?))),
+        None => parse_begin(s, now, zone),
+    }
+    .map_err(|e| SpecError::Invalid {
+        what: "deadline",
+        input: input.to_string(),
+        reason: reason_of(e),
+    })?;
+    if t <= now {
+        return Err(SpecError::Invalid {
+            what: "deadline",
+            input: input.to_string(),
+            reason: "it has already passed".into(),
+        });
+    }
+    Ok(t)
 }
 
 /// Applies `--export`: `ALL` (everything), `NONE` (nothing), or a list of names (taken from
@@ -1295,5 +1419,74 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.ends_with("(from #ESUB/#SBATCH directive)"), "{e}");
+    }
+
+    #[test]
+    fn global_jobs_take_components_a_deadline_and_requeue_from_any_source() {
+        let script = "#!/bin/sh\n#ESUB --components 4,2 --deadline +10min --requeue\ntrue\n";
+        let spec = wire(&resolve(&cli(&["job.sh"]), script, &[]).unwrap()).unwrap();
+        assert_eq!(
+            spec.shape,
+            JobShape::CoAllocated {
+                components: vec![4, 2],
+                time_limit: DEFAULT_TIME_LIMIT
+            }
+        );
+        assert_eq!(spec.deadline, Some(1_000_000 + 10 * MINUTE));
+        assert!(spec.requeue);
+        let s = resolve(&cli(&["--no-requeue", "job.sh"]), script, &[]).unwrap();
+        assert!(!s.requeue);
+        // An #ESUB line's choice wins over an #SBATCH line's, either way.
+        let both = "#!/bin/sh\n#ESUB --no-requeue\n#SBATCH --requeue\n";
+        assert!(!resolve(&cli(&["job.sh"]), both, &[]).unwrap().requeue);
+        // A local job: rigid, bound to its pool, requeued when preempted.
+        let spec = resolve(
+            &cli(&["-p", "a", "--requeue", "job.sh"]),
+            "#!/bin/sh\n",
+            &[],
+        )
+        .unwrap();
+        assert_eq!((spec.pool.as_deref(), spec.requeue), (Some("a"), true));
+    }
+
+    #[test]
+    fn deadlines_parse_like_begin_times_and_must_be_ahead() {
+        let z = fixed_zone(0);
+        // 1_000_000 ms is 00:16:40 on 1970-01-01.
+        let now = 1_000_000;
+        assert_eq!(parse_deadline("+2s", now, &z).unwrap(), now + 2 * SECOND);
+        assert_eq!(
+            parse_deadline("+10min", now, &z).unwrap(),
+            now + 10 * MINUTE
+        );
+        assert_eq!(
+            parse_deadline("now+1hour", now, &z).unwrap(),
+            1_000 * SECOND + 3_600 * SECOND
+        );
+        assert_eq!(parse_deadline("10:30", now, &z).unwrap(), 37_800 * SECOND);
+        for bad in ["yesterday", "+", "now-1minute", "1970-01-01T00:00:00"] {
+            let e = parse_deadline(bad, now, &z).unwrap_err().to_string();
+            assert!(e.starts_with("invalid deadline"), "{bad}: {e}");
+        }
+        assert_eq!(parse_components("16, 16,8").unwrap(), vec![16, 16, 8]);
+        for bad in ["", "4,", "0", "2,-1", "x"] {
+            assert!(parse_components(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn global_options_that_do_not_go_together_are_refused() {
+        let base = ["--components", "2,2", "--deadline", "+1min"];
+        for extra in [&["-N", "2"][..], &["-p", "a"], &["--profile", "60:2"]] {
+            let mut args: Vec<&str> = base.to_vec();
+            args.extend_from_slice(extra);
+            args.push("job.sh");
+            let e = resolve(&cli(&args), "#!/bin/sh\n", &[]).unwrap_err();
+            assert!(matches!(e, SpecError::Conflict(_)), "{extra:?}: {e}");
+        }
+        let e = resolve(&cli(&["--components", "2", "job.sh"]), "#!/bin/sh\n", &[]).unwrap_err();
+        assert!(e.to_string().contains("--deadline"), "{e}");
+        let e = resolve(&cli(&["--deadline", "+1min", "job.sh"]), "#!/bin/sh\n", &[]).unwrap_err();
+        assert!(e.to_string().contains("--components"), "{e}");
     }
 }

@@ -418,18 +418,23 @@ impl Policy for Rpp {
                         g.settled = epoch;
                     }
                     std::cmp::Ordering::Greater => {
-                        // Only a driver that calls late gets here; a start after D is a failure.
+                        // Only a driver that calls late gets here (batchd tells a call that
+                        // comes a little late the instant it asked for, so only a long delay
+                        // does); a start after D is a failure, the same as a failed final try.
                         for (&(n, _), &i) in g.comps.iter().zip(pools) {
                             call.idle[i] += i64::from(n);
                         }
                         g.claim = None;
                         g.settled = epoch;
-                        call.reject(p.id, "start deadline passed before the scheduler ran");
+                        call.reject(
+                            p.id,
+                            "Deadline: the start deadline passed before the scheduler ran",
+                        );
                     }
                 }
             } else if deadline < now {
                 g.settled = epoch;
-                call.reject(p.id, "start deadline already passed");
+                call.reject(p.id, "Deadline: the start deadline has already passed");
             } else if g.next <= now {
                 due.push(p.id);
             }

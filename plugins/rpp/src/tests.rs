@@ -239,3 +239,27 @@ fn params_parse_and_refuse_nonsense() {
     }
     assert!(Rpp::from_params(&Params::from_pairs([("lq", "0.5")])).is_err());
 }
+
+#[test]
+fn a_call_after_the_deadline_fails_the_job_as_a_deadline_failure() {
+    // batchd tells a slightly late call the instant it asked for; a call long after the
+    // deadline (a daemon that was down) fails claimed and unplaced jobs alike, with the
+    // `Deadline` reason the driver turns into FAILED.
+    let pools = pools(&[10]);
+    let mut p = Rpp::new(config(0.5, None, Priority::Gp, None));
+    let pend = vec![
+        global(1, 0, &[4], 300, 1000),
+        global(2, 0, &[20], 300, 1000),
+    ];
+    let plan = call(&mut p, 500, &pools, &[], &pend);
+    assert_eq!(plan.placements.len(), 1);
+    // Job 2 can never fit: refused at once, not a deadline failure.
+    assert!(!plan.rejects[0].reason.starts_with("Deadline"));
+    let plan = call(&mut p, 1001, &pools, &[], &pend[..1]);
+    assert!(plan.placements.is_empty());
+    assert!(plan.rejects[0].reason.starts_with("Deadline"), "{plan:?}");
+    // Seen for the first time after its deadline: the same.
+    let mut p = Rpp::new(Config::default());
+    let plan = call(&mut p, 2000, &pools, &[], &pend[..1]);
+    assert!(plan.rejects[0].reason.starts_with("Deadline"), "{plan:?}");
+}
