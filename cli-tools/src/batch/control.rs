@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use batch_proto::{
     ClientError, HoldRequest, InfoRequest, JobInfo, JobShape, ListRequest, ReconfigureRequest,
-    ReleaseRequest, Request, Response, ShowJobRequest, StepStatus, UpdateRequest, VersionRequest,
+    Request, Response, ShowJobRequest, StepStatus, UnholdRequest, UpdateRequest, VersionRequest,
 };
 use clap::{Parser, Subcommand};
 use sched_core::time::Time;
@@ -54,8 +54,9 @@ pub enum ControlCommand {
         #[arg(required = true)]
         ids: Vec<String>,
     },
-    /// Release held jobs.
-    Release {
+    /// Release held jobs: they may start again (`Unhold` in the protocol).
+    #[command(name = "release")]
+    Unhold {
         /// Job ids.
         #[arg(required = true)]
         ids: Vec<String>,
@@ -294,11 +295,11 @@ pub fn run(cli: ControlCli) -> anyhow::Result<ExitCode> {
             let ids = parse_ids(&ids)?;
             acted("hold", client.request(&Request::Hold(HoldRequest { ids }))?)
         }
-        ControlCommand::Release { ids } => {
+        ControlCommand::Unhold { ids } => {
             let ids = parse_ids(&ids)?;
             acted(
                 "release",
-                client.request(&Request::Release(ReleaseRequest { ids }))?,
+                client.request(&Request::Unhold(UnholdRequest { ids }))?,
             )
         }
         ControlCommand::Update { .. } => {
