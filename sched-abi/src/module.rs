@@ -35,11 +35,11 @@ impl std::fmt::Display for AbiVersion {
 }
 
 /// The ABI this build of `sched-abi` speaks.
-pub const ABI_VERSION: AbiVersion = AbiVersion { major: 1, minor: 0 };
+pub const ABI_VERSION: AbiVersion = AbiVersion { major: 2, minor: 0 };
 
 /// [`ABI_VERSION`] as text, for abi_stable's own version check; must agree with it (a unit test
 /// checks).
-const ABI_VERSION_STR: &str = "1.0.0";
+const ABI_VERSION_STR: &str = "2.0.0";
 
 /// What went wrong on the plugin's side of a call.
 #[repr(u8)]
@@ -74,6 +74,14 @@ pub trait FfiPolicy: Send {
     /// call (the policy overwrites it); a panic comes back as [`FfiErrorKind::Panic`].
     #[sabi(last_prefix_field)]
     fn plan(
+        &mut self,
+        snapshot: &FfiSnapshot,
+        plan: &mut FfiPlan,
+    ) -> abi_stable::std_types::RResult<(), FfiError>;
+
+    /// [`sched_core::Policy::plan_starts`] into `plan` (since ABI 2.0): only what the driver
+    /// acts on at once crosses the boundary, not a long queue's every expected start.
+    fn plan_starts(
         &mut self,
         snapshot: &FfiSnapshot,
         plan: &mut FfiPlan,

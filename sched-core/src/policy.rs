@@ -57,6 +57,11 @@ pub struct Pending {
     pub priority: i64,
     /// What it asks for.
     pub request: Request,
+    /// Whether the job has a launcher that wants its view (CooRM, Klein & Pérez HPCC 2011
+    /// §III-A): a policy that fills views fills one for these jobs only, so that views cost
+    /// nothing when nobody asks. Absent from older serialised snapshots, hence `false`.
+    #[serde(default)]
+    pub wants_view: bool,
 }
 
 /// A job that holds nodes now.
@@ -239,13 +244,53 @@ pub fn kill_beneficiary(reason: &str) -> Option<JobId> {
     rest[at + "[for job ".len()..].parse().ok().map(JobId)
 }
 
-/// A per-job view of the cluster (CooRM's CAPs): what the job may count on, per pool.
+/// The duration of the last step of a CAP: "free forever after" (see [`View`]).
+pub const FOREVER: crate::time::Duration = crate::time::Duration::MAX;
+
+/// A per-job view of the cluster (CooRM's CAPs, Klein & Pérez HPCC 2011 §III-A): what the job
+/// may count on, per pool, after the jobs ahead of it in the queue.
+///
+/// Representation of a CAP (Cluster Availability Profile), one [`PoolSteps`] per pool:
+/// - `start` is the snapshot's `now` (a CAP says nothing of the past);
+/// - the steps, back to back, give the number of **free** nodes (not held) on each interval;
+///   consecutive steps have different counts, and a step may have 0 nodes;
+/// - the **last step has duration [`FOREVER`]**: its count holds for ever after (once every
+///   hold and reservation has ended, normally the pool's size). A CAP therefore never ends;
+///   [`PoolSteps::end`] saturates to `Time::MAX` for it.
+///
+/// Every pool of the snapshot has a CAP, in pool-id order, even when the job's request does not
+/// use it: a launcher chooses its pools from the view (§III-B).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct View {
     /// The job the view is for.
     pub job: JobId,
-    /// Available nodes over time, per pool.
+    /// Free nodes over time, per pool (the CAPs).
     pub available: Vec<PoolSteps>,
+}
+
+impl View {
+    /// Free nodes of `pool` at `t` (`None` for a pool the view does not know or a `t` before
+    /// its CAP starts).
+    pub fn free_at(&self, pool: PoolId, t: Time) -> Option<u32> {
+        let cap = self.available.iter().find(|c| c.pool == pool)?;
+        cap_value_at(cap, t)
+    }
+}
+
+/// The value of the CAP `cap` at `t`, `None` before it starts (see [`View`]).
+pub fn cap_value_at(cap: &PoolSteps, t: Time) -> Option<u32> {
+    if t < cap.start {
+        return None;
+    }
+    let mut from = cap.start;
+    for s in &cap.steps {
+        let end = from.saturating_add(s.duration);
+        if t < end || s.duration == FOREVER {
+            return Some(s.nodes);
+        }
+        from = end;
+    }
+    None
 }
 
 /// A policy's answer.
@@ -261,6 +306,25 @@ pub struct Plan {
     pub wake_at: Option<Time>,
     /// Views sent to the jobs' launchers.
     pub views: Vec<View>,
+}
+
+impl Plan {
+    /// This plan without its expected starts: the placements starting after `now` are dropped
+    /// and `wake_at` is brought forward to the earliest of them, so that a driver which comes
+    /// back at a plan's expected starts comes back at the same instants.
+    pub fn starts_only(mut self, now: Time) -> Plan {
+        let mut earliest = self.wake_at;
+        self.placements.retain(|p| {
+            if p.start > now {
+                earliest = Some(earliest.map_or(p.start, |w| w.min(p.start)));
+                false
+            } else {
+                true
+            }
+        });
+        self.wake_at = earliest;
+        self
+    }
 }
 
 /// A policy's parameters, from `--param key=value` or the policy's TOML table, as text.
@@ -390,6 +454,18 @@ pub trait Policy {
     /// Answers a snapshot with a plan. Called by the driver whenever something changed, or at
     /// the plan's `wake_at`.
     fn plan(&mut self, snapshot: &Snapshot<'_>) -> Plan;
+
+    /// The plan reduced to what a driver acts on at once: the placements starting at `now`,
+    /// the kills, the rejects and the views, with `wake_at` no later than the earliest start
+    /// it leaves out (see [`Plan::starts_only`]). A driver that shows no expected starts (esim)
+    /// asks for this instead of [`Policy::plan`]: answering a long queue's every expected start
+    /// at every call is most of the cost of a replay.
+    ///
+    /// It must start, kill and reject exactly what `plan` would for the same snapshot and
+    /// state; a policy overrides it only to do less work, never to decide otherwise.
+    fn plan_starts(&mut self, snapshot: &Snapshot<'_>) -> Plan {
+        self.plan(snapshot).starts_only(snapshot.now)
+    }
 }
 
 /// A policy that can be built from its name's parameters: what `sched-abi`'s export macro and
