@@ -30,9 +30,9 @@ pub mod socket;
 pub use client::{Client, ClientError};
 pub use frame::{FrameError, MAX_FRAME};
 pub use job::{
-    DepKind, Dependency, JobInfo, JobInfoRef, JobShape, JobSpec, JobState, PendingReason,
-    SpecError, StepPhase, StepStatus, MAX_BEGIN_AHEAD, MAX_PRIORITY, MAX_TIME_LIMIT, MIN_PRIORITY,
-    TIME_UNLIMITED,
+    DepKind, Dependency, JobInfo, JobInfoRef, JobShape, JobSpec, JobState, MoldModel,
+    PendingReason, SpecError, StepPhase, StepStatus, MAX_BEGIN_AHEAD, MAX_MODEL_NODES,
+    MAX_PRIORITY, MAX_TIME_LIMIT, MAX_WEIGHT, MIN_PRIORITY, TIME_UNLIMITED,
 };
 pub use message::*;
 pub use signal::parse_signal;

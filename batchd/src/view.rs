@@ -8,7 +8,8 @@
 
 #[cfg(doc)]
 use batch_proto::ListRequest;
-use batch_proto::{JobInfo, JobInfoRef, JobState, PendingReason};
+use batch_proto::{JobInfo, JobInfoRef, JobShape, JobState, PendingReason};
+use sched_core::{MoldConfig, Shape};
 
 use crate::core::Core;
 use crate::record::JobRecord;
@@ -49,6 +50,27 @@ pub fn job_view<'a>(
             _ => None,
         },
     };
+    // A moldable job's configuration: stored with its started shape, or the latest plan's
+    // expectation while pending. `nodes` and `time_limit` follow it.
+    let chosen = match (&rec.spec.shape, pending, &rec.shape) {
+        (JobShape::Moldable { .. }, true, _) => {
+            core.and_then(|c| c.expected_mold.get(&rec.id).copied())
+        }
+        (
+            JobShape::Moldable { .. },
+            false,
+            Some(Shape::Moldable {
+                nodes, walltime, ..
+            })
+            | Some(Shape::Rigid {
+                nodes, walltime, ..
+            }),
+        ) => Some(MoldConfig {
+            nodes: *nodes,
+            walltime: *walltime,
+        }),
+        _ => None,
+    };
     JobView {
         id: rec.id,
         name: &rec.spec.name,
@@ -58,10 +80,10 @@ pub fn job_view<'a>(
         state: rec.state,
         reason: if pending { reason } else { None },
         detail: rec.detail.as_deref().filter(|_| full),
-        nodes: if pending || rec.nodes == 0 {
-            rec.spec.shape.max_nodes()
-        } else {
-            rec.nodes
+        nodes: match chosen {
+            Some(c) => c.nodes,
+            None if pending || rec.nodes == 0 => rec.spec.shape.max_nodes(),
+            None => rec.nodes,
         },
         node_list: rec.node_list.as_deref(),
         submit_time: rec.submit,
@@ -71,7 +93,7 @@ pub fn job_view<'a>(
             Some(c) if pending => c.expected.get(&rec.id).copied(),
             _ => None,
         },
-        time_limit: rec.time_limit(),
+        time_limit: chosen.map_or_else(|| rec.time_limit(), |c| c.walltime),
         exit_code: rec.exit_code,
         signal: rec.signal,
         work_dir: if full { &rec.spec.work_dir } else { "" },
@@ -89,5 +111,6 @@ pub fn job_view<'a>(
             Some(c) if !pending => c.step_status(rec.id),
             _ => None,
         },
+        chosen,
     }
 }
