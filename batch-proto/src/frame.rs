@@ -65,8 +65,18 @@ const INITIAL_BUFFER: usize = 8 * 1024;
 
 /// `msg` as one frame: header and payload.
 pub fn encode<T: Serialize>(msg: &T) -> Result<Vec<u8>, FrameError> {
-    let mut buf = vec![0u8; HEADER_LEN];
-    serde_json::to_writer(&mut buf, msg)?;
+    let mut buf = Vec::new();
+    encode_into(msg, &mut buf)?;
+    Ok(buf)
+}
+
+/// `msg` as one frame, header and payload, in `buf` (cleared first, its capacity reused: the
+/// daemon encodes a listing frame after frame into the same buffer). On
+/// [`FrameError::TooLarge`] `buf` holds the oversized payload, unsendable.
+pub fn encode_into<T: Serialize>(msg: &T, buf: &mut Vec<u8>) -> Result<(), FrameError> {
+    buf.clear();
+    buf.extend_from_slice(&[0; HEADER_LEN]);
+    serde_json::to_writer(&mut *buf, msg)?;
     let len = buf.len() - HEADER_LEN;
     if len > MAX_FRAME {
         return Err(FrameError::TooLarge {
@@ -76,7 +86,7 @@ pub fn encode<T: Serialize>(msg: &T) -> Result<Vec<u8>, FrameError> {
     }
     // `len <= MAX_FRAME < u32::MAX`, so the cast is exact.
     buf[..HEADER_LEN].copy_from_slice(&(len as u32).to_be_bytes());
-    Ok(buf)
+    Ok(())
 }
 
 /// Decodes a payload (without its header).

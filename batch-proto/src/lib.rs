@@ -34,9 +34,9 @@ pub use array::{ArraySpec, ArrayTask, JobRef};
 pub use client::{Client, ClientError};
 pub use frame::{FrameError, MAX_FRAME};
 pub use job::{
-    DepKind, Dependency, JobInfo, JobShape, JobSpec, JobState, MoldModel, PendingReason, SpecError,
-    StepPhase, StepStatus, MAX_BEGIN_AHEAD, MAX_COMPONENTS, MAX_MODEL_NODES, MAX_PRIORITY,
-    MAX_TIME_LIMIT, MAX_WEIGHT, MIN_PRIORITY, TIME_UNLIMITED,
+    DepKind, Dependency, JobInfo, JobInfoRef, JobShape, JobSpec, JobState, MoldModel,
+    PendingReason, SpecError, StepPhase, StepStatus, MAX_BEGIN_AHEAD, MAX_COMPONENTS,
+    MAX_MODEL_NODES, MAX_PRIORITY, MAX_TIME_LIMIT, MAX_WEIGHT, MIN_PRIORITY, TIME_UNLIMITED,
 };
 pub use message::*;
 pub use signal::parse_signal;

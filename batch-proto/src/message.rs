@@ -43,8 +43,11 @@ pub enum Request {
     Cancel(CancelRequest),
     /// Hold pending jobs.
     Hold(HoldRequest),
-    /// Release held jobs.
-    Release(ReleaseRequest),
+    /// Let held jobs start again (`econtrol release`, Slurm's `scontrol release`). Called
+    /// `Unhold` in the code so that "release" means one thing there, giving nodes back
+    /// ([`Request::ReleaseNodes`]); on the wire it keeps its name, `Release`.
+    #[serde(rename = "Release")]
+    Unhold(UnholdRequest),
     /// Change a pending job.
     Update(UpdateRequest),
     /// One job in full, pending, running or finished.
@@ -70,7 +73,7 @@ impl Request {
             Request::List(_) => "list",
             Request::Cancel(_) => "cancel",
             Request::Hold(_) => "hold",
-            Request::Release(_) => "release",
+            Request::Unhold(_) => "unhold",
             Request::Update(_) => "update",
             Request::ShowJob(_) => "show-job",
             Request::Info(_) => "info",
@@ -142,15 +145,57 @@ impl JobFilter {
 
     /// Whether `job` passes the filter.
     pub fn matches(&self, job: &JobInfo) -> bool {
-        self.selects_id(job.id, job.array.as_ref())
+        self.selects(FilterKey::from(job))
+    }
+
+    /// Whether the job `key` describes passes the filter: the one set of rules, for the
+    /// daemon's stored records and the tools' [`JobInfo`]s alike.
+    pub fn selects(&self, key: FilterKey<'_>) -> bool {
+        self.selects_id(key.id, key.array)
             && (self.users.is_empty()
                 || self
                     .users
                     .iter()
-                    .any(|u| *u == job.user || u.parse::<u32>() == Ok(job.uid)))
-            && (self.names.is_empty() || self.names.contains(&job.name))
-            && (self.states.is_empty() || self.states.contains(&job.state))
-            && (self.pools.is_empty() || job.pool.as_ref().is_some_and(|p| self.pools.contains(p)))
+                    .any(|u| u == key.user || u.parse::<u32>() == Ok(key.uid)))
+            && (self.names.is_empty() || self.names.iter().any(|n| n == key.name))
+            && (self.states.is_empty() || self.states.contains(&key.state))
+            && (self.pools.is_empty()
+                || key.pool.is_some_and(|p| self.pools.iter().any(|q| q == p)))
+    }
+}
+
+/// What a [`JobFilter`] looks at in a job, borrowed: the daemon takes it from its stored record
+/// before building any [`JobInfo`] (most listings keep a small part of a large queue), a tool
+/// from a `JobInfo`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FilterKey<'a> {
+    /// Job id.
+    pub id: u64,
+    /// Owner's uid.
+    pub uid: u32,
+    /// Owner's name.
+    pub user: &'a str,
+    /// Job name.
+    pub name: &'a str,
+    /// State.
+    pub state: JobState,
+    /// The pool it runs in, else the one it asked for.
+    pub pool: Option<&'a str>,
+    /// Its place in a job array, for an array task.
+    pub array: Option<&'a crate::array::ArrayTask>,
+}
+
+impl<'a> From<&'a JobInfo> for FilterKey<'a> {
+    fn from(j: &'a JobInfo) -> Self {
+        FilterKey {
+            id: j.id,
+            uid: j.uid,
+            user: &j.user,
+            name: &j.name,
+            state: j.state,
+            pool: j.pool.as_deref(),
+            array: j.array.as_ref(),
+        }
     }
 }
 
@@ -189,9 +234,9 @@ pub struct HoldRequest {
     pub ids: Vec<u64>,
 }
 
-/// Release held jobs.
+/// Let held jobs start again.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ReleaseRequest {
+pub struct UnholdRequest {
     /// The jobs.
     pub ids: Vec<u64>,
 }
@@ -598,7 +643,7 @@ mod tests {
                 signal: Some(10),
             }),
             Request::Hold(HoldRequest { ids: vec![1, 2] }),
-            Request::Release(ReleaseRequest { ids: vec![3] }),
+            Request::Unhold(UnholdRequest { ids: vec![3] }),
             Request::Update(UpdateRequest {
                 id: 4,
                 name: Some("n".into()),
@@ -615,6 +660,45 @@ mod tests {
         for r in &reqs {
             round_trip(r);
         }
+    }
+
+    /// `Unhold` is the code's name only: on the wire it is still `Release`, so tools and
+    /// daemons of this protocol version understand each other whichever side was rebuilt.
+    #[test]
+    fn unhold_keeps_its_wire_name() {
+        let r = Request::Unhold(UnholdRequest { ids: vec![3] });
+        let json = serde_json::to_string(&r).unwrap();
+        assert_eq!(json, r#"{"Release":{"ids":[3]}}"#);
+        assert_eq!(serde_json::from_str::<Request>(&json).unwrap(), r);
+    }
+
+    /// A key from a `JobInfo` and the filter agree; the pool is the one shown.
+    #[test]
+    fn filters_select_by_key() {
+        let key = FilterKey {
+            id: 7,
+            uid: 1000,
+            user: "alice",
+            name: "sim",
+            state: JobState::Running,
+            pool: None,
+        };
+        assert!(JobFilter::default().selects(key));
+        let by_pool = JobFilter {
+            pools: vec!["debug".into()],
+            ..Default::default()
+        };
+        assert!(!by_pool.selects(key));
+        assert!(by_pool.selects(FilterKey {
+            pool: Some("debug"),
+            ..key
+        }));
+        let by_uid = JobFilter {
+            users: vec!["1000".into()],
+            ..Default::default()
+        };
+        assert!(by_uid.selects(key));
+        assert!(!by_uid.selects(FilterKey { uid: 1, ..key }));
     }
 
     #[test]

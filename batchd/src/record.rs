@@ -2,7 +2,7 @@
 //!
 //! Layer 0 of batchd, plain data: it depends on no other module of the crate.
 
-use batch_proto::{JobSpec, JobState};
+use batch_proto::{FilterKey, JobSpec, JobState};
 use serde::{Deserialize, Serialize};
 
 /// One job's stored record (one row of the `jobs` table).
@@ -86,6 +86,25 @@ impl JobRecord {
             detail: None,
             stdout,
             stderr,
+        }
+    }
+
+    /// The pool it runs or ran in, else the one it asked for (what listings show and filter
+    /// on).
+    pub fn shown_pool(&self) -> Option<&str> {
+        self.pool.as_deref().or(self.spec.pool.as_deref())
+    }
+
+    /// What a [`JobFilter`](batch_proto::JobFilter) looks at in this job.
+    pub fn filter_key(&self) -> FilterKey<'_> {
+        FilterKey {
+            id: self.id,
+            uid: self.uid,
+            user: &self.user,
+            name: &self.spec.name,
+            state: self.state,
+            pool: self.shown_pool(),
+            array: self.spec.array_task.as_deref(),
         }
     }
 

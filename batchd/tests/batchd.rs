@@ -327,7 +327,7 @@ fn dependencies_and_holds() {
     assert_eq!(c.show(held).reason, Some(PendingReason::Held));
     let r = c
         .client()
-        .request(&Request::Release(batch_proto::ReleaseRequest {
+        .request(&Request::Unhold(batch_proto::UnholdRequest {
             ids: vec![held],
         }))
         .unwrap();
@@ -605,7 +605,7 @@ fn reconfigure_swaps_the_policy_and_keeps_the_old_one_on_failure() {
     // Nothing was lost: the queued job is there and runs once released.
     assert_eq!(c.show(queued).state, JobState::Pending);
     c.client()
-        .request(&Request::Release(batch_proto::ReleaseRequest {
+        .request(&Request::Unhold(batch_proto::UnholdRequest {
             ids: vec![queued],
         }))
         .unwrap();

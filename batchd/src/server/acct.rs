@@ -16,7 +16,7 @@ pub async fn handle(d: &Arc<Daemon>, req: AcctRequest) -> Reply {
     {
         Ok(done) => Reply::Jobs(
             done.iter()
-                .filter(|r| super::list::record_matches(&req.filter, r))
+                .filter(|r| req.filter.selects(r.filter_key()))
                 .map(crate::view::record_info)
                 .collect(),
         ),

@@ -66,7 +66,7 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: CancelRequest) -> Rep
         let selected: Vec<u64> = core
             .jobs
             .values()
-            .filter(|a| super::list::record_matches(&filter, &a.rec))
+            .filter(|a| filter.selects(a.rec.filter_key()))
             .map(|a| a.rec.id)
             .collect();
         for id in selected {

@@ -1,4 +1,5 @@
-//! `Hold` and `Release`: pending jobs only, by their owner or root.
+//! `Hold` and `Unhold` (`econtrol hold` and `econtrol release`): pending jobs only, by their
+//! owner or root.
 
 use std::sync::Arc;
 
@@ -75,6 +76,6 @@ pub async fn hold(d: &Arc<Daemon>, caller: &Caller, ids: Vec<u64>) -> Reply {
     set_held(d, caller, ids, true).await
 }
 
-pub async fn release(d: &Arc<Daemon>, caller: &Caller, ids: Vec<u64>) -> Reply {
+pub async fn unhold(d: &Arc<Daemon>, caller: &Caller, ids: Vec<u64>) -> Reply {
     set_held(d, caller, ids, false).await
 }

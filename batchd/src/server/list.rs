@@ -3,10 +3,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use batch_proto::frame::{FrameError, HEADER_LEN};
+use batch_proto::frame::{self, FrameError};
+use batch_proto::{JobFilter, JobInfo, JobState, ListRequest, PendingReason};
 #[cfg(doc)]
-use batch_proto::Response;
-use batch_proto::{JobFilter, JobInfo, JobState, ListRequest, PendingReason, MAX_FRAME};
+use batch_proto::{Response, MAX_FRAME};
 use serde::Serialize;
 use tokio::io::AsyncWriteExt;
 use tokio::net::UnixStream;
@@ -16,27 +16,7 @@ use super::Reply;
 use crate::core::Core;
 use crate::daemon::Daemon;
 use crate::launch::now_ms;
-use crate::record::JobRecord;
-use crate::view::JobView;
-
-/// `filter` checked on the stored record, before any `JobInfo` is built: most listings
-/// (`-t R`, `-u alice`, `-j 7`) keep a small part of a large queue. Same rules as
-/// [`JobFilter::matches`].
-pub fn record_matches(filter: &JobFilter, r: &JobRecord) -> bool {
-    filter.selects_id(r.id, r.spec.array_task.as_deref())
-        && (filter.users.is_empty()
-            || filter
-                .users
-                .iter()
-                .any(|u| *u == r.user || u.parse::<u32>() == Ok(r.uid)))
-        && (filter.names.is_empty() || filter.names.contains(&r.spec.name))
-        && (filter.states.is_empty() || filter.states.contains(&r.state))
-        && (filter.pools.is_empty()
-            || r.pool
-                .as_ref()
-                .or(r.spec.pool.as_ref())
-                .is_some_and(|p| filter.pools.contains(p)))
-}
+use crate::view::{job_view, JobView};
 
 /// Jobs per listing frame: about 200 kB of a full listing, far below [`MAX_FRAME`]. Small
 /// frames bound what a listing holds in memory at once (a frame being written, one queued, one
@@ -72,22 +52,11 @@ fn encode_part<T: Serialize>(
         } else {
             Part::JobsPart(&jobs[..n])
         };
-        buf.clear();
-        buf.extend_from_slice(&[0; HEADER_LEN]);
-        serde_json::to_writer(&mut *buf, &part)?;
-        let len = buf.len() - HEADER_LEN;
-        if len <= MAX_FRAME {
-            // `len <= MAX_FRAME < u32::MAX`, so the cast is exact.
-            buf[..HEADER_LEN].copy_from_slice(&(len as u32).to_be_bytes());
-            return Ok(n);
+        match frame::encode_into(&part, buf) {
+            Ok(()) => return Ok(n),
+            Err(FrameError::TooLarge { .. }) if n > 1 => n /= 2,
+            Err(e) => return Err(e),
         }
-        if n <= 1 {
-            return Err(FrameError::TooLarge {
-                len,
-                max: MAX_FRAME,
-            });
-        }
-        n /= 2;
     }
 }
 
@@ -170,7 +139,7 @@ fn encode_active<C: std::ops::Deref<Target = Core>>(
         let mut order: Vec<_> = c
             .jobs
             .values()
-            .filter(|a| a.rec.state != JobState::Pending && record_matches(filter, &a.rec))
+            .filter(|a| a.rec.state != JobState::Pending && filter.selects(a.rec.filter_key()))
             .map(|a| (a.rec.id, None))
             .collect();
         // Pending reasons need the whole queue in order; skip it when no pending job can match.
@@ -178,7 +147,7 @@ fn encode_active<C: std::ops::Deref<Target = Core>>(
             order.extend(
                 c.pending_with_reasons(now)
                     .into_iter()
-                    .filter(|(rec, _)| record_matches(filter, rec))
+                    .filter(|(rec, _)| filter.selects(rec.filter_key()))
                     .map(|(rec, reason)| (rec.id, Some(reason))),
             );
         }
@@ -195,7 +164,9 @@ fn encode_active<C: std::ops::Deref<Target = Core>>(
         let held = std::time::Instant::now();
         let views = chunk.iter().filter_map(|&(id, reason)| {
             let rec = &c.jobs.get(&id)?.rec;
-            record_matches(filter, rec).then(|| JobView::new(Some(&c), rec, reason, brief))
+            filter
+                .selects(rec.filter_key())
+                .then(|| job_view(Some(&c), rec, reason, brief))
         });
         // The chunk's frames are handed on only once the lock is released: `out` waits for a
         // slow client, and the scheduler must not wait with it.
@@ -266,8 +237,8 @@ pub fn handle(d: &Arc<Daemon>, req: ListRequest) -> Reply {
             move || {
                 let jobs = done
                     .iter()
-                    .filter(|r| record_matches(&req.filter, r))
-                    .map(|r| JobView::new(None, r, None, req.brief));
+                    .filter(|r| req.filter.selects(r.filter_key()))
+                    .map(|r| job_view(None, r, None, req.brief));
                 encode_frames(jobs, true, &mut |f| tx.blocking_send(f).is_ok());
             }
         })
@@ -352,6 +323,9 @@ pub async fn send(stream: &mut UnixStream, jobs: &[JobInfo], deadline: Duration)
 mod tests {
     use super::*;
     use crate::core::Active;
+    use crate::record::JobRecord;
+    use batch_proto::frame::HEADER_LEN;
+    use batch_proto::MAX_FRAME;
     use batch_proto::{Dependency, JobShape, JobSpec, Response};
     use sched_core::{PoolId, Shape, Step};
     use std::path::PathBuf;
@@ -619,7 +593,7 @@ mod tests {
         for brief in [false, true] {
             let mut frames = Vec::new();
             encode_frames(
-                std::iter::once(JobView::new(None, &r, None, brief)),
+                std::iter::once(job_view(None, &r, None, brief)),
                 true,
                 &mut |f| {
                     frames.push(f.unwrap());
@@ -701,76 +675,5 @@ mod tests {
             true
         }));
         assert_eq!(got, vec![false]);
-    }
-
-    /// The record-level filter and the wire-level one agree.
-    #[test]
-    fn record_filter_agrees_with_info_filter() {
-        let spec = JobSpec::new("#!/bin/sh\n", "/tmp", 1, 10);
-        let mut r = JobRecord::submitted(7, 1000, 1000, "alice", spec, 0);
-        r.state = JobState::Running;
-        r.start = Some(1);
-        r.pool = Some("debug".into());
-        r.nodes = 1;
-        r.spec.name = "sim".into();
-        let filters = [
-            JobFilter::default(),
-            JobFilter {
-                ids: vec![7],
-                ..Default::default()
-            },
-            JobFilter {
-                ids: vec![8],
-                ..Default::default()
-            },
-            JobFilter {
-                users: vec!["alice".into()],
-                ..Default::default()
-            },
-            JobFilter {
-                users: vec!["1000".into()],
-                ..Default::default()
-            },
-            JobFilter {
-                users: vec!["bob".into()],
-                ..Default::default()
-            },
-            JobFilter {
-                names: vec!["sim".into()],
-                ..Default::default()
-            },
-            JobFilter {
-                states: vec![JobState::Pending],
-                ..Default::default()
-            },
-            JobFilter {
-                states: vec![JobState::Running],
-                ..Default::default()
-            },
-            JobFilter {
-                pools: vec!["debug".into()],
-                ..Default::default()
-            },
-            JobFilter {
-                pools: vec!["gpu".into()],
-                ..Default::default()
-            },
-        ];
-        for f in &filters {
-            assert_eq!(
-                record_matches(f, &r),
-                f.matches(&crate::view::record_info(&r)),
-                "{f:?}"
-            );
-        }
-        r.pool = None;
-        r.spec.pool = Some("gpu".into());
-        for f in &filters {
-            assert_eq!(
-                record_matches(f, &r),
-                f.matches(&crate::view::record_info(&r)),
-                "{f:?}"
-            );
-        }
     }
 }

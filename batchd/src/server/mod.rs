@@ -436,7 +436,7 @@ async fn dispatch(d: &Arc<Daemon>, caller: &Caller, req: Request) -> Reply {
         Request::List(r) => list::handle(d, r),
         Request::Cancel(r) => cancel::handle(d, caller, r).await,
         Request::Hold(r) => hold::hold(d, caller, r.ids).await,
-        Request::Release(r) => hold::release(d, caller, r.ids).await,
+        Request::Unhold(r) => hold::unhold(d, caller, r.ids).await,
         Request::Update(r) => update::handle(d, caller, r).await,
         Request::ShowJob(r) => show::handle(d, r.id).await,
         Request::Info(_) => info::handle(d),

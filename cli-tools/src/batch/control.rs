@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use batch_proto::{
     ClientError, HoldRequest, InfoRequest, JobInfo, JobShape, ListRequest, ReconfigureRequest,
-    ReleaseRequest, Request, Response, ShowJobRequest, StepStatus, UpdateRequest, VersionRequest,
+    Request, Response, ShowJobRequest, StepStatus, UnholdRequest, UpdateRequest, VersionRequest,
 };
 use clap::{Parser, Subcommand};
 use sched_core::time::Time;
@@ -56,8 +56,9 @@ pub enum ControlCommand {
         #[arg(required = true)]
         ids: Vec<String>,
     },
-    /// Release held jobs.
-    Release {
+    /// Release held jobs: they may start again (`Unhold` in the protocol).
+    #[command(name = "release")]
+    Unhold {
         /// Job ids.
         #[arg(required = true)]
         ids: Vec<String>,
@@ -368,11 +369,11 @@ pub fn run(cli: ControlCli) -> anyhow::Result<ExitCode> {
             let ids = resolve_ids(&mut client, &ids, false)?;
             acted("hold", client.request(&Request::Hold(HoldRequest { ids }))?)
         }
-        ControlCommand::Release { ids } => {
+        ControlCommand::Unhold { ids } => {
             let ids = resolve_ids(&mut client, &ids, false)?;
             acted(
                 "release",
-                client.request(&Request::Release(ReleaseRequest { ids }))?,
+                client.request(&Request::Unhold(UnholdRequest { ids }))?,
             )
         }
         ControlCommand::Update { .. } => {
