@@ -682,6 +682,7 @@ mod tests {
             name: "sim",
             state: JobState::Running,
             pool: None,
+            array: None,
         };
         assert!(JobFilter::default().selects(key));
         let by_pool = JobFilter {
