@@ -270,6 +270,24 @@ pub enum JobShape {
         /// The configurations offered.
         configs: Vec<MoldConfig>,
     },
+    /// A CooRM launcher session's request (Klein & Pérez, HPCC 2011, §III-B): nodes on each
+    /// of several pools, all for `time_limit` ms. Created by [`crate::SubscribeRequest`], never
+    /// submitted; no pools means the launcher has not sent its request yet.
+    Session {
+        /// Nodes per pool, each pool at most once.
+        pools: Vec<PoolNodes>,
+        /// The allocation's duration in ms (0 while there is no request).
+        time_limit: u64,
+    },
+}
+
+/// Nodes of one pool, by name (a launcher session's request and its start).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PoolNodes {
+    /// The pool.
+    pub pool: String,
+    /// Node count.
+    pub nodes: u32,
 }
 
 impl JobShape {
@@ -279,13 +297,16 @@ impl JobShape {
             JobShape::Rigid { nodes, .. } => *nodes,
             JobShape::Evolving { steps } => sched_core::request::max_nodes(steps),
             JobShape::Moldable { configs } => configs.iter().map(|c| c.nodes).max().unwrap_or(0),
+            JobShape::Session { pools, .. } => pools.iter().map(|p| p.nodes).sum(),
         }
     }
 
     /// The longest the shape may run, in ms.
     pub fn time_limit(&self) -> u64 {
         match self {
-            JobShape::Rigid { time_limit, .. } => *time_limit,
+            JobShape::Rigid { time_limit, .. } | JobShape::Session { time_limit, .. } => {
+                *time_limit
+            }
             JobShape::Evolving { steps } => sched_core::request::total_duration(steps),
             JobShape::Moldable { configs } => configs.iter().map(|c| c.walltime).max().unwrap_or(0),
         }
@@ -294,7 +315,9 @@ impl JobShape {
     /// Checks every duration of the shape against `max` ms (`by` names the bound).
     fn check_time(&self, max: u64, by: &str) -> Result<(), SpecError> {
         let longest = match self {
-            JobShape::Rigid { time_limit, .. } => *time_limit,
+            JobShape::Rigid { time_limit, .. } | JobShape::Session { time_limit, .. } => {
+                *time_limit
+            }
             // Summed without overflow: a sum past u64::MAX is past any bound.
             JobShape::Evolving { steps } => {
                 steps.iter().fold(0u64, |t, s| t.saturating_add(s.duration))
@@ -349,6 +372,30 @@ impl JobShape {
                         "moldable configuration {}:{} must have a positive node count and time",
                         c.nodes, c.walltime
                     )));
+                }
+            }
+            JobShape::Session { pools, time_limit } => {
+                if let Some(p) = pools.iter().find(|p| p.nodes == 0) {
+                    return Err(SpecError::Shape(format!(
+                        "a request needs at least one node on each pool it names ({})",
+                        p.pool
+                    )));
+                }
+                if let Some((i, p)) = pools
+                    .iter()
+                    .enumerate()
+                    .find(|(i, p)| pools[..*i].iter().any(|q| q.pool == p.pool))
+                {
+                    return Err(SpecError::Shape(format!(
+                        "pool {} is named twice in the request (entry {})",
+                        p.pool,
+                        i + 1
+                    )));
+                }
+                if !pools.is_empty() && *time_limit == 0 {
+                    return Err(SpecError::Shape(
+                        "a request needs a positive duration".into(),
+                    ));
                 }
             }
         }

@@ -20,6 +20,7 @@
 #![deny(missing_docs)]
 
 pub mod client;
+pub mod coorm;
 pub mod frame;
 pub mod hostlist;
 pub mod job;
@@ -28,10 +29,12 @@ pub mod signal;
 pub mod socket;
 
 pub use client::{Client, ClientError};
+pub use coorm::*;
 pub use frame::{FrameError, MAX_FRAME};
 pub use job::{
-    DepKind, Dependency, JobInfo, JobShape, JobSpec, JobState, PendingReason, SpecError, StepPhase,
-    StepStatus, MAX_BEGIN_AHEAD, MAX_PRIORITY, MAX_TIME_LIMIT, MIN_PRIORITY, TIME_UNLIMITED,
+    DepKind, Dependency, JobInfo, JobShape, JobSpec, JobState, PendingReason, PoolNodes, SpecError,
+    StepPhase, StepStatus, MAX_BEGIN_AHEAD, MAX_PRIORITY, MAX_TIME_LIMIT, MIN_PRIORITY,
+    TIME_UNLIMITED,
 };
 pub use message::*;
 pub use signal::parse_signal;

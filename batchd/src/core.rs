@@ -71,6 +71,9 @@ pub struct RunState {
     /// Where an evolving job started with its scheduled EP is in it (`None` for every other
     /// job, an evolving one run as rigid included).
     pub evolving: Option<EvoRun>,
+    /// The other pools a launcher session's job holds nodes of (CooRM requests span pools;
+    /// every other job holds `pool` only).
+    pub more_pools: Vec<usize>,
 }
 
 /// An active (pending, running, completing) job.
@@ -111,15 +114,18 @@ pub struct Core {
     /// Pending jobs that are not held, in queue order. With the next two sets, it spares the
     /// policy loop a walk over every record: at 100,000 queued jobs that walk (and a sort)
     /// at each run held the lock long enough to cut submissions to a tenth.
-    queue: BTreeSet<QueueKey>,
+    pub(crate) queue: BTreeSet<QueueKey>,
     /// Held pending jobs, in queue order.
     held: BTreeSet<QueueKey>,
     /// Running and completing jobs.
-    running: BTreeSet<u64>,
+    pub(crate) running: BTreeSet<u64>,
+    /// The latest plan's views (CooRM's CAPs), by job: what `eview` shows and launchers are
+    /// sent.
+    pub views: HashMap<u64, crate::coorm::JobView>,
 }
 
 /// Queue order: higher priority first, then lower id.
-type QueueKey = (std::cmp::Reverse<i64>, u64);
+pub(crate) type QueueKey = (std::cmp::Reverse<i64>, u64);
 
 /// The data of one policy call, owned so the call can run on another thread.
 #[derive(Clone, Debug, Default)]
@@ -146,7 +152,7 @@ impl SnapshotData {
     }
 }
 
-fn queue_key(r: &JobRecord) -> QueueKey {
+pub(crate) fn queue_key(r: &JobRecord) -> QueueKey {
     (std::cmp::Reverse(r.spec.priority), r.id)
 }
 
@@ -173,6 +179,7 @@ impl Core {
             queue: BTreeSet::new(),
             held: BTreeSet::new(),
             running: BTreeSet::new(),
+            views: HashMap::new(),
         }
     }
 
@@ -321,6 +328,7 @@ impl Core {
                 pool,
                 steps: steps.clone(),
             }),
+            JobShape::Session { .. } => crate::coorm::request_of(self, rec),
             JobShape::Moldable { configs } => Request::Moldable(Moldable {
                 pool,
                 configs: configs
@@ -410,7 +418,15 @@ impl Core {
                 request: self.request_of(&a.rec),
                 shape: shape.clone(),
                 start,
-                holds: vec![hold],
+                holds: std::iter::once(hold)
+                    .chain(run.more_pools.iter().map(|&p| {
+                        let n = self.pools[p].map.nodes_of(JobId(a.rec.id)).len() as u32;
+                        match end <= now {
+                            true => PoolSteps::flat(PoolId(p as u32), now, late, n),
+                            false => PoolSteps::flat(PoolId(p as u32), start, end, n),
+                        }
+                    }))
+                    .collect(),
                 killable: false,
             });
         }
@@ -484,6 +500,9 @@ impl Core {
         now: u64,
         job_dir: PathBuf,
     ) -> Result<JobRecord, String> {
+        if let Shape::CoAllocated { pools } = shape {
+            return crate::coorm::start(self, id, pools, now, job_dir);
+        }
         let (pool_idx, n) =
             Self::shape_needs(shape).ok_or("co-allocated shapes are not supported by batchd")?;
         let pool = self
@@ -517,6 +536,7 @@ impl Core {
             job_dir,
             cancelling: false,
             evolving: EvoRun::started(&job.rec),
+            more_pools: Vec::new(),
         });
         let rec = job.rec.clone();
         self.queue.remove(&key);
@@ -581,6 +601,7 @@ impl Core {
                 job_dir,
                 cancelling,
                 evolving,
+                more_pools: Vec::new(),
             }),
         });
         Ok(())
@@ -592,8 +613,10 @@ impl Core {
         self.unindex(id);
         let mut a = self.jobs.remove(&id)?;
         if let Some(run) = &a.run {
-            if let Some(pool) = self.pools.get_mut(run.pool) {
-                pool.map.release_all(JobId(id));
+            for &p in std::iter::once(&run.pool).chain(&run.more_pools) {
+                if let Some(pool) = self.pools.get_mut(p) {
+                    pool.map.release_all(JobId(id));
+                }
             }
         }
         finish(&mut a.rec);
@@ -614,6 +637,7 @@ mod tests {
             name: "debug".into(),
             nodes: n,
             max_time: Default::default(),
+            speed: 1.0,
         }])
     }
 

@@ -647,6 +647,7 @@ mod tests {
             name: "debug".into(),
             nodes: 8,
             max_time: Default::default(),
+            speed: 1.0,
         }]);
         let steps = vec![
             Step::new(10_000, 2),

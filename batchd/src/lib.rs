@@ -11,7 +11,8 @@
 //! - [`executor`] and [`supervise`]: each job under a small supervisor process that outlives
 //!   the daemon, enforces the walltime and records the exit status;
 //! - `server`: the socket API of `batch-proto`, one file per verb;
-//! - [`recovery`]: start-up after a restart or a crash.
+//! - [`recovery`]: start-up after a restart or a crash;
+//! - [`coorm`]: CooRM launcher sessions (their connection is `server/session.rs`).
 //!
 //! The daemon is a library function, [`run`] (until SIGINT/SIGTERM) or [`spawn`] (on its own
 //! thread, stopped by the returned handle), so tests boot it in a temporary directory.
@@ -21,6 +22,7 @@
 #![deny(missing_docs)]
 
 pub mod config;
+pub mod coorm;
 pub mod core;
 pub mod daemon;
 pub mod evolve;

@@ -61,6 +61,19 @@ pub fn restore(core: &mut Core, loaded: Loaded, state_dir: &Path) -> Recovered {
         let id = rec.id;
         let dir = state_dir.join("jobs").join(id.to_string());
         match rec.state {
+            // A launcher's session does not survive the daemon: its connection is gone.
+            _ if crate::coorm::is_session(&rec) => {
+                let mut rec = rec;
+                let _ = std::fs::remove_dir_all(&dir);
+                rec.state = match rec.state {
+                    JobState::Pending => JobState::Cancelled,
+                    _ => JobState::Failed,
+                };
+                rec.end = Some(now_ms());
+                rec.detail = Some("its launcher session ended when batchd stopped".into());
+                core.finished.insert(id, rec.state);
+                out.lost.push(rec);
+            }
             JobState::Pending => {
                 core.insert(Active { rec, run: None });
                 out.pending += 1;
@@ -138,6 +151,7 @@ mod tests {
             name: "debug".into(),
             nodes: 4,
             max_time: Default::default(),
+            speed: 1.0,
         }]);
         let loaded = crate::store::Loaded {
             active: vec![running(1, "debug[001-002]"), running(2, "debug[003-004]")],

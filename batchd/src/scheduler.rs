@@ -123,8 +123,13 @@ async fn act(d: &Arc<Daemon>, snap: &SnapshotData, plan: &Plan) {
         }
     }
     for rec in started {
-        tokio::spawn(crate::executor::launch(Arc::clone(d), rec));
+        if crate::coorm::is_session(&rec) {
+            crate::coorm::started(d, rec);
+        } else {
+            tokio::spawn(crate::executor::launch(Arc::clone(d), rec));
+        }
     }
+    crate::coorm::publish(d, now, plan);
     for r in &plan.rejects {
         let detail = format!("rejected by policy {}: {}", d.policy_name(), r.reason);
         tracing::warn!(job = r.job.0, "{detail}");

@@ -365,6 +365,7 @@ mod tests {
             name: "debug".into(),
             nodes: 8,
             max_time: Default::default(),
+            speed: 1.0,
         }]);
         let spec = |id: u64| {
             let mut s = JobSpec::new("#!/bin/sh\n", "/home/alice/run", 2, 60_000);
