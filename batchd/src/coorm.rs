@@ -204,6 +204,17 @@ pub fn cap(ps: &PoolSteps) -> Vec<CapStep> {
     out
 }
 
+/// Whether two CAPs differ only by the start of their first step: a CAP starts at the plan's
+/// `now`, and a later policy run that changes nothing else is no change for the launcher
+/// (§III-B sends `changeNotify` when "their estimated availability changes").
+fn same_cap(a: &[CapStep], b: &[CapStep]) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .enumerate()
+            .all(|(i, (x, y))| x.free == y.free && x.to == y.to && (i == 0 || x.from == y.from))
+}
+
 /// Records the views of `plan` (made at `now`) and pushes a `changeNotify` to each waiting
 /// session whose view changed on one of its pools, with those pools' new CAPs (§III-B, step 6:
 /// "every time information regarding … their estimated availability changes").
@@ -230,19 +241,26 @@ pub fn publish(d: &Daemon, now: u64, plan: &Plan) {
     {
         let mut sessions = lock(&d.sessions.0);
         for (&job, s) in sessions.iter_mut() {
-            let Some(v) = views.get(&job) else { continue };
+            let Some(v) = views.get_mut(&job) else {
+                continue;
+            };
             let mut changes = Vec::new();
             for &p in &s.pools {
-                let Some(pv) = v.pools.iter().find(|pv| pv.pool == names[p]) else {
+                let Some(pv) = v.pools.iter_mut().find(|pv| pv.pool == names[p]) else {
                     continue;
                 };
-                if s.sent.get(&p) != Some(&pv.steps) {
-                    s.sent.insert(p, pv.steps.clone());
-                    changes.push(Change {
-                        pool: pv.pool.clone(),
-                        kind: ChangeType::Availability,
-                        cap: Some(pv.steps.clone()),
-                    });
+                match s.sent.get(&p) {
+                    // Unchanged but for the passing of time: what the launcher holds stays
+                    // the view (so `eview` shows exactly the CAPs it was sent).
+                    Some(old) if same_cap(old, &pv.steps) => pv.steps.clone_from(old),
+                    _ => {
+                        s.sent.insert(p, pv.steps.clone());
+                        changes.push(Change {
+                            pool: pv.pool.clone(),
+                            kind: ChangeType::Availability,
+                            cap: Some(pv.steps.clone()),
+                        });
+                    }
                 }
             }
             if !changes.is_empty() {
@@ -493,6 +511,16 @@ mod tests {
                 },
             ]
         );
+    }
+
+    #[test]
+    fn a_cap_that_only_aged_is_the_same() {
+        let c = |from, to, free| CapStep { from, to, free };
+        let old = [c(10, Some(50), 2), c(50, None, 4)];
+        assert!(same_cap(&old, &[c(20, Some(50), 2), c(50, None, 4)]));
+        assert!(!same_cap(&old, &[c(20, Some(60), 2), c(60, None, 4)]));
+        assert!(!same_cap(&old, &[c(20, None, 4)]));
+        assert!(!same_cap(&old, &[c(10, Some(50), 3), c(50, None, 4)]));
     }
 
     #[test]
