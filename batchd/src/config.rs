@@ -714,6 +714,10 @@ mod tests {
                 include_str!("../../examples/configs/easy-two-pools.toml"),
             ),
             (
+                "coorm.toml",
+                include_str!("../../examples/configs/coorm.toml"),
+            ),
+            (
                 "plugin-by-path.toml",
                 include_str!("../../examples/configs/plugin-by-path.toml"),
             ),
