@@ -525,7 +525,7 @@ mod tests {
 
     #[test]
     fn filters_name_known_pools_and_keep_big_enough_ones() {
-        let mut c = Config::default();
+        let mut c = Config::embedded();
         c.pools = vec![
             crate::config::PoolConfig {
                 name: "a".into(),
