@@ -301,6 +301,7 @@ impl Core {
     pub fn pending_of(&self, rec: &JobRecord, now: u64) -> Pending {
         let submit = rec.submit.min(now);
         Pending {
+            wants_view: false,
             id: JobId(rec.id),
             user: rec.uid,
             submit,

@@ -95,6 +95,7 @@ pub fn workload(n: usize, nodes: u32, seed: u64) -> Workload {
         .map(|submit| {
             id += 1;
             Pending {
+                wants_view: false,
                 id: JobId(id),
                 user: rng.gen_range(0..100),
                 submit,

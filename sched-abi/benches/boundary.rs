@@ -82,6 +82,7 @@ fn workload() -> Workload {
             let (k, wall) = job(&mut rng);
             let submit = NOW - (QUEUE as u64 - i) * MINUTE;
             Pending {
+                wants_view: false,
                 id: JobId(id + i + 1),
                 user: rng.gen_range(0..100),
                 submit,

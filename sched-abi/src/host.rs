@@ -523,6 +523,7 @@ mod tests {
 
     fn job(id: u64) -> Pending {
         Pending {
+            wants_view: false,
             id: JobId(id),
             user: 0,
             submit: 0,

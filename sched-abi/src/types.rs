@@ -441,6 +441,8 @@ pub struct FfiPending {
     pub priority: i64,
     /// [`Pending::request`].
     pub request: FfiRequest,
+    /// [`Pending::wants_view`].
+    pub wants_view: bool,
 }
 
 impl From<&Pending> for FfiPending {
@@ -452,6 +454,7 @@ impl From<&Pending> for FfiPending {
             earliest_start: p.earliest_start,
             priority: p.priority,
             request: (&p.request).into(),
+            wants_view: p.wants_view,
         }
     }
 }
@@ -459,6 +462,7 @@ impl From<&Pending> for FfiPending {
 impl From<&FfiPending> for Pending {
     fn from(p: &FfiPending) -> Self {
         Pending {
+            wants_view: p.wants_view,
             id: JobId(p.id),
             user: p.user,
             submit: p.submit,
@@ -878,9 +882,11 @@ mod tests {
             any::<u64>(),
             any::<i64>(),
             request(),
+            any::<bool>(),
         )
             .prop_map(
-                |(id, user, submit, earliest_start, priority, request)| Pending {
+                |(id, user, submit, earliest_start, priority, request, wants_view)| Pending {
+                    wants_view,
                     id: JobId(id),
                     user,
                     submit,
@@ -974,7 +980,7 @@ mod tests {
             ffi2.refill_from(&snap);
             prop_assert_eq!(&ffi2, &ffi);
             let mut back2 = OwnedSnapshot::default();
-            back2.pending.push(pending.first().cloned().unwrap_or_else(|| Pending { id: JobId(0), user: 0, submit: 0, earliest_start: 0, priority: 0, request: Request::rigid(1, 1) }));
+            back2.pending.push(pending.first().cloned().unwrap_or_else(|| Pending { wants_view: false, id: JobId(0), user: 0, submit: 0, earliest_start: 0, priority: 0, request: Request::rigid(1, 1) }));
             back2.refill_from(&ffi);
             prop_assert_eq!(back2, back);
         }

@@ -272,7 +272,7 @@ mod load_errors {
             panic!("{e:?}")
         };
         assert_eq!(host, &sched_abi::ABI_VERSION.to_string());
-        assert_eq!(plugin, "claims 1.0.0");
+        assert_eq!(plugin, "claims 2.0.0");
         // The gist of abi_stable's report: where the layouts differ and how.
         assert!(
             detail.starts_with("at ") && detail.contains("expected `"),
@@ -339,6 +339,7 @@ mod loading {
         let pools = batch_pool();
         let pending = (1..=3)
             .map(|i| Pending {
+                wants_view: false,
                 id: JobId(i),
                 user: 0,
                 submit: 0,
@@ -419,6 +420,7 @@ mod loading {
             .iter()
             .enumerate()
             .map(|(i, r)| Pending {
+                wants_view: false,
                 id: JobId(i as u64),
                 user: 1,
                 submit: 0,
@@ -457,6 +459,7 @@ mod containment {
 
     fn job(id: u64, nodes: u32) -> Pending {
         Pending {
+            wants_view: false,
             id: JobId(id),
             user: 0,
             submit: 0,

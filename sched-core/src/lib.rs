@@ -27,8 +27,8 @@ pub mod time;
 pub mod validate;
 
 pub use policy::{
-    kill_beneficiary, kill_reason_for, JobReason, NamedPolicy, ParamError, Params, Pending,
-    Placement, Plan, Policy, PoolSteps, Running, Shape, Snapshot, View,
+    cap_value_at, kill_beneficiary, kill_reason_for, JobReason, NamedPolicy, ParamError, Params,
+    Pending, Placement, Plan, Policy, PoolSteps, Running, Shape, Snapshot, View, FOREVER,
 };
 pub use pool::{Pool, PoolId};
 pub use profile::Profile;

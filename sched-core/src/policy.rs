@@ -57,6 +57,11 @@ pub struct Pending {
     pub priority: i64,
     /// What it asks for.
     pub request: Request,
+    /// Whether the job has a launcher that wants its view (CooRM, Klein & Pérez HPCC 2011
+    /// §III-A): a policy that fills views fills one for these jobs only, so that views cost
+    /// nothing when nobody asks. Absent from older serialised snapshots, hence `false`.
+    #[serde(default)]
+    pub wants_view: bool,
 }
 
 /// A job that holds nodes now.
@@ -239,13 +244,53 @@ pub fn kill_beneficiary(reason: &str) -> Option<JobId> {
     rest[at + "[for job ".len()..].parse().ok().map(JobId)
 }
 
-/// A per-job view of the cluster (CooRM's CAPs): what the job may count on, per pool.
+/// The duration of the last step of a CAP: "free forever after" (see [`View`]).
+pub const FOREVER: crate::time::Duration = crate::time::Duration::MAX;
+
+/// A per-job view of the cluster (CooRM's CAPs, Klein & Pérez HPCC 2011 §III-A): what the job
+/// may count on, per pool, after the jobs ahead of it in the queue.
+///
+/// Representation of a CAP (Cluster Availability Profile), one [`PoolSteps`] per pool:
+/// - `start` is the snapshot's `now` (a CAP says nothing of the past);
+/// - the steps, back to back, give the number of **free** nodes (not held) on each interval;
+///   consecutive steps have different counts, and a step may have 0 nodes;
+/// - the **last step has duration [`FOREVER`]**: its count holds for ever after (once every
+///   hold and reservation has ended, normally the pool's size). A CAP therefore never ends;
+///   [`PoolSteps::end`] saturates to `Time::MAX` for it.
+///
+/// Every pool of the snapshot has a CAP, in pool-id order, even when the job's request does not
+/// use it: a launcher chooses its pools from the view (§III-B).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct View {
     /// The job the view is for.
     pub job: JobId,
-    /// Available nodes over time, per pool.
+    /// Free nodes over time, per pool (the CAPs).
     pub available: Vec<PoolSteps>,
+}
+
+impl View {
+    /// Free nodes of `pool` at `t` (`None` for a pool the view does not know or a `t` before
+    /// its CAP starts).
+    pub fn free_at(&self, pool: PoolId, t: Time) -> Option<u32> {
+        let cap = self.available.iter().find(|c| c.pool == pool)?;
+        cap_value_at(cap, t)
+    }
+}
+
+/// The value of the CAP `cap` at `t`, `None` before it starts (see [`View`]).
+pub fn cap_value_at(cap: &PoolSteps, t: Time) -> Option<u32> {
+    if t < cap.start {
+        return None;
+    }
+    let mut from = cap.start;
+    for s in &cap.steps {
+        let end = from.saturating_add(s.duration);
+        if t < end || s.duration == FOREVER {
+            return Some(s.nodes);
+        }
+        from = end;
+    }
+    None
 }
 
 /// A policy's answer.

@@ -166,6 +166,11 @@ pub struct Component {
 
 /// A multi-component job whose components must start together over several pools, before a
 /// start deadline (Ballier, Caron, Epema, Mohamed).
+///
+/// It is also the request of a CooRM launcher (Klein & Pérez HPCC 2011 §III-A): every component
+/// on a fixed pool (the hosts it wants there), one walltime, no deadline (requests never fail).
+/// A launcher that subscribed and has sent no request yet is a CooRM job with **no
+/// components**: it reserves nothing, is never placed, and still gets its view at its rank.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CoAllocated {
     /// The components, in order.

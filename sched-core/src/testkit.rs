@@ -24,6 +24,7 @@ pub fn pools(sizes: &[u32]) -> Vec<Pool> {
 /// A rigid job of `nodes` × `walltime` on any pool, submitted at 0 by user 0.
 pub fn pending_rigid(id: u64, nodes: u32, walltime: Duration) -> Pending {
     Pending {
+        wants_view: false,
         id: JobId(id),
         user: 0,
         submit: 0,

@@ -466,6 +466,7 @@ mod tests {
 
     fn pending(id: u64, req: Request) -> Pending {
         Pending {
+            wants_view: false,
             id: JobId(id),
             user: 0,
             submit: 0,

@@ -395,6 +395,7 @@ impl<'o> Engine<'o> {
             return false;
         }
         self.pending.push(Pending {
+            wants_view: false,
             id: j.id,
             user: j.user,
             submit: j.submit,

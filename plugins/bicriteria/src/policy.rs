@@ -304,6 +304,7 @@ mod tests {
 
     fn moldable(id: u64, submit: Time, weight: f64, cfgs: &[(u32, u64)]) -> Pending {
         Pending {
+            wants_view: false,
             id: JobId(id),
             user: 0,
             submit,
@@ -390,6 +391,7 @@ mod tests {
             pending_rigid(1, 5, 1_000),
             moldable(2, 0, 1.0, &[(8, 1_000)]),
             Pending {
+                wants_view: false,
                 request: Request::evolving(vec![sched_core::Step::new(10, 1)]),
                 ..pending_rigid(3, 1, 1)
             },

@@ -71,7 +71,7 @@ proptest! {
                 .iter()
                 .enumerate()
                 .filter(|(i, j)| j.submit <= now && !started.contains_key(i) && !rejected.contains(i))
-                .map(|(i, j)| Pending {
+                .map(|(i, j)| Pending { wants_view: false,
                     id: JobId(i as u64),
                     user: 0,
                     submit: j.submit,

@@ -23,6 +23,7 @@ fn queue(n: usize) -> Vec<Pending> {
             let nodes = (f64::from(NODES).powf(rng.gen::<f64>()).floor() as u32).clamp(1, NODES);
             let walltime = rng.gen_range(MINUTE..=24 * HOUR);
             Pending {
+                wants_view: false,
                 id: JobId(i as u64),
                 user: 0,
                 submit: 0,

@@ -250,6 +250,7 @@ fn evolving_jobs_are_planned_as_their_rigid_baseline() {
     let pools = pools(&[10]);
     let pend = vec![
         Pending {
+            wants_view: false,
             request: Request::evolving(vec![Step::new(50, 2), Step::new(100, 8)]),
             ..job(1, 0, 0)
         },
@@ -284,10 +285,12 @@ fn co_allocated_job_past_its_deadline_is_rejected() {
     };
     let pend = vec![
         Pending {
+            wants_view: false,
             request: co(50),
             ..job(1, 0, 0)
         },
         Pending {
+            wants_view: false,
             request: co(100),
             ..job(2, 0, 0)
         },
@@ -312,6 +315,7 @@ fn unknown_parameter_is_refused_by_name() {
 fn placements_are_rigid_shapes_of_the_request() {
     let pools = pools(&[4]);
     let pend = vec![Pending {
+        wants_view: false,
         request: Request::Rigid(Rigid {
             pool: None,
             nodes: 3,

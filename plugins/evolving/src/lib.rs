@@ -236,6 +236,7 @@ mod tests {
 
     fn pending(id: u64, request: Request) -> Pending {
         Pending {
+            wants_view: false,
             id: JobId(id),
             user: 0,
             submit: 0,

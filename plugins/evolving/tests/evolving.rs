@@ -125,6 +125,7 @@ mod invariants {
             .iter()
             .enumerate()
             .map(|(i, (r, begin))| Pending {
+                wants_view: false,
                 id: JobId(i as u64),
                 user: 0,
                 submit: 0,

@@ -17,6 +17,7 @@ fn pools(sizes: &[u32]) -> Vec<Pool> {
 
 fn global(id: u64, submit: Time, comps: &[u32], walltime: u64, deadline: Time) -> Pending {
     Pending {
+        wants_view: false,
         id: JobId(id),
         user: 0,
         submit,
@@ -35,6 +36,7 @@ fn global(id: u64, submit: Time, comps: &[u32], walltime: u64, deadline: Time) -
 
 fn local(id: u64, submit: Time, pool: u32, nodes: u32, walltime: u64) -> Pending {
     Pending {
+        wants_view: false,
         id: JobId(id),
         user: 0,
         submit,

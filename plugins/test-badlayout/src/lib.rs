@@ -25,14 +25,14 @@ impl RootModule for PolicyMod_Ref {
     declare_root_module_statics! {PolicyMod_Ref}
     const BASE_NAME: &'static str = "esched_policy";
     const NAME: &'static str = "esched_policy";
-    const VERSION_STRINGS: VersionStrings = VersionStrings::new("1.0.0");
+    const VERSION_STRINGS: VersionStrings = VersionStrings::new("2.0.0");
 }
 
 /// The root module.
 #[export_root_module]
 pub fn root() -> PolicyMod_Ref {
     PolicyMod {
-        abi_version: 1,
+        abi_version: 2,
         name: RStr::from_str("test-badlayout"),
     }
     .leak_into_prefix()

@@ -358,6 +358,7 @@ impl Driver<'_> {
                 self.next_submit += 1;
                 self.state[i] = St::Pending;
                 let job = Pending {
+                    wants_view: false,
                     id: JobId(i as u64),
                     user: 0,
                     submit: now,

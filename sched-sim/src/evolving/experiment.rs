@@ -142,6 +142,7 @@ pub fn schedule_test(
                 evolving
             };
             Pending {
+                wants_view: false,
                 id: JobId(i as u64),
                 user: 0,
                 submit: 0,

@@ -63,6 +63,7 @@ pub fn replay<P: Policy>(
         } else if arrival == Some(t) {
             let j = &jobs[next_job];
             pending.push(Pending {
+                wants_view: false,
                 id: JobId(next_job as u64),
                 user: 0,
                 submit: j.submit,
