@@ -301,7 +301,8 @@ impl Core {
     pub fn pending_of(&self, rec: &JobRecord, now: u64) -> Pending {
         let submit = rec.submit.min(now);
         Pending {
-            wants_view: false,
+            // Only launcher sessions ask for views (CooRM §III-A): nobody else pays for them.
+            wants_view: crate::coorm::is_session(rec),
             id: JobId(rec.id),
             user: rec.uid,
             submit,

@@ -33,6 +33,7 @@ fn builtin(name: &str, params: &Params) -> Option<Result<Hosted, String>> {
         "easy" => linked::<esched_easy::Easy>(params),
         "fcfs" => linked::<esched_fcfs::Fcfs>(params),
         "evolving" => linked::<esched_evolving::EvolvingPolicy>(params),
+        "coorm" => linked::<esched_coorm::Coorm>(params),
         _ => return None,
     })
 }

@@ -316,12 +316,13 @@ fn the_python_example_launchers_run_against_a_live_batchd() {
     );
     assert!(text.contains("done ("), "{text}");
 
-    // The CEM-like application: the platform is empty, so it takes both pools (faster than one
-    // with the model's work and a 10 ms link).
+    // The CEM-like application: the platform is empty, so it takes both pools: with 1000
+    // node-seconds, b alone (speed 1.5) runs 167 s, both 100 s + 1.8 s of communication over
+    // the 10 ms link (slept 200 times faster).
     let out = std::process::Command::new(&py)
         .arg(example("cem.py"))
         .args(["--socket", c.socket.to_str().unwrap()])
-        .args(["--work", "2000", "--time-scale", "2000"])
+        .args(["--work", "1000", "--time-scale", "200"])
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);

@@ -50,8 +50,9 @@ def run_time(config, speed, links, work):
     return compute + ITERS * (len(pools) - 1) * (lat / 1000.0 + HALO_MB * 8.0 / bw)
 
 
-def select(s, speed, links, work, slack):
-    """The (end, start, config, T) that completes first, from the session's view."""
+def select(s, speed, links, work, scale, slack):
+    """The (end, start, config, T) that completes first, from the session's view (T in real
+    seconds: the model's time divided by `scale`)."""
     points = sorted({st["from"] for cap in s.view.values() for st in cap} | {s.now})
     best = None
     for t in points:
@@ -63,14 +64,14 @@ def select(s, speed, links, work, slack):
                     if any(n <= 0 for n in config.values()):
                         config = None
                         break
-                    dur = int(run_time(config, speed, links, work) * 1000 * slack)
+                    dur = int(run_time(config, speed, links, work) / scale * 1000 * slack)
                     fits = {p: s.min_free(p, t, dur) for p in subset}
                     if fits == config or all(fits[p] >= config[p] for p in subset):
                         break
                     config = fits
                 if not config:
                     continue
-                secs = run_time(config, speed, links, work)
+                secs = run_time(config, speed, links, work) / scale
                 end = t + secs * 1000
                 if best is None or end < best[0]:
                     best = (end, t, config, secs)
@@ -91,11 +92,10 @@ def main():
     speed = {c["pool"]: c["speed"] for c in s.clusters_info()}
     links = {(l["a"], l["b"]): (l["latency_ms"], l["bandwidth_mbps"])
              for l in s.inter_cluster_info()}
-    work = a.work / a.time_scale
     chosen = {}
 
     def on_view(view, now):
-        best = select(s, speed, links, work, a.slack)
+        best = select(s, speed, links, a.work, a.time_scale, a.slack)
         if best is None:
             return None
         end, start, config, secs = best
