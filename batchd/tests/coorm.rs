@@ -144,8 +144,11 @@ fn next_view(l: &mut Launcher) -> View {
     }
 }
 
+/// A CAP as `(to, free)` steps.
+type Steps = Vec<(Option<u64>, u32)>;
+
 /// The view's CAPs without the first step's start (it is the plan's `now`).
-fn shape(v: &View) -> Vec<(String, Vec<(Option<u64>, u32)>)> {
+fn shape(v: &View) -> Vec<(String, Steps)> {
     v.pools
         .iter()
         .map(|(p, cap)| (p.clone(), cap.iter().map(|s| (s.to, s.free)).collect()))
