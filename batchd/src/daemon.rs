@@ -47,7 +47,7 @@ pub struct Daemon {
     /// The daemon's effective uid.
     pub euid: u32,
     /// Open CooRM launcher sessions.
-    pub sessions: crate::coorm::Sessions,
+    pub sessions: crate::sessions::Sessions,
     users: Mutex<HashMap<u32, String>>,
 }
 

@@ -13,9 +13,11 @@ use std::time::Duration;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
+use crate::core::JobFiles;
 use crate::daemon::Daemon;
-use crate::evolve::JobFiles;
-use crate::launch::{files, now_ms, read_json, read_pid, write_json, Launch, Status};
+use crate::launch::{
+    files, now_ms, read_json, read_pid, write_job_files, write_json, Launch, Status,
+};
 use crate::record::JobRecord;
 
 /// How often an adopted supervisor is checked.
@@ -63,7 +65,7 @@ fn prepare(
         |what: &str, e: std::io::Error| format!("cannot write {what} in {}: {e}", dir.display());
     crate::state::private_dir(dir).map_err(|e| err("the job directory", e))?;
     if let Some(f) = job_files {
-        f.write(dir).map_err(|e| err("the node file", e))?;
+        write_job_files(dir, f).map_err(|e| err("the node file", e))?;
     }
     let script = dir.join(files::SCRIPT);
     {

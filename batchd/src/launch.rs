@@ -8,6 +8,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::core::JobFiles;
+use crate::evorun::{Progress, Saved};
+
 /// File names inside a job directory.
 pub mod files {
     /// The launch description (mode 0600: it holds the job's environment).
@@ -100,6 +103,43 @@ pub struct Status {
     /// Why a start failed.
     #[serde(default)]
     pub detail: Option<String>,
+}
+
+/// Writes a running job's files into its directory `dir`, node file last: a job that sees a
+/// new node file also sees the step file that goes with it.
+pub fn write_job_files(dir: &Path, jf: &JobFiles) -> std::io::Result<()> {
+    if let Some(p) = &jf.progress {
+        write_json(&dir.join(files::PROGRESS), p)?;
+    }
+    if let Some(step) = &jf.step {
+        write_atomic(&dir.join(files::STEP), step.as_bytes())?;
+    }
+    let mut text = jf.nodes.join("\n");
+    text.push('\n');
+    write_atomic(&dir.join(files::NODES), text.as_bytes())?;
+    // The job may run as another user; it must read them.
+    for f in [files::NODES, files::STEP] {
+        let p = dir.join(f);
+        if p.exists() {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644))?;
+        }
+    }
+    Ok(())
+}
+
+/// What an evolving job's directory `job_dir` keeps for a restart; missing or unreadable files
+/// give `None` parts (the job is then re-attached with its record's sorted node list and the
+/// step of the present).
+pub fn read_saved(job_dir: &Path) -> Saved {
+    let nodes = std::fs::read_to_string(job_dir.join(files::NODES))
+        .ok()
+        .map(|t| t.lines().map(str::to_string).collect::<Vec<_>>())
+        .filter(|v| !v.is_empty());
+    let progress = read_json::<Progress>(&job_dir.join(files::PROGRESS))
+        .ok()
+        .flatten();
+    Saved { nodes, progress }
 }
 
 /// Writes `bytes` to `path` atomically.

@@ -3,16 +3,24 @@
 //! esched's batch daemon: a durable queue, the policy loop and a local executor behind a Unix
 //! socket, in the shape of Slurm's slurmctld + slurmstepd on one machine.
 //!
-//! - [`config`]: TOML configuration with an embedded default;
-//! - [`store`]: SQLite (WAL) with group commit: a submission is durable before it is
-//!   acknowledged;
-//! - [`core`]: jobs, nodes, dependencies, snapshots for the policy;
-//! - [`scheduler`]: snapshot → policy → validator → act, coalesced to one run per interval;
-//! - [`executor`] and [`supervise`]: each job under a small supervisor process that outlives
-//!   the daemon, enforces the walltime and records the exit status;
-//! - `server`: the socket API of `batch-proto`, one file per verb;
-//! - [`recovery`]: start-up after a restart or a crash;
-//! - [`coorm`]: CooRM launcher sessions (their connection is `server/session.rs`).
+//! The modules form layers, each using only the ones before (ARCHITECTURE.md; kept by
+//! `scripts/check-layers.sh`):
+//!
+//! 0. [`record`]: a job as stored, plain data;
+//! 1. [`evorun`]: an evolving job's progress through its scheduled EP, a pure state machine;
+//! 2. [`core`]: jobs, nodes, dependencies, snapshots for the policy and every transition of
+//!    them, without I/O;
+//! 3. [`view`]: what a job looks like on the wire;
+//! 4. I/O: [`daemon`] (the state the tasks share), [`config`] (TOML with an embedded
+//!    default), [`store`] (SQLite (WAL) with group commit: a submission is durable before it
+//!    is acknowledged), [`launch`] (the job directory's files and the clock), [`scheduler`]
+//!    (snapshot → policy → validator → act, coalesced to one run per interval), [`executor`]
+//!    and [`supervise`] (each job under a small supervisor process that outlives the daemon,
+//!    enforces the walltime and records the exit status), [`evolve`] (carries out an evolving
+//!    job's resizes), `server` (the socket API of `batch-proto`, one file per verb),
+//!    [`recovery`] (start-up after a restart or a crash), [`policy`], [`state`], [`logging`],
+//!    [`coorm`] and [`sessions`] (CooRM launcher sessions; their connection is
+//!    `server/session.rs`).
 //!
 //! The daemon is a library function, [`run`] (until SIGINT/SIGTERM) or [`spawn`] (on its own
 //! thread, stopped by the returned handle), so tests boot it in a temporary directory.
@@ -26,6 +34,7 @@ pub mod coorm;
 pub mod core;
 pub mod daemon;
 pub mod evolve;
+pub mod evorun;
 pub mod executor;
 pub mod launch;
 pub mod logging;
@@ -34,6 +43,7 @@ pub mod record;
 pub mod recovery;
 pub mod scheduler;
 mod server;
+pub mod sessions;
 pub mod state;
 pub mod store;
 pub mod supervise;
@@ -214,7 +224,7 @@ async fn start(config: Config, config_path: Option<PathBuf>) -> Result<Started, 
             path: db.clone(),
             source,
         })?;
-    let mut core = core::Core::new(&config.pools);
+    let mut core = core::Core::new(config.pools.iter().map(|p| (p.name.as_str(), p.nodes)));
     let recovered = recovery::restore(&mut core, loaded, &state_dir);
     recovery::sweep_job_dirs(&core, &state_dir);
     for rec in recovered.lost.into_iter().chain(recovered.requeued) {

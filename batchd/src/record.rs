@@ -1,8 +1,8 @@
 //! A job as batchd stores it: the submitted spec plus everything that happened to it.
+//!
+//! Layer 0 of batchd, plain data: it depends on no other module of the crate.
 
-use batch_proto::{JobInfo, JobSpec, JobState};
-
-use crate::view::JobView;
+use batch_proto::{JobSpec, JobState};
 use serde::{Deserialize, Serialize};
 
 /// One job's stored record (one row of the `jobs` table).
@@ -80,12 +80,6 @@ impl JobRecord {
             stdout,
             stderr,
         }
-    }
-
-    /// The wire view of this record alone: no pending reason, expected start or step, which
-    /// only the daemon's state knows ([`crate::core::Core::info_of`] adds them).
-    pub fn info(&self) -> JobInfo {
-        JobView::new(None, self, None, false).into_info()
     }
 
     /// The time limit of the started shape, else the longest the request allows.

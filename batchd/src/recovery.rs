@@ -13,7 +13,7 @@ use std::path::Path;
 use batch_proto::JobState;
 
 use crate::core::{Active, Core};
-use crate::launch::{files, now_ms};
+use crate::launch::{files, now_ms, read_saved};
 use crate::record::JobRecord;
 use crate::store::Loaded;
 
@@ -62,7 +62,7 @@ pub fn restore(core: &mut Core, loaded: Loaded, state_dir: &Path) -> Recovered {
         let dir = state_dir.join("jobs").join(id.to_string());
         match rec.state {
             // A launcher's session does not survive the daemon: its connection is gone.
-            _ if crate::coorm::is_session(&rec) => {
+            _ if crate::core::coorm::is_session(&rec) => {
                 let mut rec = rec;
                 let _ = std::fs::remove_dir_all(&dir);
                 rec.state = match rec.state {
@@ -86,7 +86,7 @@ pub fn restore(core: &mut Core, loaded: Loaded, state_dir: &Path) -> Recovered {
                 core.insert(Active { rec, run: None });
                 out.pending += 1;
             }
-            _ => match core.adopt(rec, dir.clone(), crate::evolve::Saved::read(&dir)) {
+            _ => match core.adopt(rec, dir.clone(), read_saved(&dir), now_ms()) {
                 Ok(()) => out.adopted.push(id),
                 Err(lost) => {
                     let (mut rec, why) = *lost;
@@ -124,7 +124,6 @@ pub fn sweep_job_dirs(core: &Core, state_dir: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::PoolConfig;
     use batch_proto::JobSpec;
 
     fn running(id: u64, nodes: &str) -> JobRecord {
@@ -147,12 +146,7 @@ mod tests {
         std::fs::create_dir_all(&d1).unwrap();
         std::fs::write(d1.join(files::SUPERVISOR_PID), "999999").unwrap();
         std::fs::create_dir_all(state.path().join("jobs").join("2")).unwrap();
-        let mut core = Core::new(&[PoolConfig {
-            name: "debug".into(),
-            nodes: 4,
-            max_time: Default::default(),
-            speed: 1.0,
-        }]);
+        let mut core = Core::new([("debug", 4)]);
         let loaded = crate::store::Loaded {
             active: vec![running(1, "debug[001-002]"), running(2, "debug[003-004]")],
             finished: Default::default(),

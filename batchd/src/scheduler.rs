@@ -123,7 +123,7 @@ async fn act(d: &Arc<Daemon>, snap: &SnapshotData, plan: &Plan) {
         }
     }
     for rec in started {
-        if crate::coorm::is_session(&rec) {
+        if crate::core::coorm::is_session(&rec) {
             crate::coorm::started(d, rec);
         } else {
             tokio::spawn(crate::executor::launch(Arc::clone(d), rec));

@@ -2,6 +2,8 @@
 //! for a record (pending or running, with the latest plan's expected start and scheduled EP,
 //! an evolving job's step), borrowed so that a listing of 100,000 jobs serialises without
 //! copying, and turned into an owned `JobInfo` for the requests that answer with one.
+//!
+//! Layer 3 of batchd: it reads `core` and `record`, nothing reads it but the I/O layer.
 
 #[cfg(doc)]
 use batch_proto::ListRequest;
@@ -16,7 +18,7 @@ use crate::record::JobRecord;
 /// the same rules for leaving them out of the JSON, borrowed from the record. A listing of
 /// 100,000 jobs is serialised from these straight into frames: building owned `JobInfo`s
 /// first cost more than the JSON itself (two string clones per job and 45 MB of fresh pages).
-/// [`Core::info_of`] and [`JobRecord::info`] are [`JobView::into_info`], so the rules live
+/// [`active_info`] and [`record_info`] are [`JobView::into_info`], so the rules live
 /// here only; `views_decode_as_info` (server/list.rs) checks that a view's JSON decodes as its
 /// own `into_info`, less what a brief listing leaves out.
 #[derive(Serialize)]
@@ -69,9 +71,21 @@ pub struct JobView<'a> {
     step: Option<StepStatus>,
 }
 
+/// The wire view of active job `rec`: its record, the latest plan's expected start and
+/// scheduled EP while it waits, its step while it runs evolving.
+pub fn active_info(core: &Core, rec: &JobRecord, reason: Option<PendingReason>) -> JobInfo {
+    JobView::new(Some(core), rec, reason, false).into_info()
+}
+
+/// The wire view of record `rec` alone (a finished job): no pending reason, expected start or
+/// step, which only `core` knows.
+pub fn record_info(rec: &JobRecord) -> JobInfo {
+    JobView::new(None, rec, None, false).into_info()
+}
+
 impl<'a> JobView<'a> {
-    /// `rec` as [`Core::info_of`] shows it when `core` is given (an active job), else as
-    /// [`JobRecord::info`] without reason or expected start (a finished one). `brief` leaves
+    /// `rec` as [`active_info`] shows it when `core` is given (an active job), else as
+    /// [`record_info`] without reason or expected start (a finished one). `brief` leaves
     /// out the work directory, output paths, arguments, dependencies, detail and scheduled EP:
     /// no `equeue` column but `%Z` and `%E` shows them ([`ListRequest::brief`]).
     pub fn new(

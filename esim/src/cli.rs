@@ -46,12 +46,12 @@ pub enum Command {
     CoallocExperiments(crate::coalloc_experiments::ExperimentsArgs),
 }
 
-/// Which plans' parts the engine validates.
+/// What the engine asks of the policy at each call, all of it validated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ValidateArg {
-    /// Every placement, future reservations included.
+    /// The whole plan, every queued job's expected start included (what batchd asks for).
     Full,
-    /// Only what is acted on now (starts, kills, rejects).
+    /// Only what is acted on now (starts, kills, rejects, the next expected start as a wake-up).
     Starts,
 }
 
@@ -114,9 +114,11 @@ pub struct RunArgs {
     /// No progress bar, no warnings (errors only).
     #[arg(long, short)]
     pub quiet: bool,
-    /// What of each plan to validate: `full` checks future reservations too, `starts` only
-    /// what is acted on.
-    #[arg(long, value_enum, default_value = "full")]
+    /// What to ask the policy for and validate: `starts` only what the replay acts on (the
+    /// starts, kills and rejects of each call, and when to call again), `full` the whole plan
+    /// with every queued job's expected start, as batchd asks: slower on long queues, and it
+    /// also checks that the policy never plans an impossible future. Same schedule either way.
+    #[arg(long, value_enum, default_value = "starts")]
     pub validate: ValidateArg,
     /// How the events of one instant reach the policy: `instant` (every end, then every
     /// submission, then one call) or `per-event` (one call per event, submissions first, as
@@ -150,8 +152,8 @@ pub struct BenchArgs {
     /// Also time a full replay of this trace (SWF, plain or .gz) with the policy.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
-    /// What the replay validates.
-    #[arg(long, value_enum, default_value = "full")]
+    /// What the replay asks the policy for and validates (see `esim run --validate`).
+    #[arg(long, value_enum, default_value = "starts")]
     pub validate: ValidateArg,
     /// Use the policy linked into esim instead of loading its plugin library (to compare the
     /// two).

@@ -10,7 +10,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use abi_stable::prefix_type::PrefixTypeTrait;
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RErr, ROk, RResult, RStr, RString};
-use sched_core::{NamedPolicy, ParamError, Params, Policy};
+use sched_core::{NamedPolicy, ParamError, Params, Plan, Policy, Snapshot};
 
 use crate::module::{
     AbiVersion, FfiError, FfiErrorKind, FfiParams, FfiPolicy, FfiPolicy_TO, PolicyBox, PolicyMod,
@@ -158,9 +158,24 @@ struct Exported<P> {
 
 impl<P: Policy + Send + 'static> FfiPolicy for Exported<P> {
     fn plan(&mut self, snapshot: &FfiSnapshot, out: &mut FfiPlan) -> RResult<(), FfiError> {
+        self.answer(snapshot, out, P::plan)
+    }
+
+    fn plan_starts(&mut self, snapshot: &FfiSnapshot, out: &mut FfiPlan) -> RResult<(), FfiError> {
+        self.answer(snapshot, out, P::plan_starts)
+    }
+}
+
+impl<P: Policy> Exported<P> {
+    fn answer(
+        &mut self,
+        snapshot: &FfiSnapshot,
+        out: &mut FfiPlan,
+        call: fn(&mut P, &Snapshot<'_>) -> Plan,
+    ) -> RResult<(), FfiError> {
         guard(|| {
             self.snapshot.refill_from(snapshot);
-            let plan = self.policy.plan(&self.snapshot.as_snapshot());
+            let plan = call(&mut self.policy, &self.snapshot.as_snapshot());
             // The buffer's lists grow through their own vtables, i.e. the host's allocator.
             out.refill_from(&plan);
             ROk(())

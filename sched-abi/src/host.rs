@@ -23,6 +23,10 @@ pub trait HostedPolicy {
     fn name(&self) -> &str;
     /// The plan, or why there is none.
     fn try_plan(&mut self, snapshot: &Snapshot<'_>) -> Result<Plan, PluginError>;
+    /// [`Policy::plan_starts`]: only what a driver acts on at once, or why there is none.
+    fn try_plan_starts(&mut self, snapshot: &Snapshot<'_>) -> Result<Plan, PluginError> {
+        self.try_plan(snapshot).map(|p| p.starts_only(snapshot.now))
+    }
 }
 
 impl HostedPolicy for LoadedPolicy {
@@ -32,6 +36,10 @@ impl HostedPolicy for LoadedPolicy {
 
     fn try_plan(&mut self, snapshot: &Snapshot<'_>) -> Result<Plan, PluginError> {
         LoadedPolicy::try_plan(self, snapshot)
+    }
+
+    fn try_plan_starts(&mut self, snapshot: &Snapshot<'_>) -> Result<Plan, PluginError> {
+        LoadedPolicy::try_plan_starts(self, snapshot)
     }
 }
 
@@ -43,6 +51,10 @@ impl<T: HostedPolicy + ?Sized> HostedPolicy for Box<T> {
     fn try_plan(&mut self, snapshot: &Snapshot<'_>) -> Result<Plan, PluginError> {
         (**self).try_plan(snapshot)
     }
+
+    fn try_plan_starts(&mut self, snapshot: &Snapshot<'_>) -> Result<Plan, PluginError> {
+        (**self).try_plan_starts(snapshot)
+    }
 }
 
 impl<T: HostedPolicy + ?Sized> HostedPolicy for &mut T {
@@ -53,6 +65,10 @@ impl<T: HostedPolicy + ?Sized> HostedPolicy for &mut T {
     fn try_plan(&mut self, snapshot: &Snapshot<'_>) -> Result<Plan, PluginError> {
         (**self).try_plan(snapshot)
     }
+
+    fn try_plan_starts(&mut self, snapshot: &Snapshot<'_>) -> Result<Plan, PluginError> {
+        (**self).try_plan_starts(snapshot)
+    }
 }
 
 /// Calls `policy`, turning a panic into [`PluginError::Panicked`] the way the export macro does
@@ -61,8 +77,13 @@ fn plan_catching(
     name: &str,
     policy: &mut dyn Policy,
     snapshot: &Snapshot<'_>,
+    scope: Scope,
 ) -> Result<Plan, PluginError> {
-    catch_unwind(AssertUnwindSafe(|| policy.plan(snapshot))).map_err(|payload| {
+    catch_unwind(AssertUnwindSafe(|| match scope {
+        Scope::Full => policy.plan(snapshot),
+        Scope::Starts => policy.plan_starts(snapshot),
+    }))
+    .map_err(|payload| {
         let message = if let Some(s) = payload.downcast_ref::<&str>() {
             (*s).to_string()
         } else if let Some(s) = payload.downcast_ref::<String>() {
@@ -124,6 +145,16 @@ impl HostedPolicy for Linked {
     }
 
     fn try_plan(&mut self, snapshot: &Snapshot<'_>) -> Result<Plan, PluginError> {
+        self.call(snapshot, Scope::Full)
+    }
+
+    fn try_plan_starts(&mut self, snapshot: &Snapshot<'_>) -> Result<Plan, PluginError> {
+        self.call(snapshot, Scope::Starts)
+    }
+}
+
+impl Linked {
+    fn call(&mut self, snapshot: &Snapshot<'_>, scope: Scope) -> Result<Plan, PluginError> {
         if self.policy.is_none() {
             let factory = self.factory.as_mut().ok_or_else(|| PluginError::Rebuild {
                 policy: self.name.clone(),
@@ -141,7 +172,7 @@ impl HostedPolicy for Linked {
                 message: "no instance".into(),
             });
         };
-        let result = plan_catching(&self.name, policy.as_mut(), snapshot);
+        let result = plan_catching(&self.name, policy.as_mut(), snapshot, scope);
         // Same rule as for plugins: a panicked instance is not trusted again when it can be
         // rebuilt.
         if result.is_err() && self.factory.is_some() {
@@ -176,7 +207,11 @@ impl HostedPolicy for Borrowed<'_> {
     }
 
     fn try_plan(&mut self, snapshot: &Snapshot<'_>) -> Result<Plan, PluginError> {
-        plan_catching(&self.name, self.policy, snapshot)
+        plan_catching(&self.name, self.policy, snapshot, Scope::Full)
+    }
+
+    fn try_plan_starts(&mut self, snapshot: &Snapshot<'_>) -> Result<Plan, PluginError> {
+        plan_catching(&self.name, self.policy, snapshot, Scope::Starts)
     }
 }
 
@@ -202,16 +237,25 @@ pub struct HostTiming {
     pub validate: Duration,
 }
 
-/// What of each plan the host validates.
+/// What the host asks of the policy, and so what it validates.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Check {
-    /// The whole plan, future reservations included: catches a policy that plans an
-    /// impossible future even when what starts now is fine (batchd; esim's default).
+    /// The whole plan ([`Policy::plan`]), future reservations included, all validated: catches
+    /// a policy that plans an impossible future even when what starts now is fine (batchd,
+    /// which shows expected starts; `esim --validate full`).
     #[default]
     Full,
-    /// Only what a driver acts on at once (kills, rejects, placements starting now): still
-    /// never over-commits a pool, but does not check the reservations (`esim --validate
-    /// starts`).
+    /// Only what a driver acts on at once ([`Policy::plan_starts`]: kills, rejects, placements
+    /// starting now, and a wake-up at the earliest start left out), all validated: still never
+    /// over-commits a pool, but the policy's reservations are neither sent nor checked (esim's
+    /// default: a replay acts on nothing else).
+    Starts,
+}
+
+/// Which of the two plan calls a hosted policy answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Scope {
+    Full,
     Starts,
 }
 
@@ -351,12 +395,15 @@ impl<P: HostedPolicy> PolicyHost<P> {
     pub fn call(&mut self, snapshot: &Snapshot<'_>) -> Outcome<'_> {
         self.stats.calls += 1;
         let t = Instant::now();
-        let result = self.policy.try_plan(snapshot);
+        let result = match self.check {
+            Check::Full => self.policy.try_plan(snapshot),
+            Check::Starts => self.policy.try_plan_starts(snapshot),
+        };
         self.timing.policy += t.elapsed();
         match result {
             Ok(plan) => {
                 let t = Instant::now();
-                let verdict = checked(self.check, snapshot, &plan);
+                let verdict = validate(snapshot, &plan);
                 self.timing.validate += t.elapsed();
                 match verdict {
                     Ok(()) => {
@@ -452,34 +499,12 @@ impl<P: HostedPolicy> PolicyHost<P> {
                 .cloned()
                 .collect(),
         };
-        match checked(self.check, snapshot, &plan) {
+        match validate(snapshot, &plan) {
             Ok(()) => plan,
             Err(err) => {
                 tracing::warn!(policy = %self.policy.name(), "last valid plan no longer fits ({err}); using an empty plan");
                 Plan::default()
             }
-        }
-    }
-}
-
-/// Validates what `check` says of `plan`.
-fn checked(check: Check, snapshot: &Snapshot<'_>, plan: &Plan) -> Result<(), PlanError> {
-    match check {
-        Check::Full => validate(snapshot, plan),
-        Check::Starts => {
-            let acted = Plan {
-                placements: plan
-                    .placements
-                    .iter()
-                    .filter(|p| p.start <= snapshot.now)
-                    .cloned()
-                    .collect(),
-                kills: plan.kills.clone(),
-                rejects: plan.rejects.clone(),
-                wake_at: None,
-                views: Vec::new(),
-            };
-            validate(snapshot, &acted)
         }
     }
 }

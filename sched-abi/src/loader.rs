@@ -584,6 +584,15 @@ impl LoadedPolicy {
 
     /// [`Policy::plan`] through the boundary, with a panic as an error.
     pub fn try_plan(&mut self, snapshot: &Snapshot<'_>) -> Result<Plan, PluginError> {
+        self.call(snapshot, false)
+    }
+
+    /// [`Policy::plan_starts`] through the boundary, with a panic as an error.
+    pub fn try_plan_starts(&mut self, snapshot: &Snapshot<'_>) -> Result<Plan, PluginError> {
+        self.call(snapshot, true)
+    }
+
+    fn call(&mut self, snapshot: &Snapshot<'_>, starts: bool) -> Result<Plan, PluginError> {
         let policy = match &mut self.policy {
             Some(p) => p,
             None => {
@@ -598,7 +607,12 @@ impl LoadedPolicy {
             }
         };
         self.scratch.refill_from(snapshot);
-        match policy.plan(&self.scratch, &mut self.scratch_plan) {
+        let answer = if starts {
+            policy.plan_starts(&self.scratch, &mut self.scratch_plan)
+        } else {
+            policy.plan(&self.scratch, &mut self.scratch_plan)
+        };
+        match answer {
             ROk(()) => Ok(Plan::from(&self.scratch_plan)),
             RErr(e) => {
                 if let Some(poisoned) = self.policy.take() {

@@ -78,6 +78,14 @@ pub trait FfiPolicy: Send {
         snapshot: &FfiSnapshot,
         plan: &mut FfiPlan,
     ) -> abi_stable::std_types::RResult<(), FfiError>;
+
+    /// [`sched_core::Policy::plan_starts`] into `plan` (since ABI 2.0): only what the driver
+    /// acts on at once crosses the boundary, not a long queue's every expected start.
+    fn plan_starts(
+        &mut self,
+        snapshot: &FfiSnapshot,
+        plan: &mut FfiPlan,
+    ) -> abi_stable::std_types::RResult<(), FfiError>;
 }
 
 /// An owned policy object from a plugin.

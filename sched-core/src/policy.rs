@@ -308,6 +308,25 @@ pub struct Plan {
     pub views: Vec<View>,
 }
 
+impl Plan {
+    /// This plan without its expected starts: the placements starting after `now` are dropped
+    /// and `wake_at` is brought forward to the earliest of them, so that a driver which comes
+    /// back at a plan's expected starts comes back at the same instants.
+    pub fn starts_only(mut self, now: Time) -> Plan {
+        let mut earliest = self.wake_at;
+        self.placements.retain(|p| {
+            if p.start > now {
+                earliest = Some(earliest.map_or(p.start, |w| w.min(p.start)));
+                false
+            } else {
+                true
+            }
+        });
+        self.wake_at = earliest;
+        self
+    }
+}
+
 /// A policy's parameters, from `--param key=value` or the policy's TOML table, as text.
 ///
 /// A policy reads what it knows with the typed getters and then calls [`Params::finish`], which
@@ -435,6 +454,18 @@ pub trait Policy {
     /// Answers a snapshot with a plan. Called by the driver whenever something changed, or at
     /// the plan's `wake_at`.
     fn plan(&mut self, snapshot: &Snapshot<'_>) -> Plan;
+
+    /// The plan reduced to what a driver acts on at once: the placements starting at `now`,
+    /// the kills, the rejects and the views, with `wake_at` no later than the earliest start
+    /// it leaves out (see [`Plan::starts_only`]). A driver that shows no expected starts (esim)
+    /// asks for this instead of [`Policy::plan`]: answering a long queue's every expected start
+    /// at every call is most of the cost of a replay.
+    ///
+    /// It must start, kill and reject exactly what `plan` would for the same snapshot and
+    /// state; a policy overrides it only to do less work, never to decide otherwise.
+    fn plan_starts(&mut self, snapshot: &Snapshot<'_>) -> Plan {
+        self.plan(snapshot).starts_only(snapshot.now)
+    }
 }
 
 /// A policy that can be built from its name's parameters: what `sched-abi`'s export macro and

@@ -64,16 +64,18 @@ impl From<&SwfJob> for SimJob {
     }
 }
 
-/// What the engine validates of each plan.
+/// What the engine asks of the policy at each call (all of it is validated).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ValidateMode {
-    /// The whole plan, future reservations included: catches a policy that plans an
-    /// impossible future even when what starts now is fine.
+    /// The whole plan ([`sched_core::Policy::plan`]), future reservations included: catches a
+    /// policy that plans an impossible future even when what starts now is fine.
     #[default]
     Full,
-    /// Only what the engine acts on (kills, rejects, placements starting now): still never
-    /// over-commits a pool, but does not check the reservations.
+    /// Only what the engine acts on ([`sched_core::Policy::plan_starts`]: kills, rejects,
+    /// placements starting now, the next expected start as a wake-up): still never
+    /// over-commits a pool, but the reservations are neither answered nor checked. The same
+    /// schedule as `Full`, without a long queue's expected starts at every call.
     Starts,
 }
 

@@ -17,7 +17,7 @@ pub async fn handle(d: &Arc<Daemon>, req: AcctRequest) -> Reply {
         Ok(done) => Reply::Jobs(
             done.iter()
                 .filter(|r| super::list::record_matches(&req.filter, r))
-                .map(|r| r.info())
+                .map(crate::view::record_info)
                 .collect(),
         ),
         Err(e) => internal(e),

@@ -123,7 +123,7 @@ async fn send(d: &Arc<Daemon>, id: u64, sig: Option<i32>) -> Result<(), String> 
             .core()
             .jobs
             .get(&id)
-            .is_some_and(|a| crate::coorm::is_session(&a.rec));
+            .is_some_and(|a| crate::core::coorm::is_session(&a.rec));
         if session && sig.is_none() {
             // A session's job has no process of batchd's: it ends here, and its launcher is
             // told to stop its application.

@@ -351,7 +351,6 @@ pub async fn send(stream: &mut UnixStream, jobs: &[JobInfo], deadline: Duration)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::PoolConfig;
     use crate::core::Active;
     use batch_proto::{Dependency, JobShape, JobSpec, Response};
     use sched_core::{PoolId, Shape, Step};
@@ -361,12 +360,7 @@ mod tests {
     /// pending ones with a plan's expected start and a scheduled EP, held, with dependencies,
     /// arguments, detail, its own output paths.
     fn busy_core() -> Core {
-        let mut c = Core::new(&[PoolConfig {
-            name: "debug".into(),
-            nodes: 8,
-            max_time: Default::default(),
-            speed: 1.0,
-        }]);
+        let mut c = Core::new([("debug", 8)]);
         let spec = |id: u64| {
             let mut s = JobSpec::new("#!/bin/sh\n", "/home/alice/run", 2, 60_000);
             s.name = format!("job{id}");
@@ -428,19 +422,19 @@ mod tests {
         j
     }
 
-    /// The listing as owned `JobInfo`s: `Core::info_of` of the running jobs, then of the
+    /// The listing as owned `JobInfo`s: `view::active_info` of the running jobs, then of the
     /// pending ones in queue order with their reasons.
     fn reference(c: &Core, now: u64) -> Vec<JobInfo> {
         let mut v: Vec<JobInfo> = c
             .jobs
             .values()
             .filter(|a| a.rec.state != JobState::Pending)
-            .map(|a| c.info_of(&a.rec, None))
+            .map(|a| crate::view::active_info(c, &a.rec, None))
             .collect();
         v.extend(
             c.pending_with_reasons(now)
                 .into_iter()
-                .map(|(r, why)| c.info_of(r, Some(why))),
+                .map(|(r, why)| crate::view::active_info(c, r, Some(why))),
         );
         v
     }
@@ -487,9 +481,9 @@ mod tests {
         jobs_of(decode_frames(frames))
     }
 
-    /// A view's JSON decodes as the `JobInfo` `Core::info_of` gives (the serde rules of
+    /// A view's JSON decodes as the `JobInfo` `view::active_info` gives (the serde rules of
     /// `JobView` and `JobInfo` agree), the brief one the same without the fields only `%Z`,
-    /// `%E`, `--json` and `econtrol show job` use. So a brief row keeps whatever `info_of`
+    /// `%E`, `--json` and `econtrol show job` use. So a brief row keeps whatever `active_info`
     /// computes for the others (nodes, pool, time limit, reason, expected start, step).
     #[test]
     fn views_decode_as_info() {
@@ -610,7 +604,7 @@ mod tests {
         }
     }
 
-    /// A finished job's view decodes as `JobRecord::info` without reason or expected start.
+    /// A finished job's view decodes as `view::record_info` without reason or expected start.
     #[test]
     fn finished_views_decode_as_record_info() {
         let mut c = busy_core();
@@ -632,7 +626,11 @@ mod tests {
                     true
                 },
             );
-            let want = if brief { blanked(r.info()) } else { r.info() };
+            let want = if brief {
+                blanked(crate::view::record_info(&r))
+            } else {
+                crate::view::record_info(&r)
+            };
             assert_eq!(jobs_of(decode_frames(frames)), vec![want]);
         }
     }
@@ -759,12 +757,20 @@ mod tests {
             },
         ];
         for f in &filters {
-            assert_eq!(record_matches(f, &r), f.matches(&r.info()), "{f:?}");
+            assert_eq!(
+                record_matches(f, &r),
+                f.matches(&crate::view::record_info(&r)),
+                "{f:?}"
+            );
         }
         r.pool = None;
         r.spec.pool = Some("gpu".into());
         for f in &filters {
-            assert_eq!(record_matches(f, &r), f.matches(&r.info()), "{f:?}");
+            assert_eq!(
+                record_matches(f, &r),
+                f.matches(&crate::view::record_info(&r)),
+                "{f:?}"
+            );
         }
     }
 }

@@ -13,11 +13,11 @@ pub async fn handle(d: &Arc<Daemon>, id: u64) -> Reply {
         let core = d.core();
         if let Some(a) = core.jobs.get(&id) {
             let reason = core.reason_of(now_ms(), id);
-            return Reply::Jobs(vec![core.info_of(&a.rec, reason)]);
+            return Reply::Jobs(vec![crate::view::active_info(&core, &a.rec, reason)]);
         }
     }
     match d.store.read(move |c| crate::store::job_by_id(c, id)).await {
-        Ok(Some(r)) => Reply::Jobs(vec![r.info()]),
+        Ok(Some(r)) => Reply::Jobs(vec![crate::view::record_info(&r)]),
         Ok(None) => ErrorReply::invalid_job(id).into(),
         Err(e) => internal(e),
     }

@@ -11,9 +11,12 @@
 //! missed co-allocation deadline) are rejected with the reason.
 #![deny(missing_docs)]
 
-use esched_rigid_common::book;
 pub use esched_rigid_common::Counters;
-use sched_core::{JobId, NamedPolicy, ParamError, Params, Plan, Policy, Snapshot, Time};
+use esched_rigid_common::{book, Cluster, Job};
+use sched_core::{
+    JobId, JobReason, NamedPolicy, ParamError, Params, Pending, Placement, Plan, Policy, Request,
+    Snapshot, Time,
+};
 
 /// First come, first served, with the whole planned schedule kept between calls.
 ///
@@ -24,15 +27,24 @@ use sched_core::{JobId, NamedPolicy, ParamError, Params, Plan, Policy, Snapshot,
 /// and starts after every changed interval, since nothing behind it can move either (an end at
 /// the expected time stops at the first job); answering costs O(q) for the q placements
 /// returned. A queue reordering (priorities) rebuilds the plan from scratch, q fit queries.
+///
+/// Asked only for what starts now ([`Policy::plan_starts`], esim's replays), it keeps no book:
+/// the jobs that start now are the queue's head while each fits now behind the ones before it,
+/// and the first that does not is the only expected start the driver needs (as a wake-up).
+/// That is one fit per started job plus one, against a whole-queue answer per call (a replay
+/// of a long FCFS queue spent most of its time planning and validating starts nobody used).
 #[derive(Clone, Debug)]
 pub struct Fcfs {
     book: book::Book,
+    /// The book missed calls answered by [`Fcfs::starts_now`]: rebuild it before using it.
+    stale: bool,
 }
 
 impl Default for Fcfs {
     fn default() -> Self {
         Fcfs {
             book: book::Book::new(true),
+            stale: false,
         }
     }
 }
@@ -56,8 +68,72 @@ impl Fcfs {
 
 impl Policy for Fcfs {
     fn plan(&mut self, snapshot: &Snapshot<'_>) -> Plan {
+        if std::mem::take(&mut self.stale) {
+            self.book = book::Book::new(true);
+        }
         self.book.plan(snapshot)
     }
+
+    fn plan_starts(&mut self, snapshot: &Snapshot<'_>) -> Plan {
+        // A co-allocation deadline is judged against a job's planned start however deep in the
+        // queue it is, which only the whole plan knows.
+        let deadline =
+            |p: &Pending| matches!(&p.request, Request::CoAllocated(c) if c.deadline.is_some());
+        if snapshot.pending.iter().any(deadline) {
+            return self.plan(snapshot).starts_only(snapshot.now);
+        }
+        self.stale = true;
+        starts_now(snapshot)
+    }
+}
+
+/// The FCFS plan's starts at `now`, its rejects, and its earliest expected start as the
+/// wake-up, without the rest of the plan.
+///
+/// The book plans each job at its earliest fit no earlier than the job ahead, in queue order,
+/// among the running jobs and the jobs ahead only (its in-order compression lifts the jobs
+/// behind). So a job starts now exactly when every valid job ahead of it starts now and it fits
+/// now in the profile of the running jobs and those; the first that does not has the earliest
+/// expected start of all, since the starts of the jobs behind it are no earlier. Pool choice
+/// and rejects are the book's (`Cluster::earliest`, `Job::of`).
+fn starts_now(snap: &Snapshot<'_>) -> Plan {
+    let now = snap.now;
+    let mut plan = Plan::default();
+    let mut cluster = Cluster::new(snap.pools);
+    for r in snap.running {
+        cluster.add_holds(&r.holds, now, 1);
+    }
+    let mut blocked = false;
+    for p in snap.pending {
+        let job = match Job::of(p, &cluster.pools) {
+            Ok(job) => job,
+            Err(reason) => {
+                plan.rejects.push(JobReason { job: p.id, reason });
+                continue;
+            }
+        };
+        if blocked {
+            continue;
+        }
+        match cluster.earliest(&job, now.max(job.earliest)) {
+            Some((i, start)) if start <= now => {
+                cluster.add_job(i, now, &job, now, 1);
+                plan.placements.push(Placement {
+                    job: p.id,
+                    start: now,
+                    shape: job.shape(cluster.pools[i].id),
+                    claim_from: None,
+                });
+            }
+            slot => {
+                // Nothing behind starts before it; a job that never fits (a hold that never
+                // ends) blocks the queue for good, with no wake-up.
+                blocked = true;
+                plan.wake_at = slot.map(|(_, start)| start);
+            }
+        }
+    }
+    plan
 }
 
 impl NamedPolicy for Fcfs {

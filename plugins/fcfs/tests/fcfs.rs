@@ -45,5 +45,49 @@ mod properties {
             }
             prop_assert_eq!(fcfs.counters().rebuilds, 1);
         }
+
+        /// Asked only for what starts now (esim's calls), FCFS answers at every call what the
+        /// whole plan reduced to its starts says: the same starts, rejects and next expected
+        /// start; so a replay gives every job the same start. `mix` switches between the two
+        /// calls on the way, which must not leave the kept plan out of date.
+        #[test]
+        fn starts_only_answers_are_the_whole_plans_starts(
+            (sizes, jobs) in workload(40, 2),
+            mix in prop::collection::vec(any::<bool>(), 1..8),
+        ) {
+            let pools = pools(&sizes);
+            let whole = replay(&mut Fcfs::new(), &pools, &jobs, |_, _| {});
+            let mut mismatch: Option<String> = None;
+            let mut starts = StartsOnly { fcfs: Fcfs::new(), mix, call: 0 };
+            let out = replay(&mut starts, &pools, &jobs, |snap: &Snapshot<'_>, plan| {
+                let reference = Fcfs::new().plan(snap).starts_only(snap.now);
+                let got = plan.clone().starts_only(snap.now);
+                if mismatch.is_none() && got != reference {
+                    mismatch = Some(format!("at {}: got {got:?}\nwhole plan's {reference:?}", snap.now));
+                }
+            });
+            prop_assert!(mismatch.is_none(), "{}", mismatch.unwrap_or_default());
+            prop_assert_eq!(out.start, whole.start);
+            prop_assert_eq!(out.rejected, whole.rejected);
+        }
+    }
+
+    /// Calls `plan_starts` or `plan`, in the order `mix` repeats.
+    struct StartsOnly {
+        fcfs: Fcfs,
+        mix: Vec<bool>,
+        call: usize,
+    }
+
+    impl Policy for StartsOnly {
+        fn plan(&mut self, snap: &Snapshot<'_>) -> sched_core::Plan {
+            let starts = self.mix[self.call % self.mix.len()];
+            self.call += 1;
+            if starts {
+                self.fcfs.plan_starts(snap)
+            } else {
+                self.fcfs.plan(snap)
+            }
+        }
     }
 }

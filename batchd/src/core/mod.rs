@@ -1,20 +1,32 @@
 //! The daemon's in-memory state: active jobs, node allocation, the latest plan's expected
-//! starts. Everything here is synchronous and quick; callers hold the lock briefly and do I/O
-//! (database, processes) outside it.
+//! starts, and every transition of them (start, adopt, finish, an evolving job's resize in
+//! [`evolving`], the files a job reads in [`job_files`]). Everything here is synchronous,
+//! quick and pure: no file, process, signal, clock or async runtime, and no knowledge of the
+//! daemon that holds it. Callers hold the lock briefly and do the I/O (database, files,
+//! processes) outside it, from what these methods return.
+//!
+//! Layer 2 of batchd (see ARCHITECTURE.md, "Architecture invariant: batchd in layers";
+//! `scripts/check-layers.sh` keeps it so).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 
-use batch_proto::{hostlist, DepKind, Dependency, JobInfo, JobShape, JobState, PendingReason};
+use batch_proto::{hostlist, DepKind, Dependency, JobShape, JobState, PendingReason};
 use sched_core::nodemap::{NodeId, NodeMap};
 use sched_core::{
     Evolving, JobId, MoldConfig, Moldable, Pending, Pool, PoolId, PoolSteps, Request, Rigid,
     Running, Shape,
 };
 
-use crate::config::PoolConfig;
-use crate::evolve::EvoRun;
+use crate::evorun::{EvoRun, Saved};
 use crate::record::JobRecord;
+
+pub mod coorm;
+pub mod evolving;
+pub mod job_files;
+
+pub use evolving::Evolved;
+pub use job_files::JobFiles;
 
 /// One pool and which job holds each node.
 #[derive(Debug)]
@@ -121,7 +133,7 @@ pub struct Core {
     pub(crate) running: BTreeSet<u64>,
     /// The latest plan's views (CooRM's CAPs), by job: what `eview` shows and launchers are
     /// sent.
-    pub views: HashMap<u64, crate::coorm::JobView>,
+    pub views: HashMap<u64, coorm::JobView>,
 }
 
 /// Queue order: higher priority first, then lower id.
@@ -157,17 +169,17 @@ pub(crate) fn queue_key(r: &JobRecord) -> QueueKey {
 }
 
 impl Core {
-    /// An empty state over `pools`.
-    pub fn new(pools: &[PoolConfig]) -> Core {
+    /// An empty state over `pools`, `(name, node count)` in config order.
+    pub fn new<'a>(pools: impl IntoIterator<Item = (&'a str, u32)>) -> Core {
         Core {
             pools: pools
-                .iter()
+                .into_iter()
                 .enumerate()
-                .map(|(i, p)| {
+                .map(|(i, (name, nodes))| {
                     PoolState::new(Pool {
                         id: PoolId(i as u32),
-                        name: p.name.clone(),
-                        nodes: p.nodes,
+                        name: name.to_string(),
+                        nodes,
                     })
                 })
                 .collect(),
@@ -191,12 +203,6 @@ impl Core {
         self.pools
             .get(run.pool)
             .map_or(&[], |p| p.map.nodes_of(JobId(id)))
-    }
-
-    /// The wire view of active job `rec`: its record, the latest plan's expected start and
-    /// scheduled EP while it waits, its step while it runs evolving.
-    pub fn info_of(&self, rec: &JobRecord, reason: Option<PendingReason>) -> JobInfo {
-        crate::view::JobView::new(Some(self), rec, reason, false).into_info()
     }
 
     /// Index of the pool called `name`.
@@ -302,7 +308,7 @@ impl Core {
         let submit = rec.submit.min(now);
         Pending {
             // Only launcher sessions ask for views (CooRM §III-A): nobody else pays for them.
-            wants_view: crate::coorm::is_session(rec),
+            wants_view: coorm::is_session(rec),
             id: JobId(rec.id),
             user: rec.uid,
             submit,
@@ -330,7 +336,7 @@ impl Core {
                 pool,
                 steps: steps.clone(),
             }),
-            JobShape::Session { .. } => crate::coorm::request_of(self, rec),
+            JobShape::Session { .. } => coorm::request_of(self, rec),
             JobShape::Moldable { configs } => Request::Moldable(Moldable {
                 pool,
                 configs: configs
@@ -503,7 +509,7 @@ impl Core {
         job_dir: PathBuf,
     ) -> Result<JobRecord, String> {
         if let Shape::CoAllocated { pools } = shape {
-            return crate::coorm::start(self, id, pools, now, job_dir);
+            return coorm::start(self, id, pools, now, job_dir);
         }
         let (pool_idx, n) =
             Self::shape_needs(shape).ok_or("co-allocated shapes are not supported by batchd")?;
@@ -548,7 +554,7 @@ impl Core {
         Ok(rec)
     }
 
-    /// Re-attaches a running job found in the database at start-up to its nodes.
+    /// Re-attaches a running job found in the database at start-up (`now`) to its nodes.
     ///
     /// `saved` is what an evolving job's directory says: the order its nodes came in (the
     /// record's host list is sorted, and the first node must stay the first) and its progress.
@@ -556,7 +562,8 @@ impl Core {
         &mut self,
         mut rec: JobRecord,
         job_dir: PathBuf,
-        saved: crate::evolve::Saved,
+        saved: Saved,
+        now: u64,
     ) -> Result<(), Box<(JobRecord, String)>> {
         let pool_idx = match rec.pool.as_deref().and_then(|p| self.pool_index(p)) {
             Some(i) => i,
@@ -595,7 +602,7 @@ impl Core {
             return Err(Box::new((rec, e.to_string())));
         }
         let cancelling = rec.state == JobState::Completing;
-        let evolving = EvoRun::adopted(&rec, &saved, |n| pool.node_index(n));
+        let evolving = EvoRun::adopted(&rec, &saved, now, |n| pool.node_index(n));
         self.insert(Active {
             rec,
             run: Some(RunState {
@@ -635,12 +642,7 @@ mod tests {
     use batch_proto::JobSpec;
 
     fn core_with(n: u32) -> Core {
-        Core::new(&[PoolConfig {
-            name: "debug".into(),
-            nodes: n,
-            max_time: Default::default(),
-            speed: 1.0,
-        }])
+        Core::new([("debug", n)])
     }
 
     fn rec(id: u64) -> JobRecord {
