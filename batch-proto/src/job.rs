@@ -4,7 +4,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use sched_core::{MoldConfig, Step};
+use sched_core::{MoldConfig, SpeedupModel, Step};
 use serde::{Deserialize, Serialize};
 
 use crate::EpochMs;
@@ -265,10 +265,20 @@ pub enum JobShape {
         /// The steps, in order.
         steps: Vec<Step>,
     },
-    /// Moldable configurations (`--moldable 4:60,8:35`): (nodes, walltime ms) choices.
+    /// Moldable configurations (`--moldable 4:60,8:35`): (nodes, walltime ms) choices, and/or
+    /// a run-time model over a range of node counts (`--moldable-model amdahl:WORK:SERIAL
+    /// --nodes-range 1-32`). The policy picks one before the start.
     Moldable {
-        /// The configurations offered.
+        /// The configurations offered (may be empty when `model` is given).
         configs: Vec<MoldConfig>,
+        /// A run-time model valid over a range of node counts; an explicit configuration of
+        /// the same node count wins over it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<MoldModel>,
+        /// Weight ω of the job in the weighted sum of completion times (Dutot & Eyraud; the
+        /// `bicriteria` policy uses it); `None` is 1.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        weight: Option<f64>,
     },
     /// A CooRM launcher session's request (Klein & Pérez, HPCC 2011, §III-B): nodes on each
     /// of several pools, all for `time_limit` ms. Created by [`crate::SubscribeRequest`], never
@@ -290,14 +300,90 @@ pub struct PoolNodes {
     pub nodes: u32,
 }
 
+/// A moldable job's run-time model p(k), valid for `min_nodes ≤ k ≤ max_nodes`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MoldModel {
+    /// The model; its times are in ms.
+    pub model: SpeedupModel,
+    /// Smallest node count offered.
+    pub min_nodes: u32,
+    /// Largest node count offered.
+    pub max_nodes: u32,
+}
+
+/// The widest node range a moldable model may offer: a policy weighs every count of it.
+pub const MAX_MODEL_NODES: u32 = 65_536;
+
+/// The largest weight a moldable job may have (weights are relative; this keeps weighted sums
+/// of completion times finite and meaningful).
+pub const MAX_WEIGHT: f64 = 1e6;
+
+impl MoldModel {
+    /// The longest run time the model allows: at its smallest node count, since p(k) does not
+    /// grow with k.
+    pub fn longest(&self) -> u64 {
+        self.model.walltime(self.min_nodes)
+    }
+
+    fn validate(&self) -> Result<(), SpecError> {
+        let bad = |m: String| Err(SpecError::Shape(m));
+        if self.min_nodes == 0 || self.min_nodes > self.max_nodes {
+            return bad(format!(
+                "moldable node range {}-{} must be MIN-MAX with 1 <= MIN <= MAX",
+                self.min_nodes, self.max_nodes
+            ));
+        }
+        if self.max_nodes - self.min_nodes >= MAX_MODEL_NODES {
+            return bad(format!(
+                "moldable node range {}-{} offers more than {MAX_MODEL_NODES} node counts",
+                self.min_nodes, self.max_nodes
+            ));
+        }
+        let work = match self.model {
+            SpeedupModel::Amdahl { work, serial } => {
+                if !(0.0..=1.0).contains(&serial) {
+                    return bad(format!(
+                        "Amdahl serial fraction {serial} must be between 0 and 1"
+                    ));
+                }
+                work
+            }
+            SpeedupModel::Linear { work } => work,
+        };
+        if work == 0 {
+            return bad("a moldable model's work must be positive".into());
+        }
+        Ok(())
+    }
+}
+
 impl JobShape {
     /// The most nodes the shape may hold at once.
     pub fn max_nodes(&self) -> u32 {
         match self {
             JobShape::Rigid { nodes, .. } => *nodes,
             JobShape::Evolving { steps } => sched_core::request::max_nodes(steps),
-            JobShape::Moldable { configs } => configs.iter().map(|c| c.nodes).max().unwrap_or(0),
+            JobShape::Moldable { configs, model, .. } => configs
+                .iter()
+                .map(|c| c.nodes)
+                .chain(model.map(|m| m.max_nodes))
+                .max()
+                .unwrap_or(0),
             JobShape::Session { pools, .. } => pools.iter().map(|p| p.nodes).sum(),
+        }
+    }
+
+    /// The fewest nodes the shape can run with: a moldable job's smallest configuration; the
+    /// most nodes it holds at once for any other.
+    pub fn least_nodes(&self) -> u32 {
+        match self {
+            JobShape::Moldable { configs, model, .. } => configs
+                .iter()
+                .map(|c| c.nodes)
+                .chain(model.map(|m| m.min_nodes))
+                .min()
+                .unwrap_or(0),
+            _ => self.max_nodes(),
         }
     }
 
@@ -308,7 +394,12 @@ impl JobShape {
                 *time_limit
             }
             JobShape::Evolving { steps } => sched_core::request::total_duration(steps),
-            JobShape::Moldable { configs } => configs.iter().map(|c| c.walltime).max().unwrap_or(0),
+            JobShape::Moldable { configs, model, .. } => configs
+                .iter()
+                .map(|c| c.walltime)
+                .chain(model.map(|m| m.longest()))
+                .max()
+                .unwrap_or(0),
         }
     }
 
@@ -322,7 +413,7 @@ impl JobShape {
             JobShape::Evolving { steps } => {
                 steps.iter().fold(0u64, |t, s| t.saturating_add(s.duration))
             }
-            JobShape::Moldable { configs } => configs.iter().map(|c| c.walltime).max().unwrap_or(0),
+            JobShape::Moldable { .. } => self.time_limit(),
         };
         if longest > max {
             return Err(SpecError::Bound {
@@ -361,11 +452,25 @@ impl JobShape {
                     )));
                 }
             }
-            JobShape::Moldable { configs } => {
-                if configs.is_empty() {
+            JobShape::Moldable {
+                configs,
+                model,
+                weight,
+            } => {
+                if configs.is_empty() && model.is_none() {
                     return Err(SpecError::Shape(
                         "a moldable job needs at least one configuration".into(),
                     ));
+                }
+                if let Some(m) = model {
+                    m.validate()?;
+                }
+                if let Some(w) = weight {
+                    if !(*w > 0.0 && *w <= MAX_WEIGHT) {
+                        return Err(SpecError::Shape(format!(
+                            "weight {w} must be positive and at most {MAX_WEIGHT}"
+                        )));
+                    }
                 }
                 if let Some(c) = configs.iter().find(|c| c.nodes == 0 || c.walltime == 0) {
                     return Err(SpecError::Shape(format!(
@@ -747,6 +852,11 @@ pub struct JobInfo {
     /// Where a running evolving job is in its scheduled EP.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<StepStatus>,
+    /// A moldable job's configuration: the one it was started with, or, while pending, the
+    /// one the latest plan expects it to start with. `nodes` and `time_limit` say the same;
+    /// `None` for other jobs and for a pending moldable job the plan does not place.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chosen: Option<MoldConfig>,
 }
 
 /// What a running evolving job is doing in its current step, as the job itself is told in its
@@ -929,8 +1039,67 @@ mod tests {
                     walltime: 35,
                 },
             ],
+            model: None,
+            weight: None,
         };
         assert_eq!((m.max_nodes(), m.time_limit()), (8, 60));
+        assert_eq!(m.least_nodes(), 4);
+        let amdahl = JobShape::Moldable {
+            configs: vec![MoldConfig {
+                nodes: 64,
+                walltime: 5,
+            }],
+            model: Some(MoldModel {
+                model: SpeedupModel::Amdahl {
+                    work: 1000,
+                    serial: 0.5,
+                },
+                min_nodes: 2,
+                max_nodes: 32,
+            }),
+            weight: Some(2.0),
+        };
+        // p(2) = 1000 × (0.5 + 0.5 / 2) = 750 ms, the longest; 2..=64 nodes.
+        assert_eq!(
+            (
+                amdahl.least_nodes(),
+                amdahl.max_nodes(),
+                amdahl.time_limit()
+            ),
+            (2, 64, 750)
+        );
+        assert!(amdahl.validate().is_ok());
+        let with = |f: &dyn Fn(&mut MoldModel), weight: Option<f64>| {
+            let JobShape::Moldable { model, .. } = &amdahl else {
+                unreachable!()
+            };
+            let mut m = model.unwrap();
+            f(&mut m);
+            JobShape::Moldable {
+                configs: Vec::new(),
+                model: Some(m),
+                weight,
+            }
+            .validate()
+            .unwrap_err()
+            .to_string()
+        };
+        assert!(with(&|m| m.min_nodes = 0, None).contains("1 <= MIN <= MAX"));
+        assert!(with(&|m| m.max_nodes = 1, None).contains("1 <= MIN <= MAX"));
+        assert!(with(&|m| m.max_nodes = 1 << 20, None).contains("more than"));
+        assert!(with(
+            &|m| m.model = SpeedupModel::Amdahl {
+                work: 10,
+                serial: 1.5
+            },
+            None
+        )
+        .contains("between 0 and 1"));
+        assert!(with(&|m| m.model = SpeedupModel::Linear { work: 0 }, None)
+            .contains("work must be positive"));
+        for w in [0.0, -1.0, f64::NAN, 1e7] {
+            assert!(with(&|_| {}, Some(w)).contains("weight"), "{w}");
+        }
     }
 }
 
@@ -990,6 +1159,8 @@ mod bounds {
                 nodes: 1,
                 walltime: MAX_TIME_LIMIT + 1,
             }],
+            model: None,
+            weight: None,
         };
         let e = refused(&s, None);
         assert!(

@@ -32,9 +32,9 @@ pub use client::{Client, ClientError};
 pub use coorm::*;
 pub use frame::{FrameError, MAX_FRAME};
 pub use job::{
-    DepKind, Dependency, JobInfo, JobShape, JobSpec, JobState, PendingReason, PoolNodes, SpecError,
-    StepPhase, StepStatus, MAX_BEGIN_AHEAD, MAX_PRIORITY, MAX_TIME_LIMIT, MIN_PRIORITY,
-    TIME_UNLIMITED,
+    DepKind, Dependency, JobInfo, JobShape, JobSpec, JobState, MoldModel, PendingReason, PoolNodes,
+    SpecError, StepPhase, StepStatus, MAX_BEGIN_AHEAD, MAX_MODEL_NODES, MAX_PRIORITY,
+    MAX_TIME_LIMIT, MAX_WEIGHT, MIN_PRIORITY, TIME_UNLIMITED,
 };
 pub use message::*;
 pub use signal::parse_signal;

@@ -553,6 +553,7 @@ mod tests {
             args: vec![],
             scheduled_ep: None,
             step: None,
+            chosen: None,
         }
     }
 
@@ -577,6 +578,15 @@ mod tests {
                 nodes: 4,
                 walltime: 60_000,
             }],
+            model: Some(crate::MoldModel {
+                model: sched_core::SpeedupModel::Amdahl {
+                    work: 3_600_000,
+                    serial: 0.05,
+                },
+                min_nodes: 1,
+                max_nodes: 32,
+            }),
+            weight: Some(2.5),
         };
         let reqs = vec![
             Request::Hello(Hello::current()),

@@ -64,6 +64,7 @@ pub async fn run_once(d: &Arc<Daemon>) -> (bool, Option<u64>) {
         let snap = core.snapshot(now, grace);
         if snap.pending.is_empty() {
             core.expected.clear();
+            core.expected_mold.clear();
             return (false, None);
         }
         snap
@@ -105,12 +106,29 @@ async fn act(d: &Arc<Daemon>, snap: &SnapshotData, plan: &Plan) {
         let mut core = d.core();
         core.expected.clear();
         core.expected_ep.clear();
+        core.expected_mold.clear();
         for p in &plan.placements {
             let id = p.job.0;
             if p.start > now {
                 core.expected.insert(id, p.start);
-                if let sched_core::Shape::Evolving { steps, .. } = &p.shape {
-                    core.expected_ep.insert(id, steps.clone());
+                match &p.shape {
+                    sched_core::Shape::Evolving { steps, .. } => {
+                        core.expected_ep.insert(id, steps.clone());
+                    }
+                    // cbf, easy, fcfs and bicriteria place a moldable job as `Moldable`; a
+                    // policy that places it as `Rigid` gets no expected configuration shown.
+                    sched_core::Shape::Moldable {
+                        nodes, walltime, ..
+                    } => {
+                        core.expected_mold.insert(
+                            id,
+                            sched_core::MoldConfig {
+                                nodes: *nodes,
+                                walltime: *walltime,
+                            },
+                        );
+                    }
+                    _ => {}
                 }
                 continue;
             }

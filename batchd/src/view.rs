@@ -8,7 +8,7 @@
 #[cfg(doc)]
 use batch_proto::ListRequest;
 use batch_proto::{Dependency, JobInfo, JobShape, JobState, PendingReason, StepStatus};
-use sched_core::Step;
+use sched_core::{MoldConfig, Shape, Step};
 use serde::Serialize;
 
 use crate::core::Core;
@@ -69,6 +69,8 @@ pub struct JobView<'a> {
     scheduled_ep: Option<&'a [Step]>,
     #[serde(skip_serializing_if = "Option::is_none")]
     step: Option<StepStatus>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    chosen: Option<MoldConfig>,
 }
 
 /// The wire view of active job `rec`: its record, the latest plan's expected start and
@@ -104,6 +106,27 @@ impl<'a> JobView<'a> {
                 _ => None,
             },
         };
+        // A moldable job's configuration: stored with its started shape, or the latest plan's
+        // expectation while pending. `nodes` and `time_limit` follow it.
+        let chosen = match (&rec.spec.shape, pending, &rec.shape) {
+            (JobShape::Moldable { .. }, true, _) => {
+                core.and_then(|c| c.expected_mold.get(&rec.id).copied())
+            }
+            (
+                JobShape::Moldable { .. },
+                false,
+                Some(Shape::Moldable {
+                    nodes, walltime, ..
+                })
+                | Some(Shape::Rigid {
+                    nodes, walltime, ..
+                }),
+            ) => Some(MoldConfig {
+                nodes: *nodes,
+                walltime: *walltime,
+            }),
+            _ => None,
+        };
         JobView {
             id: rec.id,
             name: &rec.spec.name,
@@ -113,10 +136,10 @@ impl<'a> JobView<'a> {
             state: rec.state,
             reason: if pending { reason } else { None },
             detail: rec.detail.as_deref().filter(|_| full),
-            nodes: if pending || rec.nodes == 0 {
-                rec.spec.shape.max_nodes()
-            } else {
-                rec.nodes
+            nodes: match chosen {
+                Some(c) => c.nodes,
+                None if pending || rec.nodes == 0 => rec.spec.shape.max_nodes(),
+                None => rec.nodes,
             },
             node_list: rec.node_list.as_deref(),
             submit_time: rec.submit,
@@ -126,7 +149,7 @@ impl<'a> JobView<'a> {
                 Some(c) if pending => c.expected.get(&rec.id).copied(),
                 _ => None,
             },
-            time_limit: rec.time_limit(),
+            time_limit: chosen.map_or_else(|| rec.time_limit(), |c| c.walltime),
             exit_code: rec.exit_code,
             signal: rec.signal,
             work_dir: if full { &rec.spec.work_dir } else { "" },
@@ -144,6 +167,7 @@ impl<'a> JobView<'a> {
                 Some(c) if !pending => c.step_status(rec.id),
                 _ => None,
             },
+            chosen,
         }
     }
 
@@ -178,6 +202,7 @@ impl<'a> JobView<'a> {
             args: self.args.to_vec(),
             scheduled_ep: self.scheduled_ep.map(<[Step]>::to_vec),
             step: self.step,
+            chosen: self.chosen,
         }
     }
 }

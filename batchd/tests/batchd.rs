@@ -818,6 +818,8 @@ fn evolving_and_moldable_jobs_run_under_the_default_policy() {
                 walltime: 3_000,
             },
         ],
+        model: None,
+        weight: None,
     };
     let (e, m) = (c.submit(e), c.submit(m));
     let rigid = c.submit(c.spec("true"));

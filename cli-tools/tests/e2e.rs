@@ -3,7 +3,7 @@
 //!
 //! batchd and the policy plugins belong to other packages, so Cargo does not build them for
 //! this test; the harness runs `cargo build --profile test -p batchd -p esched-cbf -p
-//! esched-easy` once before the first daemon starts (a no-op when they are up to date, as after
+//! esched-easy -p esched-bicriteria` once before the first daemon starts (a no-op when they are up to date, as after
 //! `cargo test --workspace`).
 
 #[path = "e2e/harness.rs"]
@@ -29,3 +29,6 @@ mod evolving;
 
 #[path = "e2e/limits.rs"]
 mod limits;
+
+#[path = "e2e/moldable.rs"]
+mod moldable;

@@ -123,6 +123,8 @@ pub struct Core {
     pub expected: HashMap<u64, u64>,
     /// The latest plan's scheduled EP of pending evolving jobs it placed as evolving.
     pub expected_ep: HashMap<u64, Vec<sched_core::Step>>,
+    /// The latest plan's configuration of pending moldable jobs it placed.
+    pub expected_mold: HashMap<u64, MoldConfig>,
     /// Pending jobs that are not held, in queue order. With the next two sets, it spares the
     /// policy loop a walk over every record: at 100,000 queued jobs that walk (and a sort)
     /// at each run held the lock long enough to cut submissions to a tenth.
@@ -188,6 +190,7 @@ impl Core {
             next_id: 1,
             expected: HashMap::new(),
             expected_ep: HashMap::new(),
+            expected_mold: HashMap::new(),
             queue: BTreeSet::new(),
             held: BTreeSet::new(),
             running: BTreeSet::new(),
@@ -337,7 +340,11 @@ impl Core {
                 steps: steps.clone(),
             }),
             JobShape::Session { .. } => coorm::request_of(self, rec),
-            JobShape::Moldable { configs } => Request::Moldable(Moldable {
+            JobShape::Moldable {
+                configs,
+                model,
+                weight,
+            } => Request::Moldable(Moldable {
                 pool,
                 configs: configs
                     .iter()
@@ -346,10 +353,10 @@ impl Core {
                         walltime: c.walltime,
                     })
                     .collect(),
-                model: None,
-                min_nodes: 0,
-                max_nodes: 0,
-                weight: 1.0,
+                model: model.map(|m| m.model),
+                min_nodes: model.map_or(0, |m| m.min_nodes),
+                max_nodes: model.map_or(0, |m| m.max_nodes),
+                weight: weight.unwrap_or(1.0),
             }),
         }
     }
@@ -551,6 +558,7 @@ impl Core {
         self.running.insert(id);
         self.expected.remove(&id);
         self.expected_ep.remove(&id);
+        self.expected_mold.remove(&id);
         Ok(rec)
     }
 
@@ -632,6 +640,7 @@ impl Core {
         self.finished.insert(id, a.rec.state);
         self.expected.remove(&id);
         self.expected_ep.remove(&id);
+        self.expected_mold.remove(&id);
         Some(a.rec)
     }
 }

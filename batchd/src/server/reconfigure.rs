@@ -48,7 +48,11 @@ pub async fn reconfigure(d: &Arc<Daemon>) -> Result<ReconfigureReply, ErrorReply
     *d.policy_name.write().unwrap_or_else(|p| p.into_inner()) = name.clone();
     d.settings.write().unwrap_or_else(|p| p.into_inner()).config = config;
     // The new policy has no expected starts yet; the next run gives them.
-    d.core().expected.clear();
+    {
+        let mut core = d.core();
+        core.expected.clear();
+        core.expected_mold.clear();
+    }
     d.reschedule();
     tracing::info!(policy = %name, "reconfigured");
     Ok(ReconfigureReply {

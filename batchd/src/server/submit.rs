@@ -16,7 +16,9 @@ use sched_core::JobId;
 /// Checks `spec` against the cluster: pool, size, dependencies.
 pub fn check_against(core: &Core, spec: &JobSpec) -> Result<(), ErrorReply> {
     let invalid = |m: String| ErrorReply::new(ErrorKind::InvalidSpec, m);
-    let need = spec.shape.max_nodes();
+    // A moldable job needs room for its smallest configuration only: a policy drops the
+    // configurations no pool can hold.
+    let need = spec.shape.least_nodes();
     match &spec.pool {
         Some(name) => {
             let Some(i) = core.pool_index(name) else {

@@ -231,6 +231,7 @@ mod tests {
             args: vec![],
             scheduled_ep: None,
             step: None,
+            chosen: None,
         }
     }
 

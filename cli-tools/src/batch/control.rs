@@ -179,14 +179,32 @@ pub fn show_job(j: &JobInfo, now: Time, zone: &dyn Zone) -> String {
                 .collect::<Vec<_>>()
                 .join(",")
         ),
-        JobShape::Moldable { configs } => format!(
-            "moldable({})",
-            configs
+        JobShape::Moldable {
+            configs,
+            model,
+            weight,
+        } => {
+            // The syntax of esubmit's options, so that the request reads as it was given.
+            let mut parts: Vec<String> = configs
                 .iter()
-                .map(|c| format!("{}:{}", c.nodes, c.walltime / 60_000))
-                .collect::<Vec<_>>()
-                .join(",")
-        ),
+                .map(|c| format!("{}:{}", c.nodes, format_sacct_duration(c.walltime)))
+                .collect();
+            if let Some(m) = model {
+                parts.push(match m.model {
+                    sched_core::SpeedupModel::Amdahl { work, serial } => {
+                        format!("amdahl:{}:{serial}", format_sacct_duration(work))
+                    }
+                    sched_core::SpeedupModel::Linear { work } => {
+                        format!("linear:{}", format_sacct_duration(work))
+                    }
+                });
+                parts.push(format!("nodes-range:{}-{}", m.min_nodes, m.max_nodes));
+            }
+            if let Some(w) = weight {
+                parts.push(format!("weight:{w}"));
+            }
+            format!("moldable({})", parts.join(","))
+        }
     };
     let reason = if j.state == batch_proto::JobState::Pending {
         reason(j)
@@ -220,6 +238,19 @@ pub fn show_job(j: &JobInfo, now: Time, zone: &dyn Zone) -> String {
         j.nodes,
         shape,
     );
+    if let Some(c) = &j.chosen {
+        // Before the start, what the latest plan expects; after, what the job runs with.
+        let key = if j.state == batch_proto::JobState::Pending {
+            "ExpectedConfig"
+        } else {
+            "ChosenConfig"
+        };
+        s.push_str(&format!(
+            "   {key}={}x{}\n",
+            c.nodes,
+            format_sacct_duration(c.walltime)
+        ));
+    }
     if let Some(ep) = &j.scheduled_ep {
         s.push_str(&format!("   ScheduledEP={}\n", format_steps(ep)));
     }
@@ -411,6 +442,7 @@ mod tests {
             args: vec![],
             scheduled_ep: None,
             step: None,
+            chosen: None,
         }
     }
 

@@ -78,8 +78,9 @@ pub const START_FORMAT: &str = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %.5s %R";
 const FULL_ONLY: &str = "ZE";
 
 /// The field letters. `s` is squeue's "node selection plugin" field, meaningless here, so it
-/// is free for the step.
-const LETTERS: &str = "iPjuUtTMlLDRrNSVeZEQs";
+/// is free for the step. `K` (squeue's array task id; batchd has no arrays) is a moldable
+/// job's configuration.
+const LETTERS: &str = "iPjuUtTMlLDRrNSVeZEQsK";
 
 fn header(letter: char) -> &'static str {
     match letter {
@@ -103,6 +104,7 @@ fn header(letter: char) -> &'static str {
         'Z' => "WORK_DIR",
         'E' => "DEPENDENCY",
         's' => "STEP",
+        'K' => "CONFIG",
         _ => "PRIORITY",
     }
 }
@@ -310,6 +312,14 @@ fn field(job: &JobInfo, letter: char, now: Time, zone: &dyn Zone, buf: &mut Stri
             Some(st) => buf.push_str(&st.short()),
             None => buf.push('-'),
         },
+        // NODESxTIME_LIMIT: chosen (running, over) or expected by the plan (pending).
+        'K' => match &job.chosen {
+            Some(c) => put(
+                buf,
+                format_args!("{}x{}", c.nodes, format_squeue_duration(c.walltime)),
+            ),
+            None => buf.push('-'),
+        },
         _ => put(buf, format_args!("{}", job.priority)),
     }
 }
@@ -353,6 +363,7 @@ mod tests {
             args: vec![],
             scheduled_ep: None,
             step: None,
+            chosen: None,
         }
     }
 

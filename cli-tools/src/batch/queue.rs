@@ -21,7 +21,8 @@ use super::time::{LocalZone, Zone};
                   %T state, %M time used, %l time limit, %L time left, %D nodes, %R node list \
                   or (reason), %r reason, %N node list, %S start (expected while pending), %V \
                   submit, %e end, %Z work dir, %E dependencies, %Q priority, %s step of a running \
-                  evolving job (2/3; - for others). %.N right-justifies in N columns, %N or \
+                  evolving job (2/3; - for others), %K a moldable job's configuration NODESxTIME_LIMIT \
+                  (chosen, or expected by the plan while pending; - for others). %.N right-justifies in N columns, %N or \
                   %-N left-justifies; longer values are cut."
 )]
 pub struct QueueCli {

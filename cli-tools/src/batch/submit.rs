@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use batch_proto::{ClientError, JobShape, JobSpec, Request, Response, SubmitRequest};
+use batch_proto::{ClientError, JobShape, JobSpec, MoldModel, Request, Response, SubmitRequest};
 
 use clap::{Args, Parser};
 use sched_core::request::{MoldConfig, Step};
@@ -15,7 +15,10 @@ use sched_core::time::{Duration, Time, HOUR};
 use super::cli::{connect, now_ms, print_out};
 use super::directives::directive_args;
 use super::error::SpecError;
-use super::spec::{parse_moldable, parse_nodes, parse_profile};
+use super::spec::{
+    parse_moldable, parse_moldable_model, parse_nodes, parse_nodes_range, parse_profile,
+    parse_weight,
+};
 use super::time::{format_timestamp, parse_begin, parse_time_limit, LocalZone, TimeLimit, Zone};
 use batch_proto::Dependency;
 
@@ -60,9 +63,24 @@ pub struct SubmitOpts {
     /// Evolving job: steps SECONDS:NODES[,SECONDS:NODES...].
     #[arg(long, value_name = "STEPS")]
     pub profile: Option<String>,
-    /// Moldable job: configurations NODES:MINUTES[,NODES:MINUTES...].
+    /// Moldable job: configurations NODES:TIME[,NODES:TIME...], TIME in -t's forms (a bare
+    /// number is minutes). The policy picks one before the start.
     #[arg(long, value_name = "CONFIGS")]
     pub moldable: Option<String>,
+    /// Moldable job whose run time on k nodes follows a model, for every k of --nodes-range:
+    /// amdahl:WORK:SERIAL gives WORK × (SERIAL + (1 − SERIAL) / k), where WORK is the run
+    /// time on one node in -t's forms (amdahl:2:00:00:0.1 is two hours) and SERIAL the serial
+    /// fraction, a number in [0, 1]; linear:WORK is SERIAL = 0. Times are rounded up to the
+    /// millisecond; with --moldable too, its configurations win at their node counts.
+    #[arg(long, value_name = "MODEL")]
+    pub moldable_model: Option<String>,
+    /// The node counts --moldable-model offers: MIN-MAX (or one count).
+    #[arg(long, value_name = "MIN-MAX")]
+    pub nodes_range: Option<String>,
+    /// Moldable job's weight in the weighted sum of completion times, a positive number
+    /// (default 1; the bicriteria policy favours heavier jobs).
+    #[arg(long, value_name = "W")]
+    pub weight: Option<String>,
     /// Working directory of the job (default: the current directory).
     #[arg(short = 'D', long, value_name = "DIR")]
     pub chdir: Option<String>,
@@ -164,6 +182,10 @@ pub struct SubmitSpec {
     pub profile: Option<Vec<Step>>,
     /// Moldable configurations.
     pub moldable: Option<Vec<MoldConfig>>,
+    /// Moldable run-time model and its node range.
+    pub moldable_model: Option<MoldModel>,
+    /// Moldable job's weight.
+    pub weight: Option<f64>,
     /// Working directory, absolute.
     pub workdir: PathBuf,
     /// Environment to pass on.
@@ -298,13 +320,47 @@ impl SubmitOpts {
         let moldable = pick(&self.moldable, None, &s.moldable)
             .map(|(v, o)| parse_moldable(&v).map_err(|e| sourced(o, e)))
             .transpose()?;
+        let model = pick(&self.moldable_model, None, &s.moldable_model)
+            .map(|(v, o)| parse_moldable_model(&v).map_err(|e| sourced(o, e)))
+            .transpose()?;
+        let range = pick(&self.nodes_range, None, &s.nodes_range)
+            .map(|(v, o)| parse_nodes_range(&v).map_err(|e| sourced(o, e)))
+            .transpose()?;
+        let weight = pick(&self.weight, None, &s.weight)
+            .map(|(v, o)| parse_weight(&v).map_err(|e| sourced(o, e)))
+            .transpose()?;
         let conflict = |reason: &str| SpecError::Conflict(reason.to_string());
-        if profile.is_some() && moldable.is_some() {
-            return Err(conflict("--profile and --moldable exclude each other"));
-        }
-        if (profile.is_some() || moldable.is_some()) && (nodes.is_some() || time_limit.is_some()) {
+        let moldable_model =
+            match (model, range) {
+                (Some(model), Some((min_nodes, max_nodes))) => Some(MoldModel {
+                    model,
+                    min_nodes,
+                    max_nodes,
+                }),
+                (Some(_), None) => {
+                    return Err(conflict(
+                        "--moldable-model needs --nodes-range MIN-MAX (the node counts it offers)",
+                    ))
+                }
+                (None, Some(_)) => return Err(conflict(
+                    "--nodes-range goes with --moldable-model (use --moldable for explicit sizes)",
+                )),
+                (None, None) => None,
+            };
+        let is_moldable = moldable.is_some() || moldable_model.is_some();
+        if weight.is_some() && !is_moldable {
             return Err(conflict(
-                "--profile/--moldable give the nodes and times; drop -N/--nodes and -t/--time",
+                "--weight applies to moldable jobs (--moldable or --moldable-model)",
+            ));
+        }
+        if profile.is_some() && is_moldable {
+            return Err(conflict(
+                "--profile and --moldable/--moldable-model exclude each other",
+            ));
+        }
+        if (profile.is_some() || is_moldable) && (nodes.is_some() || time_limit.is_some()) {
+            return Err(conflict(
+                "--profile/--moldable/--moldable-model give the nodes and times; drop -N/--nodes and -t/--time",
             ));
         }
         let workdir = match pick(&self.chdir, None, &s.chdir) {
@@ -335,6 +391,8 @@ impl SubmitOpts {
             dependency,
             profile,
             moldable,
+            moldable_model,
+            weight,
             workdir,
             env,
             test_only: self.test_only || s.test_only,
@@ -400,9 +458,11 @@ pub fn to_job_spec(spec: &SubmitSpec, now: Time) -> Result<JobSpec, SpecError> {
         JobShape::Evolving {
             steps: steps.clone(),
         }
-    } else if let Some(configs) = &spec.moldable {
+    } else if spec.moldable.is_some() || spec.moldable_model.is_some() {
         JobShape::Moldable {
-            configs: configs.clone(),
+            configs: spec.moldable.clone().unwrap_or_default(),
+            model: spec.moldable_model,
+            weight: spec.weight,
         }
     } else {
         let time_limit = match spec.time_limit {
@@ -652,7 +712,7 @@ mod tests {
         .unwrap_err();
         assert_eq!(
             e.to_string(),
-            "conflicting options: --profile/--moldable give the nodes and times; drop -N/--nodes and -t/--time"
+            "conflicting options: --profile/--moldable/--moldable-model give the nodes and times; drop -N/--nodes and -t/--time"
         );
     }
 
@@ -807,9 +867,117 @@ mod tests {
                 configs: vec![MoldConfig {
                     nodes: 4,
                     walltime: 60 * MINUTE
-                }]
+                }],
+                model: None,
+                weight: None,
             }
         );
         assert_eq!(j.dependencies.len(), 1);
+        let s = resolve(
+            &cli(&[
+                "--moldable-model",
+                "amdahl:1:00:00:0.25",
+                "--nodes-range",
+                "2-16",
+                "--moldable",
+                "32:5",
+                "--weight",
+                "3",
+                "job.sh",
+            ]),
+            "#!/bin/sh\n",
+            &[],
+        )
+        .unwrap();
+        assert_eq!(
+            to_job_spec(&s, 1_000_000).unwrap().shape,
+            JobShape::Moldable {
+                configs: vec![MoldConfig {
+                    nodes: 32,
+                    walltime: 5 * MINUTE
+                }],
+                model: Some(MoldModel {
+                    model: sched_core::SpeedupModel::Amdahl {
+                        work: 60 * MINUTE,
+                        serial: 0.25
+                    },
+                    min_nodes: 2,
+                    max_nodes: 16
+                }),
+                weight: Some(3.0),
+            }
+        );
+    }
+
+    #[test]
+    fn moldable_options_from_directives_and_their_conflicts() {
+        let script = "#!/bin/sh\n#ESUB --moldable-model linear:10\n#ESUB --nodes-range 1-4\n#ESUB --weight 2\n";
+        let s = resolve(&cli(&["job.sh"]), script, &[]).unwrap();
+        assert_eq!(s.weight, Some(2.0));
+        assert_eq!(
+            s.moldable_model.map(|m| (m.min_nodes, m.max_nodes)),
+            Some((1, 4))
+        );
+        let refused = |args: &[&str]| {
+            resolve(&cli(args), "#!/bin/sh\n", &[])
+                .unwrap_err()
+                .to_string()
+        };
+        for (args, why) in [
+            (
+                &["--moldable-model", "amdahl:60:0.1", "job.sh"][..],
+                "needs --nodes-range",
+            ),
+            (
+                &["--nodes-range", "1-4", "job.sh"][..],
+                "goes with --moldable-model",
+            ),
+            (
+                &["--weight", "2", "job.sh"][..],
+                "--weight applies to moldable jobs",
+            ),
+            (
+                &["--weight", "0", "--moldable", "1:1", "job.sh"][..],
+                "invalid weight '0'",
+            ),
+            (
+                &["--moldable", "1:1", "--profile", "1:1", "job.sh"][..],
+                "exclude each other",
+            ),
+            (
+                &[
+                    "--moldable-model",
+                    "linear:5",
+                    "--nodes-range",
+                    "1-2",
+                    "-N",
+                    "2",
+                    "job.sh",
+                ][..],
+                "drop -N/--nodes",
+            ),
+            (
+                &[
+                    "--moldable-model",
+                    "amdahl:5:2",
+                    "--nodes-range",
+                    "1-2",
+                    "job.sh",
+                ][..],
+                "not a number in [0, 1]",
+            ),
+        ] {
+            let e = refused(args);
+            assert!(e.contains(why) && !e.contains('\n'), "{args:?}: {e}");
+        }
+        // A directive's bad value says where it came from.
+        let e = resolve(
+            &cli(&["job.sh"]),
+            "#!/bin/sh\n#ESUB --nodes-range 4-1\n",
+            &[],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.ends_with("(from #ESUB directive)"), "{e}");
     }
 }

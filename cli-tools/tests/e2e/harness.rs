@@ -40,6 +40,8 @@ fn ensure_built() -> PathBuf {
                 "esched-cbf",
                 "-p",
                 "esched-easy",
+                "-p",
+                "esched-bicriteria",
             ]);
             // Build batchd next to the tools and with their profile: under `cargo test` that is
             // the `test` profile, so after `cargo test --workspace` this is a no-op.

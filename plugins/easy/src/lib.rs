@@ -52,12 +52,21 @@ impl Policy for Easy {
             }
         };
         for p in snap.pending {
-            let job = match Job::of(p, &cluster.pools) {
-                Ok(job) => job,
+            let (job, options) = match Job::view(p, &cluster.pools) {
+                Ok(view) => view,
                 Err(reason) => {
                     plan.rejects.push(JobReason { job: p.id, reason });
                     continue;
                 }
+            };
+            // A moldable job is seen as its option that completes earliest given the running
+            // jobs and the reservation so far (the OAR rule, `Cluster::choose`): it starts now
+            // only if that option starts now, else that option is the reservation.
+            let job = match &options {
+                Some(o) => cluster
+                    .choose(o, now.max(job.earliest))
+                    .map_or(job, |(chosen, _, _)| chosen),
+                None => job,
             };
             if job.deadline.is_some_and(|d| d < now) {
                 let reason = job.missed_deadline(None).unwrap_or_default();

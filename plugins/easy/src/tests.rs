@@ -142,3 +142,65 @@ fn unknown_parameter_is_refused_by_name() {
     assert!(Easy::from_params(&Params::new()).is_ok());
     assert_eq!(Easy::NAME, "easy");
 }
+
+fn moldable(id: u64, configs: &[(u32, u64)]) -> Pending {
+    use sched_core::{MoldConfig, Moldable, Request};
+    Pending {
+        request: Request::Moldable(Moldable {
+            pool: None,
+            configs: configs
+                .iter()
+                .map(|&(nodes, walltime)| MoldConfig { nodes, walltime })
+                .collect(),
+            model: None,
+            min_nodes: 0,
+            max_nodes: 0,
+            weight: 1.0,
+        }),
+        ..job(id, 1, 1)
+    }
+}
+
+#[test]
+fn moldable_jobs_take_the_configuration_that_completes_earliest() {
+    // 10 nodes, 6 busy until 100. Job 1: 4 nodes now end at 200, 10 nodes at 100 end at 150:
+    // the reservation is 10 × 50 at 100. Job 2 may backfill 4 × 90 now (ends 90, before the
+    // reservation) or wait for 10 × 10 after it (ends 160): it starts now on 4 nodes.
+    let pools = pools(&[10]);
+    let run = [running(90, 0, 6, 0, 100)];
+    let p = plan(
+        0,
+        &pools,
+        &run,
+        &[
+            moldable(1, &[(4, 200), (10, 50)]),
+            moldable(2, &[(10, 10), (4, 90)]),
+        ],
+    );
+    let shape = |id: u64| {
+        let pl = p.placements.iter().find(|q| q.job == JobId(id)).unwrap();
+        (pl.start, pl.shape.clone())
+    };
+    assert_eq!(
+        shape(1),
+        (
+            100,
+            Shape::Moldable {
+                pool: PoolId(0),
+                nodes: 10,
+                walltime: 50
+            }
+        )
+    );
+    assert_eq!(
+        shape(2),
+        (
+            0,
+            Shape::Moldable {
+                pool: PoolId(0),
+                nodes: 4,
+                walltime: 90
+            }
+        )
+    );
+}

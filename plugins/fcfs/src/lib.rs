@@ -105,8 +105,8 @@ fn starts_now(snap: &Snapshot<'_>) -> Plan {
     }
     let mut blocked = false;
     for p in snap.pending {
-        let job = match Job::of(p, &cluster.pools) {
-            Ok(job) => job,
+        let (job, options) = match Job::view(p, &cluster.pools) {
+            Ok(view) => view,
             Err(reason) => {
                 plan.rejects.push(JobReason { job: p.id, reason });
                 continue;
@@ -115,8 +115,10 @@ fn starts_now(snap: &Snapshot<'_>) -> Plan {
         if blocked {
             continue;
         }
-        match cluster.earliest(&job, now.max(job.earliest)) {
-            Some((i, start)) if start <= now => {
+        // A moldable job's configuration is the book's: the earliest completion from here
+        // (the jobs ahead all start now), `Cluster::choose`.
+        match cluster.place(&job, options.as_deref(), now.max(job.earliest)) {
+            Some((job, i, start)) if start <= now => {
                 cluster.add_job(i, now, &job, now, 1);
                 plan.placements.push(Placement {
                     job: p.id,
@@ -126,6 +128,7 @@ fn starts_now(snap: &Snapshot<'_>) -> Plan {
                 });
             }
             slot => {
+                let slot = slot.map(|(_, i, start)| (i, start));
                 // Nothing behind starts before it; a job that never fits (a hold that never
                 // ends) blocks the queue for good, with no wake-up.
                 blocked = true;

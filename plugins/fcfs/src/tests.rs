@@ -123,3 +123,58 @@ fn unknown_parameter_is_refused_by_name() {
     assert!(Fcfs::from_params(&Params::new()).is_ok());
     assert_eq!(Fcfs::NAME, "fcfs");
 }
+
+#[test]
+fn moldable_jobs_start_with_the_same_configuration_with_or_without_the_book() {
+    use sched_core::{JobId, MoldConfig, Moldable, Request};
+    let moldable = |id: u64, configs: &[(u32, u64)]| Pending {
+        request: Request::Moldable(Moldable {
+            pool: None,
+            configs: configs
+                .iter()
+                .map(|&(nodes, walltime)| MoldConfig { nodes, walltime })
+                .collect(),
+            model: None,
+            min_nodes: 0,
+            max_nodes: 0,
+            weight: 1.0,
+        }),
+        ..job(id, 1, 1)
+    };
+    // 10 nodes, 4 busy until 50. Job 1: 6 nodes for 40 now (ends 40) beats 10 nodes for 20 at
+    // 50 (ends 70). Job 2, behind it: no room before 40; 2 × 100 at 40 ends 140, 10 × 5 at 50
+    // ends 55: it waits for 50, and plan_starts says so as its wake-up.
+    let pools = pools(&[10]);
+    let run = [running(90, 0, 4, 0, 50)];
+    let pend = [
+        moldable(1, &[(10, 20), (6, 40)]),
+        moldable(2, &[(2, 100), (10, 5)]),
+    ];
+    let full = plan(&mut Fcfs::new(), 0, &pools, &run, &pend);
+    let snap = Snapshot {
+        now: 0,
+        pools: &pools,
+        running: &run,
+        pending: &pend,
+    };
+    let starts = Fcfs::new().plan_starts(&snap);
+    validate(&snap, &starts).expect("valid plan");
+    let shape_of = |p: &Plan, id: u64| {
+        p.placements
+            .iter()
+            .find(|q| q.job == JobId(id))
+            .map(|q| (q.start, q.shape.clone()))
+    };
+    let six = Some((
+        0,
+        Shape::Moldable {
+            pool: PoolId(0),
+            nodes: 6,
+            walltime: 40,
+        },
+    ));
+    assert_eq!(shape_of(&full, 1), six);
+    assert_eq!(shape_of(&starts, 1), six);
+    assert_eq!(start_of(&full, 2), Some(50));
+    assert_eq!(starts.wake_at, Some(50));
+}

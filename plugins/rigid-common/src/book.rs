@@ -4,9 +4,11 @@
 use std::collections::VecDeque;
 
 use sched_core::idmap::IdMap;
-use sched_core::{JobId, JobReason, Placement, Plan, PoolSteps, Snapshot, Step, Time};
+use sched_core::{
+    JobId, JobReason, Pending, Placement, Plan, Pool, PoolSteps, Snapshot, Step, Time,
+};
 
-use crate::common::{holds_end, same_holds_from, Cluster, FitHints, Job};
+use crate::common::{holds_end, same_holds_from, Cluster, FitHints, Job, Options};
 
 /// What happened to the book during the calls so far: for tests and benchmarks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -33,7 +35,11 @@ struct Run {
 #[derive(Clone, Debug)]
 struct Entry {
     id: JobId,
+    /// The rigid view it is planned as: for a moldable request, the option chosen when it was
+    /// fitted (kept by compressions, chosen again by a rebuild).
     job: Job,
+    /// A moldable request's options, to tell a changed request from the same one.
+    asked: Option<Box<[Job]>>,
     /// Pool index and start; `None` when the job fits nowhere ever (a hold that never ends
     /// blocks it) or, in order, when a job ahead of it is in that case.
     slot: Option<(usize, Time)>,
@@ -154,8 +160,8 @@ impl Book {
                 if compress > 0 {
                     self.compress(now, &mut plan);
                 }
-                for (k, job) in new_jobs {
-                    self.push(snap.pending[k].id, job, now, &mut plan, None);
+                for (k, job, asked) in new_jobs {
+                    self.push(snap.pending[k].id, job, asked, now, &mut plan, None);
                 }
             }
         }
@@ -246,13 +252,13 @@ impl Book {
             false
         });
 
-        let mut new_jobs: Vec<(usize, Job)> = Vec::new();
+        let mut new_jobs: Vec<(usize, Job, Options)> = Vec::new();
         let mut last_known: Option<u64> = None;
         for (k, p) in snap.pending.iter().enumerate() {
             let Some(&seq) = self.pos.get(&p.id) else {
-                match Job::of(p, &self.cluster.pools) {
+                match view(p, &self.cluster.pools) {
                     Err(reason) => plan.rejects.push(JobReason { job: p.id, reason }),
-                    Ok(job) => new_jobs.push((k, job)),
+                    Ok((job, asked)) => new_jobs.push((k, job, asked)),
                 }
                 continue;
             };
@@ -268,9 +274,12 @@ impl Book {
             e.seen = call;
             // A changed request or `--begin`, or a reservation that the driver did not start
             // when it was due: no incremental step repairs those without moving later jobs.
-            if Job::of(p, &self.cluster.pools).ok() != Some(e.job)
-                || e.slot.is_some_and(|(_, s)| s < now)
-            {
+            let same = match (view(p, &self.cluster.pools), &e.asked) {
+                (Ok((_, Some(now_asked))), Some(asked)) => now_asked == *asked,
+                (Ok((job, None)), None) => job == e.job,
+                _ => false,
+            };
+            if !same || e.slot.is_some_and(|(_, s)| s < now) {
                 return Update::Rebuild;
             }
         }
@@ -560,6 +569,7 @@ impl Book {
         &mut self,
         id: JobId,
         job: Job,
+        asked: Options,
         now: Time,
         plan: &mut Plan,
         hints: Option<&mut FitHints>,
@@ -572,9 +582,19 @@ impl Book {
         } else {
             Some(now)
         };
-        let slot = self
-            .lower_bound(&job, now, prev)
-            .and_then(|f| self.cluster.earliest_hinted(&job, f, hints));
+        let from = self.lower_bound(&job, now, prev);
+        // A moldable job takes the option that completes earliest from where it may start (the
+        // OAR rule, `Cluster::choose`); the hints know rigid fits only and are not used for it.
+        let (job, slot) = match (&asked, from) {
+            (Some(options), Some(f)) => match self.cluster.choose(options, f) {
+                Some((chosen, p, s)) => (chosen, Some((p, s))),
+                None => (job, None),
+            },
+            _ => (
+                job,
+                from.and_then(|f| self.cluster.earliest_hinted(&job, f, hints)),
+            ),
+        };
         if let Some(reason) = job.missed_deadline(slot.map(|s| s.1)) {
             plan.rejects.push(JobReason { job: id, reason });
             return;
@@ -586,6 +606,7 @@ impl Book {
         self.queue.push_back(Entry {
             id,
             job,
+            asked,
             slot,
             fitted: self.freed.seq,
             seen: self.call,
@@ -622,9 +643,9 @@ impl Book {
         let mut hints =
             (snap.pending.len() >= 256).then(|| FitHints::new(now, self.cluster.pools.len()));
         for p in snap.pending {
-            match Job::of(p, &self.cluster.pools) {
+            match view(p, &self.cluster.pools) {
                 Err(reason) => plan.rejects.push(JobReason { job: p.id, reason }),
-                Ok(job) => self.push(p.id, job, now, plan, hints.as_mut()),
+                Ok((job, asked)) => self.push(p.id, job, asked, now, plan, hints.as_mut()),
             }
         }
     }
@@ -657,6 +678,11 @@ enum Update {
     Rebuild,
     Incremental {
         compress: u32,
-        new_jobs: Vec<(usize, Job)>,
+        new_jobs: Vec<(usize, Job, Options)>,
     },
+}
+
+/// How the book sees a pending job: [`Job::view`].
+fn view(p: &Pending, pools: &[Pool]) -> Result<(Job, Options), String> {
+    Job::view(p, pools)
 }

@@ -4,7 +4,9 @@
 use std::collections::HashMap;
 
 use sched_core::request::total_duration;
-use sched_core::{Duration, Pending, Pool, PoolId, PoolSteps, Profile, Request, Shape, Step, Time};
+use sched_core::{
+    Duration, Pending, Pool, PoolId, PoolSteps, Profile, Request, Rigid, Shape, Step, Time,
+};
 
 /// A pending job as a rigid-only policy sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -19,6 +21,8 @@ pub struct Job {
     pub earliest: Time,
     /// Co-allocated jobs only: the latest allowed start.
     pub deadline: Option<Time>,
+    /// One configuration of a moldable request: placed as [`Shape::Moldable`].
+    pub moldable: bool,
 }
 
 impl Job {
@@ -29,7 +33,13 @@ impl Job {
     /// shape at all, names an unknown pool, or asks for more nodes than every pool it may use
     /// has. A zero walltime is accepted: such a job holds nothing and starts at its earliest
     /// allowed time.
+    ///
+    /// A moldable request's view is its first configuration that some pool can hold; the
+    /// policies pick among all of them with [`Job::options`] and [`Cluster::choose`].
     pub fn of(p: &Pending, pools: &[Pool]) -> Result<Job, String> {
+        if let Request::Moldable(_) = &p.request {
+            return Job::options(p, pools).map(|o| o[0]);
+        }
         // Klein & Pérez §5 (rigid baseline): an evolving job is its largest step's node count for
         // the sum of its steps' durations; `as_rigid` implements exactly that, and packs a
         // co-allocated job's components into one pool.
@@ -54,6 +64,77 @@ impl Job {
             }
             _ => rigid.pool,
         };
+        let deadline = match &p.request {
+            Request::CoAllocated(c) => c.deadline,
+            _ => None,
+        };
+        Job::checked(p, pools, &rigid, pool, deadline, false)
+    }
+
+    /// Every rigid view a pending job offers: one per configuration of a moldable request that
+    /// some pool it may use can hold (explicit configurations first, then the model's, as
+    /// [`sched_core::Moldable::choices`] lists them), the one of [`Job::of`] for any other.
+    /// Refused for good, with the reason of the first configuration, when none can run.
+    pub fn options(p: &Pending, pools: &[Pool]) -> Result<Vec<Job>, String> {
+        let Request::Moldable(m) = &p.request else {
+            return Job::of(p, pools).map(|j| vec![j]);
+        };
+        let choices = m.choices();
+        let mut first_error = None;
+        let mut out = Vec::with_capacity(choices.len());
+        for (k, c) in choices.iter().enumerate() {
+            // A node count offered twice means its first walltime (`Moldable::walltime_on`,
+            // which plans are checked against).
+            if choices[..k].iter().any(|d| d.nodes == c.nodes) {
+                continue;
+            }
+            let rigid = Rigid {
+                pool: m.pool,
+                nodes: c.nodes,
+                walltime: c.walltime,
+            };
+            match Job::checked(p, pools, &rigid, m.pool, None, true) {
+                Ok(j) => out.push(j),
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        if out.is_empty() {
+            return Err(match first_error {
+                Some(e) if choices.len() > 1 => {
+                    format!(
+                        "none of its {} moldable configurations can run: {e}",
+                        choices.len()
+                    )
+                }
+                Some(e) => e,
+                None => "the moldable request offers no configuration to run with".to_string(),
+            });
+        }
+        Ok(out)
+    }
+
+    /// [`Job::of`] and, for a moldable request only, [`Job::options`]: what a policy needs to
+    /// place any job, without a list for the requests that offer one shape.
+    pub fn view(p: &Pending, pools: &[Pool]) -> Result<(Job, Options), String> {
+        if let Request::Moldable(_) = p.request {
+            let options = Job::options(p, pools)?;
+            Ok((options[0], Some(options.into_boxed_slice())))
+        } else {
+            Job::of(p, pools).map(|j| (j, None))
+        }
+    }
+
+    /// The job of `rigid`'s nodes and walltime on `pool`, or why no pool can ever hold it.
+    fn checked(
+        p: &Pending,
+        pools: &[Pool],
+        rigid: &Rigid,
+        pool: Option<PoolId>,
+        deadline: Option<Time>,
+        moldable: bool,
+    ) -> Result<Job, String> {
         if rigid.nodes == 0 {
             return Err("asks for 0 nodes; a job needs at least one node".to_string());
         }
@@ -78,22 +159,27 @@ impl Job {
                 }
             }
         }
-        let deadline = match &p.request {
-            Request::CoAllocated(c) => c.deadline,
-            _ => None,
-        };
         Ok(Job {
             nodes: rigid.nodes,
             walltime: rigid.walltime,
             pool,
             earliest: p.earliest_start.max(p.submit),
             deadline,
+            moldable,
         })
     }
 
     /// The shape of this job on the pool `pool`.
     pub fn shape(&self, pool: PoolId) -> Shape {
-        Shape::rigid(pool, self.nodes, self.walltime)
+        if self.moldable {
+            Shape::Moldable {
+                pool,
+                nodes: self.nodes,
+                walltime: self.walltime,
+            }
+        } else {
+            Shape::rigid(pool, self.nodes, self.walltime)
+        }
     }
 
     /// Whether the job may run on `pool`.
@@ -113,6 +199,9 @@ impl Job {
         }
     }
 }
+
+/// A moldable request's options ([`Job::options`]); `None` for any other request.
+pub type Options = Option<Box<[Job]>>;
 
 /// The pools of a snapshot sorted by id (ties between pools go to the lowest id) with one
 /// "nodes used" profile each.
@@ -241,6 +330,42 @@ impl Cluster {
         }
         used.earliest_fit_before(from, job.walltime, limit, bound)
             .is_some()
+    }
+
+    /// The OAR rule for moldable jobs: among `options` (the rigid views of one request, see
+    /// [`Job::options`]), the one that completes earliest when fitted at its earliest start
+    /// `≥ from` given the profiles as they are, with that pool index and start. Ties go to the
+    /// fewer nodes (they leave more room to the jobs behind), then to the earlier start, then
+    /// to the first offered. `None` when no option ever fits (a hold that never ends).
+    ///
+    /// The choice is made once, when the job is fitted; a later refit keeps it (moving to
+    /// another configuration could delay jobs planned behind it).
+    pub fn choose(&self, options: &[Job], from: Time) -> Option<(Job, usize, Time)> {
+        let mut best: Option<(Job, usize, Time)> = None;
+        for job in options {
+            let Some((i, t)) = self.earliest(job, from) else {
+                continue;
+            };
+            let key = |j: &Job, t: Time| (t.saturating_add(j.walltime), j.nodes, t);
+            if best.is_none_or(|(b, _, bt)| key(job, t) < key(&b, bt)) {
+                best = Some((*job, i, t));
+            }
+        }
+        best
+    }
+
+    /// Where and when a job seen as [`Job::view`] goes at the earliest from `from`: `job` at
+    /// its earliest fit, or, with `options`, the one [`Cluster::choose`] picks.
+    pub fn place(
+        &self,
+        job: &Job,
+        options: Option<&[Job]>,
+        from: Time,
+    ) -> Option<(Job, usize, Time)> {
+        match options {
+            Some(o) => self.choose(o, from),
+            None => self.earliest(job, from).map(|(i, t)| (*job, i, t)),
+        }
     }
 
     /// A pool (lowest id first) where `job` can run on `[now, now + walltime)`.
