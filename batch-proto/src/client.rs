@@ -228,6 +228,29 @@ impl Client {
         read_frame(&mut self.stream).map_err(|e| self.frame_error(e))
     }
 
+    /// Sends `req` without reading anything: on a launcher session answers and pushed frames
+    /// share the stream, so the caller reads them with [`Client::next_frame`].
+    pub fn post(&mut self, req: &Request) -> Result<(), ClientError> {
+        self.write(req)
+    }
+
+    /// Reads the next frame, waiting at most `timeout` (`None`: as long as it takes; a
+    /// launcher may wait hours for its start).
+    pub fn next_frame(&mut self, timeout: Option<Duration>) -> Result<Response, ClientError> {
+        let path = self.path.clone();
+        let set = |s: &UnixStream, t| {
+            s.set_read_timeout(t)
+                .map_err(|reason| ClientError::Connect {
+                    path: path.clone(),
+                    reason,
+                })
+        };
+        set(&self.stream, timeout.filter(|t| !t.is_zero()))?;
+        let r = self.read();
+        set(&self.stream, Some(self.answer_timeout))?;
+        r
+    }
+
     /// Sends `req` and returns the reply as it is, errors included.
     pub fn send(&mut self, req: &Request) -> Result<Response, ClientError> {
         self.write(req)?;

@@ -451,6 +451,24 @@ pub enum JobShape {
         /// Time limit in ms, the same for every component.
         time_limit: u64,
     },
+    /// A CooRM launcher session's request (Klein & Pérez, HPCC 2011, §III-B): nodes on each
+    /// of several pools, all for `time_limit` ms. Created by [`crate::SubscribeRequest`], never
+    /// submitted; no pools means the launcher has not sent its request yet.
+    Session {
+        /// Nodes per pool, each pool at most once.
+        pools: Vec<PoolNodes>,
+        /// The allocation's duration in ms (0 while there is no request).
+        time_limit: u64,
+    },
+}
+
+/// Nodes of one pool, by name (a launcher session's request and its start).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PoolNodes {
+    /// The pool.
+    pub pool: String,
+    /// Node count.
+    pub nodes: u32,
 }
 
 /// A moldable job's run-time model p(k), valid for `min_nodes ≤ k ≤ max_nodes`.
@@ -525,6 +543,7 @@ impl JobShape {
             JobShape::CoAllocated { components, .. } => {
                 components.iter().fold(0u32, |t, &n| t.saturating_add(n))
             }
+            JobShape::Session { pools, .. } => pools.iter().map(|p| p.nodes).sum(),
         }
     }
 
@@ -545,7 +564,9 @@ impl JobShape {
     /// The longest the shape may run, in ms.
     pub fn time_limit(&self) -> u64 {
         match self {
-            JobShape::Rigid { time_limit, .. } => *time_limit,
+            JobShape::Rigid { time_limit, .. } | JobShape::Session { time_limit, .. } => {
+                *time_limit
+            }
             JobShape::Evolving { steps } => sched_core::request::total_duration(steps),
             JobShape::Moldable { configs, model, .. } => configs
                 .iter()
@@ -560,9 +581,9 @@ impl JobShape {
     /// Checks every duration of the shape against `max` ms (`by` names the bound).
     fn check_time(&self, max: u64, by: &str) -> Result<(), SpecError> {
         let longest = match self {
-            JobShape::Rigid { time_limit, .. } | JobShape::CoAllocated { time_limit, .. } => {
-                *time_limit
-            }
+            JobShape::Rigid { time_limit, .. }
+            | JobShape::CoAllocated { time_limit, .. }
+            | JobShape::Session { time_limit, .. } => *time_limit,
             // Summed without overflow: a sum past u64::MAX is past any bound.
             JobShape::Evolving { steps } => {
                 steps.iter().fold(0u64, |t, s| t.saturating_add(s.duration))
@@ -650,6 +671,30 @@ impl JobShape {
                 if *time_limit == 0 {
                     return Err(SpecError::Shape(
                         "a co-allocated job needs a time limit (-t)".into(),
+                    ));
+                }
+            }
+            JobShape::Session { pools, time_limit } => {
+                if let Some(p) = pools.iter().find(|p| p.nodes == 0) {
+                    return Err(SpecError::Shape(format!(
+                        "a request needs at least one node on each pool it names ({})",
+                        p.pool
+                    )));
+                }
+                if let Some((i, p)) = pools
+                    .iter()
+                    .enumerate()
+                    .find(|(i, p)| pools[..*i].iter().any(|q| q.pool == p.pool))
+                {
+                    return Err(SpecError::Shape(format!(
+                        "pool {} is named twice in the request (entry {})",
+                        p.pool,
+                        i + 1
+                    )));
+                }
+                if !pools.is_empty() && *time_limit == 0 {
+                    return Err(SpecError::Shape(
+                        "a request needs a positive duration".into(),
                     ));
                 }
             }

@@ -21,6 +21,7 @@
 
 pub mod array;
 pub mod client;
+pub mod coorm;
 pub mod frame;
 pub mod hostlist;
 pub mod job;
@@ -32,10 +33,11 @@ pub mod socket;
 
 pub use array::{ArraySpec, ArrayTask, JobRef};
 pub use client::{Client, ClientError};
+pub use coorm::*;
 pub use frame::{FrameError, MAX_FRAME};
 pub use job::{
     DepKind, Dependency, JobInfo, JobInfoRef, JobShape, JobSpec, JobState, MoldModel,
-    PendingReason, SpecError, StepPhase, StepStatus, MAX_BEGIN_AHEAD, MAX_COMPONENTS,
+    PendingReason, PoolNodes, SpecError, StepPhase, StepStatus, MAX_BEGIN_AHEAD, MAX_COMPONENTS,
     MAX_MODEL_NODES, MAX_PRIORITY, MAX_TIME_LIMIT, MAX_WEIGHT, MIN_PRIORITY, TIME_UNLIMITED,
 };
 pub use message::*;

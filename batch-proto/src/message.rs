@@ -5,6 +5,11 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::coorm::{
+    ChangeNotify, DoneRequest, ListClustersInfoRequest, ListInterClusterInfoRequest, PoolLink,
+    PoolProperties, SessionEnded, SessionRequest, StartNotify, SubscribeRequest, Subscribed,
+    ViewReply, ViewRequest,
+};
 use crate::job::{JobInfo, JobSpec, JobState};
 use crate::EpochMs;
 
@@ -61,6 +66,18 @@ pub enum Request {
     /// A running evolving job names the nodes it frees at the end of its current step
     /// (`erelease`; Klein & Pérez's condition C4).
     ReleaseNodes(ReleaseNodesRequest),
+    /// Open a CooRM launcher session ([`crate::coorm`]); the connection stays a session.
+    Subscribe(SubscribeRequest),
+    /// A session's pools' properties.
+    ListClustersInfo(ListClustersInfoRequest),
+    /// The links between a session's pools.
+    ListInterClusterInfo(ListInterClusterInfoRequest),
+    /// A session's request, or its update.
+    Request(SessionRequest),
+    /// A session's application is done.
+    Done(DoneRequest),
+    /// A job's latest view (`eview`).
+    View(ViewRequest),
 }
 
 impl Request {
@@ -80,6 +97,12 @@ impl Request {
             Request::Acct(_) => "acct",
             Request::Reconfigure(_) => "reconfigure",
             Request::ReleaseNodes(_) => "release-nodes",
+            Request::Subscribe(_) => "subscribe",
+            Request::ListClustersInfo(_) => "listClustersInfo",
+            Request::ListInterClusterInfo(_) => "listInterClusterInfo",
+            Request::Request(_) => "request",
+            Request::Done(_) => "done",
+            Request::View(_) => "view",
         }
     }
 }
@@ -345,6 +368,31 @@ pub enum Response {
     Reconfigured(ReconfigureReply),
     /// The nodes an evolving job chose to free are recorded.
     NodesReleased(ReleaseNodesReply),
+    /// A launcher session is open.
+    Subscribed(Subscribed),
+    /// The session's pools' properties.
+    ClustersInfo(Vec<PoolProperties>),
+    /// The links between the session's pools (pairs without a configured link are absent).
+    InterClusterInfo(Vec<PoolLink>),
+    /// A session's request is recorded (the job keeps its place in the queue).
+    Requested {
+        /// The session's job.
+        job: u64,
+    },
+    /// `done` is recorded; the session is over.
+    DoneAck {
+        /// The session's job.
+        job: u64,
+    },
+    /// Pushed to a session: its view changed.
+    ChangeNotify(ChangeNotify),
+    /// Pushed to a session: its job started.
+    StartNotify(StartNotify),
+    /// Pushed to a session: its job ended without `done` (killed at its duration, cancelled);
+    /// the connection closes after it.
+    SessionEnded(SessionEnded),
+    /// A job's view.
+    View(ViewReply),
     /// The request failed.
     Error(ErrorReply),
 }

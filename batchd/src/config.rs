@@ -25,7 +25,7 @@ pub enum Sync {
 }
 
 /// One pool of virtual nodes.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PoolConfig {
     /// Name (`debug`); its nodes are called `debug001`, `debug002`, ….
@@ -45,6 +45,9 @@ pub struct PoolConfig {
     /// are checked against; unset: memory requests are not checked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mem_per_node: Option<u64>,
+    /// Relative speed of its nodes (CooRM's CINFO, sent to launchers; 1.0 the reference).
+    #[serde(default = "default_speed")]
+    pub speed: f64,
 }
 
 fn default_cpus_per_node() -> u32 {
@@ -59,6 +62,46 @@ impl PoolConfig {
             mem: self.mem_per_node,
         }
     }
+}
+
+fn default_speed() -> f64 {
+    1.0
+}
+
+/// The network between two pools (CooRM's ICINFO, sent to launchers; `[[link]]`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkConfig {
+    /// The two pools, by name.
+    pub pools: [String; 2],
+    /// One-way latency, ms.
+    pub latency_ms: f64,
+    /// Bandwidth, Mbit/s.
+    pub bandwidth_mbps: f64,
+}
+
+/// CooRM launcher sessions (docs/coorm.md).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CoormConfig {
+    /// The fair-start delay (Klein & Pérez, HPCC 2011, §III-C), ms: the nodes a session frees
+    /// with `done` stay busy this long, so a higher-priority launcher with a slower selection
+    /// can ask for them before a quicker, later one takes them.
+    #[serde(default = "default_fair_start")]
+    pub fair_start_ms: u64,
+}
+
+impl Default for CoormConfig {
+    fn default() -> Self {
+        CoormConfig {
+            fair_start_ms: default_fair_start(),
+        }
+    }
+}
+
+/// §IV-A's value, 5 s.
+fn default_fair_start() -> u64 {
+    5_000
 }
 
 /// A pool's `max_time`.
@@ -180,6 +223,12 @@ pub struct Config {
     /// What one client may hold of the daemon: connections, time, buffers.
     #[serde(default)]
     pub limits: LimitsConfig,
+    /// The links between pools, for launchers (none by default).
+    #[serde(rename = "link", default, skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<LinkConfig>,
+    /// CooRM launcher sessions.
+    #[serde(default)]
+    pub coorm: CoormConfig,
 }
 
 /// The socket API's limits (docs/batchd.md, "Limits"): no client, careless or hostile, holds
@@ -237,6 +286,7 @@ fn default_pools() -> Vec<PoolConfig> {
         max_time: MaxTime::default(),
         cpus_per_node: 1,
         mem_per_node: None,
+        speed: 1.0,
     }]
 }
 
@@ -412,6 +462,13 @@ impl Config {
                     format!("pool `{}` has zero nodes", p.name),
                 ));
             }
+            if !(p.speed.is_finite() && p.speed > 0.0) {
+                return Err(ConfigError::key(
+                    file,
+                    &format!("pool[{i}].speed"),
+                    format!("pool `{}`: the speed must be a positive number", p.name),
+                ));
+            }
             if self.pools[..i].iter().any(|q| q.name == p.name) {
                 return Err(ConfigError::key(
                     file,
@@ -447,6 +504,48 @@ impl Config {
         ] {
             if value == 0 {
                 return Err(ConfigError::key(file, key, "must be positive"));
+            }
+        }
+        for (i, l) in self.links.iter().enumerate() {
+            let key = |k: &str| format!("link[{i}].{k}");
+            if let Some(n) = l
+                .pools
+                .iter()
+                .find(|n| !self.pools.iter().any(|p| &p.name == *n))
+            {
+                return Err(ConfigError::key(
+                    file,
+                    &key("pools"),
+                    format!("no pool is called `{n}`"),
+                ));
+            }
+            if l.pools[0] == l.pools[1] {
+                return Err(ConfigError::key(
+                    file,
+                    &key("pools"),
+                    "a link joins two different pools",
+                ));
+            }
+            for (k, v) in [
+                ("latency_ms", l.latency_ms),
+                ("bandwidth_mbps", l.bandwidth_mbps),
+            ] {
+                if !(v.is_finite() && v >= 0.0) {
+                    return Err(ConfigError::key(file, &key(k), "must be a number ≥ 0"));
+                }
+            }
+            if self.links[..i].iter().any(|m| {
+                let mut a = m.pools.clone();
+                let mut b = l.pools.clone();
+                a.sort();
+                b.sort();
+                a == b
+            }) {
+                return Err(ConfigError::key(
+                    file,
+                    &key("pools"),
+                    "a link between these pools is already configured",
+                ));
             }
         }
         if self.repolicy_interval_ms == 0 || self.repolicy_interval_ms > 60_000 {
@@ -557,6 +656,7 @@ mod tests {
                 max_time: Default::default(),
                 cpus_per_node: 1,
                 mem_per_node: None,
+                speed: 1.0,
             }]
         );
         assert_eq!(c.policy.name, "cbf");
@@ -638,6 +738,10 @@ mod tests {
             (
                 "easy-two-pools.toml",
                 include_str!("../../examples/configs/easy-two-pools.toml"),
+            ),
+            (
+                "coorm.toml",
+                include_str!("../../examples/configs/coorm.toml"),
             ),
             (
                 "plugin-by-path.toml",

@@ -46,6 +46,8 @@ pub struct Daemon {
     pub state_dir: PathBuf,
     /// The daemon's effective uid.
     pub euid: u32,
+    /// Open CooRM launcher sessions.
+    pub sessions: crate::sessions::Sessions,
     users: Mutex<HashMap<u32, String>>,
 }
 
@@ -75,6 +77,7 @@ impl Daemon {
             freed: Notify::new(),
             state_dir,
             euid: nix::unistd::geteuid().as_raw(),
+            sessions: Default::default(),
             users: Mutex::new(HashMap::new()),
         }
     }

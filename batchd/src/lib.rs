@@ -18,7 +18,9 @@
 //!    and [`supervise`] (each job under a small supervisor process that outlives the daemon,
 //!    enforces the walltime and records the exit status), [`evolve`] (carries out an evolving
 //!    job's resizes), `server` (the socket API of `batch-proto`, one file per verb),
-//!    [`recovery`] (start-up after a restart or a crash), [`policy`], [`state`], [`logging`].
+//!    [`recovery`] (start-up after a restart or a crash), [`policy`], [`state`], [`logging`],
+//!    [`coorm`] and [`sessions`] (CooRM launcher sessions; their connection is
+//!    `server/session.rs`).
 //!
 //! The daemon is a library function, [`run`] (until SIGINT/SIGTERM) or [`spawn`] (on its own
 //! thread, stopped by the returned handle), so tests boot it in a temporary directory.
@@ -28,6 +30,7 @@
 #![deny(missing_docs)]
 
 pub mod config;
+pub mod coorm;
 pub mod core;
 pub mod daemon;
 pub mod evolve;
@@ -40,6 +43,7 @@ pub mod record;
 pub mod recovery;
 pub mod scheduler;
 mod server;
+pub mod sessions;
 pub mod state;
 pub mod store;
 pub mod supervise;

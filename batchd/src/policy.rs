@@ -5,7 +5,7 @@
 //! looked up as `libesched_<name>.so` in `plugin_dir`, or, without one, next to the batchd
 //! executable (and in its `deps/`, where cargo leaves the plugins of a workspace build). When
 //! no usable library is found for one of the stock policies (`cbf`, `easy`, `fcfs`, `evolving`,
-//! `rpp`), the copy
+//! `rpp`, `coorm`), the copy
 //! linked into batchd runs instead, so a lone batchd binary still runs its default config.
 //! Either way the result is a [`sched_abi::PolicyHost`]: panics are caught (`sched_abi`'s
 //! export macro, or [`sched_abi::Linked`]) and every plan is validated there, with the last
@@ -35,6 +35,7 @@ fn builtin(name: &str, params: &Params) -> Option<Result<Hosted, String>> {
         "fcfs" => linked::<esched_fcfs::Fcfs>(params),
         "evolving" => linked::<esched_evolving::EvolvingPolicy>(params),
         "rpp" => linked::<esched_rpp::Rpp>(params),
+        "coorm" => linked::<esched_coorm::Coorm>(params),
         _ => return None,
     })
 }
@@ -83,7 +84,7 @@ mod tests {
     #[test]
     fn stock_policies_build_and_unknown_ones_fail_with_the_loader_message() {
         let mut c = Config::embedded();
-        for name in ["cbf", "easy", "fcfs", "evolving", "rpp"] {
+        for name in ["cbf", "easy", "fcfs", "evolving", "rpp", "coorm"] {
             c.policy.name = name.into();
             let p = build(&c).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert_eq!(p.name(), name);

@@ -61,6 +61,19 @@ pub fn restore(core: &mut Core, loaded: Loaded, state_dir: &Path) -> Recovered {
         let id = rec.id;
         let dir = state_dir.join("jobs").join(id.to_string());
         match rec.state {
+            // A launcher's session does not survive the daemon: its connection is gone.
+            _ if crate::core::coorm::is_session(&rec) => {
+                let mut rec = rec;
+                let _ = std::fs::remove_dir_all(&dir);
+                rec.state = match rec.state {
+                    JobState::Pending => JobState::Cancelled,
+                    _ => JobState::Failed,
+                };
+                rec.end = Some(now_ms());
+                rec.detail = Some("its launcher session ended when batchd stopped".into());
+                core.finished.insert(id, rec.state);
+                out.lost.push(rec);
+            }
             JobState::Pending => {
                 core.insert(Active { rec, run: None });
                 out.pending += 1;

@@ -182,8 +182,13 @@ async fn act(d: &Arc<Daemon>, snap: &SnapshotData, plan: &Plan) {
         }
     }
     for rec in started {
-        tokio::spawn(crate::executor::launch(Arc::clone(d), rec));
+        if crate::core::coorm::is_session(&rec) {
+            crate::coorm::started(d, rec);
+        } else {
+            tokio::spawn(crate::executor::launch(Arc::clone(d), rec));
+        }
     }
+    crate::coorm::publish(d, now, plan);
     for r in &plan.rejects {
         // A co-allocated job that could not start by its deadline has failed (the issue's
         // "ends FAILED with reason Deadline"); the RPP words those rejects `Deadline: …`.

@@ -21,6 +21,7 @@ use sched_core::{
 use crate::evorun::{EvoRun, Saved};
 use crate::record::JobRecord;
 
+pub mod coorm;
 pub mod evolving;
 pub mod job_files;
 
@@ -82,8 +83,9 @@ pub struct RunState {
     /// Where an evolving job started with its scheduled EP is in it (`None` for every other
     /// job, an evolving one run as rigid included).
     pub evolving: Option<EvoRun>,
-    /// A co-allocated job's components: pool index and nodes of each, in component order
-    /// (`pool` is the first one's). Empty for every other job.
+    /// A job's components when it spans pools or parts of pools: pool index and nodes of
+    /// each, in component order (`pool` is the first one's): a co-allocated job's components,
+    /// a launcher session's pools (one each). Empty for every other job.
     pub components: Vec<(usize, Vec<NodeId>)>,
 }
 
@@ -127,11 +129,11 @@ pub struct Core {
     /// Pending jobs that are not held, in queue order. With the next two sets, it spares the
     /// policy loop a walk over every record: at 100,000 queued jobs that walk (and a sort)
     /// at each run held the lock long enough to cut submissions to a tenth.
-    queue: BTreeSet<QueueKey>,
+    pub(crate) queue: BTreeSet<QueueKey>,
     /// Held pending jobs, in queue order.
     held: BTreeSet<QueueKey>,
     /// Running and completing jobs.
-    running: BTreeSet<u64>,
+    pub(crate) running: BTreeSet<u64>,
     /// Nodes claimed by pending co-allocated jobs (KOALA's RPP claims a placement's nodes at
     /// once and holds them idle until the start deadline): pool index and nodes of each
     /// component, in component order. The nodes are the job's in their pools' maps, so no
@@ -139,10 +141,13 @@ pub struct Core {
     pub claims: HashMap<u64, Vec<(usize, Vec<NodeId>)>>,
     /// Running jobs the policy killed, with its reason: their end is PREEMPTED (or a requeue).
     pub preempted: HashMap<u64, String>,
+    /// The latest plan's views (CooRM's CAPs), by job: what `eview` shows and launchers are
+    /// sent.
+    pub views: HashMap<u64, coorm::JobView>,
 }
 
 /// Queue order: higher priority first, then lower id.
-type QueueKey = (std::cmp::Reverse<i64>, u64);
+pub(crate) type QueueKey = (std::cmp::Reverse<i64>, u64);
 
 /// The data of one policy call, owned so the call can run on another thread.
 #[derive(Clone, Debug, Default)]
@@ -169,7 +174,7 @@ impl SnapshotData {
     }
 }
 
-fn queue_key(r: &JobRecord) -> QueueKey {
+pub(crate) fn queue_key(r: &JobRecord) -> QueueKey {
     (std::cmp::Reverse(r.spec.priority), r.id)
 }
 
@@ -199,6 +204,7 @@ impl Core {
             running: BTreeSet::new(),
             claims: HashMap::new(),
             preempted: HashMap::new(),
+            views: HashMap::new(),
         }
     }
 
@@ -314,7 +320,8 @@ impl Core {
     pub fn pending_of(&self, rec: &JobRecord, now: u64) -> Pending {
         let submit = rec.submit.min(now);
         Pending {
-            wants_view: false,
+            // Only launcher sessions ask for views (CooRM §III-A): nobody else pays for them.
+            wants_view: coorm::is_session(rec),
             id: JobId(rec.id),
             user: rec.uid,
             submit,
@@ -353,6 +360,7 @@ impl Core {
                 walltime: *time_limit,
                 deadline: rec.spec.deadline,
             }),
+            JobShape::Session { .. } => coorm::request_of(self, rec),
             JobShape::Moldable {
                 configs,
                 model,
@@ -579,6 +587,14 @@ impl Core {
         job_dir: PathBuf,
     ) -> Result<JobRecord, String> {
         if let Shape::CoAllocated { pools } = shape {
+            // Both co-allocated kinds come as one pool per component: a launcher session's
+            // job (CooRM) holds what it asked of each pool; a global job (RPP) its claims.
+            if matches!(
+                self.jobs.get(&id).map(|j| &j.rec.spec.shape),
+                Some(JobShape::Session { .. })
+            ) {
+                return coorm::start(self, id, pools, now, job_dir);
+            }
             return self.start_coallocated(id, pools, shape, now, job_dir);
         }
         let (pool_idx, n) =

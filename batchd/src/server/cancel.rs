@@ -107,7 +107,10 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: CancelRequest) -> Rep
     }
     for id in pending {
         match d.end_pending(id, JobState::Cancelled, None).await {
-            Ok(_) => report.done.push(id),
+            Ok(_) => {
+                crate::coorm::tell_ended(d, id, JobState::Cancelled, "cancelled before its start");
+                report.done.push(id)
+            }
             Err(e) => return internal(e),
         }
     }
@@ -133,6 +136,17 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: CancelRequest) -> Rep
 async fn send(d: &Arc<Daemon>, id: u64, sig: Option<i32>) -> Result<(), String> {
     let mut last = String::new();
     for _ in 0..50 {
+        let session = d
+            .core()
+            .jobs
+            .get(&id)
+            .is_some_and(|a| crate::core::coorm::is_session(&a.rec));
+        if session && sig.is_none() {
+            // A session's job has no process of batchd's: it ends here, and its launcher is
+            // told to stop its application.
+            crate::coorm::end_job(d, id, JobState::Cancelled, "cancelled").await;
+            return Ok(());
+        }
         let r = match sig {
             Some(s) => crate::executor::signal(d, id, s),
             None => crate::executor::cancel(d, id),

@@ -19,6 +19,7 @@ mod info;
 mod list;
 mod reconfigure;
 mod release_nodes;
+mod session;
 mod show;
 mod submit;
 mod update;
@@ -404,6 +405,9 @@ async fn connection(
         None => return,
     }
     while let Some(req) = link.next_request().await {
+        if let Request::Subscribe(s) = req {
+            return session::run(&d, &caller, &mut link, s).await;
+        }
         let verb = req.verb();
         tracing::debug!(uid = caller.uid, verb, "request");
         let began = Instant::now();
@@ -422,6 +426,7 @@ async fn connection(
 }
 
 async fn dispatch(d: &Arc<Daemon>, caller: &Caller, req: Request) -> Reply {
+    let verb = req.verb();
     match req {
         Request::Hello(_) => {
             ErrorReply::new(ErrorKind::BadRequest, "hello twice on one connection").into()
@@ -442,6 +447,16 @@ async fn dispatch(d: &Arc<Daemon>, caller: &Caller, req: Request) -> Reply {
         Request::Info(_) => info::handle(d),
         Request::Acct(r) => acct::handle(d, r).await,
         Request::ReleaseNodes(r) => release_nodes::handle(d, caller, r).await,
+        Request::View(r) => session::view(d, r),
+        Request::Subscribe(_)
+        | Request::ListClustersInfo(_)
+        | Request::ListInterClusterInfo(_)
+        | Request::Request(_)
+        | Request::Done(_) => ErrorReply::new(
+            ErrorKind::BadRequest,
+            format!("`{verb}` belongs to a launcher session: subscribe first"),
+        )
+        .into(),
         Request::Reconfigure(_) => {
             if caller.uid != 0 && caller.uid != d.euid {
                 return ErrorReply::new(

@@ -74,6 +74,13 @@ pub fn check_against(core: &Core, spec: &JobSpec) -> Result<(), ErrorReply> {
 
 pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: SubmitRequest) -> Reply {
     let mut spec = req.spec;
+    if matches!(spec.shape, batch_proto::JobShape::Session { .. }) {
+        return ErrorReply::new(
+            ErrorKind::InvalidSpec,
+            "a launcher session's job is created by `subscribe`, not submitted",
+        )
+        .into();
+    }
     let max_time = d.settings().config.max_time(spec.pool.as_deref());
     spec.resolve_unlimited(max_time);
     if let Err(e) = spec.check(now_ms(), max_time) {

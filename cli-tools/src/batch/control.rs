@@ -173,6 +173,15 @@ pub fn show_job(j: &JobInfo, now: Time, zone: &Zone) -> String {
     let shape = match &j.shape {
         JobShape::Rigid { .. } => "rigid".to_string(),
         JobShape::Evolving { steps } => format!("evolving({})", format_steps(steps)),
+        JobShape::Session { pools, .. } if pools.is_empty() => "session(no request)".to_string(),
+        JobShape::Session { pools, .. } => format!(
+            "session({})",
+            pools
+                .iter()
+                .map(|p| format!("{}:{}", p.pool, p.nodes))
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
         JobShape::Moldable {
             configs,
             model,

@@ -15,5 +15,6 @@ pub mod release;
 pub mod spec;
 pub mod submit;
 pub mod time;
+pub mod view;
 
 pub use error::SpecError;

@@ -1,0 +1,344 @@
+//! CooRM launcher sessions end to end: a real batchd (`batchd::spawn`, policy `coorm`) on a
+//! temporary socket, launchers through the `esched-launcher` library and the Python example.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use batch_proto::{
+    Client, JobFilter, JobInfo, JobSpec, JobState, ListRequest, PoolNodes, Request, Response,
+    ShowJobRequest, SubmitRequest, ViewRequest,
+};
+use batchd::config::{LinkConfig, PoolConfig};
+use batchd::{Config, DaemonHandle};
+use esched_launcher::{Error, Event, Launcher, SessionFilter, SessionRequest, View};
+
+struct Cluster {
+    dir: tempfile::TempDir,
+    socket: PathBuf,
+    _daemon: DaemonHandle,
+}
+
+fn pool(name: &str, nodes: u32, speed: f64) -> PoolConfig {
+    PoolConfig {
+        name: name.into(),
+        nodes,
+        max_time: Default::default(),
+        speed,
+        cpus_per_node: 1,
+        mem_per_node: None,
+    }
+}
+
+impl Cluster {
+    /// Two pools of 4 nodes, `a` (speed 1) and `b` (speed 1.5), linked; policy `coorm`.
+    fn new(fair_start_ms: u64) -> Cluster {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = Config::embedded();
+        c.socket = Some(dir.path().join("batchd.sock"));
+        c.state_dir = Some(dir.path().join("state"));
+        c.supervisor = Some(PathBuf::from(env!("CARGO_BIN_EXE_batchd")));
+        c.grace_period_ms = 300;
+        c.repolicy_interval_ms = 20;
+        c.pools = vec![pool("a", 4, 1.0), pool("b", 4, 1.5)];
+        c.links = vec![LinkConfig {
+            pools: ["a".into(), "b".into()],
+            latency_ms: 10.0,
+            bandwidth_mbps: 1000.0,
+        }];
+        c.policy.name = "coorm".into();
+        c.coorm.fair_start_ms = fair_start_ms;
+        let socket = c.socket.clone().unwrap();
+        let daemon = batchd::spawn(c, None).unwrap();
+        Cluster {
+            dir,
+            socket,
+            _daemon: daemon,
+        }
+    }
+
+    fn client(&self) -> Client {
+        Client::connect(&self.socket).unwrap()
+    }
+
+    /// A rigid job of `nodes` nodes of `pool` (60 s limit) running `script`.
+    fn submit(&self, pool: &str, nodes: u32, script: &str) -> u64 {
+        let mut s = JobSpec::new(
+            format!("#!/bin/sh\n{script}\n"),
+            self.dir.path().to_str().unwrap(),
+            nodes,
+            60_000,
+        );
+        s.pool = Some(pool.into());
+        s.environment = vec![("PATH".into(), "/usr/bin:/bin".into())];
+        match self
+            .client()
+            .request(&Request::Submit(SubmitRequest {
+                spec: s,
+                test_only: false,
+            }))
+            .unwrap()
+        {
+            Response::Submitted { id } => id,
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    fn show(&self, id: u64) -> JobInfo {
+        self.client()
+            .jobs(&Request::ShowJob(ShowJobRequest { id }))
+            .unwrap()
+            .remove(0)
+    }
+
+    fn wait_state(&self, id: u64, state: JobState) -> JobInfo {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let j = self.show(id);
+            if j.state == state {
+                return j;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "job {id} never became {state}: {j:?}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn launcher(&self) -> Launcher {
+        Launcher::subscribe(&self.socket, SessionFilter::default(), Some("test".into())).unwrap()
+    }
+
+    /// `eview`'s answer for `job`.
+    fn eview(&self, job: u64) -> View {
+        match self
+            .client()
+            .request(&Request::View(ViewRequest { job }))
+            .unwrap()
+        {
+            Response::View(v) => View {
+                now: v.now,
+                pools: v.pools.into_iter().map(|p| (p.pool, p.steps)).collect(),
+            },
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+}
+
+fn req(pools: &[(&str, u32)], duration_ms: u64) -> SessionRequest {
+    SessionRequest {
+        pools: pools
+            .iter()
+            .map(|&(p, n)| PoolNodes {
+                pool: p.into(),
+                nodes: n,
+            })
+            .collect(),
+        duration_ms,
+    }
+}
+
+/// The next view change, skipping nothing else: a start here is a failure.
+fn next_view(l: &mut Launcher) -> View {
+    match l.next_event(Some(Duration::from_secs(20))).unwrap() {
+        Event::ViewChanged(_) => l.view().clone(),
+        Event::Started(s) => panic!("started too early: {s:?}"),
+    }
+}
+
+/// A CAP as `(to, free)` steps.
+type Steps = Vec<(Option<u64>, u32)>;
+
+/// The view's CAPs without the first step's start (it is the plan's `now`).
+fn shape(v: &View) -> Vec<(String, Steps)> {
+    v.pools
+        .iter()
+        .map(|(p, cap)| (p.clone(), cap.iter().map(|s| (s.to, s.free)).collect()))
+        .collect()
+}
+
+#[test]
+fn a_launcher_follows_its_view_changes_its_request_and_starts_on_its_nodes() {
+    let c = Cluster::new(200);
+    // Both pools full: `a` until a job that ends early, `b` for a minute.
+    let short = c.submit("a", 4, "sleep 1.5");
+    let long = c.submit("b", 4, "sleep 60");
+    c.wait_state(short, JobState::Running);
+    c.wait_state(long, JobState::Running);
+
+    let mut l = c.launcher();
+    assert_eq!(l.pools(), ["a", "b"]);
+    let info = l.clusters_info().unwrap();
+    assert_eq!(
+        info.iter()
+            .map(|p| (p.pool.as_str(), p.nodes, p.speed))
+            .collect::<Vec<_>>(),
+        [("a", 4, 1.0), ("b", 4, 1.5)]
+    );
+    let links = l.inter_cluster_info().unwrap();
+    assert_eq!(links.len(), 1);
+    assert_eq!(
+        (links[0].latency_ms, links[0].bandwidth_mbps),
+        (10.0, 1000.0)
+    );
+
+    // The first view, before any request: nothing free now on either pool, everything once
+    // the running jobs' limits are past.
+    let v = next_view(&mut l);
+    for p in ["a", "b"] {
+        assert_eq!(v.free_at(p, v.now), 0, "{p} at subscribe: {v:?}");
+        let last = v.pools[p].last().unwrap();
+        assert_eq!((last.to, last.free), (None, 4), "{p}: {v:?}");
+    }
+    assert_eq!(shape(&c.eview(l.job())), shape(&v));
+
+    // A request that needs `b`, so that it cannot start when `a` frees up.
+    l.request(req(&[("a", 2), ("b", 2)], 10_000)).unwrap();
+    let job = l.job();
+    assert_eq!(c.show(job).state, JobState::Pending);
+
+    // The job on `a` ends early: a new view, `a` free from now on.
+    let v = loop {
+        let v = next_view(&mut l);
+        if v.free_at("a", v.now) == 4 {
+            break v;
+        }
+    };
+    assert_eq!(v.free_at("b", v.now), 0);
+    assert_eq!(
+        shape(&c.eview(job)),
+        shape(&v),
+        "eview shows what the launcher got"
+    );
+
+    // The launcher changes its mind: three nodes of `a` only. Its job keeps its id (its place).
+    l.request(req(&[("a", 3)], 10_000)).unwrap();
+    let start = loop {
+        match l.next_event(Some(Duration::from_secs(20))).unwrap() {
+            Event::Started(s) => break s,
+            Event::ViewChanged(_) => {}
+        }
+    };
+    assert_eq!(start.job, job);
+    assert_eq!(start.pools.len(), 1);
+    assert_eq!(start.pools[0].pool, "a");
+    assert_eq!(start.pools[0].nodes, ["a001", "a002", "a003"]);
+    assert_eq!(start.end - start.start, 10_000);
+
+    // equeue sees it running with its nodes.
+    let listed = c
+        .client()
+        .jobs(&Request::List(ListRequest {
+            filter: JobFilter {
+                ids: vec![job],
+                ..Default::default()
+            },
+            ..Default::default()
+        }))
+        .unwrap();
+    assert_eq!(listed[0].state, JobState::Running);
+    assert_eq!(listed[0].node_list.as_deref(), Some("a[001-003]"));
+
+    // `done`: the nodes stay busy for the fair-start delay, then the job is COMPLETED.
+    l.done().unwrap();
+    assert_eq!(c.show(job).state, JobState::Completing);
+    let end = c.wait_state(job, JobState::Completed);
+    let t = end.end_time.unwrap();
+    assert!(t >= start.start && t < start.end, "{end:?}");
+}
+
+#[test]
+fn requests_never_fail_disconnects_lose_the_job_and_overruns_are_killed() {
+    let c = Cluster::new(0);
+    // Larger than the platform: accepted, and never placed.
+    let mut big = c.launcher();
+    next_view(&mut big);
+    big.request(req(&[("a", 40)], 1_000)).unwrap();
+    let big_job = big.job();
+    std::thread::sleep(Duration::from_millis(300));
+    let j = c.show(big_job);
+    assert_eq!(j.state, JobState::Pending);
+    assert_eq!(j.expected_start, None, "{j:?}");
+    // A launcher that leaves before its start loses its job.
+    drop(big);
+    let j = c.wait_state(big_job, JobState::Cancelled);
+    assert!(j.detail.unwrap_or_default().contains("disconnected"));
+
+    // A session that outlives its duration is killed and told so.
+    let mut l = c.launcher();
+    next_view(&mut l);
+    l.request(req(&[("b", 1)], 300)).unwrap();
+    let job = l.job();
+    loop {
+        match l.next_event(Some(Duration::from_secs(20))) {
+            Ok(Event::Started(_)) | Ok(Event::ViewChanged(_)) => {}
+            Err(Error::Ended(e)) => {
+                assert_eq!((e.job, e.state.as_str()), (job, "TIMEOUT"));
+                break;
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    c.wait_state(job, JobState::Timeout);
+}
+
+fn python() -> Option<PathBuf> {
+    let ok = std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    ok.then(|| PathBuf::from("python3"))
+}
+
+fn example(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples/coorm")
+        .join(name)
+}
+
+#[test]
+fn the_python_example_launchers_run_against_a_live_batchd() {
+    let Some(py) = python() else {
+        eprintln!("SKIPPED: python3 is not installed; the Python launcher example is not run");
+        return;
+    };
+    let c = Cluster::new(0);
+    let out = std::process::Command::new(&py)
+        .arg(example("launcher.py"))
+        .args(["--socket", c.socket.to_str().unwrap()])
+        .args(["--nodes", "3", "--duration", "20", "--work", "0.2"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("started on a001,a002,a003") || text.contains("started on b001,b002,b003"),
+        "{text}"
+    );
+    assert!(text.contains("done ("), "{text}");
+
+    // The CEM-like application: the platform is empty, so it takes both pools: with 1000
+    // node-seconds, b alone (speed 1.5) runs 167 s, both 100 s + 1.8 s of communication over
+    // the 10 ms link (slept 200 times faster).
+    let out = std::process::Command::new(&py)
+        .arg(example("cem.py"))
+        .args(["--socket", c.socket.to_str().unwrap()])
+        .args(["--work", "1000", "--time-scale", "200"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("started job")
+            && text.contains("a: a001,a002,a003,a004; b: b001,b002,b003,b004"),
+        "{text}"
+    );
+}
