@@ -33,6 +33,10 @@ impl Hello {
 }
 
 /// What a client asks.
+// A request is decoded, handled and dropped one at a time per connection, never kept in a
+// collection, so a submission's size (a whole JobSpec inline) costs nothing worth a box at
+// every construction site.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Request {
     /// The handshake; must be the first message of a connection and only there.
