@@ -147,7 +147,7 @@ mod tests {
         let err = builtin("cfb", &Params::new()).err().map(|e| e.to_string());
         assert_eq!(
             err.as_deref(),
-            Some("unknown policy `cfb` (known: fcfs, easy, cbf, evolving, rpp)")
+            Some("unknown policy `cfb` (known: fcfs, easy, cbf, evolving, rpp, coorm)")
         );
     }
 

@@ -172,7 +172,7 @@ fn bad_input_is_one_clear_error_line() {
     let t = trace(dir.path());
     let err = one_error_line(&esim(&["--policy", "sjf", "--trace", t.to_str().unwrap()]));
     assert!(
-        err.contains("unknown policy `sjf` (known: fcfs, easy, cbf, evolving, rpp)"),
+        err.contains("unknown policy `sjf` (known: fcfs, easy, cbf, evolving, rpp, coorm)"),
         "{err}"
     );
 
