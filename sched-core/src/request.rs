@@ -204,6 +204,22 @@ impl Request {
         })
     }
 
+    /// A moldable request offering `configs` (nodes, walltime) on any pool, without a
+    /// run-time model, of weight `weight`.
+    pub fn moldable(configs: &[(u32, Duration)], weight: f64) -> Self {
+        Request::Moldable(Moldable {
+            pool: None,
+            configs: configs
+                .iter()
+                .map(|&(nodes, walltime)| MoldConfig { nodes, walltime })
+                .collect(),
+            model: None,
+            min_nodes: 0,
+            max_nodes: 0,
+            weight,
+        })
+    }
+
     /// An evolving request of the given steps, on any pool.
     pub fn evolving(steps: Vec<Step>) -> Self {
         Request::Evolving(Evolving { pool: None, steps })

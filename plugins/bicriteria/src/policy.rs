@@ -300,7 +300,7 @@ impl Policy for BiCriteria {
 mod tests {
     use super::*;
     use sched_core::testkit::{pending_rigid, pools};
-    use sched_core::{validate, MoldConfig, Moldable};
+    use sched_core::validate;
 
     fn moldable(id: u64, submit: Time, weight: f64, cfgs: &[(u32, u64)]) -> Pending {
         Pending {
@@ -310,17 +310,7 @@ mod tests {
             submit,
             earliest_start: submit,
             priority: 0,
-            request: Request::Moldable(Moldable {
-                pool: None,
-                configs: cfgs
-                    .iter()
-                    .map(|&(nodes, walltime)| MoldConfig { nodes, walltime })
-                    .collect(),
-                model: None,
-                min_nodes: 0,
-                max_nodes: 0,
-                weight,
-            }),
+            request: Request::moldable(cfgs, weight),
         }
     }
 

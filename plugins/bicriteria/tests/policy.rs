@@ -8,9 +8,7 @@ use std::collections::BTreeMap;
 use esched_bicriteria::BiCriteria;
 use proptest::prelude::*;
 use sched_core::testkit::pools;
-use sched_core::{
-    validate, JobId, MoldConfig, Moldable, Pending, Policy, Request, Running, Shape, Snapshot, Time,
-};
+use sched_core::{validate, JobId, Pending, Policy, Request, Running, Shape, Snapshot, Time};
 
 #[derive(Clone, Debug)]
 struct Job {
@@ -32,17 +30,7 @@ fn job() -> impl Strategy<Value = Job> {
             let request = if rigid {
                 Request::rigid(cfgs[0].0, cfgs[0].1)
             } else {
-                Request::Moldable(Moldable {
-                    pool: None,
-                    configs: cfgs
-                        .iter()
-                        .map(|&(nodes, walltime)| MoldConfig { nodes, walltime })
-                        .collect(),
-                    model: None,
-                    min_nodes: 0,
-                    max_nodes: 0,
-                    weight: w as f64,
-                })
+                Request::moldable(&cfgs, w as f64)
             };
             Job {
                 submit,

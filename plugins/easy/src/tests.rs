@@ -144,19 +144,9 @@ fn unknown_parameter_is_refused_by_name() {
 }
 
 fn moldable(id: u64, configs: &[(u32, u64)]) -> Pending {
-    use sched_core::{MoldConfig, Moldable, Request};
+    use sched_core::Request;
     Pending {
-        request: Request::Moldable(Moldable {
-            pool: None,
-            configs: configs
-                .iter()
-                .map(|&(nodes, walltime)| MoldConfig { nodes, walltime })
-                .collect(),
-            model: None,
-            min_nodes: 0,
-            max_nodes: 0,
-            weight: 1.0,
-        }),
+        request: Request::moldable(configs, 1.0),
         ..job(id, 1, 1)
     }
 }

@@ -126,19 +126,9 @@ fn unknown_parameter_is_refused_by_name() {
 
 #[test]
 fn moldable_jobs_start_with_the_same_configuration_with_or_without_the_book() {
-    use sched_core::{JobId, MoldConfig, Moldable, Request};
+    use sched_core::{JobId, Request};
     let moldable = |id: u64, configs: &[(u32, u64)]| Pending {
-        request: Request::Moldable(Moldable {
-            pool: None,
-            configs: configs
-                .iter()
-                .map(|&(nodes, walltime)| MoldConfig { nodes, walltime })
-                .collect(),
-            model: None,
-            min_nodes: 0,
-            max_nodes: 0,
-            weight: 1.0,
-        }),
+        request: Request::moldable(configs, 1.0),
         ..job(id, 1, 1)
     };
     // 10 nodes, 4 busy until 50. Job 1: 6 nodes for 40 now (ends 40) beats 10 nodes for 20 at

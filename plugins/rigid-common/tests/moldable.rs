@@ -5,23 +5,13 @@ use esched_rigid_common::{Book, Job};
 use proptest::prelude::*;
 use sched_core::testkit::{pending_rigid, pools, running_rigid};
 use sched_core::{
-    validate, JobId, MoldConfig, Moldable, Pending, Plan, Pool, PoolId, Request, Running, Shape,
-    Snapshot, SpeedupModel, Time,
+    validate, JobId, Moldable, Pending, Plan, Pool, PoolId, Request, Running, Shape, Snapshot,
+    SpeedupModel, Time,
 };
 
 fn moldable(id: u64, configs: &[(u32, u64)]) -> Pending {
     Pending {
-        request: Request::Moldable(Moldable {
-            pool: None,
-            configs: configs
-                .iter()
-                .map(|&(nodes, walltime)| MoldConfig { nodes, walltime })
-                .collect(),
-            model: None,
-            min_nodes: 0,
-            max_nodes: 0,
-            weight: 1.0,
-        }),
+        request: Request::moldable(configs, 1.0),
         ..pending_rigid(id, 1, 1)
     }
 }
