@@ -95,8 +95,20 @@ pub fn config_text(dir: &Path, nodes: u32, policy: &str) -> String {
          [policy]\nname = {policy:?}\n",
         dir.join("batchd.sock"),
         dir.join("state"),
-        bin_dir(),
+        plugin_dir(),
     )
+}
+
+/// Where the policy libraries `ensure_built` built are. Under the `test` profile cargo leaves
+/// a cdylib in `deps/` only (it is not copied up next to the binaries), and a copy next to them
+/// may be a stale one from an earlier plain `cargo build`: `deps/` is always the latest.
+pub fn plugin_dir() -> PathBuf {
+    let deps = bin_dir().join("deps");
+    if deps.join("libesched_bicriteria.so").exists() {
+        deps
+    } else {
+        bin_dir()
+    }
 }
 
 impl Cluster {
