@@ -77,11 +77,11 @@ fn plan_catching(
     name: &str,
     policy: &mut dyn Policy,
     snapshot: &Snapshot<'_>,
-    scope: Scope,
+    check: Check,
 ) -> Result<Plan, PluginError> {
-    catch_unwind(AssertUnwindSafe(|| match scope {
-        Scope::Full => policy.plan(snapshot),
-        Scope::Starts => policy.plan_starts(snapshot),
+    catch_unwind(AssertUnwindSafe(|| match check {
+        Check::Full => policy.plan(snapshot),
+        Check::Starts => policy.plan_starts(snapshot),
     }))
     .map_err(|payload| {
         let message = if let Some(s) = payload.downcast_ref::<&str>() {
@@ -145,16 +145,16 @@ impl HostedPolicy for Linked {
     }
 
     fn try_plan(&mut self, snapshot: &Snapshot<'_>) -> Result<Plan, PluginError> {
-        self.call(snapshot, Scope::Full)
+        self.call(snapshot, Check::Full)
     }
 
     fn try_plan_starts(&mut self, snapshot: &Snapshot<'_>) -> Result<Plan, PluginError> {
-        self.call(snapshot, Scope::Starts)
+        self.call(snapshot, Check::Starts)
     }
 }
 
 impl Linked {
-    fn call(&mut self, snapshot: &Snapshot<'_>, scope: Scope) -> Result<Plan, PluginError> {
+    fn call(&mut self, snapshot: &Snapshot<'_>, check: Check) -> Result<Plan, PluginError> {
         if self.policy.is_none() {
             let factory = self.factory.as_mut().ok_or_else(|| PluginError::Rebuild {
                 policy: self.name.clone(),
@@ -172,7 +172,7 @@ impl Linked {
                 message: "no instance".into(),
             });
         };
-        let result = plan_catching(&self.name, policy.as_mut(), snapshot, scope);
+        let result = plan_catching(&self.name, policy.as_mut(), snapshot, check);
         // Same rule as for plugins: a panicked instance is not trusted again when it can be
         // rebuilt.
         if result.is_err() && self.factory.is_some() {
@@ -207,11 +207,11 @@ impl HostedPolicy for Borrowed<'_> {
     }
 
     fn try_plan(&mut self, snapshot: &Snapshot<'_>) -> Result<Plan, PluginError> {
-        plan_catching(&self.name, self.policy, snapshot, Scope::Full)
+        plan_catching(&self.name, self.policy, snapshot, Check::Full)
     }
 
     fn try_plan_starts(&mut self, snapshot: &Snapshot<'_>) -> Result<Plan, PluginError> {
-        plan_catching(&self.name, self.policy, snapshot, Scope::Starts)
+        plan_catching(&self.name, self.policy, snapshot, Check::Starts)
     }
 }
 
@@ -249,13 +249,6 @@ pub enum Check {
     /// starting now, and a wake-up at the earliest start left out), all validated: still never
     /// over-commits a pool, but the policy's reservations are neither sent nor checked (esim's
     /// default: a replay acts on nothing else).
-    Starts,
-}
-
-/// Which of the two plan calls a hosted policy answers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Scope {
-    Full,
     Starts,
 }
 
