@@ -484,6 +484,19 @@ pub struct PoolInfo {
     pub node_list: String,
     /// Each node.
     pub nodes: Vec<NodeInfo>,
+    /// CPUs of each node (the pool's `cpus_per_node`; 1 from a daemon that does not say).
+    #[serde(default = "one")]
+    pub cpus_per_node: u32,
+    /// Memory of each node in MiB (`mem_per_node`), when the pool sets it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_per_node: Option<u64>,
+    /// The longest time limit of the pool's jobs in ms (`max_time`); `None`: unbounded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_time: Option<u64>,
+}
+
+fn one() -> u32 {
+    1
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -791,6 +804,9 @@ mod tests {
                         state: NodeState::Allocated,
                         job: Some(1),
                     }],
+                    cpus_per_node: 4,
+                    mem_per_node: Some(8192),
+                    max_time: Some(60_000),
                 }],
                 policy: "cbf".into(),
                 pending: 0,

@@ -9,6 +9,7 @@ use crate::daemon::Daemon;
 
 pub fn handle(d: &Arc<Daemon>) -> Reply {
     let policy = d.policy_name();
+    let config = d.settings().config;
     let core = d.core();
     let pools = core
         .pools
@@ -34,7 +35,11 @@ pub fn handle(d: &Arc<Daemon>) -> Reply {
                 .iter()
                 .filter(|n| n.state == NodeState::Reserved)
                 .count() as u32;
+            let conf = config.pools.iter().find(|c| c.name == p.pool.name);
             PoolInfo {
+                cpus_per_node: conf.map_or(1, |c| c.cpus_per_node),
+                mem_per_node: conf.and_then(|c| c.mem_per_node),
+                max_time: conf.and_then(|c| c.max_time.ms()),
                 name: p.pool.name.clone(),
                 total: p.pool.nodes,
                 allocated: p.pool.nodes - p.free() - reserved,

@@ -308,6 +308,11 @@ fn header(letter: char) -> &'static str {
 impl Format {
     /// Parses a format string; an unknown field letter is an error naming it.
     pub fn parse(input: &str) -> Result<Format, SpecError> {
+        Format::parse_letters(input, LETTERS)
+    }
+
+    /// Parses a format string whose fields are `letters` (einfo's are sinfo's).
+    pub fn parse_letters(input: &str, letters: &str) -> Result<Format, SpecError> {
         let err = |reason: String| SpecError::Invalid {
             what: "format",
             input: input.to_string(),
@@ -354,9 +359,9 @@ impl Format {
             let letter = chars
                 .next()
                 .ok_or_else(|| err("ends inside a field".to_string()))?;
-            if !LETTERS.contains(letter) {
+            if !letters.contains(letter) {
                 return Err(err(format!("unknown field '%{letter}'; known: %{}", {
-                    let v: Vec<String> = LETTERS.chars().map(String::from).collect();
+                    let v: Vec<String> = letters.chars().map(String::from).collect();
                     v.join(" %")
                 })));
             }
@@ -435,6 +440,21 @@ impl Format {
             Piece::Field { letter, .. } => !FULL_ONLY.contains(*letter),
             Piece::Text(_) => true,
         })
+    }
+
+    /// The field letters, in order.
+    pub fn letters(&self) -> impl Iterator<Item = char> + '_ {
+        self.pieces.iter().filter_map(|p| match p {
+            Piece::Field { letter, .. } => Some(*letter),
+            Piece::Text(_) => None,
+        })
+    }
+
+    /// One line with `value` giving each field's text.
+    pub fn render_with(&self, value: impl Fn(char, &mut String)) -> String {
+        let mut out = String::new();
+        self.render_into(&mut out, &mut String::new(), value);
+        out
     }
 
     /// The header line.
