@@ -266,7 +266,7 @@ fn selected(info: &ClusterInfo, cli: &InfoCli) -> anyhow::Result<ClusterInfo> {
     let pools = split_list(&cli.pools);
     let mut out = info.clone();
     out.pools
-        .retain(|p| pools.is_empty() || pools.iter().any(|n| *n == p.name));
+        .retain(|p| pools.is_empty() || pools.contains(&p.name));
     if let Some(states) = states {
         for p in &mut out.pools {
             p.nodes.retain(|n| states.contains(&n.state));
