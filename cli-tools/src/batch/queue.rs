@@ -195,12 +195,21 @@ struct Fold {
 }
 
 /// A table built as a listing's frames arrive: each job's line is rendered at once (with the
-/// values it sorts by), except pending array tasks, gathered into folds until the end.
+/// values it sorts by), except pending array tasks, gathered into folds until the end. Lines
+/// and key texts go into two buffers, not a String each: at 100,000 jobs the allocations
+/// would cost more than the rendering.
 struct Table<'a> {
     view: &'a View,
     now: Time,
     zone: &'a Zone,
-    rows: Vec<(Vec<SortValue>, String)>,
+    /// Every line, one after the other.
+    lines: String,
+    /// Where each line ends in `lines`.
+    ends: Vec<usize>,
+    /// `view.sort.len()` values per line.
+    keys: Vec<SortValue>,
+    /// The text of the keys that are text.
+    key_text: String,
     folds: Vec<Fold>,
     /// Fold of each (array, reason, held): tasks waiting for different reasons stay apart.
     fold_of: HashMap<(u64, Option<PendingReason>, bool), usize>,
@@ -213,7 +222,10 @@ impl<'a> Table<'a> {
             view,
             now,
             zone,
-            rows: Vec::new(),
+            lines: String::new(),
+            ends: Vec::new(),
+            keys: Vec::new(),
+            key_text: String::new(),
             folds: Vec::new(),
             fold_of: HashMap::new(),
             scratch: String::new(),
@@ -221,7 +233,9 @@ impl<'a> Table<'a> {
     }
 
     fn rows(&mut self, jobs: &[JobInfo]) {
-        self.rows.reserve(jobs.len());
+        self.lines.reserve(jobs.len() * 96);
+        self.ends.reserve(jobs.len());
+        self.keys.reserve(jobs.len() * self.view.sort.len());
         for j in jobs {
             match (&j.array, j.state) {
                 (Some(t), JobState::Pending) if !self.view.unfolded => {
@@ -243,17 +257,23 @@ impl<'a> Table<'a> {
     }
 
     fn row(&mut self, job: &JobInfo, tasks: Option<&str>) {
-        let mut line = String::with_capacity(96);
         self.view.format.write_row_folded(
-            &mut line,
+            &mut self.lines,
             &mut self.scratch,
             job,
             tasks,
             self.now,
             self.zone,
         );
-        let key = self.view.sort.values(job, tasks, self.now, self.zone);
-        self.rows.push((key, line));
+        self.ends.push(self.lines.len());
+        self.view.sort.push_values(
+            job,
+            tasks,
+            self.now,
+            self.zone,
+            &mut self.keys,
+            &mut self.key_text,
+        );
     }
 
     /// The header and the lines in order.
@@ -266,16 +286,19 @@ impl<'a> Table<'a> {
                 self.row(&f.job, Some(&tasks));
             }
         }
-        let sort = &self.view.sort;
-        // Stable: jobs equal under the keys stay in batchd's order (by id).
-        self.rows.sort_by(|a, b| sort.compare(&a.0, &b.0));
-        let mut out = String::with_capacity(self.rows.len() * 97 + 128);
+        // Jobs equal under the keys stay in batchd's order (by id).
+        let order = self
+            .view
+            .sort
+            .order(&self.keys, &self.key_text, self.ends.len());
+        let mut out = String::with_capacity(self.lines.len() + self.ends.len() + 256);
         if !self.view.noheader {
             out.push_str(&self.view.format.header());
             out.push('\n');
         }
-        for (_, line) in &self.rows {
-            out.push_str(line);
+        for i in order {
+            let start = if i == 0 { 0 } else { self.ends[i - 1] };
+            out.push_str(&self.lines[start..self.ends[i]]);
             out.push('\n');
         }
         out
