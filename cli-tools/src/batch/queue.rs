@@ -95,7 +95,7 @@ pub struct QueueCli {
     )]
     pub sort: Option<String>,
     /// List again every SECONDS, each listing after a line with the time, until interrupted.
-    #[arg(short = 'i', long = "iterate", value_name = "SECONDS",
+    #[arg(short = 'i', long = "iterate", value_name = "SECONDS", conflicts_with = "json",
           value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub iterate: Option<u64>,
     /// No header line (`-h`, as in Slurm; help is `--help` only).
@@ -523,6 +523,7 @@ mod tests {
         assert_eq!(cli(&["-l", "-o", "%i"]).format().unwrap().header(), "JOBID");
         assert!(cli(&["-S", "nope"]).sort().is_err());
         assert!(QueueCli::try_parse_from(["equeue", "-i", "0"]).is_err());
+        assert!(QueueCli::try_parse_from(["equeue", "-i", "1", "--json"]).is_err());
         let out = render(
             &array(3, None),
             &view(&["-h", "-r", "-o", "%i", "-S", "-i"]),
