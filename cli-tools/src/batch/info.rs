@@ -428,22 +428,25 @@ mod tests {
                 job: (i == 1 || i == 2).then_some(7),
             })
             .collect();
-        ClusterInfo {
+        let mut info = ClusterInfo {
             pools: vec![PoolInfo {
                 name: "debug".into(),
                 total: 4,
+                max_time: None,
                 allocated: 2,
                 reserved: 0,
                 node_list: "debug[001-004]".into(),
                 nodes,
-                cpus_per_node: 4,
+                cpus_per_node: 1,
                 mem_per_node: None,
-                max_time: None,
             }],
             policy: "cbf".into(),
             pending: 0,
             running: 1,
-        }
+        };
+        // 4-CPU nodes, so that %c and %C show a count of their own.
+        info.pools[0].cpus_per_node = 4;
+        info
     }
 
     fn cli(args: &[&str]) -> InfoCli {
