@@ -695,6 +695,16 @@ pub(super) mod tests {
     use super::*;
     use batch_proto::{DepKind, Dependency, JobShape, PendingReason, StepPhase, StepStatus};
 
+    /// Task `index` of array `array_id`, the array's other facts left at their defaults.
+    pub(crate) fn task(array_id: u64, index: u64, throttle: Option<u32>) -> batch_proto::ArrayTask {
+        serde_json::from_value(serde_json::json!({
+            "array_id": array_id,
+            "index": index,
+            "throttle": throttle,
+        }))
+        .unwrap()
+    }
+
     /// A running job of alice's, id 42, 3 nodes (also the queue tests' fixture).
     pub(crate) fn job() -> JobInfo {
         JobInfo {
@@ -991,11 +1001,7 @@ pub(super) mod tests {
         assert_eq!(fold_indices(&[5, 1, 2, 3, 9, 10], Some(4)), "1-3,5,9-10%4");
         assert_eq!(fold_indices(&[0], None), "0");
         let mut j = job();
-        j.array = Some(batch_proto::ArrayTask {
-            array_id: 40,
-            index: 1,
-            throttle: Some(2),
-        });
+        j.array = Some(task(40, 1, Some(2)));
         let z = fixed_zone(0);
         let f = Format::parse("%i %K %F %A").unwrap();
         let mut out = String::new();

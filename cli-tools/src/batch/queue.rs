@@ -469,11 +469,7 @@ mod tests {
             .map(|k| {
                 let mut j = crate::batch::format::tests::job();
                 j.id = 10 + k;
-                j.array = Some(batch_proto::ArrayTask {
-                    array_id: 10,
-                    index: k,
-                    throttle,
-                });
+                j.array = Some(crate::batch::format::tests::task(10, k, throttle));
                 if k > 0 {
                     j.state = JobState::Pending;
                     j.node_list = None;
