@@ -140,8 +140,9 @@ impl Flat {
     }
 
     /// Adds `sign ×` the EP `steps` delayed to `start`: what one [`Flat::add`] per step gives,
-    /// in one merge of the steps' boundaries with the points they cover and one splice, instead
-    /// of a search, up to two inserts (each shifting the tail) and a normalisation per step.
+    /// in one merge of the steps' boundaries with the points they cover, written in place,
+    /// instead of a search, up to two inserts (each shifting the tail) and a normalisation per
+    /// step.
     pub(crate) fn add_steps(&mut self, start: Time, steps: &[Step], sign: i64) {
         // Boundaries start = b₀ ≤ b₁ ≤ … ≤ bₖ = end; step i adds on [bᵢ, bᵢ₊₁). Saturated at
         // NEVER, which is no instant: a step reaching it never ends.
@@ -157,7 +158,14 @@ impl Flat {
         } else {
             lo + self.points[lo..].partition_point(|p| p.0 <= end)
         };
-        let mut out: Vec<(Time, i64)> = Vec::with_capacity(hi - lo + steps.len() + 1);
+        // The merge writes in place: the points from `lo` on move `gap` slots right first, one
+        // per boundary, so that the output (one point per old point or boundary at most) never
+        // overtakes the old points still to be read; the gap left is closed at the end.
+        let gap = steps.len() + 1;
+        let len = self.points.len();
+        self.points.resize(len + gap, (0, 0));
+        self.points.copy_within(lo..len, lo + gap);
+        let mut w = lo;
         // `prev`: the new value just before the instant swept; `base`: the old value there.
         let mut prev = self.value_before(lo);
         let mut base = prev;
@@ -165,7 +173,7 @@ impl Flat {
         // The next boundary: the end of step k − 1 (start for k = 0), k ≤ steps.len().
         let mut boundary = start;
         loop {
-            let key = self.points[..hi].get(j).map(|p| p.0);
+            let key = (j < hi).then(|| self.points[j + gap].0);
             let x = match key {
                 Some(key) if k > steps.len() || key < boundary => key,
                 _ if k <= steps.len() => boundary,
@@ -175,7 +183,7 @@ impl Flat {
                 break;
             }
             if key == Some(x) {
-                base = self.points[j].1;
+                base = self.points[j + gap].1;
                 j += 1;
             }
             // Pass every boundary at x (zero-length steps share one): step k − 1 covers x.
@@ -192,13 +200,15 @@ impl Flat {
             };
             let v = base + delta;
             if v != prev {
-                out.push((x, v));
+                self.points[w] = (x, v);
+                w += 1;
                 prev = v;
             }
         }
         // After `end` the values are the old ones again, and the first old point kept differs
         // from the one before it (normal form), so the seam needs no check.
-        self.points.splice(lo..hi, out);
+        self.points.copy_within(hi + gap..len + gap, w);
+        self.points.truncate(w + len - hi);
     }
 
     /// Drops every key below `t`; a key at `t` with the value there is kept unless it is 0.
