@@ -523,6 +523,17 @@ pub fn same_holds_from(a: &[PoolSteps], b: &[PoolSteps], from: Time) -> bool {
             })
         })
     }
+    // The common case, one pool and one step each (a rigid job), without the iterators.
+    if let ([x], [y]) = (a, b) {
+        if let ([s], [t]) = (x.steps.as_slice(), y.steps.as_slice()) {
+            let seg = |ps: &PoolSteps, s: &Step| {
+                let end = ps.start.saturating_add(s.duration);
+                let a = ps.start.max(from);
+                (a < end && s.nodes > 0).then_some((ps.pool, a, end, s.nodes))
+            };
+            return seg(x, s) == seg(y, t);
+        }
+    }
     segments(a, from).eq(segments(b, from))
 }
 
