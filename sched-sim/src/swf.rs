@@ -324,12 +324,7 @@ fn parse_job(line: &str, line_no: usize) -> Result<Result<SwfJob, SkipReason>, S
     // by byte (with `split_whitespace` and `str::parse`, reading the trace was a tenth of a
     // replay's instructions). Any other line keeps Unicode's notion of whitespace.
     let f = if line.is_ascii() {
-        fields(
-            line.as_bytes()
-                .split(u8::is_ascii_whitespace)
-                .filter(|t| !t.is_empty())
-                .map(|t| (int(t), t)),
-        )
+        fields(AsciiTokens(line.as_bytes()).map(|t| (int(t), t)))
     } else {
         fields(line.split_whitespace().map(|t| (None, t.as_bytes())))
     }?;
@@ -377,12 +372,14 @@ fn fields<'a>(
     let mut count = 0;
     for (i, (value, tok)) in tokens.enumerate() {
         if i < FIELDS {
-            // Tokens are cut from a `&str` at ASCII bytes, so they are text.
-            let tok = std::str::from_utf8(tok).unwrap_or_default();
             f[i] = match value {
                 Some(v) => v,
-                None => number(tok)
-                    .ok_or_else(|| format!("field {} is not a number: `{tok}`", i + 1))?,
+                None => {
+                    // Tokens are cut from a `&str` at ASCII bytes, so they are text.
+                    let tok = std::str::from_utf8(tok).unwrap_or_default();
+                    number(tok)
+                        .ok_or_else(|| format!("field {} is not a number: `{tok}`", i + 1))?
+                }
             };
         }
         count = i + 1;
@@ -391,6 +388,25 @@ fn fields<'a>(
         return Err(format!("expected {FIELDS} fields, found {count}"));
     }
     Ok(f)
+}
+
+/// The tokens of an ASCII line between runs of ASCII whitespace.
+struct AsciiTokens<'a>(&'a [u8]);
+
+impl<'a> Iterator for AsciiTokens<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let start = self.0.iter().position(|b| !b.is_ascii_whitespace())?;
+        let rest = &self.0[start..];
+        let len = rest
+            .iter()
+            .position(u8::is_ascii_whitespace)
+            .unwrap_or(rest.len());
+        let (tok, tail) = rest.split_at(len);
+        self.0 = tail;
+        Some(tok)
+    }
 }
 
 /// A plain decimal integer (an optional sign, then digits) that fits an `i64`, as `str::parse`
