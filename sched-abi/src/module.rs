@@ -5,7 +5,7 @@ use abi_stable::sabi_types::VersionStrings;
 use abi_stable::std_types::{RBox, RStr, RString, RVec, Tuple2};
 use abi_stable::{declare_root_module_statics, sabi_trait, StableAbi};
 
-use crate::types::{FfiPlan, FfiSnapshot};
+use crate::types::{FfiDeltaAnswer, FfiPlan, FfiSnapshot, FfiSnapshotDelta};
 
 /// A version of the esched policy ABI: plugins and hosts of the same `major` work together.
 ///
@@ -35,11 +35,11 @@ impl std::fmt::Display for AbiVersion {
 }
 
 /// The ABI this build of `sched-abi` speaks.
-pub const ABI_VERSION: AbiVersion = AbiVersion { major: 2, minor: 0 };
+pub const ABI_VERSION: AbiVersion = AbiVersion { major: 2, minor: 1 };
 
 /// [`ABI_VERSION`] as text, for abi_stable's own version check; must agree with it (a unit test
 /// checks).
-const ABI_VERSION_STR: &str = "2.0.0";
+const ABI_VERSION_STR: &str = "2.1.0";
 
 /// What went wrong on the plugin's side of a call.
 #[repr(u8)]
@@ -86,6 +86,23 @@ pub trait FfiPolicy: Send {
         snapshot: &FfiSnapshot,
         plan: &mut FfiPlan,
     ) -> abi_stable::std_types::RResult<(), FfiError>;
+
+    /// [`sched_core::Policy::plan_starts`] (`starts`) or [`sched_core::Policy::plan`] of the
+    /// plugin's kept snapshot with `delta` applied, into `plan` (since ABI 2.1): only what
+    /// changed since the previous call crosses the boundary. A plugin that does not hold
+    /// `delta.base` answers [`FfiDeltaAnswer::Stale`] without planning.
+    ///
+    /// The body is what the host sees for an ABI 2.0 plugin, whose vtable lacks this method:
+    /// [`FfiDeltaAnswer::Unsupported`], and the host sends whole snapshots.
+    fn plan_delta(
+        &mut self,
+        delta: &FfiSnapshotDelta,
+        starts: bool,
+        plan: &mut FfiPlan,
+    ) -> abi_stable::std_types::RResult<FfiDeltaAnswer, FfiError> {
+        let _ = (delta, starts, plan);
+        abi_stable::std_types::ROk(FfiDeltaAnswer::Unsupported)
+    }
 }
 
 /// An owned policy object from a plugin.
