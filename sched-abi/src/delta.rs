@@ -1,4 +1,4 @@
-//! Delta snapshots (ABI 2.1): a call sends only what changed since the previous one.
+//! Delta snapshots (ABI 3.0): a call sends only what changed since the previous one.
 //!
 //! The host keeps a mirror of the snapshot the plugin holds; at each call it compares the new
 //! snapshot's lists with the mirror ([`diff`]: runs of kept, dropped and inserted entries, an
@@ -392,7 +392,7 @@ pub struct BoundaryStats {
     /// Calls that sent only the changes since the previous call.
     pub deltas: u64,
     /// Calls that sent the whole snapshot (the first, after a panic, after a `Stale` answer,
-    /// and every call to a plugin that predates deltas or with deltas turned off).
+    /// and every call with deltas turned off).
     pub whole: u64,
     /// `Stale` answers (a plugin that did not hold the delta's base).
     pub stale: u64,

@@ -6,7 +6,7 @@
 //! - [`types`]: FFI-safe mirrors of [`sched_core::Snapshot`] and [`sched_core::Plan`] (all four
 //!   request kinds, shapes, kills, rejects, the wake-up and per-job views), with lossless
 //!   conversions both ways;
-//! - [`delta`]: delta snapshots (ABI 2.1): after the first call, only the lists' changes cross
+//! - [`delta`]: delta snapshots (ABI 3.0): after the first call, only the lists' changes cross
 //!   the boundary, applied by the plugin to the snapshot it kept;
 //! - [`module`]: the root module a policy library exports (ABI version, name, constructor) and
 //!   the policy object it builds;

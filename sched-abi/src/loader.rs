@@ -562,8 +562,7 @@ pub struct LoadedPolicy {
     /// The snapshot's and the plan's mirrors, kept to reuse their buffers from call to call.
     scratch: FfiSnapshot,
     scratch_plan: FfiPlan,
-    /// Whether snapshots cross as deltas: until the plugin says it predates them, or the
-    /// driver turns them off.
+    /// Whether snapshots cross as deltas (unless a driver turns them off).
     deltas: bool,
     /// The mirror of what the plugin holds, and the delta's buffers.
     delta: DeltaHost,
@@ -600,8 +599,8 @@ impl LoadedPolicy {
         self.call(snapshot, true)
     }
 
-    /// Sends snapshots as deltas (`true`, the default) or whole at every call, as to a plugin
-    /// built before ABI 2.1 (to measure the difference, or to rule deltas out).
+    /// Sends snapshots as deltas (`true`, the default) or whole at every call, as before ABI
+    /// 3.0 (to measure the difference, or to rule deltas out).
     pub fn set_snapshot_deltas(&mut self, on: bool) {
         self.deltas = on;
         self.delta.reset();
@@ -644,14 +643,6 @@ impl LoadedPolicy {
                 }
                 ROk(FfiDeltaAnswer::Stale) => {
                     self.delta.stats.stale += 1;
-                    self.delta.reset();
-                }
-                ROk(FfiDeltaAnswer::Unsupported) => {
-                    tracing::debug!(
-                        policy = %self.library.name,
-                        "the plugin predates ABI 2.1: whole snapshots at every call"
-                    );
-                    self.deltas = false;
                     self.delta.reset();
                 }
                 RErr(e) => {

@@ -9,9 +9,11 @@ use crate::types::{FfiDeltaAnswer, FfiPlan, FfiSnapshot, FfiSnapshotDelta};
 
 /// A version of the esched policy ABI: plugins and hosts of the same `major` work together.
 ///
-/// The rule: a change to any data type of [`crate::types`] (a field, a variant) bumps `major`;
-/// a function appended to [`PolicyMod`] or [`FfiPolicy`] after their `last_prefix_field` bumps
-/// `minor`. A host reads appended functions as optional, so any minor works with any other.
+/// The rule: a change to any data type of [`crate::types`] (a field, a variant) or to the
+/// methods of [`FfiPolicy`] (abi_stable checks a trait object's vtable exactly: a 3.0 host
+/// refused a 2.0 plugin lacking one appended method as a layout mismatch) bumps `major`; a
+/// function appended to [`PolicyMod`] after its `last_prefix_field` bumps `minor`. A host reads
+/// appended root-module functions as optional, so any minor works with any other.
 #[repr(C)]
 #[derive(StableAbi, Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AbiVersion {
@@ -35,11 +37,11 @@ impl std::fmt::Display for AbiVersion {
 }
 
 /// The ABI this build of `sched-abi` speaks.
-pub const ABI_VERSION: AbiVersion = AbiVersion { major: 2, minor: 1 };
+pub const ABI_VERSION: AbiVersion = AbiVersion { major: 3, minor: 0 };
 
 /// [`ABI_VERSION`] as text, for abi_stable's own version check; must agree with it (a unit test
 /// checks).
-const ABI_VERSION_STR: &str = "2.1.0";
+const ABI_VERSION_STR: &str = "3.0.0";
 
 /// What went wrong on the plugin's side of a call.
 #[repr(u8)]
@@ -88,21 +90,15 @@ pub trait FfiPolicy: Send {
     ) -> abi_stable::std_types::RResult<(), FfiError>;
 
     /// [`sched_core::Policy::plan_starts`] (`starts`) or [`sched_core::Policy::plan`] of the
-    /// plugin's kept snapshot with `delta` applied, into `plan` (since ABI 2.1): only what
+    /// plugin's kept snapshot with `delta` applied, into `plan` (since ABI 3.0): only what
     /// changed since the previous call crosses the boundary. A plugin that does not hold
     /// `delta.base` answers [`FfiDeltaAnswer::Stale`] without planning.
-    ///
-    /// The body is what the host sees for an ABI 2.0 plugin, whose vtable lacks this method:
-    /// [`FfiDeltaAnswer::Unsupported`], and the host sends whole snapshots.
     fn plan_delta(
         &mut self,
         delta: &FfiSnapshotDelta,
         starts: bool,
         plan: &mut FfiPlan,
-    ) -> abi_stable::std_types::RResult<FfiDeltaAnswer, FfiError> {
-        let _ = (delta, starts, plan);
-        abi_stable::std_types::ROk(FfiDeltaAnswer::Unsupported)
-    }
+    ) -> abi_stable::std_types::RResult<FfiDeltaAnswer, FfiError>;
 }
 
 /// An owned policy object from a plugin.

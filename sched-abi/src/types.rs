@@ -574,7 +574,7 @@ pub struct FfiEdit {
     pub insert: u64,
 }
 
-/// How one list of a snapshot changed since the previous call (since ABI 2.1): runs of
+/// How one list of a snapshot changed since the previous call (since ABI 3.0): runs of
 /// kept, dropped and inserted entries; an entry whose content changed is dropped and inserted
 /// again. The new list is the old one with the runs applied.
 #[repr(C)]
@@ -595,7 +595,7 @@ impl<T> Default for FfiListDelta<T> {
     }
 }
 
-/// A [`Snapshot`] as the changes since the one the plugin holds (since ABI 2.1).
+/// A [`Snapshot`] as the changes since the one the plugin holds (since ABI 3.0).
 ///
 /// Each delta is numbered (`generation`, never 0) and names the one it applies to (`base`);
 /// `base` 0 is the empty snapshot, so a delta with `base` 0 is a whole snapshot. A plugin whose
@@ -618,7 +618,7 @@ pub struct FfiSnapshotDelta {
     pub pending: FfiListDelta<FfiPending>,
 }
 
-/// What a plugin did with a [`FfiSnapshotDelta`] (since ABI 2.1).
+/// What a plugin did with a [`FfiSnapshotDelta`] (since ABI 3.0).
 #[repr(u8)]
 #[derive(StableAbi, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FfiDeltaAnswer {
@@ -627,9 +627,6 @@ pub enum FfiDeltaAnswer {
     /// Not applied: the plugin does not hold the delta's `base` (a new instance, or edits that
     /// do not fit what it holds). Nothing was planned; send the whole snapshot.
     Stale,
-    /// The plugin predates deltas (what an ABI 2.0 plugin's missing method answers on the
-    /// host's side); use [`crate::module::FfiPolicy::plan`] with a whole [`FfiSnapshot`].
-    Unsupported,
 }
 
 /// The lists a [`Snapshot`] borrows, rebuilt on the plugin's side of the boundary.

@@ -642,7 +642,7 @@ mod containment {
     }
 }
 
-/// Delta snapshots (ABI 2.1): whatever the sequence of snapshots, the plugin plans on exactly
+/// Delta snapshots (ABI 3.0): whatever the sequence of snapshots, the plugin plans on exactly
 /// the host's, and plans through the plugin are the linked policy's.
 mod delta {
     use super::common::plugin_str;
