@@ -8,6 +8,10 @@
 //! delta applies to (a fresh instance, a delta that does not fit) answers `Stale` and the host
 //! sends the whole snapshot, which is the delta from the empty snapshot (generation 0).
 //!
+//! Running jobs' holds start at `now` in every snapshot, so they change at every call; both
+//! sides first bring the kept holds to the new `now` themselves
+//! ([`sched_core::Running::clip_holds`]), and only a running job that changed otherwise is sent.
+//!
 //! What it costs per call: a comparison of every entry with its mirror (no allocation), and
 //! for the entries that changed, a conversion and a move. A queue of thousands of jobs of which
 //! one started and one arrived crosses as two runs and one job, instead of two full copies with
@@ -433,6 +437,14 @@ impl DeltaHost {
         d.base = self.generation;
         d.generation = self.counter;
         d.now = s.now;
+        // Both sides bring the kept running jobs' holds to now themselves; what still differs
+        // after that is sent.
+        d.clip_running = self.generation != 0;
+        if d.clip_running {
+            for r in &mut self.mirror.running {
+                r.clip_holds(s.now);
+            }
+        }
         let [ip, ir, iq] = &mut self.inserted;
         diff(
             &self.mirror.pools,
@@ -563,6 +575,11 @@ impl DeltaReceiver {
         }
         // Invalid until the delta is wholly applied.
         self.generation = 0;
+        if d.clip_running {
+            for r in &mut snapshot.running {
+                r.clip_holds(d.now);
+            }
+        }
         let applied = apply(
             &mut snapshot.pools,
             &mut self.spare_pools,

@@ -610,6 +610,10 @@ pub struct FfiSnapshotDelta {
     pub generation: u64,
     /// [`Snapshot::now`] (always sent).
     pub now: u64,
+    /// Whether the base's running jobs' holds are brought to `now` first
+    /// ([`sched_core::Running::clip_holds`]), before the running list's runs apply: a running
+    /// job whose holds only moved on with time is then kept, not sent again.
+    pub clip_running: bool,
     /// [`Snapshot::pools`]' changes.
     pub pools: FfiListDelta<FfiPool>,
     /// [`Snapshot::running`]'s changes.
