@@ -439,7 +439,8 @@ impl DeltaHost {
         d.now = s.now;
         // Both sides bring the kept running jobs' holds to now themselves; what still differs
         // after that is sent.
-        d.clip_running = self.generation != 0;
+        // (Not when time stood still: several calls of one instant, esim's per-event order.)
+        d.clip_running = self.generation != 0 && s.now > self.mirror.now;
         if d.clip_running {
             for r in &mut self.mirror.running {
                 r.clip_holds(s.now);
