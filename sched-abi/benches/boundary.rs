@@ -7,6 +7,11 @@
 //! - `warm`: repeated calls on the same snapshot by one instance, which only answers from its
 //!   kept schedule (O(queue)); here the boundary's O(queue) copies weigh the most.
 //!
+//! - `incremental`: calls that alternate between two snapshots differing as a replay's do from
+//!   call to call (a job arrived at the end of the queue, then gone again), by one instance: the policy updates its kept schedule, and since ABI 3.0 only the change
+//!   crosses the boundary. `starts` asks for `plan_starts` (esim), `plan` for the whole plan
+//!   (batchd), whose 10,000 expected starts still cross back at every call.
+//!
 //! `boundary/*` time the copies alone: snapshot to its FFI mirror and back, plan likewise.
 //!
 //! Run: `cargo bench -p sched-abi --bench boundary`. The cdylib is the one cargo builds for the
@@ -140,6 +145,63 @@ fn bench(c: &mut Criterion) {
     let mut warm_plugin = plugin();
     let _ = warm_plugin.try_plan(&snap);
     g.bench_function("plugin", |bch| bch.iter(|| warm_plugin.try_plan(&snap)));
+    g.finish();
+
+    // B: one more job arrived at the end of the queue; A and B taking turns (an arrival, then
+    // its cancellation: changes CBF answers from its kept schedule).
+    let mut b_pending = w.pending.clone();
+    let mut arrived = b_pending[QUEUE / 2].clone();
+    arrived.id = JobId(u64::MAX / 2);
+    b_pending.push(arrived);
+    let snap_b = Snapshot {
+        pending: &b_pending,
+        ..snap
+    };
+    let pair = [snap, snap_b];
+    let mut g = c.benchmark_group("cbf_10000_incremental");
+    g.sample_size(20);
+    for starts in [true, false] {
+        let what = if starts { "starts" } else { "plan" };
+        let mut warm_linked = linked();
+        warm_linked.plan(&snap);
+        let mut k = 0usize;
+        g.bench_function(format!("linked_{what}"), |bch| {
+            bch.iter(|| {
+                k += 1;
+                let s = &pair[k % 2];
+                if starts {
+                    warm_linked.plan_starts(s)
+                } else {
+                    warm_linked.plan(s)
+                }
+            })
+        });
+        let mut warm_plugin = plugin();
+        let _ = warm_plugin.try_plan(&snap);
+        let mut k = 0usize;
+        g.bench_function(format!("plugin_{what}"), |bch| {
+            bch.iter(|| {
+                k += 1;
+                let s = &pair[k % 2];
+                if starts {
+                    warm_plugin.try_plan_starts(s)
+                } else {
+                    warm_plugin.try_plan(s)
+                }
+            })
+        });
+        // Same answers both ways on the same sequence.
+        let (mut l, mut p) = (linked(), plugin());
+        for s in pair.iter().chain(&pair) {
+            let want = if starts { l.plan_starts(s) } else { l.plan(s) };
+            let got = if starts {
+                p.try_plan_starts(s)
+            } else {
+                p.try_plan(s)
+            };
+            assert_eq!(got.as_ref(), Ok(&want), "plugin and linked CBF disagree");
+        }
+    }
     g.finish();
 
     let mut g = c.benchmark_group("boundary_10000");

@@ -12,11 +12,12 @@ use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RErr, ROk, RResult, RStr, RString};
 use sched_core::{NamedPolicy, ParamError, Params, Plan, Policy, Snapshot};
 
+use crate::delta::DeltaReceiver;
 use crate::module::{
     AbiVersion, FfiError, FfiErrorKind, FfiParams, FfiPolicy, FfiPolicy_TO, PolicyBox, PolicyMod,
     PolicyMod_Ref,
 };
-use crate::types::{FfiPlan, FfiSnapshot, OwnedSnapshot};
+use crate::types::{FfiDeltaAnswer, FfiPlan, FfiSnapshot, FfiSnapshotDelta, OwnedSnapshot};
 
 /// Exports a policy type from a `cdylib` crate as an esched plugin.
 ///
@@ -153,7 +154,9 @@ fn param_error(e: ParamError) -> FfiError {
 /// A policy behind the [`FfiPolicy`] vtable, with the buffers its snapshots are rebuilt in.
 struct Exported<P> {
     policy: P,
+    /// The snapshot of the last call, kept for the next delta to apply to.
     snapshot: OwnedSnapshot,
+    receiver: DeltaReceiver,
 }
 
 impl<P: Policy + Send + 'static> FfiPolicy for Exported<P> {
@@ -163,6 +166,27 @@ impl<P: Policy + Send + 'static> FfiPolicy for Exported<P> {
 
     fn plan_starts(&mut self, snapshot: &FfiSnapshot, out: &mut FfiPlan) -> RResult<(), FfiError> {
         self.answer(snapshot, out, P::plan_starts)
+    }
+
+    fn plan_delta(
+        &mut self,
+        delta: &FfiSnapshotDelta,
+        starts: bool,
+        out: &mut FfiPlan,
+    ) -> RResult<FfiDeltaAnswer, FfiError> {
+        guard(|| {
+            if self.receiver.apply(&mut self.snapshot, delta).is_err() {
+                return ROk(FfiDeltaAnswer::Stale);
+            }
+            let s = self.snapshot.as_snapshot();
+            let plan = if starts {
+                self.policy.plan_starts(&s)
+            } else {
+                self.policy.plan(&s)
+            };
+            out.refill_from(&plan);
+            ROk(FfiDeltaAnswer::Planned)
+        })
     }
 }
 
@@ -174,6 +198,7 @@ impl<P: Policy> Exported<P> {
         call: fn(&mut P, &Snapshot<'_>) -> Plan,
     ) -> RResult<(), FfiError> {
         guard(|| {
+            self.receiver.forget();
             self.snapshot.refill_from(snapshot);
             let plan = call(&mut self.policy, &self.snapshot.as_snapshot());
             // The buffer's lists grow through their own vtables, i.e. the host's allocator.
@@ -200,6 +225,7 @@ extern "C" fn new_policy<P: NamedPolicy + Send + 'static>(
             Exported {
                 policy,
                 snapshot: OwnedSnapshot::default(),
+                receiver: DeltaReceiver::default(),
             },
             TD_Opaque,
         ))

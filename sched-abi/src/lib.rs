@@ -6,6 +6,8 @@
 //! - [`types`]: FFI-safe mirrors of [`sched_core::Snapshot`] and [`sched_core::Plan`] (all four
 //!   request kinds, shapes, kills, rejects, the wake-up and per-job views), with lossless
 //!   conversions both ways;
+//! - [`delta`]: delta snapshots (ABI 3.0): after the first call, only the lists' changes cross
+//!   the boundary, applied by the plugin to the snapshot it kept;
 //! - [`module`]: the root module a policy library exports (ABI version, name, constructor) and
 //!   the policy object it builds;
 //! - [`export_policy!`]: the one line that turns a `Policy + NamedPolicy` type into a plugin,
@@ -28,12 +30,14 @@
 // inside generated constants.
 #![allow(non_camel_case_types, non_local_definitions)]
 
+pub mod delta;
 mod export;
 pub mod host;
 pub mod loader;
 pub mod module;
 pub mod types;
 
+pub use delta::BoundaryStats;
 pub use export::guard;
 pub use host::{
     Borrowed, Check, Failure, HostStats, HostTiming, HostedPolicy, Linked, Outcome, PolicyHost,

@@ -16,8 +16,9 @@ use abi_stable::library::{AbiHeaderRef, LibHeader, LibraryError, RawLibrary, Roo
 use abi_stable::std_types::{RErr, ROk, RString, Tuple2};
 use sched_core::{Params, Plan, Policy, Snapshot};
 
+use crate::delta::{BoundaryStats, DeltaHost};
 use crate::module::{AbiVersion, FfiError, FfiErrorKind, PolicyBox, PolicyMod_Ref, ABI_VERSION};
-use crate::types::{FfiPlan, FfiSnapshot};
+use crate::types::{FfiDeltaAnswer, FfiPlan, FfiSnapshot};
 
 /// Why a policy library could not be loaded or instantiated.
 #[derive(Debug, thiserror::Error)]
@@ -531,6 +532,8 @@ impl PolicyLibrary {
             policy: Some(policy),
             scratch: FfiSnapshot::default(),
             scratch_plan: FfiPlan::default(),
+            deltas: true,
+            delta: DeltaHost::default(),
         })
     }
 }
@@ -559,6 +562,10 @@ pub struct LoadedPolicy {
     /// The snapshot's and the plan's mirrors, kept to reuse their buffers from call to call.
     scratch: FfiSnapshot,
     scratch_plan: FfiPlan,
+    /// Whether snapshots cross as deltas (unless a driver turns them off).
+    deltas: bool,
+    /// The mirror of what the plugin holds, and the delta's buffers.
+    delta: DeltaHost,
 }
 
 impl std::fmt::Debug for LoadedPolicy {
@@ -592,6 +599,18 @@ impl LoadedPolicy {
         self.call(snapshot, true)
     }
 
+    /// Sends snapshots as deltas (`true`, the default) or whole at every call, as before ABI
+    /// 3.0 (to measure the difference, or to rule deltas out).
+    pub fn set_snapshot_deltas(&mut self, on: bool) {
+        self.deltas = on;
+        self.delta.reset();
+    }
+
+    /// How the snapshots crossed the boundary so far.
+    pub fn boundary_stats(&self) -> BoundaryStats {
+        self.delta.stats
+    }
+
     fn call(&mut self, snapshot: &Snapshot<'_>, starts: bool) -> Result<Plan, PluginError> {
         let policy = match &mut self.policy {
             Some(p) => p,
@@ -603,14 +622,47 @@ impl LoadedPolicy {
                         policy: self.library.name.clone(),
                         message,
                     })?;
+                // A fresh instance holds no snapshot.
+                self.delta.reset();
                 self.policy.insert(fresh)
             }
         };
-        self.scratch.refill_from(snapshot);
-        let answer = if starts {
-            policy.plan_starts(&self.scratch, &mut self.scratch_plan)
-        } else {
-            policy.plan(&self.scratch, &mut self.scratch_plan)
+        let mut answer = None;
+        // A `Stale` answer means the plugin did not hold the delta's base: the second try is
+        // the whole snapshot (base 0), which a plugin always accepts.
+        for _ in 0..2 {
+            if !self.deltas {
+                break;
+            }
+            let delta = self.delta.prepare(snapshot);
+            match policy.plan_delta(delta, starts, &mut self.scratch_plan) {
+                ROk(FfiDeltaAnswer::Planned) => {
+                    self.delta.commit(snapshot);
+                    answer = Some(ROk(()));
+                    break;
+                }
+                ROk(FfiDeltaAnswer::Stale) => {
+                    self.delta.stats.stale += 1;
+                    self.delta.reset();
+                }
+                RErr(e) => {
+                    self.delta.reset();
+                    answer = Some(RErr(e));
+                    break;
+                }
+            }
+        }
+        let answer = match answer {
+            Some(a) => a,
+            None => {
+                self.delta.stats.whole += 1;
+                self.scratch.refill_from(snapshot);
+                if starts {
+                    policy.plan_starts(&self.scratch, &mut self.scratch_plan)
+                } else {
+                    policy.plan(&self.scratch, &mut self.scratch_plan)
+                }
+            }
         };
         match answer {
             ROk(()) => Ok(Plan::from(&self.scratch_plan)),

@@ -5,13 +5,15 @@ use abi_stable::sabi_types::VersionStrings;
 use abi_stable::std_types::{RBox, RStr, RString, RVec, Tuple2};
 use abi_stable::{declare_root_module_statics, sabi_trait, StableAbi};
 
-use crate::types::{FfiPlan, FfiSnapshot};
+use crate::types::{FfiDeltaAnswer, FfiPlan, FfiSnapshot, FfiSnapshotDelta};
 
 /// A version of the esched policy ABI: plugins and hosts of the same `major` work together.
 ///
-/// The rule: a change to any data type of [`crate::types`] (a field, a variant) bumps `major`;
-/// a function appended to [`PolicyMod`] or [`FfiPolicy`] after their `last_prefix_field` bumps
-/// `minor`. A host reads appended functions as optional, so any minor works with any other.
+/// The rule: a change to any data type of [`crate::types`] (a field, a variant) or to the
+/// methods of [`FfiPolicy`] (abi_stable checks a trait object's vtable exactly: a 3.0 host
+/// refused a 2.0 plugin lacking one appended method as a layout mismatch) bumps `major`; a
+/// function appended to [`PolicyMod`] after its `last_prefix_field` bumps `minor`. A host reads
+/// appended root-module functions as optional, so any minor works with any other.
 #[repr(C)]
 #[derive(StableAbi, Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AbiVersion {
@@ -35,11 +37,11 @@ impl std::fmt::Display for AbiVersion {
 }
 
 /// The ABI this build of `sched-abi` speaks.
-pub const ABI_VERSION: AbiVersion = AbiVersion { major: 2, minor: 0 };
+pub const ABI_VERSION: AbiVersion = AbiVersion { major: 3, minor: 0 };
 
 /// [`ABI_VERSION`] as text, for abi_stable's own version check; must agree with it (a unit test
 /// checks).
-const ABI_VERSION_STR: &str = "2.0.0";
+const ABI_VERSION_STR: &str = "3.0.0";
 
 /// What went wrong on the plugin's side of a call.
 #[repr(u8)]
@@ -86,6 +88,17 @@ pub trait FfiPolicy: Send {
         snapshot: &FfiSnapshot,
         plan: &mut FfiPlan,
     ) -> abi_stable::std_types::RResult<(), FfiError>;
+
+    /// [`sched_core::Policy::plan_starts`] (`starts`) or [`sched_core::Policy::plan`] of the
+    /// plugin's kept snapshot with `delta` applied, into `plan` (since ABI 3.0): only what
+    /// changed since the previous call crosses the boundary. A plugin that does not hold
+    /// `delta.base` answers [`FfiDeltaAnswer::Stale`] without planning.
+    fn plan_delta(
+        &mut self,
+        delta: &FfiSnapshotDelta,
+        starts: bool,
+        plan: &mut FfiPlan,
+    ) -> abi_stable::std_types::RResult<FfiDeltaAnswer, FfiError>;
 }
 
 /// An owned policy object from a plugin.

@@ -560,6 +560,79 @@ impl FfiSnapshot {
     }
 }
 
+/// One run of a list edit in a [`FfiListDelta`]: keep the next `keep` entries of the list the
+/// plugin holds, drop the `drop` after them, then insert the next `insert` of the delta's items.
+/// Entries after the last run are kept.
+#[repr(C)]
+#[derive(StableAbi, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FfiEdit {
+    /// Entries kept, in order.
+    pub keep: u64,
+    /// Entries dropped after them.
+    pub drop: u64,
+    /// Items inserted after those (taken in order from [`FfiListDelta::items`]).
+    pub insert: u64,
+}
+
+/// How one list of a snapshot changed since the previous call (since ABI 3.0): runs of
+/// kept, dropped and inserted entries; an entry whose content changed is dropped and inserted
+/// again. The new list is the old one with the runs applied.
+#[repr(C)]
+#[derive(StableAbi, Clone, Debug, PartialEq)]
+pub struct FfiListDelta<T> {
+    /// The runs, in list order.
+    pub edits: RVec<FfiEdit>,
+    /// The inserted entries, in list order.
+    pub items: RVec<T>,
+}
+
+impl<T> Default for FfiListDelta<T> {
+    fn default() -> Self {
+        FfiListDelta {
+            edits: RVec::new(),
+            items: RVec::new(),
+        }
+    }
+}
+
+/// A [`Snapshot`] as the changes since the one the plugin holds (since ABI 3.0).
+///
+/// Each delta is numbered (`generation`, never 0) and names the one it applies to (`base`);
+/// `base` 0 is the empty snapshot, so a delta with `base` 0 is a whole snapshot. A plugin whose
+/// snapshot is not `base` answers [`FfiDeltaAnswer::Stale`] without planning, and the host sends
+/// the whole snapshot.
+#[repr(C)]
+#[derive(StableAbi, Clone, Debug, Default, PartialEq)]
+pub struct FfiSnapshotDelta {
+    /// The generation this delta applies to; 0: the empty snapshot.
+    pub base: u64,
+    /// The generation of the snapshot once applied.
+    pub generation: u64,
+    /// [`Snapshot::now`] (always sent).
+    pub now: u64,
+    /// Whether the base's running jobs' holds are brought to `now` first
+    /// ([`sched_core::Running::clip_holds`]), before the running list's runs apply: a running
+    /// job whose holds only moved on with time is then kept, not sent again.
+    pub clip_running: bool,
+    /// [`Snapshot::pools`]' changes.
+    pub pools: FfiListDelta<FfiPool>,
+    /// [`Snapshot::running`]'s changes.
+    pub running: FfiListDelta<FfiRunning>,
+    /// [`Snapshot::pending`]'s changes.
+    pub pending: FfiListDelta<FfiPending>,
+}
+
+/// What a plugin did with a [`FfiSnapshotDelta`] (since ABI 3.0).
+#[repr(u8)]
+#[derive(StableAbi, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FfiDeltaAnswer {
+    /// Applied; the plan is in the buffer.
+    Planned,
+    /// Not applied: the plugin does not hold the delta's `base` (a new instance, or edits that
+    /// do not fit what it holds). Nothing was planned; send the whole snapshot.
+    Stale,
+}
+
 /// The lists a [`Snapshot`] borrows, rebuilt on the plugin's side of the boundary.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct OwnedSnapshot {

@@ -17,6 +17,11 @@ mod common {
         "esched-test-oldabi",
         "esched-test-notpolicy",
         "esched-test-badlayout",
+        "esched-test-echo",
+        // For the plugin-vs-linked comparisons of the delta tests.
+        "esched-cbf",
+        "esched-easy",
+        "esched-fcfs",
     ];
 
     /// `target/<profile>`: this test runs from `target/<profile>/deps`.
@@ -272,7 +277,7 @@ mod load_errors {
             panic!("{e:?}")
         };
         assert_eq!(host, &sched_abi::ABI_VERSION.to_string());
-        assert_eq!(plugin, "claims 2.0.0");
+        assert_eq!(plugin, &format!("claims {}.0", sched_abi::ABI_VERSION));
         // The gist of abi_stable's report: where the layouts differ and how.
         assert!(
             detail.starts_with("at ") && detail.contains("expected `"),
@@ -634,5 +639,414 @@ mod containment {
             vec![(JobId(1), 7)]
         );
         assert_eq!(validate(&s2, &plan), Ok(()));
+    }
+}
+
+/// Delta snapshots (ABI 3.0): whatever the sequence of snapshots, the plugin plans on exactly
+/// the host's, and plans through the plugin are the linked policy's.
+mod delta {
+    use super::common::plugin_str;
+    use proptest::prelude::*;
+    use sched_abi::{load, LoadedPolicy, PluginError, PolicyLibrary};
+    use sched_core::{
+        CoAllocated, Component, JobId, MoldConfig, Moldable, NamedPolicy, Params, Pending, Plan,
+        Policy, Pool, PoolId, PoolSteps, Request, Running, Shape, Snapshot, SpeedupModel, Step,
+    };
+
+    /// What the echo plugin saw: the reason of its one reject.
+    fn echo(p: &mut LoadedPolicy, s: &Snapshot<'_>, starts: bool) -> Result<String, PluginError> {
+        let plan = if starts {
+            p.try_plan_starts(s)?
+        } else {
+            p.try_plan(s)?
+        };
+        Ok(plan
+            .rejects
+            .first()
+            .map(|r| r.reason.clone())
+            .unwrap_or_default())
+    }
+
+    fn request(kind: u8, a: u32, b: u64) -> Request {
+        let nodes = 1 + a % 8;
+        let wall = 1 + b % 100;
+        match kind % 4 {
+            0 => Request::rigid(nodes, wall),
+            1 => Request::Moldable(Moldable {
+                pool: (a % 3 == 0).then_some(PoolId(0)),
+                configs: (1..=nodes)
+                    .map(|n| MoldConfig {
+                        nodes: n,
+                        walltime: wall * u64::from(n),
+                    })
+                    .collect(),
+                model: (a % 2 == 0).then_some(SpeedupModel::Amdahl {
+                    work: wall,
+                    serial: f64::from(a % 10) / 10.0,
+                }),
+                min_nodes: 1,
+                max_nodes: nodes,
+                weight: f64::from(a) / 7.0,
+            }),
+            2 => Request::evolving(vec![Step::new(wall, nodes), Step::new(b % 7 + 1, a % 3)]),
+            _ => Request::CoAllocated(CoAllocated {
+                components: vec![
+                    Component { nodes, pool: None },
+                    Component {
+                        nodes: 1,
+                        pool: Some(PoolId(1)),
+                    },
+                ],
+                walltime: wall,
+                deadline: (b % 2 == 0).then_some(b),
+            }),
+        }
+    }
+
+    /// One change to the host's snapshot; `a`, `b`, `c` pick what and where.
+    #[derive(Clone, Debug)]
+    struct Op {
+        kind: u8,
+        a: u32,
+        b: u64,
+        c: u8,
+    }
+
+    fn ops() -> impl Strategy<Value = Vec<Op>> {
+        proptest::collection::vec(
+            (0u8..12, any::<u32>(), any::<u64>(), any::<u8>()).prop_map(|(kind, a, b, c)| Op {
+                kind,
+                a,
+                b,
+                c,
+            }),
+            1..40,
+        )
+    }
+
+    struct State {
+        now: u64,
+        pools: Vec<Pool>,
+        running: Vec<Running>,
+        pending: Vec<Pending>,
+        next_id: u64,
+    }
+
+    impl State {
+        fn new() -> Self {
+            State {
+                now: 0,
+                pools: vec![
+                    Pool {
+                        id: PoolId(0),
+                        name: "a".into(),
+                        nodes: 16,
+                    },
+                    Pool {
+                        id: PoolId(1),
+                        name: "b".into(),
+                        nodes: 8,
+                    },
+                ],
+                running: Vec::new(),
+                pending: Vec::new(),
+                next_id: 1,
+            }
+        }
+
+        fn snapshot(&self) -> Snapshot<'_> {
+            Snapshot {
+                now: self.now,
+                pools: &self.pools,
+                running: &self.running,
+                pending: &self.pending,
+            }
+        }
+
+        fn pending_job(&mut self, op: &Op) -> Pending {
+            self.next_id += 1;
+            Pending {
+                id: JobId(self.next_id),
+                user: op.a % 5,
+                submit: self.now,
+                earliest_start: self.now + u64::from(op.c % 3),
+                priority: i64::from(op.c % 4) - 1,
+                request: request(op.c, op.a, op.b),
+                wants_view: op.b % 3 == 0,
+            }
+        }
+
+        /// Applies `op`: arrivals (at the end or anywhere), starts, ends, a request or a
+        /// priority changed, a reordering, pools resized, renamed, added or removed, time.
+        fn apply(&mut self, op: &Op) {
+            let at = |len: usize| if len == 0 { 0 } else { op.a as usize % len };
+            match op.kind {
+                0 | 1 => {
+                    for _ in 0..=op.c % 3 {
+                        let p = self.pending_job(op);
+                        self.pending.push(p);
+                    }
+                }
+                2 => {
+                    let p = self.pending_job(op);
+                    let i = at(self.pending.len() + 1);
+                    self.pending.insert(i, p);
+                }
+                3 | 4 if !self.pending.is_empty() => {
+                    // Starts a run of jobs (as a backfill or a job end does).
+                    let i = at(self.pending.len());
+                    let n = (1 + op.c as usize % 40).min(self.pending.len() - i);
+                    for p in self.pending.drain(i..i + n).collect::<Vec<_>>() {
+                        let nodes = p.request.as_rigid().map_or(1, |r| r.nodes);
+                        let shape = Shape::rigid(PoolId(0), nodes, 1 + op.b % 50);
+                        let holds = shape.holds(&p.request, self.now);
+                        self.running.push(Running {
+                            id: p.id,
+                            user: p.user,
+                            request: p.request,
+                            shape,
+                            start: self.now,
+                            holds,
+                            killable: op.c % 2 == 0,
+                        });
+                    }
+                }
+                5 if !self.running.is_empty() => {
+                    // An end: esim's swap_remove, or batchd's ordered removal.
+                    let i = at(self.running.len());
+                    if op.c % 2 == 0 {
+                        self.running.swap_remove(i);
+                    } else {
+                        self.running.remove(i);
+                    }
+                }
+                6 if !self.pending.is_empty() => {
+                    let i = at(self.pending.len());
+                    if op.c % 2 == 0 {
+                        self.pending[i].request = request(op.c / 2, op.a / 3, op.b / 5);
+                    } else {
+                        self.pending[i].priority += 1;
+                        self.pending.remove(i);
+                    }
+                }
+                7 if self.pending.len() > 1 => {
+                    let (i, j) = (at(self.pending.len()), op.b as usize % self.pending.len());
+                    self.pending.swap(i, j);
+                    if op.c % 5 == 0 {
+                        self.pending.reverse();
+                    }
+                }
+                8 => match op.c % 4 {
+                    0 => self.pools[0].nodes = 8 + op.a % 32,
+                    1 => self.pools[0].name = format!("p{}", op.a % 3),
+                    2 if self.pools.len() < 3 => self.pools.push(Pool {
+                        id: PoolId(2),
+                        name: "c".into(),
+                        nodes: 4,
+                    }),
+                    _ if self.pools.len() > 2 => {
+                        self.pools.pop();
+                    }
+                    _ => {}
+                },
+                9 if !self.running.is_empty() => {
+                    let i = at(self.running.len());
+                    self.running[i].holds.push(PoolSteps::flat(
+                        PoolId(1),
+                        self.now,
+                        self.now + 5,
+                        1,
+                    ));
+                }
+                _ => {}
+            }
+            self.now += op.b % 4;
+            self.clip();
+        }
+
+        /// Running jobs' holds start at now, as both drivers send them.
+        fn clip(&mut self) {
+            for r in &mut self.running {
+                for h in &mut r.holds {
+                    if h.start < self.now {
+                        let cut = self.now - h.start;
+                        if let Some(first) = h.steps.first_mut() {
+                            first.duration = first.duration.saturating_sub(cut);
+                        }
+                        h.start = self.now;
+                    }
+                }
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+        /// At every call the plugin plans on exactly the snapshot the host has, deltas are
+        /// used after the first call, and after a panic (every 7th call of an instance) the
+        /// rebuilt instance is sent the whole snapshot and goes on with deltas.
+        #[test]
+        fn the_plugin_sees_exactly_the_hosts_snapshot(ops in ops(), panics in any::<bool>()) {
+            let mut params = Params::new();
+            if panics {
+                params.set("panic_every", "7");
+            }
+            let mut p = load(&plugin_str("test-echo"), None, &params).unwrap();
+            let mut s = State::new();
+            let (mut panicked, mut whole) = (0u64, 1u64);
+            for (k, op) in ops.iter().enumerate() {
+                s.apply(op);
+                let snap = s.snapshot();
+                match echo(&mut p, &snap, k % 3 == 0) {
+                    Ok(seen) => prop_assert_eq!(seen, format!("{snap:?}"), "call {}", k + 1),
+                    Err(PluginError::Panicked { .. }) => {
+                        panicked += 1;
+                        // The next call goes to a fresh instance: the whole snapshot.
+                        whole += u64::from(k + 1 < ops.len());
+                    }
+                    Err(e) => return Err(TestCaseError::fail(e.to_string())),
+                }
+            }
+            prop_assert_eq!(panicked > 0, panics && ops.len() >= 7);
+            let stats = p.boundary_stats();
+            prop_assert_eq!(stats.stale, 0);
+            prop_assert_eq!(stats.deltas + stats.whole, ops.len() as u64 - panicked);
+            prop_assert_eq!(stats.whole, whole);
+        }
+    }
+
+    /// A fresh instance of a library that is asked for a delta it does not hold answers
+    /// `Stale`, and the host goes on with the whole snapshot.
+    #[test]
+    fn deltas_can_be_turned_off_and_a_second_instance_starts_whole() {
+        let lib = PolicyLibrary::open(&plugin_str("test-echo"), None).unwrap();
+        let (mut a, mut b) = (
+            lib.instantiate(&Params::new()).unwrap(),
+            lib.instantiate(&Params::new()).unwrap(),
+        );
+        b.set_snapshot_deltas(false);
+        let mut s = State::new();
+        for k in 0..20u32 {
+            s.apply(&Op {
+                kind: (k % 6) as u8,
+                a: k * 7,
+                b: u64::from(k),
+                c: k as u8,
+            });
+            let snap = s.snapshot();
+            let want = format!("{snap:?}");
+            assert_eq!(echo(&mut a, &snap, false).unwrap(), want);
+            assert_eq!(echo(&mut b, &snap, true).unwrap(), want);
+        }
+        assert_eq!(a.boundary_stats().whole, 1);
+        assert_eq!(a.boundary_stats().deltas, 19);
+        assert_eq!(b.boundary_stats().whole, 20);
+        assert_eq!(b.boundary_stats().deltas, 0);
+    }
+
+    /// A driver of rigid jobs (as esim): arrivals, the plan's starts carried out, jobs ending
+    /// at or before their walltime, now and then a pool resized or a queue reordered.
+    fn replay_both(
+        linked: &mut dyn Policy,
+        plugin: &mut LoadedPolicy,
+        steps: &[(u8, u32, u64)],
+    ) -> Result<(), TestCaseError> {
+        let mut s = State::new();
+        s.pools.truncate(1);
+        let mut ends: Vec<(u64, JobId)> = Vec::new();
+        for (k, &(c, a, b)) in steps.iter().enumerate() {
+            for n in 0..c % 4 {
+                s.next_id += 1;
+                s.pending.push(Pending {
+                    id: JobId(s.next_id),
+                    user: a % 3,
+                    submit: s.now,
+                    earliest_start: s.now,
+                    priority: 0,
+                    request: Request::rigid(1 + (a >> n) % 12, 5 + (b >> n) % 60),
+                    wants_view: false,
+                });
+            }
+            if c % 11 == 0 {
+                s.pools[0].nodes = 16 + a % 8;
+            }
+            if c % 13 == 0 && s.pending.len() > 2 {
+                s.pending.swap(0, 2);
+            }
+            let snap = s.snapshot();
+            let starts = k % 4 != 0;
+            let (want, got): (Plan, Plan) = if starts {
+                (
+                    linked.plan_starts(&snap),
+                    plugin.try_plan_starts(&snap).unwrap(),
+                )
+            } else {
+                (linked.plan(&snap), plugin.try_plan(&snap).unwrap())
+            };
+            prop_assert_eq!(&got, &want, "call {}", k + 1);
+            for p in want.placements.iter().filter(|p| p.start <= s.now) {
+                let Some(i) = s.pending.iter().position(|q| q.id == p.job) else {
+                    continue;
+                };
+                let job = s.pending.remove(i);
+                let holds = p.shape.holds(&job.request, s.now);
+                let wall = holds.iter().map(PoolSteps::end).max().unwrap_or(s.now);
+                let end = (s.now + 1 + (b + job.id.0) % 40).min(wall);
+                ends.push((end, job.id));
+                s.running.push(Running {
+                    id: job.id,
+                    user: job.user,
+                    request: job.request,
+                    shape: p.shape.clone(),
+                    start: s.now,
+                    holds,
+                    killable: false,
+                });
+            }
+            s.now += 1 + b % 7;
+            ends.retain(|&(t, id)| {
+                if t <= s.now {
+                    if let Some(i) = s.running.iter().position(|r| r.id == id) {
+                        s.running.swap_remove(i);
+                    }
+                    false
+                } else {
+                    true
+                }
+            });
+            s.clip();
+        }
+        prop_assert!(plugin.boundary_stats().deltas + 1 >= steps.len() as u64);
+        Ok(())
+    }
+
+    fn steps() -> impl Strategy<Value = Vec<(u8, u32, u64)>> {
+        proptest::collection::vec((any::<u8>(), any::<u32>(), any::<u64>()), 1..60)
+    }
+
+    fn compare<P: NamedPolicy>(name: &str, steps: &[(u8, u32, u64)]) -> Result<(), TestCaseError> {
+        let mut linked = P::from_params(&Params::new()).unwrap();
+        let mut plugin = load(&plugin_str(name), None, &Params::new()).unwrap();
+        replay_both(&mut linked, &mut plugin, steps)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+        #[test]
+        fn cbf_through_the_plugin_plans_as_linked(steps in steps()) {
+            compare::<esched_cbf::Cbf>("cbf", &steps)?;
+        }
+
+        #[test]
+        fn easy_through_the_plugin_plans_as_linked(steps in steps()) {
+            compare::<esched_easy::Easy>("easy", &steps)?;
+        }
+
+        #[test]
+        fn fcfs_through_the_plugin_plans_as_linked(steps in steps()) {
+            compare::<esched_fcfs::Fcfs>("fcfs", &steps)?;
+        }
     }
 }

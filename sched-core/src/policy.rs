@@ -40,6 +40,30 @@ impl PoolSteps {
         self.start
             .saturating_add(crate::request::total_duration(&self.steps))
     }
+
+    /// Cuts what was held before `now` off, in place: a hold that began earlier begins at
+    /// `now`, with the steps (or parts of steps) that end after it. `false` when nothing is held
+    /// after `now` (the steps are then empty). A hold that begins at or after `now` is left as
+    /// it is. This is how a driver brings a running job's holds to the present between calls
+    /// (esim's engine does the same, into new buffers), and how the plugin boundary's deltas
+    /// bring the kept snapshot's holds along without sending them.
+    pub fn clip_to(&mut self, now: Time) -> bool {
+        if self.start >= now {
+            return true;
+        }
+        let mut t = self.start;
+        self.steps.retain_mut(|s| {
+            let end = t.saturating_add(s.duration);
+            let keep = end > now;
+            if keep {
+                s.duration = end - t.max(now);
+            }
+            t = end;
+            keep
+        });
+        self.start = now;
+        !self.steps.is_empty()
+    }
 }
 
 /// A job waiting in the queue.
@@ -85,6 +109,12 @@ pub struct Running {
 }
 
 impl Running {
+    /// Brings the holds to `now` ([`PoolSteps::clip_to`]), dropping those that hold nothing
+    /// after it.
+    pub fn clip_holds(&mut self, now: Time) {
+        self.holds.retain_mut(|h| h.clip_to(now));
+    }
+
     /// When the job's holds end: its expected (latest) end.
     pub fn expected_end(&self) -> Time {
         self.holds
@@ -498,6 +528,23 @@ mod tests {
         assert_eq!(kill_beneficiary(&r), Some(JobId(42)));
         assert_eq!(kill_beneficiary("time limit"), None);
         assert_eq!(kill_beneficiary("[for job x]"), None);
+    }
+
+    #[test]
+    fn clipping_keeps_what_is_held_after_now() {
+        let mut h = PoolSteps {
+            pool: PoolId(0),
+            start: 10,
+            steps: vec![Step::new(5, 2), Step::new(10, 4), Step::new(3, 1)],
+        };
+        let later = h.clone();
+        assert!(h.clone().clip_to(10) && later.clone().clip_to(3));
+        assert!(h.clip_to(17));
+        assert_eq!(h.start, 17);
+        assert_eq!(h.steps, vec![Step::new(8, 4), Step::new(3, 1)]);
+        assert_eq!(h.end(), later.end());
+        assert!(!h.clip_to(28));
+        assert!(h.steps.is_empty());
     }
 
     #[test]

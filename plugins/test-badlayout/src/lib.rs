@@ -25,7 +25,7 @@ impl RootModule for PolicyMod_Ref {
     declare_root_module_statics! {PolicyMod_Ref}
     const BASE_NAME: &'static str = "esched_policy";
     const NAME: &'static str = "esched_policy";
-    const VERSION_STRINGS: VersionStrings = VersionStrings::new("2.0.0");
+    const VERSION_STRINGS: VersionStrings = VersionStrings::new("3.0.0");
 }
 
 /// The root module.

@@ -1,0 +1,729 @@
+//! Delta snapshots (ABI 3.0): a call sends only what changed since the previous one.
+//!
+//! The host keeps a mirror of the snapshot the plugin holds; at each call it compares the new
+//! snapshot's lists with the mirror ([`diff`]: runs of kept, dropped and inserted entries, an
+//! entry whose content changed being dropped and inserted again) and sends those runs with the
+//! inserted entries ([`FfiSnapshotDelta`]). The plugin applies them to the snapshot it kept
+//! ([`apply`]) and plans on it. Each delta is numbered; a plugin that does not hold the one a
+//! delta applies to (a fresh instance, a delta that does not fit) answers `Stale` and the host
+//! sends the whole snapshot, which is the delta from the empty snapshot (generation 0).
+//!
+//! Running jobs' holds start at `now` in every snapshot, so they change at every call; both
+//! sides first bring the kept holds to the new `now` themselves
+//! ([`sched_core::Running::clip_holds`]), and only a running job that changed otherwise is sent.
+//!
+//! What it costs per call: a comparison of every entry with its mirror (no allocation), and
+//! for the entries that changed, a conversion and a move. A queue of thousands of jobs of which
+//! one started and one arrived crosses as two runs and one job, instead of two full copies with
+//! an allocation per request that owns a list.
+
+use std::collections::HashMap;
+
+use abi_stable::std_types::RVec;
+use sched_core::{JobId, Pending, Pool, PoolId, PoolSteps, Running, Snapshot, Step};
+
+use crate::types::{
+    FfiEdit, FfiListDelta, FfiPending, FfiPool, FfiPoolSteps, FfiRunning, FfiSnapshotDelta,
+    FfiStep, OwnedSnapshot,
+};
+
+/// A delta whose runs do not fit the list they are applied to (more entries kept or dropped
+/// than the list has, or a count of items that is not the runs' inserts).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeltaMismatch;
+
+/// An entry of a snapshot's list, with the identity [`diff`] re-synchronises on.
+pub trait Keyed {
+    /// The entry's identity (a job's or a pool's id).
+    fn key(&self) -> u64;
+}
+
+impl Keyed for Pool {
+    fn key(&self) -> u64 {
+        u64::from(self.id.0)
+    }
+}
+
+impl Keyed for Running {
+    fn key(&self) -> u64 {
+        self.id.0
+    }
+}
+
+impl Keyed for Pending {
+    fn key(&self) -> u64 {
+        self.id.0
+    }
+}
+
+/// Builds the runs of a list delta.
+struct Runs<'a> {
+    out: &'a mut RVec<FfiEdit>,
+    cur: FfiEdit,
+}
+
+impl Runs<'_> {
+    fn keep(&mut self, n: usize) {
+        if self.cur.drop > 0 || self.cur.insert > 0 {
+            self.out.push(self.cur);
+            self.cur = FfiEdit::default();
+        }
+        self.cur.keep += n as u64;
+    }
+
+    fn drop(&mut self, n: usize) {
+        self.cur.drop += n as u64;
+    }
+
+    fn insert(&mut self, n: usize) {
+        self.cur.insert += n as u64;
+    }
+
+    /// Pushes the last run, unless it only keeps: entries after the last run are kept.
+    fn finish(self) {
+        if self.cur.drop > 0 || self.cur.insert > 0 {
+            self.out.push(self.cur);
+        }
+    }
+}
+
+/// How far [`diff`] looks ahead for the entry it lost sync on before indexing both lists.
+const LOOKAHEAD: usize = 32;
+
+/// Reused indexes of the two lists' keys, for a diff whose look-ahead failed.
+#[derive(Debug, Default)]
+pub struct DiffScratch {
+    old: HashMap<u64, usize>,
+    new: HashMap<u64, usize>,
+}
+
+enum Resync {
+    Drop(usize),
+    Insert(usize),
+    Replace(usize),
+}
+
+/// The runs that turn `old` into `new`, appended to `edits` (cleared first), and the positions
+/// in `new` of the inserted entries, in `inserted` (cleared first).
+///
+/// Entries are kept only when equal, so the runs rebuild `new` exactly whatever the keys (even
+/// duplicated ones); the keys only decide how cheaply: a run of dropped jobs (started,
+/// cancelled) or inserted ones (submitted) is found by looking ahead for the key sync was lost
+/// on, and a reordering by indexing both lists once.
+pub fn diff<T: PartialEq + Keyed>(
+    old: &[T],
+    new: &[T],
+    edits: &mut RVec<FfiEdit>,
+    inserted: &mut Vec<usize>,
+    scratch: &mut DiffScratch,
+) {
+    edits.clear();
+    inserted.clear();
+    let mut runs = Runs {
+        out: edits,
+        cur: FfiEdit::default(),
+    };
+    let (mut i, mut j) = (0, 0);
+    let mut indexed = false;
+    while i < old.len() && j < new.len() {
+        if old[i] == new[j] {
+            let start = i;
+            while i < old.len() && j < new.len() && old[i] == new[j] {
+                i += 1;
+                j += 1;
+            }
+            runs.keep(i - start);
+            continue;
+        }
+        let (ko, kn) = (old[i].key(), new[j].key());
+        let step = if ko == kn {
+            Resync::Replace(1)
+        } else if !indexed {
+            match look_ahead(old, new, i, j) {
+                Some(r) => r,
+                None => {
+                    indexed = true;
+                    scratch.old.clear();
+                    scratch.new.clear();
+                    scratch
+                        .old
+                        .extend(old.iter().enumerate().map(|(p, e)| (e.key(), p)));
+                    scratch
+                        .new
+                        .extend(new.iter().enumerate().map(|(p, e)| (e.key(), p)));
+                    by_index(scratch, ko, kn, i, j)
+                }
+            }
+        } else {
+            by_index(scratch, ko, kn, i, j)
+        };
+        match step {
+            Resync::Drop(d) => {
+                runs.drop(d);
+                i += d;
+            }
+            Resync::Insert(d) => {
+                runs.insert(d);
+                inserted.extend(j..j + d);
+                j += d;
+            }
+            Resync::Replace(d) => {
+                runs.drop(d);
+                runs.insert(d);
+                inserted.extend(j..j + d);
+                i += d;
+                j += d;
+            }
+        }
+    }
+    if i < old.len() {
+        runs.drop(old.len() - i);
+    }
+    if j < new.len() {
+        runs.insert(new.len() - j);
+        inserted.extend(j..new.len());
+    }
+    runs.finish();
+}
+
+/// The nearest point where the lists' keys agree again, within [`LOOKAHEAD`] entries.
+fn look_ahead<T: Keyed>(old: &[T], new: &[T], i: usize, j: usize) -> Option<Resync> {
+    let (ko, kn) = (old[i].key(), new[j].key());
+    for d in 1..=LOOKAHEAD {
+        let o = old.get(i + d).map(Keyed::key);
+        let n = new.get(j + d).map(Keyed::key);
+        if o.is_none() && n.is_none() {
+            break;
+        }
+        if o == Some(kn) {
+            return Some(Resync::Drop(d));
+        }
+        if n == Some(ko) {
+            return Some(Resync::Insert(d));
+        }
+        if o.is_some() && o == n {
+            return Some(Resync::Replace(d));
+        }
+    }
+    None
+}
+
+/// One step by the lists' indexes: drop the old entry unless it comes later in the new list,
+/// else insert the new one unless it comes later in the old list, else (a reordering) drop.
+fn by_index(scratch: &DiffScratch, ko: u64, kn: u64, i: usize, j: usize) -> Resync {
+    let old_later_in_new = scratch.new.get(&ko).is_some_and(|&q| q > j);
+    let new_later_in_old = scratch.old.get(&kn).is_some_and(|&p| p > i);
+    if !old_later_in_new || new_later_in_old {
+        Resync::Drop(1)
+    } else {
+        Resync::Insert(1)
+    }
+}
+
+/// Applies `edits` to `v`, taking the inserted entries from `items` (`make` builds one,
+/// `assign` overwrites a dropped one with it, reusing its buffers).
+///
+/// In place when every insert lands on a slot freed by a drop before it (or at the end): kept
+/// entries are moved down by rotations, so the unchanged head of a list is not touched and
+/// nothing is allocated for a replaced entry. Otherwise the list is rebuilt once into
+/// `scratch`, whose buffer is then swapped in.
+pub fn apply<T, I>(
+    v: &mut Vec<T>,
+    scratch: &mut Vec<T>,
+    edits: &[FfiEdit],
+    items: &[I],
+    mut make: impl FnMut(&I) -> T,
+    mut assign: impl FnMut(&mut T, &I),
+) -> Result<(), DeltaMismatch> {
+    let len = v.len() as u64;
+    let (mut r, mut w, mut n) = (0u64, 0u64, 0u64);
+    let mut in_place = true;
+    for e in edits {
+        r = r
+            .checked_add(e.keep)
+            .and_then(|r| r.checked_add(e.drop))
+            .filter(|&r| r <= len)
+            .ok_or(DeltaMismatch)?;
+        w += e.keep;
+        if e.insert > 0 && r < len && e.insert > r.saturating_sub(w) {
+            in_place = false;
+        }
+        w = w.checked_add(e.insert).ok_or(DeltaMismatch)?;
+        n = n.checked_add(e.insert).ok_or(DeltaMismatch)?;
+    }
+    if n != items.len() as u64 {
+        return Err(DeltaMismatch);
+    }
+    let mut items = items.iter();
+    if in_place {
+        let (mut r, mut w) = (0usize, 0usize);
+        for e in edits {
+            let keep = e.keep as usize;
+            if keep > 0 {
+                if w < r {
+                    v[w..r + keep].rotate_left(r - w);
+                }
+                r += keep;
+                w += keep;
+            }
+            // The dropped entries stay in `v[w..r]` until an insert reuses them.
+            r += e.drop as usize;
+            for item in items.by_ref().take(e.insert as usize) {
+                if w < r {
+                    assign(&mut v[w], item);
+                } else {
+                    v.push(make(item));
+                    r += 1;
+                }
+                w += 1;
+            }
+        }
+        if w < r {
+            let len = v.len();
+            v[w..].rotate_left(r - w);
+            v.truncate(len - (r - w));
+        }
+    } else {
+        scratch.clear();
+        scratch.reserve(v.len() + items.len());
+        let mut src = v.drain(..);
+        for e in edits {
+            scratch.extend(src.by_ref().take(e.keep as usize));
+            src.by_ref().take(e.drop as usize).for_each(drop);
+            scratch.extend(items.by_ref().take(e.insert as usize).map(&mut make));
+        }
+        scratch.extend(src);
+        std::mem::swap(v, scratch);
+        scratch.clear();
+    }
+    Ok(())
+}
+
+/// Overwrites `dst` with `src`'s holds, reusing the lists' buffers.
+fn assign_holds(dst: &mut Vec<PoolSteps>, src: &[PoolSteps]) {
+    dst.truncate(src.len());
+    for (k, h) in src.iter().enumerate() {
+        match dst.get_mut(k) {
+            Some(d) => {
+                d.pool = h.pool;
+                d.start = h.start;
+                d.steps.clear();
+                d.steps.extend_from_slice(&h.steps);
+            }
+            None => dst.push(h.clone()),
+        }
+    }
+}
+
+/// Overwrites `dst` with `src`, reusing the holds' buffers (a running job's holds change at
+/// every call: they start at `now`).
+fn assign_running(dst: &mut Running, src: &Running) {
+    dst.id = src.id;
+    dst.user = src.user;
+    dst.request.clone_from(&src.request);
+    dst.shape.clone_from(&src.shape);
+    dst.start = src.start;
+    assign_holds(&mut dst.holds, &src.holds);
+    dst.killable = src.killable;
+}
+
+/// [`assign_running`] from the FFI mirror, on the plugin's side.
+fn assign_running_from_ffi(dst: &mut Running, src: &FfiRunning) {
+    dst.id = JobId(src.id);
+    dst.user = src.user;
+    dst.request = (&src.request).into();
+    dst.shape = (&src.shape).into();
+    dst.start = src.start;
+    dst.holds.truncate(src.holds.len());
+    for (k, h) in src.holds.iter().enumerate() {
+        match dst.holds.get_mut(k) {
+            Some(d) => {
+                d.pool = PoolId(h.pool);
+                d.start = h.start;
+                d.steps.clear();
+                d.steps.extend(h.steps.iter().map(Step::from));
+            }
+            None => dst.holds.push(h.into()),
+        }
+    }
+    dst.killable = src.killable;
+}
+
+/// [`assign_running`] into the FFI mirror, on the host's side.
+fn assign_ffi_running(dst: &mut FfiRunning, src: &Running) {
+    dst.id = src.id.0;
+    dst.user = src.user;
+    dst.request = (&src.request).into();
+    dst.shape = (&src.shape).into();
+    dst.start = src.start;
+    dst.holds.truncate(src.holds.len());
+    for (k, h) in src.holds.iter().enumerate() {
+        match dst.holds.get_mut(k) {
+            Some(d) => {
+                d.pool = h.pool.0;
+                d.start = h.start;
+                d.steps.clear();
+                d.steps.extend(h.steps.iter().map(FfiStep::from));
+            }
+            None => dst.holds.push(FfiPoolSteps::from(h)),
+        }
+    }
+    dst.killable = src.killable;
+}
+
+/// Overwrites the items of `out` with `src`, element by element (keeping what each element
+/// owns for `assign` to reuse), then drops the surplus.
+fn refill<'a, T, S: 'a>(
+    out: &mut RVec<T>,
+    src: impl Iterator<Item = &'a S>,
+    make: impl Fn(&S) -> T,
+    assign: impl Fn(&mut T, &S),
+) {
+    let mut k = 0;
+    for s in src {
+        match out.get_mut(k) {
+            Some(d) => assign(d, s),
+            None => out.push(make(s)),
+        }
+        k += 1;
+    }
+    out.truncate(k);
+}
+
+/// How the snapshots of a [`crate::LoadedPolicy`] crossed the boundary.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BoundaryStats {
+    /// Calls that sent only the changes since the previous call.
+    pub deltas: u64,
+    /// Calls that sent the whole snapshot (the first, after a panic, after a `Stale` answer,
+    /// and every call with deltas turned off).
+    pub whole: u64,
+    /// `Stale` answers (a plugin that did not hold the delta's base).
+    pub stale: u64,
+    /// List entries sent (inserted or changed pools, running and pending jobs).
+    pub entries: u64,
+}
+
+/// The host's side: the mirror of what the plugin holds, and the buffers of the delta.
+#[derive(Debug, Default)]
+pub(crate) struct DeltaHost {
+    /// The generation the plugin holds (0: nothing, or unknown).
+    generation: u64,
+    /// The last generation handed out.
+    counter: u64,
+    mirror: OwnedSnapshot,
+    spare_pools: Vec<Pool>,
+    spare_running: Vec<Running>,
+    spare_pending: Vec<Pending>,
+    delta: FfiSnapshotDelta,
+    inserted: [Vec<usize>; 3],
+    scratch: DiffScratch,
+    pub(crate) stats: BoundaryStats,
+}
+
+impl DeltaHost {
+    /// Forgets what the plugin holds: the next delta is the whole snapshot.
+    pub(crate) fn reset(&mut self) {
+        self.generation = 0;
+        self.mirror.pools.clear();
+        self.mirror.running.clear();
+        self.mirror.pending.clear();
+    }
+
+    /// The delta from what the plugin holds to `s`.
+    pub(crate) fn prepare(&mut self, s: &Snapshot<'_>) -> &FfiSnapshotDelta {
+        self.counter += 1;
+        let d = &mut self.delta;
+        d.base = self.generation;
+        d.generation = self.counter;
+        d.now = s.now;
+        // Both sides bring the kept running jobs' holds to now themselves; what still differs
+        // after that is sent.
+        // (Not when time stood still: several calls of one instant, esim's per-event order.)
+        d.clip_running = self.generation != 0 && s.now > self.mirror.now;
+        if d.clip_running {
+            for r in &mut self.mirror.running {
+                r.clip_holds(s.now);
+            }
+        }
+        let [ip, ir, iq] = &mut self.inserted;
+        diff(
+            &self.mirror.pools,
+            s.pools,
+            &mut d.pools.edits,
+            ip,
+            &mut self.scratch,
+        );
+        diff(
+            &self.mirror.running,
+            s.running,
+            &mut d.running.edits,
+            ir,
+            &mut self.scratch,
+        );
+        diff(
+            &self.mirror.pending,
+            s.pending,
+            &mut d.pending.edits,
+            iq,
+            &mut self.scratch,
+        );
+        refill(
+            &mut d.pools.items,
+            ip.iter().map(|&k| &s.pools[k]),
+            |p| FfiPool::from(p),
+            |o, p| *o = p.into(),
+        );
+        refill(
+            &mut d.running.items,
+            ir.iter().map(|&k| &s.running[k]),
+            |r| FfiRunning::from(r),
+            assign_ffi_running,
+        );
+        refill(
+            &mut d.pending.items,
+            iq.iter().map(|&k| &s.pending[k]),
+            |p| FfiPending::from(p),
+            |o, p| *o = p.into(),
+        );
+        &self.delta
+    }
+
+    /// Records that the plugin applied the last prepared delta: the mirror becomes `s`.
+    pub(crate) fn commit(&mut self, s: &Snapshot<'_>) {
+        let d = &self.delta;
+        let sent = self.inserted.iter().map(Vec::len).sum::<usize>() as u64;
+        if d.base == 0 {
+            self.stats.whole += 1;
+        } else {
+            self.stats.deltas += 1;
+        }
+        self.stats.entries += sent;
+        let [ip, ir, iq] = &self.inserted;
+        let m = &mut self.mirror;
+        let ok = apply(
+            &mut m.pools,
+            &mut self.spare_pools,
+            &d.pools.edits,
+            ip,
+            |&k| s.pools[k].clone(),
+            |o, &k| o.clone_from(&s.pools[k]),
+        )
+        .and_then(|()| {
+            apply(
+                &mut m.running,
+                &mut self.spare_running,
+                &d.running.edits,
+                ir,
+                |&k| s.running[k].clone(),
+                |o, &k| assign_running(o, &s.running[k]),
+            )
+        })
+        .and_then(|()| {
+            apply(
+                &mut m.pending,
+                &mut self.spare_pending,
+                &d.pending.edits,
+                iq,
+                |&k| s.pending[k].clone(),
+                |o, &k| o.clone_from(&s.pending[k]),
+            )
+        });
+        m.now = s.now;
+        self.generation = d.generation;
+        debug_assert!(
+            ok.is_ok() && m.pools == s.pools && m.running == s.running && m.pending == s.pending,
+            "the host's mirror differs from the snapshot it sent"
+        );
+        if ok.is_err() {
+            // Cannot happen (the runs were computed from the mirror); if it did, the next call
+            // sends the whole snapshot rather than trust a broken mirror.
+            self.reset();
+        }
+    }
+}
+
+/// The plugin's side: which generation its kept snapshot is, and the buffers to apply a delta.
+#[derive(Debug, Default)]
+pub(crate) struct DeltaReceiver {
+    /// The generation of the kept snapshot (0: the empty snapshot, or none).
+    generation: u64,
+    spare_pools: Vec<Pool>,
+    spare_running: Vec<Running>,
+    spare_pending: Vec<Pending>,
+}
+
+impl DeltaReceiver {
+    /// The kept snapshot was overwritten otherwise (a whole snapshot through the 2.0 calls).
+    pub(crate) fn forget(&mut self) {
+        self.generation = 0;
+    }
+
+    /// Applies `d` to `snapshot`; `Err` (and the snapshot emptied) when `snapshot` is not the
+    /// delta's base or the delta does not fit it.
+    pub(crate) fn apply(
+        &mut self,
+        snapshot: &mut OwnedSnapshot,
+        d: &FfiSnapshotDelta,
+    ) -> Result<(), DeltaMismatch> {
+        if d.base != 0 && d.base != self.generation {
+            return Err(DeltaMismatch);
+        }
+        if d.base == 0 {
+            snapshot.pools.clear();
+            snapshot.running.clear();
+            snapshot.pending.clear();
+        }
+        // Invalid until the delta is wholly applied.
+        self.generation = 0;
+        if d.clip_running {
+            for r in &mut snapshot.running {
+                r.clip_holds(d.now);
+            }
+        }
+        let applied = apply(
+            &mut snapshot.pools,
+            &mut self.spare_pools,
+            &d.pools.edits,
+            &d.pools.items,
+            |p| Pool::from(p),
+            |o, p| *o = p.into(),
+        )
+        .and_then(|()| {
+            apply(
+                &mut snapshot.running,
+                &mut self.spare_running,
+                &d.running.edits,
+                &d.running.items,
+                |r| Running::from(r),
+                assign_running_from_ffi,
+            )
+        })
+        .and_then(|()| {
+            apply(
+                &mut snapshot.pending,
+                &mut self.spare_pending,
+                &d.pending.edits,
+                &d.pending.items,
+                |p| Pending::from(p),
+                |o, p| *o = p.into(),
+            )
+        });
+        if applied.is_err() {
+            snapshot.pools.clear();
+            snapshot.running.clear();
+            snapshot.pending.clear();
+            return applied;
+        }
+        snapshot.now = d.now;
+        self.generation = d.generation;
+        Ok(())
+    }
+}
+
+impl<T> FfiListDelta<T> {
+    /// Whether the list is unchanged.
+    pub fn is_empty(&self) -> bool {
+        self.edits.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[derive(Clone, Debug, PartialEq)]
+    struct E(u64, u8);
+
+    impl Keyed for E {
+        fn key(&self) -> u64 {
+            self.0
+        }
+    }
+
+    fn roundtrip(old: &[E], new: &[E]) -> (Vec<E>, RVec<FfiEdit>, Vec<usize>) {
+        let (mut edits, mut inserted, mut scratch) =
+            (RVec::new(), Vec::new(), DiffScratch::default());
+        diff(old, new, &mut edits, &mut inserted, &mut scratch);
+        let items: Vec<E> = inserted.iter().map(|&k| new[k].clone()).collect();
+        let mut v = old.to_vec();
+        let mut spare = Vec::new();
+        apply(&mut v, &mut spare, &edits, &items, E::clone, |o, i| {
+            *o = i.clone()
+        })
+        .expect("runs fit the list they were computed from");
+        (v, edits, inserted)
+    }
+
+    /// A list of entries with small keys (so that keys repeat and reorderings happen) and a
+    /// second field for content changes under the same key.
+    fn list() -> impl Strategy<Value = Vec<E>> {
+        proptest::collection::vec((0u64..40, 0u8..3).prop_map(|(k, v)| E(k, v)), 0..60)
+    }
+
+    proptest! {
+        #[test]
+        fn applying_a_diff_gives_the_new_list(old in list(), new in list()) {
+            let (got, _, _) = roundtrip(&old, &new);
+            prop_assert_eq!(got, new);
+        }
+
+        /// The usual change of a queue, some entries gone and some added at the end, with
+        /// unique keys: only the added entries are sent.
+        #[test]
+        fn a_queue_that_lost_and_gained_jobs_sends_only_the_new_ones(
+            n in 0usize..300,
+            gone in proptest::collection::vec(any::<bool>(), 300),
+            added in 0usize..5,
+        ) {
+            let old: Vec<E> = (0..n as u64).map(|k| E(k, 0)).collect();
+            let mut new: Vec<E> = old.iter().zip(&gone).filter(|(_, g)| !**g).map(|(e, _)| e.clone()).collect();
+            new.extend((0..added as u64).map(|k| E(1000 + k, 0)));
+            let (got, _, inserted) = roundtrip(&old, &new);
+            prop_assert_eq!(&got, &new);
+            prop_assert_eq!(inserted.len(), added);
+        }
+    }
+
+    #[test]
+    fn an_unchanged_list_has_no_runs_and_bad_runs_are_refused() {
+        let l = vec![E(1, 0), E(2, 0)];
+        let (_, edits, inserted) = roundtrip(&l, &l);
+        assert!(edits.is_empty() && inserted.is_empty());
+        let mut v = l.clone();
+        let too_long = [FfiEdit {
+            keep: 2,
+            drop: 1,
+            insert: 0,
+        }];
+        assert_eq!(
+            apply(
+                &mut v,
+                &mut Vec::new(),
+                &too_long,
+                &[] as &[E],
+                E::clone,
+                |_, _| ()
+            ),
+            Err(DeltaMismatch)
+        );
+        let missing_item = [FfiEdit {
+            keep: 0,
+            drop: 0,
+            insert: 1,
+        }];
+        assert_eq!(
+            apply(
+                &mut v,
+                &mut Vec::new(),
+                &missing_item,
+                &[] as &[E],
+                E::clone,
+                |_, _| ()
+            ),
+            Err(DeltaMismatch)
+        );
+        assert_eq!(v, l);
+    }
+}
