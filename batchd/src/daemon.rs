@@ -139,6 +139,7 @@ impl Daemon {
         let (rec, requeued) = {
             let mut core = self.core();
             let preempted = core.preempted.remove(&id);
+            let by_hand = core.take_requeue(id);
             let rec = core.finish(id, |r| {
                 apply_status(r, status.as_ref());
                 // Killed by the policy: whatever the process said, the job was preempted.
@@ -147,18 +148,21 @@ impl Daemon {
                     r.detail = Some(why.clone());
                 }
             });
-            match (rec, preempted) {
-                (Some(rec), Some(why)) if rec.spec.requeue => {
-                    core.requeue(rec.clone(), why);
-                    let pending = core.jobs.get(&id).map(|a| a.rec.clone());
-                    (pending, true)
+            match (rec, preempted, by_hand) {
+                // `econtrol requeue` asked for it, whatever ended the job meanwhile.
+                (Some(mut rec), _, Some(held)) => {
+                    rec.held = held;
+                    (Some(core.requeue(rec, "econtrol requeue".into())), true)
                 }
-                (rec, _) => (rec, false),
+                (Some(rec), Some(why), None) if rec.spec.requeue => {
+                    (Some(core.requeue(rec, why)), true)
+                }
+                (rec, _, _) => (rec, false),
             }
         };
         let Some(rec) = rec else { return };
         if requeued {
-            tracing::info!(job = id, "preempted job requeued");
+            tracing::info!(job = id, "job requeued");
             self.nodes_freed();
             if let Err(e) = self.store.commit(rec).await {
                 tracing::error!(job = id, "cannot store the requeue: {e}");

@@ -4,8 +4,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use batch_proto::{
-    ClientError, HoldRequest, InfoRequest, JobInfo, JobShape, ListRequest, ReconfigureRequest,
-    Request, Response, ShowJobRequest, StepStatus, UnholdRequest, UpdateRequest, VersionRequest,
+    ClientError, ClusterInfo, HoldRequest, InfoRequest, JobInfo, JobShape, ListRequest, NodeState,
+    ReconfigureRequest, Request, RequeueRequest, Response, ShowJobRequest, StepStatus,
+    UnholdRequest, UpdateRequest, VersionRequest,
 };
 use clap::{Parser, Subcommand};
 use sched_core::time::Time;
@@ -40,12 +41,12 @@ pub struct ControlCli {
 /// econtrol's verbs.
 #[derive(Subcommand, Debug)]
 pub enum ControlCommand {
-    /// Show a job (`show job [ID]`), the pools (`show pools [NAME]`), or a host list one name
-    /// a line (`show hostnames LIST`, as scontrol; LIST defaults to $SLURM_JOB_NODELIST, then
-    /// $ESCHED_NODELIST).
+    /// Show a job (`show job [ID]`), the pools (`show pools [NAME]`), nodes (`show node
+    /// [NAME or LIST]`), or a host list one name a line (`show hostnames LIST`, as scontrol;
+    /// LIST defaults to $SLURM_JOB_NODELIST, then $ESCHED_NODELIST).
     Show {
         /// `job` or `pools`.
-        #[arg(value_parser = ["job", "jobs", "pool", "pools", "partition", "partitions", "hostnames"])]
+        #[arg(value_parser = ["job", "jobs", "pool", "pools", "partition", "partitions", "hostnames", "node", "nodes"])]
         entity: String,
         /// The job id or pool name (all queued jobs or all pools when omitted).
         id: Option<String>,
@@ -59,6 +60,20 @@ pub enum ControlCommand {
     /// Release held jobs: they may start again (`Unhold` in the protocol).
     #[command(name = "release")]
     Unhold {
+        /// Job ids.
+        #[arg(required = true)]
+        ids: Vec<String>,
+    },
+    /// Requeue running or finished batch jobs: killed if running, then pending again with
+    /// the same id (`requeue ID[,ID...]`, as scontrol).
+    Requeue {
+        /// Job ids (`ID`, `ID_N`, comma-separated or several).
+        #[arg(required = true)]
+        ids: Vec<String>,
+    },
+    /// Requeue jobs held: as `requeue`, then they wait for `econtrol release`.
+    #[command(name = "requeuehold")]
+    RequeueHold {
         /// Job ids.
         #[arg(required = true)]
         ids: Vec<String>,
@@ -152,6 +167,54 @@ pub fn step_line(st: &StepStatus, zone: &Zone) -> String {
         s.push_str(list);
     }
     s
+}
+
+/// The nodes `name` names (one node, or a host list; all of them when `None`), each with its
+/// pool, in scontrol's `show node` layout: `NodeName=`, CPUs (`CPUTot=` the pool's
+/// `cpus_per_node`; every CPU is allocated with the node, since nodes are whole),
+/// `RealMemory=` (the pool's `mem_per_node`, 1 when it has none, Slurm's default), `State=`
+/// and the job on it.
+pub fn show_nodes(info: &ClusterInfo, name: Option<&str>) -> anyhow::Result<String> {
+    let wanted: Option<Vec<String>> = match name {
+        None => None,
+        Some(n) => Some(
+            batch_proto::hostlist::expand(n).map_err(|_| anyhow::anyhow!("Node {n} not found"))?,
+        ),
+    };
+    let mut out = String::new();
+    let mut found = Vec::new();
+    for p in &info.pools {
+        for node in &p.nodes {
+            if wanted.as_ref().is_some_and(|w| !w.contains(&node.name)) {
+                continue;
+            }
+            found.push(node.name.clone());
+            let held = node.state == NodeState::Allocated;
+            let mem = p.mem_per_node.unwrap_or(1);
+            let state = match node.state {
+                NodeState::Idle => "IDLE",
+                NodeState::Allocated => "ALLOCATED",
+                NodeState::Reserved => "RESERVED",
+            };
+            out.push_str(&format!(
+                "NodeName={}\n   CPUAlloc={} CPUTot={}\n   RealMemory={mem} AllocMem={}\n   \
+                 State={state} Partitions={}\n   JobId={}\n\n",
+                node.name,
+                if held { p.cpus_per_node } else { 0 },
+                p.cpus_per_node,
+                if held { mem } else { 0 },
+                p.name,
+                node.job
+                    .map_or_else(|| "(null)".to_string(), |j| j.to_string()),
+            ));
+        }
+    }
+    if let Some(w) = wanted {
+        if let Some(missing) = w.iter().find(|n| !found.contains(n)) {
+            anyhow::bail!("Node {missing} not found");
+        }
+    }
+    Ok(out)
 }
 
 /// A job in scontrol's `Key=Value` layout.
@@ -257,6 +320,10 @@ pub fn show_job(j: &JobInfo, now: Time, zone: &Zone) -> String {
         j.nodes,
         shape,
     );
+    if let Some(w) = &j.warn_signal {
+        // sbatch's own syntax, so that it reads as it was given (`B:USR1@90`).
+        s.push_str(&format!("   Signal={w}\n"));
+    }
     if let Some(c) = &j.chosen {
         // Before the start, what the latest plan expects; after, what the job runs with.
         let key = if j.state == batch_proto::JobState::Pending {
@@ -300,6 +367,19 @@ fn acted(verb: &str, resp: Response) -> anyhow::Result<ExitCode> {
         }
         other => Err(ClientError::unexpected("hold/release", &other).into()),
     }
+}
+
+/// `requeue` and `requeuehold` of the jobs `values` name (an array's id: every task).
+fn requeue(
+    client: &mut batch_proto::Client,
+    values: &[String],
+    hold: bool,
+) -> anyhow::Result<ExitCode> {
+    let ids = resolve_ids(client, values, true)?;
+    acted(
+        "requeue",
+        client.request(&Request::Requeue(RequeueRequest { ids, hold }))?,
+    )
 }
 
 /// econtrol.
@@ -349,6 +429,39 @@ pub fn run(cli: ControlCli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        ControlCommand::Show { entity, id } if entity.starts_with("node") => {
+            match client.request(&Request::Info(InfoRequest {}))? {
+                Response::Info(info) => {
+                    let text = show_nodes(&info, id.as_deref())?;
+                    if cli.json {
+                        let nodes: Vec<serde_json::Value> = info
+                            .pools
+                            .iter()
+                            .flat_map(|p| {
+                                p.nodes.iter().map(move |n| {
+                                    serde_json::json!({
+                                        "name": n.name, "state": n.state, "job": n.job,
+                                        "pool": p.name, "cpus": p.cpus_per_node,
+                                        "mem": p.mem_per_node,
+                                    })
+                                })
+                            })
+                            .filter(|v| {
+                                // The nodes the text shows.
+                                v["name"]
+                                    .as_str()
+                                    .is_some_and(|n| text.contains(&format!("NodeName={n}\n")))
+                            })
+                            .collect();
+                        print_out(&(serde_json::to_string_pretty(&nodes)? + "\n"))?;
+                    } else {
+                        print_out(&text)?;
+                    }
+                    Ok(ExitCode::SUCCESS)
+                }
+                other => Err(ClientError::unexpected("info", &other).into()),
+            }
+        }
         ControlCommand::Show { id, .. } => match client.request(&Request::Info(InfoRequest {}))? {
             Response::Info(mut info) => {
                 if let Some(name) = id {
@@ -385,6 +498,8 @@ pub fn run(cli: ControlCli) -> anyhow::Result<ExitCode> {
                 client.request(&Request::Unhold(UnholdRequest { ids }))?,
             )
         }
+        ControlCommand::Requeue { ids } => requeue(&mut client, &ids, false),
+        ControlCommand::RequeueHold { ids } => requeue(&mut client, &ids, true),
         ControlCommand::Update { .. } => {
             let req = update.ok_or_else(|| anyhow::anyhow!("internal: update not parsed"))?;
             acted("update", client.request(&Request::Update(req))?)
@@ -490,6 +605,7 @@ mod tests {
             array: None,
             account: None,
             qos: None,
+            warn_signal: None,
         }
     }
 

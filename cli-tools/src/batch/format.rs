@@ -385,6 +385,7 @@ mod tests {
             array: None,
             account: None,
             qos: None,
+            warn_signal: None,
         }
     }
 

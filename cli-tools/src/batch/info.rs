@@ -198,6 +198,8 @@ mod tests {
                 reserved: 0,
                 node_list: "debug[001-004]".into(),
                 nodes,
+                cpus_per_node: 1,
+                mem_per_node: None,
             }],
             policy: "cbf".into(),
             pending: 0,
