@@ -1058,6 +1058,41 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_requeue_by_hand_stops_the_job_then_queues_it_with_its_id() {
+        let mut c = core_with(4);
+        add(&mut c, rec(1));
+        c.start(1, &Shape::rigid(PoolId(0), 2, 1000), 0, PathBuf::new())
+            .unwrap();
+        let (r, send) = c.start_requeue(1, true).unwrap();
+        assert_eq!(r.state, JobState::Completing);
+        assert!(send);
+        // Asked twice: the stop is on its way already.
+        assert!(!c.start_requeue(1, true).unwrap().1);
+        // A pending job holds no nodes to stop.
+        add(&mut c, rec(2));
+        assert!(c.start_requeue(2, false).is_none());
+        assert_eq!(c.take_requeue(1), Some(true));
+        assert_eq!(c.take_requeue(1), None);
+        let mut done = c.finish(1, |r| r.state = JobState::Cancelled).unwrap();
+        assert_eq!(c.pools[0].free(), 4);
+        done.held = true;
+        let q = c.requeue(done, "econtrol requeue".into());
+        assert_eq!((q.id, q.state, q.held), (1, JobState::Pending, true));
+        assert_eq!(c.reason_of(0, 1), Some(PendingReason::Held));
+        // A finished job straight back in the queue.
+        c.finished.insert(9, JobState::Completed);
+        let mut old = rec(9);
+        old.state = JobState::Completed;
+        old.exit_code = Some(0);
+        let q = c.requeue_finished(old, false, "econtrol requeue".into());
+        assert_eq!(
+            (q.state, q.exit_code, q.held),
+            (JobState::Pending, None, false)
+        );
+        assert_eq!(c.state_of(9), Some(JobState::Pending));
+    }
+
     fn two_pools() -> Core {
         Core::new([("a", 4), ("b", 4)])
     }

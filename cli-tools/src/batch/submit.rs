@@ -1234,6 +1234,67 @@ mod tests {
     }
 
     #[test]
+    fn signal_open_mode_and_requeue_choices_from_every_source() {
+        let s = resolve(
+            &cli(&["--signal=B:USR1@90", "--open-mode=append", "job.sh"]),
+            "#!/bin/sh\n",
+            &[],
+        )
+        .unwrap();
+        let w = s.warn_signal.unwrap();
+        assert_eq!((w.signal, w.before, w.batch_only), (10, 90, true));
+        assert!(s.open_append && !s.requeue && !s.no_requeue);
+        let script = "#!/bin/sh\n#SBATCH --signal=TERM --open-mode=a --no-requeue\n";
+        let s = resolve(&cli(&["job.sh"]), script, &[]).unwrap();
+        assert_eq!(s.warn_signal.map(|w| (w.signal, w.before)), Some((15, 60)));
+        assert!(s.open_append && s.no_requeue && !s.requeue);
+        // The environment beats the script, the command line the environment.
+        let env = [
+            ("SBATCH_SIGNAL", "USR2@5"),
+            ("SBATCH_OPEN_MODE", "truncate"),
+            ("SBATCH_REQUEUE", "1"),
+            ("SBATCH_ACCOUNT", "proj"),
+            ("SBATCH_QOS", "low"),
+            ("SBATCH_ARRAY_INX", "1-3"),
+        ];
+        let s = resolve(&cli(&["job.sh"]), script, &env).unwrap();
+        assert_eq!(s.warn_signal.map(|w| w.before), Some(5));
+        assert!(!s.open_append && s.requeue && !s.no_requeue);
+        assert_eq!(
+            (s.account.as_deref(), s.qos.as_deref()),
+            (Some("proj"), Some("low"))
+        );
+        assert_eq!(s.array.map(|a| a.indices), Some(vec![1, 2, 3]));
+        let s = resolve(&cli(&["--no-requeue", "job.sh"]), "#!/bin/sh\n", &env).unwrap();
+        assert!(s.no_requeue && !s.requeue);
+        let s = resolve(
+            &cli(&["job.sh"]),
+            "#!/bin/sh\n",
+            &[("SBATCH_EXCLUSIVE", "")],
+        )
+        .unwrap();
+        assert!(s.resources.is_none(), "--exclusive changes nothing");
+        for (args, env, want) in [
+            (
+                &["--signal=USR1@99999", "job.sh"][..],
+                &[][..],
+                "invalid --signal 'USR1@99999'",
+            ),
+            (&["--open-mode=x", "job.sh"], &[], "invalid --open-mode 'x'"),
+            (
+                &["job.sh"],
+                &[("SBATCH_SIGNAL", "HUP@x")],
+                "(from SBATCH_SIGNAL)",
+            ),
+        ] {
+            let e = resolve(&cli(args), "#!/bin/sh\n", env)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want) && !e.contains('\n'), "{args:?}: {e}");
+        }
+    }
+
+    #[test]
     fn defaults_and_flags() {
         let s = resolve(
             &cli(&["-H", "--begin", "now+10", "-d", "afterok:4", "job.sh"]),
