@@ -71,6 +71,12 @@ fn slurm_variables(rec: &JobRecord) -> Vec<(&'static str, String)> {
         if let Some(n) = t.throttle {
             vars.push(("SLURM_ARRAY_TASK_THROTTLE", n.to_string()));
         }
+        if t.count > 0 {
+            vars.push(("SLURM_ARRAY_TASK_COUNT", t.count.to_string()));
+            vars.push(("SLURM_ARRAY_TASK_MIN", t.min.to_string()));
+            vars.push(("SLURM_ARRAY_TASK_MAX", t.max.to_string()));
+            vars.push(("SLURM_ARRAY_TASK_STEP", t.step.to_string()));
+        }
     }
     vars
 }

@@ -12,7 +12,7 @@ use clap::{Parser, Subcommand};
 use sched_core::time::Time;
 use sched_core::Step;
 
-use super::cli::{connect, now_ms, parse_ids, print_out, resolve_ids};
+use super::cli::{connect, now_ms, print_out, resolve_ids};
 use super::format::{reason, time_used};
 use super::time::{
     format_opt_timestamp, format_sacct_duration, format_timestamp, local_zone, parse_begin,
@@ -91,16 +91,32 @@ pub enum ControlCommand {
     Version,
 }
 
-/// Parses `update`'s `Key=Value` pairs (keys in any case, as scontrol).
+/// Parses `update`'s `Key=Value` pairs (keys in any case, as scontrol). `JobId=` may name an
+/// array task (`ID_N`) or a whole array (`ID`): the request's `id` is then the one given, and
+/// [`update_targets`] finds the jobs it names.
 pub fn parse_update(pairs: &[String], now: Time, zone: &Zone) -> anyhow::Result<UpdateRequest> {
+    parse_update_ref(pairs, now, zone).map(|(_, req)| req)
+}
+
+/// [`parse_update`], with the `JobId=` value as given.
+fn parse_update_ref(
+    pairs: &[String],
+    now: Time,
+    zone: &Zone,
+) -> anyhow::Result<(String, UpdateRequest)> {
     let mut req = UpdateRequest::default();
     let mut id = None;
+    let mut job = String::new();
     for p in pairs {
         let (k, v) = p
             .split_once('=')
             .ok_or_else(|| anyhow::anyhow!("Invalid input: {p} (expected Key=Value)"))?;
         match k.to_ascii_lowercase().as_str() {
-            "jobid" => id = Some(parse_ids(&[v.to_string()])?.first().copied().unwrap_or(0)),
+            "jobid" => {
+                let (ids, tasks) = super::cli::parse_refs(&[v.to_string()])?;
+                id = ids.first().or(tasks.first().map(|(a, _)| a)).copied();
+                job = v.to_string();
+            }
             "name" | "jobname" => req.name = Some(v.to_string()),
             "timelimit" => match parse_time_limit(v)? {
                 TimeLimit::Limited(d) => req.time_limit = Some(d),
@@ -123,7 +139,7 @@ pub fn parse_update(pairs: &[String], now: Time, zone: &Zone) -> anyhow::Result<
     req.id = id
         .filter(|i| *i > 0)
         .ok_or_else(|| anyhow::anyhow!("No job id specified (JobId=N)"))?;
-    Ok(req)
+    Ok((job, req))
 }
 
 /// A duration in seconds as `esubmit --profile` reads it. A scheduled EP's step may be expanded
@@ -387,7 +403,7 @@ pub fn run(cli: ControlCli) -> anyhow::Result<ExitCode> {
     let now = now_ms();
     // Bad arguments are reported before touching the daemon.
     let update = match &cli.command {
-        ControlCommand::Update { pairs } => Some(parse_update(pairs, now, &local_zone())?),
+        ControlCommand::Update { pairs } => Some(parse_update_ref(pairs, now, &local_zone())?),
         _ => None,
     };
     if let ControlCommand::Show { entity, id } = &cli.command {
@@ -501,8 +517,17 @@ pub fn run(cli: ControlCli) -> anyhow::Result<ExitCode> {
         ControlCommand::Requeue { ids } => requeue(&mut client, &ids, false),
         ControlCommand::RequeueHold { ids } => requeue(&mut client, &ids, true),
         ControlCommand::Update { .. } => {
-            let req = update.ok_or_else(|| anyhow::anyhow!("internal: update not parsed"))?;
-            acted("update", client.request(&Request::Update(req))?)
+            let (job, req) =
+                update.ok_or_else(|| anyhow::anyhow!("internal: update not parsed"))?;
+            // `JobId=ID_N` is that task, `JobId=ID` of an array every task, as scontrol.
+            let mut code = ExitCode::SUCCESS;
+            for id in resolve_ids(&mut client, &[job], false)? {
+                let req = UpdateRequest { id, ..req.clone() };
+                if acted("update", client.request(&Request::Update(req))?)? != ExitCode::SUCCESS {
+                    code = ExitCode::from(1);
+                }
+            }
+            Ok(code)
         }
         ControlCommand::Reconfigure => {
             match client.request(&Request::Reconfigure(ReconfigureRequest {}))? {
@@ -566,6 +591,10 @@ mod tests {
         assert!(parse_update(&p(&["JobId=1", "Colour=red"]), 0, &z).is_err());
         assert!(parse_update(&p(&["JobId=1", "TimeLimit=soon"]), 0, &z).is_err());
         assert!(parse_update(&p(&["JobId"]), 0, &z).is_err());
+        // An array task: the array's id, the task resolved once connected.
+        let (job, r) = parse_update_ref(&p(&["JobId=5_2", "Name=x"]), 0, &z).unwrap();
+        assert_eq!((job.as_str(), r.id), ("5_2", 5));
+        assert!(parse_update(&p(&["JobId=5_x"]), 0, &z).is_err());
     }
 
     fn held_job() -> JobInfo {

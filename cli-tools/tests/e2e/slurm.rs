@@ -625,4 +625,57 @@ fn signals_open_modes_requeue_and_nodes() {
     c.ok("econtrol", &["release", &a]);
     c.wait_until("the third run's output", || runs() == 3);
     c.ok("ecancel", &[&a]);
+
+    // SBATCH_* inputs through the real tool; an array's span in its tasks' environment;
+    // `econtrol update JobId=ID_N` changes that task, `JobId=ID` every task.
+    let out = c
+        .tool("esubmit")
+        .env("SBATCH_ARRAY_INX", "0-6:3")
+        .env("SBATCH_ACCOUNT", "proj")
+        .env("SBATCH_SIGNAL", "USR2@7")
+        .env("SBATCH_HOLD", "1")
+        .args([
+            "--parsable",
+            "-p",
+            "debug",
+            "--wrap",
+            "echo $SLURM_ARRAY_TASK_COUNT $SLURM_ARRAY_TASK_MIN $SLURM_ARRAY_TASK_MAX \
+             $SLURM_ARRAY_TASK_STEP > span-$SLURM_ARRAY_TASK_ID",
+        ])
+        .output()
+        .expect("esubmit");
+    let array: u64 = texts(&out).0.trim().parse().expect("job id");
+    let show = c.ok("econtrol", &["show", "job", &format!("{array}_3")]);
+    assert!(
+        show.contains(" Account=proj ") && show.contains("\n   Signal=USR2@7\n"),
+        "{show}"
+    );
+    c.ok(
+        "econtrol",
+        &["update", &format!("JobId={array}_3"), "Name=middle"],
+    );
+    c.ok(
+        "econtrol",
+        &["update", &format!("JobId={array}"), "TimeLimit=2"],
+    );
+    let rows = c.ok(
+        "equeue",
+        &["-h", "-j", &array.to_string(), "-o", "%i %j %l"],
+    );
+    assert_eq!(
+        rows,
+        format!("{array}_0 wrap 2:00\n{array}_3 middle 2:00\n{array}_6 wrap 2:00\n")
+    );
+    refused(
+        &c,
+        "econtrol",
+        &["update", &format!("JobId={array}_4"), "Name=x"],
+        &format!("Invalid job id specified: {array}_4"),
+    );
+    c.ok("econtrol", &["release", &array.to_string()]);
+    for (k, task) in [0, 3, 6].into_iter().enumerate() {
+        c.wait_state(array + k as u64, JobState::Completed);
+        let got = std::fs::read_to_string(c.work.join(format!("span-{task}"))).unwrap_or_default();
+        assert_eq!(got.trim(), "3 0 6 3", "task {task}");
+    }
 }
