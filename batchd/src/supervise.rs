@@ -1,9 +1,9 @@
 //! The per-job supervisor, run as `batchd supervise JOBDIR` (Slurm's slurmstepd in small).
 //!
 //! The daemon starts it in a session of its own, so it outlives a restart (or a `kill -9`) of
-//! the daemon. It forks the job into another session and process group, enforces the time
-//! limit (SIGTERM to the job's group, SIGKILL after the grace period, a line in the job's
-//! stderr), turns a SIGTERM of its own into a cancel of the job, and records the outcome in
+//! the daemon. It forks the job into another session and process group, sends `--signal`'s
+//! signal before the time limit, enforces the limit (SIGTERM to the job's group, SIGKILL
+//! after the grace period, a line in the job's stderr), turns a SIGTERM of its own into a cancel of the job, and records the outcome in
 //! `status.json` for whichever daemon is running when the job ends.
 
 use std::fs::{File, OpenOptions};
