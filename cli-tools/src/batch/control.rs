@@ -79,7 +79,7 @@ pub enum ControlCommand {
         ids: Vec<String>,
     },
     /// Change a pending job: `update JobId=N [Name=..] [TimeLimit=..] [NumNodes=..]
-    /// [StartTime=..] [Priority=..]`.
+    /// [StartTime=..] [Priority=..]` (JobId=ID_N: an array task; an array's ID: every task).
     Update {
         /// `Key=Value` pairs.
         #[arg(required = true)]
