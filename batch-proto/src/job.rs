@@ -856,6 +856,10 @@ pub struct JobSpec {
     /// default holds: a preempted job is not requeued, `econtrol requeue` may requeue it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub no_requeue: bool,
+    /// Set by batchd while `econtrol requeue` stops the running job (`Some(held)`), so that a
+    /// restart of batchd in between still requeues it; never in a submission.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requeue_by_hand: Option<bool>,
 }
 
 /// The umask of a job whose submission did not give one: output files readable by their
@@ -904,6 +908,7 @@ impl JobSpec {
             warn_signal: None,
             open_append: false,
             no_requeue: false,
+            requeue_by_hand: None,
         }
     }
 
@@ -1016,6 +1021,9 @@ impl JobSpec {
                 "resources",
                 "-n/-c/--mem... size rigid jobs; a moldable or evolving job gives its nodes",
             );
+        }
+        if self.requeue_by_hand.is_some() {
+            return field("requeue_by_hand", "is set by batchd, not by a submission");
         }
         if self.requeue && self.no_requeue {
             return field("requeue", "--requeue and --no-requeue exclude each other");

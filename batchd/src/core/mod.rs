@@ -806,6 +806,7 @@ impl Core {
         rec.nodes = 0;
         rec.shape = None;
         rec.detail = Some(format!("requeued: {why}"));
+        rec.spec.requeue_by_hand = None;
         self.finished.remove(&rec.id);
         self.insert(Active {
             rec: rec.clone(),
@@ -824,6 +825,8 @@ impl Core {
         let send = !run.cancelling;
         run.cancelling = true;
         a.rec.state = JobState::Completing;
+        // Stored with the record: a restart of batchd before the job's end still requeues it.
+        a.rec.spec.requeue_by_hand = Some(held);
         let rec = a.rec.clone();
         self.requeues.insert(id, held);
         Some((rec, send))
@@ -832,6 +835,15 @@ impl Core {
     /// Whether job `id` (just ended) was being requeued by hand; `Some(held)` if so.
     pub fn take_requeue(&mut self, id: u64) -> Option<bool> {
         self.requeues.remove(&id)
+    }
+
+    /// Drops a requeue by hand of job `id` on its way (a cancel came after it); the record to
+    /// store if there was one.
+    pub fn drop_requeue(&mut self, id: u64) -> Option<JobRecord> {
+        self.requeues.remove(&id)?;
+        let a = self.jobs.get_mut(&id)?;
+        a.rec.spec.requeue_by_hand = None;
+        Some(a.rec.clone())
     }
 
     /// Puts finished job `rec` back in the queue with its id (`econtrol requeue` of a finished
@@ -1075,10 +1087,16 @@ mod tests {
         assert_eq!(c.take_requeue(1), Some(true));
         assert_eq!(c.take_requeue(1), None);
         let mut done = c.finish(1, |r| r.state = JobState::Cancelled).unwrap();
+        assert_eq!(
+            done.spec.requeue_by_hand,
+            Some(true),
+            "stored for a restart"
+        );
         assert_eq!(c.pools[0].free(), 4);
         done.held = true;
         let q = c.requeue(done, "econtrol requeue".into());
         assert_eq!((q.id, q.state, q.held), (1, JobState::Pending, true));
+        assert_eq!(q.spec.requeue_by_hand, None);
         assert_eq!(c.reason_of(0, 1), Some(PendingReason::Held));
         // A finished job straight back in the queue.
         c.finished.insert(9, JobState::Completed);

@@ -77,7 +77,7 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: CancelRequest) -> Rep
                     .get(&id)
                     .is_some_and(|a| caller.may_touch(a.rec.uid))
             {
-                core.requeues.remove(&id);
+                core.drop_requeue(id);
             }
             let Some(a) = core.jobs.get_mut(&id) else {
                 continue;

@@ -781,6 +781,7 @@ impl SubmitOpts {
             warn_signal,
             open_append,
             no_requeue,
+            requeue_by_hand: None,
         };
         Ok(Submission {
             job,

@@ -594,6 +594,34 @@ fn signals_open_modes_requeue_and_nodes() {
     c.ok("ecancel", &[&a]);
     c.wait_state(again, JobState::Cancelled);
 
+    // A requeue on its way when batchd dies (the job ignores SIGTERM, so it lives until the
+    // SIGKILL of the grace period) still happens after the restart.
+    let stubborn = c.submit(&[
+        "-p",
+        "big",
+        "-o",
+        "stubborn.txt",
+        "--open-mode=append",
+        "--wrap",
+        "trap '' TERM; echo run; sleep 30",
+    ]);
+    let stubborn_out = c.work.join("stubborn.txt");
+    let lines = || {
+        std::fs::read_to_string(&stubborn_out)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| *l == "run")
+            .count()
+    };
+    c.wait_until("the stubborn job's first run", || lines() == 1);
+    c.ok("econtrol", &["requeue", &stubborn.to_string()]);
+    c.kill9();
+    c.launch();
+    c.wait_until("the stubborn job's second run", || lines() == 2);
+    assert_eq!(c.wait_state(stubborn, JobState::Running).id, stubborn);
+    c.ok("ecancel", &[&stubborn.to_string()]);
+    c.wait_state(stubborn, JobState::Cancelled);
+
     // A finished job: `requeuehold` puts it back held, kept across a daemon restart.
     c.ok("econtrol", &["requeuehold", &a]);
     let j = c.wait_state(again, JobState::Pending);
