@@ -48,6 +48,7 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: RequeueRequest) -> Re
     let mut report = ActionReport::default();
     let mut stop = Vec::new();
     let mut finished = Vec::new();
+    let mut stored = Vec::new();
     {
         let mut core = d.core();
         for id in req.ids {
@@ -77,7 +78,7 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: RequeueRequest) -> Re
             }
             match core.start_requeue(id, req.hold) {
                 Some((rec, send)) => {
-                    d.store.write(rec);
+                    stored.push(rec);
                     if send {
                         stop.push(id);
                     } else {
@@ -90,6 +91,13 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: RequeueRequest) -> Re
                     message: format!("job {id} holds no nodes yet"),
                 }),
             }
+        }
+    }
+    // The requeue is durable before it is acknowledged or the job stopped: a batchd that dies
+    // meanwhile still requeues the job when it finds it again.
+    for rec in stored {
+        if let Err(e) = d.store.commit(rec).await {
+            return internal(e);
         }
     }
     for id in finished {
