@@ -491,6 +491,9 @@ pub struct PoolInfo {
     pub name: String,
     /// Node count.
     pub total: u32,
+    /// The longest time limit of the pool's jobs in ms (its `max_time`); `None`: unbounded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_time: Option<u64>,
     /// Nodes held by jobs.
     pub allocated: u32,
     /// Nodes claimed for co-allocated jobs that start later (idle, not free).
@@ -810,6 +813,7 @@ mod tests {
                 pools: vec![PoolInfo {
                     name: "debug".into(),
                     total: 1,
+                    max_time: Some(60_000),
                     allocated: 1,
                     reserved: 0,
                     node_list: "debug001".into(),

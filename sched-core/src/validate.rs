@@ -12,7 +12,7 @@
 
 use crate::idmap::{IdMap, IdSet};
 
-use crate::policy::{Placement, Plan, PoolSteps, Shape, Snapshot};
+use crate::policy::{Placement, Plan, Shape, Snapshot};
 use crate::pool::PoolId;
 use crate::request::{JobId, Request};
 use crate::time::Time;
@@ -116,11 +116,17 @@ pub fn validate(snapshot: &Snapshot<'_>, plan: &Plan) -> Result<(), PlanError> {
     wanted.dedup();
     let mut pending: IdMap<&crate::policy::Pending> =
         IdMap::with_capacity_and_hasher(wanted.len(), Default::default());
-    if !wanted.is_empty() {
-        for p in snapshot.pending {
-            if wanted.binary_search(&p.id).is_ok() {
-                pending.insert(p.id, p);
-            }
+    // The scan stops once every named job is found: the jobs a plan starts are mostly near
+    // the head of the queue. (A queue naming one id twice is the driver's bug; the first
+    // entry is the one checked.)
+    let mut missing = wanted.len();
+    for p in snapshot.pending {
+        if missing == 0 {
+            break;
+        }
+        if wanted.binary_search(&p.id).is_ok() && !pending.contains_key(&p.id) {
+            pending.insert(p.id, p);
+            missing -= 1;
         }
     }
 
@@ -194,7 +200,7 @@ pub fn validate(snapshot: &Snapshot<'_>, plan: &Plan) -> Result<(), PlanError> {
     }
     // Capacity is only meaningful when every shape made sense.
     if v.is_empty() {
-        check_capacity(snapshot, plan, &pending, &killed, &mut v);
+        check_capacity(snapshot, plan, &pending, &killed, &mut v, false);
     }
     if v.is_empty() {
         Ok(())
@@ -370,57 +376,91 @@ fn check_capacity(
     pending: &IdMap<&crate::policy::Pending>,
     killed: &IdSet,
     v: &mut Vec<Violation>,
+    sweep_only: bool,
 ) {
-    // (pool, time, delta): a sweep over sorted change points is O(m log m) for m steps.
-    let mut events: Vec<(PoolId, Time, i64)> = Vec::new();
     let now = snapshot.now;
-    let mut push = |ps: &PoolSteps, from: Time| {
-        let mut t = ps.start;
-        for s in &ps.steps {
-            let end = t.saturating_add(s.duration);
-            let (a, b) = (t.max(from), end);
-            if a < b && s.nodes > 0 {
-                events.push((ps.pool, a, i64::from(s.nodes)));
-                events.push((ps.pool, b, -i64::from(s.nodes)));
+    // Every interval of nodes held from now on, `(pool, from, to, nodes)`, non-empty.
+    let segments = |f: &mut dyn FnMut(PoolId, Time, Time, u32)| {
+        for r in snapshot.running.iter().filter(|r| !killed.contains(&r.id)) {
+            for h in &r.holds {
+                let mut t = h.start;
+                for s in &h.steps {
+                    let end = t.saturating_add(s.duration);
+                    let a = t.max(now);
+                    if a < end && s.nodes > 0 {
+                        f(h.pool, a, end, s.nodes);
+                    }
+                    t = end;
+                }
             }
-            t = end;
+        }
+        for p in &plan.placements {
+            let Some(job) = pending.get(&p.job) else {
+                continue;
+            };
+            // An early claim holds the first step's nodes from `claim_from` (or now) to the
+            // start: counted as one interval with the first step, which halves the events of a
+            // claimed placement (claimed jobs are re-planned at every call until they start).
+            let claim_at = p.claim_from.map(|c| c.max(now)).filter(|&a| a < p.start);
+            for h in &p.shape.holds(&job.request, p.start) {
+                let mut t = h.start;
+                for (k, s) in h.steps.iter().enumerate() {
+                    let end = t.saturating_add(s.duration);
+                    let a = match claim_at {
+                        Some(c) if k == 0 => c,
+                        _ => t.max(now),
+                    };
+                    if a < end && s.nodes > 0 {
+                        f(h.pool, a, end, s.nodes);
+                    }
+                    t = end;
+                }
+            }
         }
     };
-    for r in snapshot.running.iter().filter(|r| !killed.contains(&r.id)) {
-        for h in &r.holds {
-            push(h, now);
+    let over = |pool: PoolId, at: Time, used: i64| -> Option<Violation> {
+        let p = snapshot.pool(pool);
+        let nodes = p.map_or(0, |p| p.nodes);
+        (used > i64::from(nodes)).then(|| Violation::OverCommit {
+            pool: p.map_or_else(|| pool.to_string(), |p| p.name.clone()),
+            at,
+            used: used as u64,
+            nodes,
+        })
+    };
+    // When every interval begins now (a driver's snapshot clips running holds to the present,
+    // and a plan of starts places jobs now), each pool's use only falls from now on, so its
+    // peak is the sum at now: no sweep over sorted change points needed. Any interval starting
+    // later sends the check to the sweep.
+    let mut at_now: Vec<(PoolId, i64)> = Vec::new();
+    let mut later = sweep_only;
+    segments(&mut |pool, a, _, nodes| {
+        if later {
+            // Decided already: the sweep follows.
+        } else if a > now {
+            later = true;
+        } else if let Some(u) = at_now.iter_mut().find(|(p, _)| *p == pool) {
+            u.1 += i64::from(nodes);
+        } else {
+            at_now.push((pool, i64::from(nodes)));
         }
+    });
+    if !later {
+        at_now.sort_unstable_by_key(|&(p, _)| p);
+        v.extend(at_now.into_iter().filter_map(|(p, u)| over(p, now, u)));
+        return;
     }
-    for p in &plan.placements {
-        let Some(job) = pending.get(&p.job) else {
-            continue;
-        };
-        // An early claim holds the first step's nodes from `claim_from` (or now) to the
-        // start: counted as one interval with the first step, which halves the events of a
-        // claimed placement (claimed jobs are re-planned at every call until they start).
-        let claim_at = p.claim_from.map(|c| c.max(now)).filter(|&a| a < p.start);
-        for h in &p.shape.holds(&job.request, p.start) {
-            let mut t = h.start;
-            for (k, s) in h.steps.iter().enumerate() {
-                let end = t.saturating_add(s.duration);
-                let a = match claim_at {
-                    Some(c) if k == 0 => c,
-                    _ => t.max(now),
-                };
-                if a < end && s.nodes > 0 {
-                    events.push((h.pool, a, i64::from(s.nodes)));
-                    events.push((h.pool, end, -i64::from(s.nodes)));
-                }
-                t = end;
-            }
-        }
-    }
+    // (pool, time, delta): a sweep over sorted change points is O(m log m) for m steps.
+    let mut events: Vec<(PoolId, Time, i64)> = Vec::new();
+    segments(&mut |pool, a, b, nodes| {
+        events.push((pool, a, i64::from(nodes)));
+        events.push((pool, b, -i64::from(nodes)));
+    });
     // Ends before starts at the same instant: a job may start the moment another ends.
     events.sort_unstable_by_key(|&(pool, t, d)| (pool, t, d));
     let mut i = 0;
     while i < events.len() {
         let pool = events[i].0;
-        let nodes = snapshot.pool(pool).map_or(0, |p| p.nodes);
         let mut used: i64 = 0;
         let mut reported = false;
         while i < events.len() && events[i].0 == pool {
@@ -429,16 +469,11 @@ fn check_capacity(
                 used += events[i].2;
                 i += 1;
             }
-            if used > i64::from(nodes) && !reported {
-                reported = true;
-                v.push(Violation::OverCommit {
-                    pool: snapshot
-                        .pool(pool)
-                        .map_or_else(|| pool.to_string(), |p| p.name.clone()),
-                    at: t,
-                    used: used as u64,
-                    nodes,
-                });
+            if !reported {
+                if let Some(o) = over(pool, t, used) {
+                    reported = true;
+                    v.push(o);
+                }
             }
         }
     }
@@ -452,7 +487,7 @@ pub fn starts_now(plan: &Plan, now: Time) -> impl Iterator<Item = &Placement> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::{JobReason, Pending, Running};
+    use crate::policy::{JobReason, Pending, PoolSteps, Running};
     use crate::pool::Pool;
     use crate::request::Step;
 
@@ -668,5 +703,90 @@ mod tests {
             .violations
             .iter()
             .any(|v| matches!(v, Violation::StartInPast { .. })));
+    }
+
+    mod capacity {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// A hold or a placement: pool, start offset from now (may be negative for holds),
+        /// steps (duration, nodes).
+        type Part = (u32, i64, Vec<(u64, u32)>);
+
+        fn part() -> impl Strategy<Value = Part> {
+            (
+                0u32..3,
+                prop_oneof![Just(0i64), -5i64..5],
+                prop::collection::vec((0u64..6, 0u32..5), 1..4),
+            )
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(2000))]
+
+            /// The shortcut for plans whose intervals all begin now finds exactly what the
+            /// sweep over sorted change points finds.
+            #[test]
+            fn shortcut_agrees_with_the_sweep(
+                holds in prop::collection::vec(part(), 0..5),
+                placed in prop::collection::vec(part(), 0..4),
+                claims in prop::collection::vec(prop::option::of(0u64..12), 4),
+            ) {
+                let now: Time = 10;
+                let pools: Vec<Pool> = (0..2)
+                    .map(|i| Pool { id: PoolId(i), name: format!("p{i}"), nodes: 6 })
+                    .collect();
+                let running: Vec<Running> = holds
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (pool, off, steps))| Running {
+                        id: JobId(100 + i as u64),
+                        user: 0,
+                        request: Request::rigid(1, 1),
+                        shape: Shape::rigid(PoolId(*pool), 1, 1),
+                        start: 0,
+                        holds: vec![PoolSteps {
+                            pool: PoolId(*pool),
+                            start: (now as i64 + off) as Time,
+                            steps: steps.iter().map(|&(d, n)| Step::new(d, n)).collect(),
+                        }],
+                        killable: false,
+                    })
+                    .collect();
+                let queue: Vec<Pending> = placed
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (_, _, steps))| {
+                        pending(i as u64, Request::evolving(
+                            steps.iter().map(|&(d, n)| Step::new(d, n)).collect(),
+                        ))
+                    })
+                    .collect();
+                let plan = Plan {
+                    placements: placed
+                        .iter()
+                        .zip(&claims)
+                        .enumerate()
+                        .map(|(i, ((pool, off, steps), claim))| Placement {
+                            job: JobId(i as u64),
+                            start: now + off.unsigned_abs(),
+                            shape: Shape::Evolving {
+                                pool: PoolId(*pool),
+                                steps: steps.iter().map(|&(d, n)| Step::new(d, n)).collect(),
+                            },
+                            claim_from: *claim,
+                        })
+                        .collect(),
+                    ..Plan::default()
+                };
+                let snap = Snapshot { now, pools: &pools, running: &running, pending: &queue };
+                let map: IdMap<&Pending> = queue.iter().map(|p| (p.id, p)).collect();
+                let killed: IdSet = running.iter().take(1).map(|r| r.id).collect();
+                let (mut fast, mut sweep) = (Vec::new(), Vec::new());
+                check_capacity(&snap, &plan, &map, &killed, &mut fast, false);
+                check_capacity(&snap, &plan, &map, &killed, &mut sweep, true);
+                prop_assert_eq!(fast, sweep);
+            }
+        }
     }
 }

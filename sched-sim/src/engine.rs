@@ -11,15 +11,17 @@
 //! The engine kills, rejects and starts what the host's answer says; it has no check of its own.
 //!
 //! Cost per event: the pending and running lists are vectors updated in place (submissions
-//! are appended, since the queue is in submit order; started and rejected jobs are removed by
-//! one `retain` per plan), ends are a binary heap. Only the snapshot's running holds are
-//! rebuilt per call (clipped to the present), which is O(running), bounded by the nodes.
+//! are appended, since the queue is in submit order; jobs leaving the head of the queue only
+//! move its start, others close the gap behind them), ends are a binary heap. The snapshot's
+//! running holds are clipped to the present in place, once per instant (the calls of one
+//! instant share them), which is O(running), bounded by the nodes, and allocates nothing.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::collections::BinaryHeap;
 use std::time::Instant;
 
 use sched_abi::{Borrowed, Check, Failure, HostedPolicy, PolicyHost};
+use sched_core::idmap::IdMap;
 use sched_core::metrics::{summarize, JobOutcome, Summary, DEFAULT_TAU};
 use sched_core::policy::{Pending, Plan, Policy, PoolSteps, Running, Snapshot};
 use sched_core::pool::Pool;
@@ -326,12 +328,24 @@ struct Active {
 struct Engine<'o> {
     sim: Simulation<'o>,
     jobs: Vec<SimJob>,
-    index: HashMap<JobId, usize>,
+    index: IdMap<usize>,
     next_submit: usize,
+    /// The queue is `pending[head..]`: jobs leaving its head (FCFS starts them all there) only
+    /// move `head`, instead of shifting a long queue at every start; the dead prefix is dropped
+    /// once it is as long as the queue.
     pending: Vec<Pending>,
+    /// The index into `jobs` of each entry of `pending`: increasing, since the queue is in
+    /// submit order, so a leaving job's position is a binary search.
+    pending_job: Vec<usize>,
+    head: usize,
     running: Vec<Running>,
     active: Vec<Active>,
-    running_pos: HashMap<JobId, usize>,
+    running_pos: IdMap<usize>,
+    /// The instant `running`'s holds were last clipped at (those of jobs started since hold
+    /// nothing before it).
+    clipped_at: Option<Time>,
+    /// Positions in `pending` of the jobs a plan starts or rejects (reused between calls).
+    leaving: Vec<usize>,
     /// `(end, start order, job index)`, earliest first.
     ends: BinaryHeap<Reverse<(Time, u64, usize)>>,
     started: u64,
@@ -347,7 +361,7 @@ impl<'o> Engine<'o> {
     fn new(sim: Simulation<'o>, mut jobs: Vec<SimJob>) -> Result<Self, SimError> {
         // Queue order is submit time, then workload order: a stable sort keeps the latter.
         jobs.sort_by_key(|j| j.submit);
-        let mut index = HashMap::with_capacity(jobs.len());
+        let mut index = IdMap::with_capacity_and_hasher(jobs.len(), Default::default());
         for (i, j) in jobs.iter().enumerate() {
             if index.insert(j.id, i).is_some() {
                 return Err(SimError::DuplicateJob(j.id));
@@ -360,9 +374,13 @@ impl<'o> Engine<'o> {
             index,
             next_submit: 0,
             pending: Vec::new(),
+            pending_job: Vec::new(),
+            head: 0,
             running: Vec::new(),
             active: Vec::new(),
-            running_pos: HashMap::new(),
+            running_pos: IdMap::default(),
+            clipped_at: None,
+            leaving: Vec::new(),
             ends: BinaryHeap::new(),
             started: 0,
             wake: None,
@@ -405,6 +423,7 @@ impl<'o> Engine<'o> {
             priority: 0,
             request: j.request.clone(),
         });
+        self.pending_job.push(self.next_submit);
         self.next_submit += 1;
         true
     }
@@ -450,12 +469,13 @@ impl<'o> Engine<'o> {
                     }
                 }
             }
-            if self.next_event().is_none() && !self.pending.is_empty() {
+            let queue = &self.pending[self.head..];
+            if self.next_event().is_none() && !queue.is_empty() {
                 return Err(SimError::Stall {
                     at: now,
                     policy: self.sim.policy_name.clone(),
-                    count: self.pending.len(),
-                    jobs: self.pending.iter().take(10).map(|p| p.id).collect(),
+                    count: queue.len(),
+                    jobs: queue.iter().take(10).map(|p| p.id).collect(),
                 });
             }
         }
@@ -512,14 +532,19 @@ impl<'o> Engine<'o> {
     }
 
     fn call<P: HostedPolicy>(&mut self, host: &mut PolicyHost<P>, now: Time) {
-        for (r, a) in self.running.iter_mut().zip(&self.active) {
-            r.holds = a.holds.iter().filter_map(|h| clip(h, now)).collect();
+        // Jobs started since the last clip hold nothing before it, and those started at `now`
+        // hold exactly their holds: only time passing changes what the others hold from now.
+        if self.clipped_at != Some(now) {
+            for (r, a) in self.running.iter_mut().zip(&self.active) {
+                clip_into(&a.holds, now, &mut r.holds);
+            }
+            self.clipped_at = Some(now);
         }
         let snapshot = Snapshot {
             now,
             pools: &self.sim.pools,
             running: &self.running,
-            pending: &self.pending,
+            pending: &self.pending[self.head..],
         };
         let outcome = host.call(&snapshot);
         self.counts.policy_calls += 1;
@@ -540,10 +565,12 @@ impl<'o> Engine<'o> {
                 self.finish(i, now);
             }
         }
-        let mut leaving: HashSet<JobId> = HashSet::new();
+        let mut leaving = std::mem::take(&mut self.leaving);
         for r in &plan.rejects {
             tracing::debug!("job {} rejected at {now} ms: {}", r.job, r.reason);
-            leaving.insert(r.job);
+            if let Some(k) = self.index.get(&r.job).and_then(|&i| self.pending_pos(i)) {
+                leaving.push(k);
+            }
             self.rejected.push(r.job);
             self.counts.rejected += 1;
             self.done += 1;
@@ -597,16 +624,66 @@ impl<'o> Engine<'o> {
             });
             self.ends.push(Reverse((end, self.started, i)));
             self.started += 1;
-            leaving.insert(job.id);
+            if let Some(k) = self.pending_pos(i) {
+                leaving.push(k);
+            }
         }
-        if !leaving.is_empty() {
-            self.pending.retain(|p| !leaving.contains(&p.id));
-        }
+        self.remove_pending(&mut leaving);
+        self.leaving = leaving;
         let wake = plan.wake_at.filter(|&w| w > now);
         self.wake = match (wake, next_start) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
+    }
+
+    /// The position in `pending` of the queued job at index `i` of `jobs`.
+    fn pending_pos(&self, i: usize) -> Option<usize> {
+        let k = self.head + self.pending_job[self.head..].binary_search(&i).ok()?;
+        Some(k)
+    }
+
+    /// Removes the queued jobs at `positions` (into `pending`, any order, repeats allowed) and
+    /// empties the list. A removal at the head of the queue moves `head`; any other closes the
+    /// gaps from the first removed position on, in one pass.
+    fn remove_pending(&mut self, positions: &mut Vec<usize>) {
+        if positions.is_empty() {
+            return;
+        }
+        positions.sort_unstable();
+        positions.dedup();
+        let first = positions[0];
+        if positions.len() == 1 || positions.windows(2).all(|w| w[1] == w[0] + 1) {
+            if first == self.head {
+                self.head += positions.len();
+            } else {
+                let n = positions.len();
+                self.pending.drain(first..first + n);
+                self.pending_job.drain(first..first + n);
+            }
+        } else {
+            // Close the gaps in one pass: each kept entry moves once, to its final place.
+            let mut gone = positions.iter().copied().peekable();
+            let mut w = first;
+            for k in first..self.pending.len() {
+                if gone.next_if_eq(&k).is_some() {
+                    continue;
+                }
+                self.pending.swap(w, k);
+                self.pending_job.swap(w, k);
+                w += 1;
+            }
+            self.pending.truncate(w);
+            self.pending_job.truncate(w);
+        }
+        positions.clear();
+        // Drop the dead prefix once it is as long as the queue: each job is moved O(1) times
+        // on average.
+        if self.head > 0 && self.head >= self.pending.len() - self.head {
+            self.pending.drain(..self.head);
+            self.pending_job.drain(..self.head);
+            self.head = 0;
+        }
     }
 
     fn results(self) -> SimResults {
@@ -624,7 +701,45 @@ impl<'o> Engine<'o> {
     }
 }
 
+/// What `holds` still hold from `now` on, written into `out` (its allocations reused): the
+/// holds that end by `now` are left out.
+fn clip_into(holds: &[PoolSteps], now: Time, out: &mut Vec<PoolSteps>) {
+    let mut n = 0;
+    for h in holds {
+        if n == out.len() {
+            out.push(PoolSteps {
+                pool: h.pool,
+                start: now,
+                steps: Vec::with_capacity(h.steps.len()),
+            });
+        }
+        let o = &mut out[n];
+        o.pool = h.pool;
+        o.steps.clear();
+        if h.start >= now {
+            o.start = h.start;
+            o.steps.extend_from_slice(&h.steps);
+            n += 1;
+            continue;
+        }
+        o.start = now;
+        let mut t = h.start;
+        for s in &h.steps {
+            let end = t.saturating_add(s.duration);
+            if end > now {
+                o.steps.push(Step::new(end - t.max(now), s.nodes));
+            }
+            t = end;
+        }
+        if !o.steps.is_empty() {
+            n += 1;
+        }
+    }
+    out.truncate(n);
+}
+
 /// What `h` still holds from `now` on; `None` once it holds nothing.
+#[cfg(test)]
 fn clip(h: &PoolSteps, now: Time) -> Option<PoolSteps> {
     if h.start >= now {
         return Some(h.clone());
@@ -691,6 +806,34 @@ mod tests {
             })
         );
         assert_eq!(clip(&h, 25), None);
+    }
+
+    #[test]
+    fn clip_into_reuses_its_output_and_agrees_with_clip() {
+        let holds = vec![
+            PoolSteps {
+                pool: PoolId(0),
+                start: 10,
+                steps: vec![Step::new(5, 2), Step::new(10, 4)],
+            },
+            PoolSteps {
+                pool: PoolId(1),
+                start: 12,
+                steps: vec![Step::new(0, 3), Step::new(4, 1)],
+            },
+            PoolSteps {
+                pool: PoolId(2),
+                start: 30,
+                steps: vec![Step::new(0, 7)],
+            },
+        ];
+        // Stale content of another job, longer and shorter than the answer.
+        let mut out = vec![holds[1].clone(); 5];
+        for now in [0, 10, 12, 14, 16, 20, 25, 30, 31] {
+            clip_into(&holds, now, &mut out);
+            let want: Vec<PoolSteps> = holds.iter().filter_map(|h| clip(h, now)).collect();
+            assert_eq!(out, want, "at {now}");
+        }
     }
 
     #[test]

@@ -293,19 +293,16 @@ pub fn read<R: BufRead>(reader: R, path: &Path, opts: &ReadOptions) -> Result<Tr
 /// `read_line` that turns invalid UTF-8 into an error naming the problem rather than the
 /// std's terse "stream did not contain valid UTF-8".
 fn read_line<R: BufRead>(r: &mut R, buf: &mut String) -> std::io::Result<usize> {
-    let mut bytes = Vec::new();
+    // The line's bytes go into `buf`'s own allocation, checked in place: no buffer per line.
+    let mut bytes = std::mem::take(buf).into_bytes();
+    bytes.clear();
     let n = r.read_until(b'\n', &mut bytes)?;
-    match String::from_utf8(bytes) {
-        Ok(s) => {
-            buf.push_str(&s);
-            Ok(n)
-        }
+    *buf = match String::from_utf8(bytes) {
+        Ok(s) => s,
         // Only header comments may hold free text; keep what is readable of it.
-        Err(e) => {
-            buf.push_str(&String::from_utf8_lossy(e.as_bytes()));
-            Ok(n)
-        }
-    }
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    };
+    Ok(n)
 }
 
 fn read_header(comment: &str, header: &mut Header) {
@@ -323,18 +320,14 @@ fn read_header(comment: &str, header: &mut Header) {
 /// Parses one job line: `Err(String)` for a malformed line, `Ok(Err(reason))` for a job to
 /// skip.
 fn parse_job(line: &str, line_no: usize) -> Result<Result<SwfJob, SkipReason>, String> {
-    let mut f = [0i64; FIELDS];
-    let mut count = 0;
-    for (i, tok) in line.split_whitespace().enumerate() {
-        if i < FIELDS {
-            f[i] =
-                number(tok).ok_or_else(|| format!("field {} is not a number: `{tok}`", i + 1))?;
-        }
-        count = i + 1;
-    }
-    if count != FIELDS {
-        return Err(format!("expected {FIELDS} fields, found {count}"));
-    }
+    // Traces are ASCII: their lines are cut at ASCII whitespace and their integers read byte
+    // by byte (with `split_whitespace` and `str::parse`, reading the trace was a tenth of a
+    // replay's instructions). Any other line keeps Unicode's notion of whitespace.
+    let f = if line.is_ascii() {
+        fields(AsciiTokens(line.as_bytes()).map(|t| (int(t), t)))
+    } else {
+        fields(line.split_whitespace().map(|t| (None, t.as_bytes())))
+    }?;
     let [id, submit, _wait, run, alloc, _cpu, _mem, req_procs, req_time, ..] = f;
     let user = f[11];
     if id < 0 {
@@ -371,6 +364,78 @@ fn parse_job(line: &str, line_no: usize) -> Result<Result<SwfJob, SkipReason>, S
     }))
 }
 
+/// The numbers of a job line's fields: each token with its value when [`int`] read it.
+fn fields<'a>(
+    tokens: impl Iterator<Item = (Option<i64>, &'a [u8])>,
+) -> Result<[i64; FIELDS], String> {
+    let mut f = [0i64; FIELDS];
+    let mut count = 0;
+    for (i, (value, tok)) in tokens.enumerate() {
+        if i < FIELDS {
+            f[i] = match value {
+                Some(v) => v,
+                None => {
+                    // Tokens are cut from a `&str` at ASCII bytes, so they are text.
+                    let tok = std::str::from_utf8(tok).unwrap_or_default();
+                    number(tok)
+                        .ok_or_else(|| format!("field {} is not a number: `{tok}`", i + 1))?
+                }
+            };
+        }
+        count = i + 1;
+    }
+    if count != FIELDS {
+        return Err(format!("expected {FIELDS} fields, found {count}"));
+    }
+    Ok(f)
+}
+
+/// The tokens of an ASCII line between runs of ASCII whitespace.
+struct AsciiTokens<'a>(&'a [u8]);
+
+impl<'a> Iterator for AsciiTokens<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let start = self.0.iter().position(|b| !b.is_ascii_whitespace())?;
+        let rest = &self.0[start..];
+        let len = rest
+            .iter()
+            .position(u8::is_ascii_whitespace)
+            .unwrap_or(rest.len());
+        let (tok, tail) = rest.split_at(len);
+        self.0 = tail;
+        Some(tok)
+    }
+}
+
+/// A plain decimal integer (an optional sign, then digits) that fits an `i64`, as `str::parse`
+/// reads it; `None` for anything else, which [`number`] then reads.
+fn int(tok: &[u8]) -> Option<i64> {
+    let (negative, digits) = match tok {
+        [b'-', rest @ ..] => (true, rest),
+        [b'+', rest @ ..] => (false, rest),
+        _ => (false, tok),
+    };
+    if digits.is_empty() {
+        return None;
+    }
+    let mut v: i64 = 0;
+    for &b in digits {
+        let d = i64::from(b.wrapping_sub(b'0'));
+        if d > 9 {
+            return None;
+        }
+        v = v.checked_mul(10)?;
+        v = if negative {
+            v.checked_sub(d)?
+        } else {
+            v.checked_add(d)?
+        };
+    }
+    Some(v)
+}
+
 /// An SWF number: an integer, or a decimal rounded to the nearest integer (some logs carry
 /// fractional CPU times).
 fn number(tok: &str) -> Option<i64> {
@@ -384,6 +449,30 @@ fn number(tok: &str) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn integers_read_byte_by_byte_as_str_parse_reads_them() {
+        for tok in [
+            "0",
+            "-1",
+            "+7",
+            "28800",
+            "-",
+            "+",
+            "",
+            "1.5",
+            "1e3",
+            "--1",
+            "9223372036854775807",
+            "9223372036854775808",
+            "-9223372036854775808",
+            "-9223372036854775809",
+            "12a",
+            " 1",
+        ] {
+            assert_eq!(int(tok.as_bytes()), tok.parse::<i64>().ok(), "`{tok}`");
+        }
+    }
 
     const HEAD: &str = "; Version: 2.2\n; MaxNodes: 100\n; MaxProcs: 64\n";
 

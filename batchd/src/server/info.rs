@@ -49,6 +49,12 @@ pub fn handle(d: &Arc<Daemon>) -> Reply {
                 mem_per_node,
                 name: p.pool.name.clone(),
                 total: p.pool.nodes,
+                max_time: settings
+                    .config
+                    .pools
+                    .iter()
+                    .find(|c| c.name == p.pool.name)
+                    .and_then(|c| c.max_time.ms()),
                 allocated: p.pool.nodes - p.free() - reserved,
                 reserved,
                 node_list: hostlist::compress(&names),

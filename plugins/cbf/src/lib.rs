@@ -71,6 +71,13 @@ impl Policy for Cbf {
     fn plan(&mut self, snapshot: &Snapshot<'_>) -> Plan {
         self.book.plan(snapshot)
     }
+
+    /// The same book update as [`Cbf::plan`]; only the answer is smaller (the reservations
+    /// starting now and the earliest other one as the wake-up), so nothing is decided
+    /// differently.
+    fn plan_starts(&mut self, snapshot: &Snapshot<'_>) -> Plan {
+        self.book.plan_starts(snapshot)
+    }
 }
 
 impl NamedPolicy for Cbf {

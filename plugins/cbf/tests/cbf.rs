@@ -8,7 +8,7 @@ mod properties {
 
     use esched_cbf::Cbf;
     use proptest::prelude::*;
-    use sched_core::{JobId, Profile, Request, Shape, Snapshot, Time};
+    use sched_core::{JobId, Policy, Profile, Request, Shape, Snapshot, Time};
 
     use crate::replay::{pools, replay, strategy::workload};
 
@@ -162,6 +162,59 @@ mod properties {
             }
             // Queue order is submit order and never changes here: one build, then increments.
             prop_assert_eq!(cbf.counters().rebuilds, 1);
+        }
+
+        /// Asked only for what starts now (esim's calls), CBF answers at every call what its
+        /// whole plan reduced to its starts says, and a replay gives every job the same start.
+        /// `mix` switches between the two calls on the way.
+        #[test]
+        fn starts_only_answers_are_the_whole_plans_starts(
+            (sizes, jobs) in workload(40, 2),
+            mix in prop::collection::vec(any::<bool>(), 1..8),
+        ) {
+            let pools = pools(&sizes);
+            let mut whole = Cbf::new();
+            let expected = replay(&mut whole, &pools, &jobs, |_, _| {});
+            let mut mismatch: Option<String> = None;
+            let mut starts = StartsOnly { cbf: Cbf::new(), shadow: Cbf::new(), mix, call: 0, mismatch: None };
+            let out = replay(&mut starts, &pools, &jobs, |_, _| {});
+            if let Some(m) = starts.mismatch.take() {
+                mismatch = Some(m);
+            }
+            prop_assert!(mismatch.is_none(), "{}", mismatch.unwrap_or_default());
+            prop_assert_eq!(out.start, expected.start);
+            prop_assert_eq!(out.rejected, expected.rejected);
+        }
+    }
+
+    /// Calls `plan_starts` or `plan`, in the order `mix` repeats, and checks each answer
+    /// against a shadow policy's whole plan reduced to its starts.
+    struct StartsOnly {
+        cbf: Cbf,
+        shadow: Cbf,
+        mix: Vec<bool>,
+        call: usize,
+        mismatch: Option<String>,
+    }
+
+    impl Policy for StartsOnly {
+        fn plan(&mut self, snap: &Snapshot<'_>) -> sched_core::Plan {
+            let starts = self.mix[self.call % self.mix.len()];
+            self.call += 1;
+            let reference = self.shadow.plan(snap).starts_only(snap.now);
+            let got = if starts {
+                self.cbf.plan_starts(snap)
+            } else {
+                self.cbf.plan(snap)
+            };
+            let reduced = got.clone().starts_only(snap.now);
+            if self.mismatch.is_none() && reduced != reference {
+                self.mismatch = Some(format!(
+                    "at {}: got {reduced:?}\nwhole plan's {reference:?}",
+                    snap.now
+                ));
+            }
+            got
         }
     }
 }

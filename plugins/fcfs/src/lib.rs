@@ -14,8 +14,8 @@
 pub use esched_rigid_common::Counters;
 use esched_rigid_common::{book, Cluster, Job};
 use sched_core::{
-    JobId, JobReason, NamedPolicy, ParamError, Params, Pending, Placement, Plan, Policy, Request,
-    Snapshot, Time,
+    JobId, JobReason, NamedPolicy, ParamError, Params, Placement, Plan, Policy, Request, Snapshot,
+    Time,
 };
 
 /// First come, first served, with the whole planned schedule kept between calls.
@@ -75,15 +75,15 @@ impl Policy for Fcfs {
     }
 
     fn plan_starts(&mut self, snapshot: &Snapshot<'_>) -> Plan {
-        // A co-allocation deadline is judged against a job's planned start however deep in the
-        // queue it is, which only the whole plan knows.
-        let deadline =
-            |p: &Pending| matches!(&p.request, Request::CoAllocated(c) if c.deadline.is_some());
-        if snapshot.pending.iter().any(deadline) {
-            return self.plan(snapshot).starts_only(snapshot.now);
+        match starts_now(snapshot) {
+            Some(plan) => {
+                self.stale = true;
+                plan
+            }
+            // A co-allocation deadline is judged against a job's planned start however deep in
+            // the queue it is, which only the whole plan knows.
+            None => self.plan(snapshot).starts_only(snapshot.now),
         }
-        self.stale = true;
-        starts_now(snapshot)
     }
 }
 
@@ -95,16 +95,31 @@ impl Policy for Fcfs {
 /// behind). So a job starts now exactly when every valid job ahead of it starts now and it fits
 /// now in the profile of the running jobs and those; the first that does not has the earliest
 /// expected start of all, since the starts of the jobs behind it are no earlier. Pool choice
-/// and rejects are the book's (`Cluster::earliest`, `Job::of`).
-fn starts_now(snap: &Snapshot<'_>) -> Plan {
+/// and rejects are the book's (`Cluster::earliest`, `Job::of`). `None` when a job has a
+/// co-allocation deadline.
+///
+/// Behind the first job that waits, only rejects are looked for: the plain rigid requests
+/// that [`Job::of`] surely accepts are passed over without building their view, so that a long
+/// queue costs a glance per job per call.
+fn starts_now(snap: &Snapshot<'_>) -> Option<Plan> {
     let now = snap.now;
     let mut plan = Plan::default();
     let mut cluster = Cluster::new(snap.pools);
     for r in snap.running {
         cluster.add_holds(&r.holds, now, 1);
     }
+    let largest = snap.pools.iter().map(|p| p.nodes).max().unwrap_or(0);
     let mut blocked = false;
     for p in snap.pending {
+        match &p.request {
+            Request::Rigid(r)
+                if blocked && r.pool.is_none() && (1..=largest).contains(&r.nodes) =>
+            {
+                continue
+            }
+            Request::CoAllocated(c) if c.deadline.is_some() => return None,
+            _ => {}
+        }
         let (job, options) = match Job::view(p, &cluster.pools) {
             Ok(view) => view,
             Err(reason) => {
@@ -136,7 +151,7 @@ fn starts_now(snap: &Snapshot<'_>) -> Plan {
             }
         }
     }
-    plan
+    Some(plan)
 }
 
 impl NamedPolicy for Fcfs {

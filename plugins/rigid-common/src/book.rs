@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 
 use sched_core::idmap::IdMap;
 use sched_core::{
-    JobId, JobReason, Pending, Placement, Plan, Pool, PoolSteps, Snapshot, Step, Time,
+    JobId, JobReason, Pending, Placement, Plan, Pool, PoolSteps, Request, Snapshot, Step, Time,
 };
 
 use crate::common::{holds_end, same_holds_from, Cluster, FitHints, Job, Options};
@@ -142,13 +142,26 @@ impl Book {
 
     /// Updates the book from `snap` and answers with every queued job's reservation.
     pub fn plan(&mut self, snap: &Snapshot<'_>) -> Plan {
+        let plan = self.step(snap);
+        self.answer(plan, snap.now)
+    }
+
+    /// Updates the book from `snap` and answers with [`Book::plan`]'s answer reduced to what
+    /// starts now ([`Plan::starts_only`]), without building the placements it would drop.
+    pub fn plan_starts(&mut self, snap: &Snapshot<'_>) -> Plan {
+        let plan = self.step(snap);
+        self.answer_starts(plan, snap.now)
+    }
+
+    /// Updates the book from `snap`; the plan holds the rejects so far.
+    fn step(&mut self, snap: &Snapshot<'_>) -> Plan {
         self.call += 1;
         self.counters.calls += 1;
         let now = snap.now;
         let mut plan = Plan::default();
         if !self.cluster.same_pools(snap.pools) {
             self.rebuild(snap, &mut plan);
-            return self.answer(plan, now);
+            return plan;
         }
         self.cluster.forget_before(now);
         match self.update(snap, &mut plan) {
@@ -165,7 +178,7 @@ impl Book {
                 }
             }
         }
-        self.answer(plan, now)
+        plan
     }
 
     /// Applies the differences between the book and `snap`; says whether the order of the queue
@@ -252,15 +265,29 @@ impl Book {
             false
         });
 
+        // One walk along the book's queue beside the snapshot's: a job that is the book's next
+        // live entry needs no lookup, and the live entries the walk passes over are the jobs
+        // that left the queue (or, if one of them shows up later, the order changed).
         let mut new_jobs: Vec<(usize, Job, Options)> = Vec::new();
+        let mut vanished: Vec<usize> = Vec::new();
         let mut last_known: Option<u64> = None;
+        let mut cursor = 0;
         for (k, p) in snap.pending.iter().enumerate() {
-            let Some(&seq) = self.pos.get(&p.id) else {
-                match view(p, &self.cluster.pools) {
-                    Err(reason) => plan.rejects.push(JobReason { job: p.id, reason }),
-                    Ok((job, asked)) => new_jobs.push((k, job, asked)),
+            while self.queue.get(cursor).is_some_and(|e| e.gone) {
+                cursor += 1;
+            }
+            let seq = match self.queue.get(cursor) {
+                Some(e) if e.id == p.id => self.base + cursor as u64,
+                _ => {
+                    let Some(&seq) = self.pos.get(&p.id) else {
+                        match view(p, &self.cluster.pools) {
+                            Err(reason) => plan.rejects.push(JobReason { job: p.id, reason }),
+                            Ok((job, asked)) => new_jobs.push((k, job, asked)),
+                        }
+                        continue;
+                    };
+                    seq
                 }
-                continue;
             };
             // A known job behind a new one, or two known jobs swapped: the queue order changed
             // (a higher-priority arrival, a priority update). Incremental updates keep the old
@@ -270,27 +297,21 @@ impl Book {
             }
             last_known = Some(seq);
             let i = (seq - self.base) as usize;
+            vanished.extend((cursor..i).filter(|&j| !self.queue[j].gone));
+            cursor = cursor.max(i + 1);
             let e = &mut self.queue[i];
             e.seen = call;
             // A changed request or `--begin`, or a reservation that the driver did not start
             // when it was due: no incremental step repairs those without moving later jobs.
-            let same = match (view(p, &self.cluster.pools), &e.asked) {
-                (Ok((_, Some(now_asked))), Some(asked)) => now_asked == *asked,
-                (Ok((job, None)), None) => job == e.job,
-                _ => false,
-            };
-            if !same || e.slot.is_some_and(|(_, s)| s < now) {
+            if !same_request(p, e, &self.cluster.pools) || e.slot.is_some_and(|(_, s)| s < now) {
                 return Update::Rebuild;
             }
         }
-        for i in 0..self.queue.len() {
-            let e = &self.queue[i];
-            if e.gone || e.seen == call {
-                continue;
-            }
+        vanished.extend((cursor..self.queue.len()).filter(|&j| !self.queue[j].gone));
+        for i in vanished {
             // Vanished from the queue without being seen running: cancelled, or started by the
             // last plan and ended already. Its slot frees nodes; compress as at any end.
-            let id = e.id;
+            let id = self.queue[i].id;
             if let Some(entry) = self.take(id) {
                 if let Some((p, s)) = entry.slot {
                     self.cluster.add_job(p, s, &entry.job, now, -1);
@@ -650,6 +671,29 @@ impl Book {
         }
     }
 
+    /// [`Book::answer`] reduced as [`Plan::starts_only`] reduces it: the reservations
+    /// starting now, in queue order, and a wake-up at the earliest future one.
+    fn answer_starts(&self, mut plan: Plan, now: Time) -> Plan {
+        let mut wake: Option<Time> = None;
+        for e in self.queue.iter().filter(|e| !e.gone) {
+            let Some((p, start)) = e.slot else { continue };
+            if start > now {
+                if wake.is_none_or(|w| start < w) {
+                    wake = Some(start);
+                }
+                continue;
+            }
+            plan.placements.push(Placement {
+                job: e.id,
+                start,
+                shape: e.job.shape(self.cluster.pools[p].id),
+                claim_from: None,
+            });
+        }
+        plan.wake_at = wake;
+        plan
+    }
+
     /// Every reservation in queue order, and a wake-up at the earliest future one. The drivers
     /// call at every arrival and end, but a reservation may fall where nothing happens: at a
     /// job's `--begin` time, or at the old end of a job that has since moved earlier (the jobs
@@ -680,6 +724,25 @@ enum Update {
         compress: u32,
         new_jobs: Vec<(usize, Job, Options)>,
     },
+}
+
+/// Whether `p` asks for what `e` was planned as: its [`Job::view`] on `pools` (the pools the
+/// entry was planned on) is the entry's. A rigid request is compared field by field, without
+/// building the view: an unchanged one on unchanged pools passes the checks it passed when the
+/// entry was made, and its view is `Job::of`'s copy of its fields.
+fn same_request(p: &Pending, e: &Entry, pools: &[Pool]) -> bool {
+    if let (Request::Rigid(r), None) = (&p.request, &e.asked) {
+        let j = &e.job;
+        return !j.moldable
+            && j.deadline.is_none()
+            && (j.pool, j.nodes, j.walltime) == (r.pool, r.nodes, r.walltime)
+            && j.earliest == p.earliest_start.max(p.submit);
+    }
+    match (view(p, pools), &e.asked) {
+        (Ok((_, Some(now_asked))), Some(asked)) => now_asked == *asked,
+        (Ok((job, None)), None) => job == e.job,
+        _ => false,
+    }
 }
 
 /// How the book sees a pending job: [`Job::view`].

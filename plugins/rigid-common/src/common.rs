@@ -316,20 +316,8 @@ impl Cluster {
         from: Time,
         bound: Time,
     ) -> bool {
-        if from >= bound {
-            return false;
-        }
-        let used = &self.used[pool];
         let limit = i64::from(self.pools[pool].nodes) - i64::from(job.nodes);
-        // `from < bound ≤ start`, so `start ≥ 1`.
-        if used.value_at(start - 1) <= limit {
-            let free_from = used.last_above(from, start, limit).map_or(from, |(_, e)| e);
-            if free_from < bound {
-                return true;
-            }
-        }
-        used.earliest_fit_before(from, job.walltime, limit, bound)
-            .is_some()
+        self.used[pool].run_before(from, job.walltime, limit, bound, start)
     }
 
     /// The OAR rule for moldable jobs: among `options` (the rigid views of one request, see
@@ -522,6 +510,17 @@ pub fn same_holds_from(a: &[PoolSteps], b: &[PoolSteps], from: Time) -> bool {
                 (a < end && s.nodes > 0).then_some((ps.pool, a, end, s.nodes))
             })
         })
+    }
+    // The common case, one pool and one step each (a rigid job), without the iterators.
+    if let ([x], [y]) = (a, b) {
+        if let ([s], [t]) = (x.steps.as_slice(), y.steps.as_slice()) {
+            let seg = |ps: &PoolSteps, s: &Step| {
+                let end = ps.start.saturating_add(s.duration);
+                let a = ps.start.max(from);
+                (a < end && s.nodes > 0).then_some((ps.pool, a, end, s.nodes))
+            };
+            return seg(x, s) == seg(y, t);
+        }
     }
     segments(a, from).eq(segments(b, from))
 }

@@ -107,6 +107,37 @@ impl Flat {
         run.filter(|&t| t < bound)
     }
 
+    /// Whether a run where the profile stays `≤ limit` starts at some `t` in `[from, bound)`
+    /// and lasts `duration` or reaches `reach`; `from < bound ≤ reach`, `duration > 0`. One
+    /// scan, which stops at `bound` outside a run and at `reach` inside one.
+    pub(crate) fn run_before(
+        &self,
+        from: Time,
+        duration: Duration,
+        limit: i64,
+        bound: Time,
+        reach: Time,
+    ) -> bool {
+        let i = self.points.partition_point(|p| p.0 <= from);
+        let mut run = (self.value_before(i) <= limit).then_some(from);
+        for &(t, v) in &self.points[i..] {
+            if let Some(start) = run {
+                if t >= reach || t >= start.saturating_add(duration) {
+                    return true;
+                }
+                if v > limit {
+                    run = None;
+                }
+            } else if t >= bound {
+                return false;
+            } else if v <= limit {
+                run = Some(t);
+            }
+        }
+        // A run still open after the last point never ends.
+        run.is_some()
+    }
+
     /// Adds `delta` on `[t0, t1)` and restores normal form; `t0 < t1`, `delta ≠ 0`.
     pub(crate) fn add(&mut self, t0: Time, t1: Time, delta: i64) {
         debug_assert!(t0 < t1 && delta != 0);

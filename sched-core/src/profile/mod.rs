@@ -315,6 +315,40 @@ impl Profile {
         }
     }
 
+    /// Whether some `t` in `[from, bound)` starts a run where the profile stays `≤ limit` for
+    /// `duration`, or up to `reach` (`bound ≤ reach`). A backfilling policy asks it of a job
+    /// planned at `reach` with its own hold still counted: a window that runs into the job's
+    /// own slot fits once that hold is lifted (see `Cluster::could_start_before` in the rigid
+    /// policies). A zero duration fits at `from`.
+    pub fn run_before(
+        &self,
+        from: Time,
+        duration: Duration,
+        limit: i64,
+        bound: Time,
+        reach: Time,
+    ) -> bool {
+        debug_assert!(bound <= reach);
+        if from >= bound {
+            return false;
+        }
+        if duration == 0 {
+            return true;
+        }
+        match &self.repr {
+            Repr::Flat(f) => f.run_before(from, duration, limit, bound, reach),
+            // A run reaching `reach` needs the step before it free, and begins where the
+            // last step above the limit before it ends.
+            Repr::Tree(_) => {
+                (self.value_at(reach - 1) <= limit
+                    && self.last_above(from, reach, limit).map_or(from, |(_, e)| e) < bound)
+                    || self
+                        .earliest_fit_before(from, duration, limit, bound)
+                        .is_some()
+            }
+        }
+    }
+
     /// Drops every change point before `t`, keeping the value at `t`: the past is forgotten
     /// (the profile is 0 before `t`, and 0 everywhere after `forget_before(NEVER)`).
     pub fn forget_before(&mut self, t: Time) {

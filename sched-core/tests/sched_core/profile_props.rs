@@ -181,7 +181,44 @@ fn agree_on(tree: &Profile, naive: &NaiveProfile, q: &Query) {
             fit.filter(|&t| t < bound),
             "earliest_fit_before({t0}, {len}, {limit}, {bound})"
         );
+        for reach in [
+            bound,
+            bound.saturating_add(1),
+            bound.saturating_add(len / 2),
+            NEVER,
+        ] {
+            assert_eq!(
+                tree.run_before(t0, len, limit, bound, reach),
+                run_before_naive(naive, t0, len, limit, bound, reach),
+                "run_before({t0}, {len}, {limit}, {bound}, {reach})"
+            );
+        }
     }
+}
+
+/// [`Profile::run_before`] by brute force: a run starts at `from` or at a change point.
+fn run_before_naive(
+    naive: &NaiveProfile,
+    from: u64,
+    len: u64,
+    limit: i64,
+    bound: u64,
+    reach: u64,
+) -> bool {
+    if from >= bound {
+        return false;
+    }
+    if len == 0 {
+        return true;
+    }
+    std::iter::once(from)
+        .chain(
+            naive
+                .change_points()
+                .map(|p| p.0)
+                .filter(|&t| t > from && t < bound),
+        )
+        .any(|t| naive.max_over(t, t.saturating_add(len).min(reach)) <= limit)
 }
 
 fn agree(tree: &Profile, naive: &NaiveProfile, queries: &[Query]) {
