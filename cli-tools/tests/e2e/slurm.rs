@@ -688,7 +688,7 @@ fn signals_open_modes_requeue_and_nodes() {
     );
     let rows = c.ok(
         "equeue",
-        &["-h", "-j", &array.to_string(), "-o", "%i %j %l"],
+        &["-h", "-r", "-j", &array.to_string(), "-o", "%i %j %l"],
     );
     assert_eq!(
         rows,
