@@ -29,6 +29,24 @@ pub struct ArrayTask {
     /// The array's throttle.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub throttle: Option<u32>,
+    /// The array's task count, lowest and highest index, and step (the environment's
+    /// `SLURM_ARRAY_TASK_COUNT`, `_MIN`, `_MAX`, `_STEP`; see [`ArraySpec::span`]). A count of
+    /// 0: a task stored before they were kept (they are then not set).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub count: u64,
+    /// Lowest index of the array.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub min: u64,
+    /// Highest index of the array.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub max: u64,
+    /// The array's step.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub step: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl ArrayTask {
@@ -39,6 +57,38 @@ impl ArrayTask {
 }
 
 impl ArraySpec {
+    /// The task `index` of this array whose id is `array_id`, with the array's span.
+    pub fn task(&self, array_id: u64, index: u64) -> ArrayTask {
+        let (count, min, max, step) = self.span();
+        ArrayTask {
+            array_id,
+            index,
+            throttle: self.throttle,
+            count,
+            min,
+            max,
+            step,
+        }
+    }
+
+    /// Task count, lowest and highest index, and step: the common difference of the indices
+    /// when they are evenly spaced (`0-15:4` has 4), else 1, as for a single task.
+    pub fn span(&self) -> (u64, u64, u64, u64) {
+        let (min, max) = (
+            self.indices.first().copied().unwrap_or(0),
+            self.indices.last().copied().unwrap_or(0),
+        );
+        let step = match self.indices.as_slice() {
+            [a, b, rest @ ..]
+                if rest.is_empty() || self.indices.windows(2).all(|w| w[1] - w[0] == b - a) =>
+            {
+                b - a
+            }
+            _ => 1,
+        };
+        (self.indices.len() as u64, min, max, step)
+    }
+
     /// Parses sbatch's `--array` value: `0-15`, `1,3,5`, `0-15:4` (a step), any comma-joined
     /// mix, and an optional `%N` throttle at the end (`0-15%4`). Indices run from 0 to
     /// [`MAX_ARRAY_INDEX`]; the error is the reason, one line.
@@ -134,6 +184,15 @@ mod tests {
         assert_eq!(p("1,3,5-6").indices, [1, 3, 5, 6]);
         assert_eq!(p("0-15:4").indices, [0, 4, 8, 12]);
         assert_eq!(p("7,2,2").indices, [2, 7]);
+        assert_eq!(p("0-15:4").span(), (4, 0, 12, 4));
+        assert_eq!(p("3,5,7").span(), (3, 3, 7, 2));
+        assert_eq!(p("1,2,5").span(), (3, 1, 5, 1));
+        assert_eq!(p("9").span(), (1, 9, 9, 1));
+        let t = p("2-8:3%2").task(40, 5);
+        assert_eq!(
+            (t.count, t.min, t.max, t.step, t.throttle),
+            (3, 2, 8, 3, Some(2))
+        );
         for bad in [
             "", "a", "3-1", "0-1%0", "0-1%x", "0:2", "0-4:0", "0-1001", "-1",
         ] {
@@ -143,11 +202,7 @@ mod tests {
 
     #[test]
     fn job_refs() {
-        let t = ArrayTask {
-            array_id: 10,
-            index: 3,
-            throttle: None,
-        };
+        let t = ArraySpec::parse("0-3").unwrap().task(10, 3);
         let r = |s: &str| JobRef::parse(s).unwrap();
         assert!(r("10").matches(12, Some(&t)) && r("12").matches(12, Some(&t)));
         assert!(r("10_3").matches(12, Some(&t)) && !r("10_4").matches(12, Some(&t)));

@@ -81,7 +81,8 @@ pub mod field {
         PendingReason,
         StepStatus,
         MoldConfig,
-        crate::array::ArrayTask
+        crate::array::ArrayTask,
+        crate::signal::JobSignal
     );
 
     impl Field for String {
@@ -840,6 +841,25 @@ pub struct JobSpec {
     /// PENDING with the same id, as Slurm does.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub requeue: bool,
+    // Slurm's habits (issue 15, continued): signals before the limit, output open mode, and
+    // whether the job may be requeued by hand.
+    /// `--signal`: a signal sent this long before the time limit (see
+    /// [`crate::signal::JobSignal`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warn_signal: Option<crate::signal::JobSignal>,
+    /// `--open-mode=append`: the output files are appended to, not truncated (sbatch's
+    /// default is truncate).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub open_append: bool,
+    /// `--no-requeue` given explicitly: the job is never requeued, not even by
+    /// `econtrol requeue` (Slurm refuses it then too). Without either option esched's
+    /// default holds: a preempted job is not requeued, `econtrol requeue` may requeue it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_requeue: bool,
+    /// Set by batchd while `econtrol requeue` stops the running job (`Some(held)`), so that a
+    /// restart of batchd in between still requeues it; never in a submission.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requeue_by_hand: Option<bool>,
 }
 
 /// The umask of a job whose submission did not give one: output files readable by their
@@ -885,6 +905,10 @@ impl JobSpec {
             qos: None,
             deadline: None,
             requeue: false,
+            warn_signal: None,
+            open_append: false,
+            no_requeue: false,
+            requeue_by_hand: None,
         }
     }
 
@@ -997,6 +1021,18 @@ impl JobSpec {
                 "resources",
                 "-n/-c/--mem... size rigid jobs; a moldable or evolving job gives its nodes",
             );
+        }
+        if self.requeue_by_hand.is_some() {
+            return field("requeue_by_hand", "is set by batchd, not by a submission");
+        }
+        if self.requeue && self.no_requeue {
+            return field("requeue", "--requeue and --no-requeue exclude each other");
+        }
+        if self
+            .warn_signal
+            .is_some_and(|w| nix::sys::signal::Signal::try_from(w.signal).is_err())
+        {
+            return field("warn_signal", "not a signal");
         }
         for (what, v) in [("account", &self.account), ("qos", &self.qos)] {
             if v.as_ref()
@@ -1172,6 +1208,9 @@ job_info! {
         /// Quality of service (`-q`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub qos: Option<String>,
+        /// `--signal`: the signal sent before the time limit, and when.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub warn_signal: Option<crate::signal::JobSignal>,
     }
 }
 

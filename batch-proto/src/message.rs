@@ -82,6 +82,8 @@ pub enum Request {
     Done(DoneRequest),
     /// A job's latest view (`eview`).
     View(ViewRequest),
+    /// Put running or finished batch jobs back in the queue (`econtrol requeue`).
+    Requeue(RequeueRequest),
 }
 
 impl Request {
@@ -107,6 +109,7 @@ impl Request {
             Request::Request(_) => "request",
             Request::Done(_) => "done",
             Request::View(_) => "view",
+            Request::Requeue(_) => "requeue",
         }
     }
 }
@@ -266,6 +269,19 @@ pub struct HoldRequest {
 pub struct UnholdRequest {
     /// The jobs.
     pub ids: Vec<u64>,
+}
+
+/// Requeue jobs (`econtrol requeue`, `requeuehold`; Slurm's `scontrol requeue`): each
+/// running job is killed (as a cancel kills it) and, once its processes are gone, pending again
+/// with the same id; a finished job is pending again at once. Pending jobs and jobs submitted
+/// with `--no-requeue` are refused.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequeueRequest {
+    /// The jobs.
+    pub ids: Vec<u64>,
+    /// Requeue them held (`requeuehold`): they wait for `econtrol release`.
+    #[serde(default)]
+    pub hold: bool,
 }
 
 /// Change fields of a pending job (`econtrol update`); `None` leaves a field alone.
@@ -643,6 +659,7 @@ mod tests {
             array: None,
             account: None,
             qos: None,
+            warn_signal: None,
         }
     }
 

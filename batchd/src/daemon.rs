@@ -136,9 +136,23 @@ impl Daemon {
     /// Records the end of running job `id` as the supervisor reported it, stores it, removes
     /// the job's directory and asks for a policy run.
     pub async fn job_ended(&self, id: u64, status: Option<Status>) {
+        // A requeued job runs again with its id, so in the same directory: the old run's goes
+        // before the job is queued again, or it could be removed under the new run's feet.
+        let will_requeue = |core: &crate::core::Core| {
+            core.requeues.contains_key(&id)
+                || (core.preempted.contains_key(&id)
+                    && core.jobs.get(&id).is_some_and(|a| a.rec.spec.requeue))
+        };
+        let coming = will_requeue(&self.core());
+        let dir_removed = coming && self.remove_job_dir(id);
         let (rec, requeued) = {
             let mut core = self.core();
+            // A requeue decided since (rare): its directory goes now, still before the queue.
+            if !dir_removed && will_requeue(&core) {
+                self.remove_job_dir(id);
+            }
             let preempted = core.preempted.remove(&id);
+            let by_hand = core.take_requeue(id);
             let rec = core.finish(id, |r| {
                 apply_status(r, status.as_ref());
                 // Killed by the policy: whatever the process said, the job was preempted.
@@ -147,24 +161,24 @@ impl Daemon {
                     r.detail = Some(why.clone());
                 }
             });
-            match (rec, preempted) {
-                (Some(rec), Some(why)) if rec.spec.requeue => {
-                    core.requeue(rec.clone(), why);
-                    let pending = core.jobs.get(&id).map(|a| a.rec.clone());
-                    (pending, true)
+            match (rec, preempted, by_hand) {
+                // `econtrol requeue` asked for it, whatever ended the job meanwhile.
+                (Some(mut rec), _, Some(held)) => {
+                    rec.held = held;
+                    (Some(core.requeue(rec, "econtrol requeue".into())), true)
                 }
-                (rec, _) => (rec, false),
+                (Some(rec), Some(why), None) if rec.spec.requeue => {
+                    (Some(core.requeue(rec, why)), true)
+                }
+                (rec, _, _) => (rec, false),
             }
         };
         let Some(rec) = rec else { return };
         if requeued {
-            tracing::info!(job = id, "preempted job requeued");
+            tracing::info!(job = id, "job requeued");
             self.nodes_freed();
             if let Err(e) = self.store.commit(rec).await {
                 tracing::error!(job = id, "cannot store the requeue: {e}");
-            }
-            if let Err(e) = std::fs::remove_dir_all(self.job_dir(id)) {
-                tracing::debug!(job = id, "cannot remove job directory: {e}");
             }
             return;
         }
@@ -178,6 +192,17 @@ impl Daemon {
             }
             // The directory keeps the status file, so a restart records the end again.
             Err(e) => tracing::error!(job = id, "cannot store the end of the job: {e}"),
+        }
+    }
+
+    /// Removes job `id`'s directory; whether it is gone.
+    fn remove_job_dir(&self, id: u64) -> bool {
+        match std::fs::remove_dir_all(self.job_dir(id)) {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::debug!(job = id, "cannot remove job directory: {e}");
+                e.kind() == std::io::ErrorKind::NotFound
+            }
         }
     }
 

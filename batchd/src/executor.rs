@@ -71,6 +71,12 @@ fn slurm_variables(rec: &JobRecord) -> Vec<(&'static str, String)> {
         if let Some(n) = t.throttle {
             vars.push(("SLURM_ARRAY_TASK_THROTTLE", n.to_string()));
         }
+        if t.count > 0 {
+            vars.push(("SLURM_ARRAY_TASK_COUNT", t.count.to_string()));
+            vars.push(("SLURM_ARRAY_TASK_MIN", t.min.to_string()));
+            vars.push(("SLURM_ARRAY_TASK_MAX", t.max.to_string()));
+            vars.push(("SLURM_ARRAY_TASK_STEP", t.step.to_string()));
+        }
     }
     vars
 }
@@ -191,6 +197,8 @@ fn prepare(
         f.write_all(rec.spec.script.as_bytes())
             .map_err(|e| err("the script", e))?;
     }
+    let start = rec.start.unwrap_or_else(now_ms);
+    let deadline_ms = start.saturating_add(rec.time_limit());
     let launch = Launch {
         job_id: rec.id,
         name: rec.spec.name.clone(),
@@ -208,13 +216,19 @@ fn prepare(
             &rec.stderr,
             rec,
         ),
-        deadline_ms: rec
-            .start
-            .unwrap_or_else(now_ms)
-            .saturating_add(rec.time_limit()),
+        deadline_ms,
         grace_ms,
         umask: rec.spec.effective_umask(),
         components: component_environments(rec, components),
+        warn: rec.spec.warn_signal.map(|w| crate::launch::Warn {
+            signal: w.signal,
+            // A limit shorter than the notice: at the start, as soon as can be.
+            at_ms: deadline_ms
+                .saturating_sub(u64::from(w.before) * 1000)
+                .max(start),
+            batch_only: w.batch_only,
+        }),
+        append: rec.spec.open_append,
     };
     write_json(&dir.join(files::LAUNCH), &launch).map_err(|e| err("launch.json", e))
 }

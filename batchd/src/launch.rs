@@ -74,6 +74,24 @@ pub struct Launch {
     /// component, all processes started together; empty for every other job (one process).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub components: Vec<Vec<(String, String)>>,
+    /// `--signal`: the signal to send before the time limit, and to whom.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warn: Option<Warn>,
+    /// `--open-mode=append`: the output files are appended to rather than truncated.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub append: bool,
+}
+
+/// A signal the supervisor sends before the time limit (sbatch's `--signal`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Warn {
+    /// The signal's number.
+    pub signal: i32,
+    /// When, ms since the epoch (the deadline less the job's `@SECONDS`, not before the
+    /// start).
+    pub at_ms: u64,
+    /// The batch shell only (`B:`); else every process of the job but the batch shell.
+    pub batch_only: bool,
 }
 
 fn default_umask() -> u32 {

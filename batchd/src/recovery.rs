@@ -81,23 +81,36 @@ pub fn restore(core: &mut Core, loaded: Loaded, state_dir: &Path) -> Recovered {
             JobState::Running if never_started(&dir) => {
                 tracing::warn!(job = id, "batchd stopped before the job's supervisor started; the job is back in the queue");
                 let _ = std::fs::remove_dir_all(&dir);
-                let rec = requeue(rec);
+                let mut rec = requeue(rec);
+                // A requeue by hand on its way: held if it was `requeuehold`.
+                if let Some(held) = rec.spec.requeue_by_hand.take() {
+                    rec.held = held;
+                }
                 out.requeued.push(rec.clone());
                 core.insert(Active { rec, run: None });
                 out.pending += 1;
             }
-            _ => match core.adopt(rec, dir.clone(), read_saved(&dir), now_ms()) {
-                Ok(()) => out.adopted.push(id),
-                Err(lost) => {
-                    let (mut rec, why) = *lost;
-                    tracing::error!(job = id, "cannot re-attach the running job: {why}");
-                    rec.state = JobState::Failed;
-                    rec.end = Some(now_ms());
-                    rec.detail = Some(format!("lost at daemon restart: {why}"));
-                    core.finished.insert(id, JobState::Failed);
-                    out.lost.push(rec);
+            _ => {
+                // `econtrol requeue` was stopping it: its end still requeues it.
+                let by_hand = rec.spec.requeue_by_hand;
+                match core.adopt(rec, dir.clone(), read_saved(&dir), now_ms()) {
+                    Ok(()) => {
+                        if let Some(held) = by_hand {
+                            core.requeues.insert(id, held);
+                        }
+                        out.adopted.push(id)
+                    }
+                    Err(lost) => {
+                        let (mut rec, why) = *lost;
+                        tracing::error!(job = id, "cannot re-attach the running job: {why}");
+                        rec.state = JobState::Failed;
+                        rec.end = Some(now_ms());
+                        rec.detail = Some(format!("lost at daemon restart: {why}"));
+                        core.finished.insert(id, JobState::Failed);
+                        out.lost.push(rec);
+                    }
                 }
-            },
+            }
         }
     }
     out
@@ -166,5 +179,26 @@ mod tests {
         assert_eq!(core.pools[0].free(), 2);
         assert_eq!(core.snapshot(10, 0).pending.len(), 1);
         assert!(!state.path().join("jobs").join("2").exists());
+    }
+
+    #[test]
+    fn a_requeue_by_hand_on_its_way_survives_a_restart() {
+        let state = tempfile::tempdir().unwrap();
+        let d1 = state.path().join("jobs").join("1");
+        std::fs::create_dir_all(&d1).unwrap();
+        std::fs::write(d1.join(files::SUPERVISOR_PID), "999999").unwrap();
+        let mut r = running(1, "debug[001-002]");
+        r.state = JobState::Completing;
+        r.spec.requeue_by_hand = Some(true);
+        let mut core = Core::new([("debug", 4)]);
+        let loaded = crate::store::Loaded {
+            active: vec![r],
+            finished: Default::default(),
+            next_id: 2,
+            unreadable: vec![],
+        };
+        let out = restore(&mut core, loaded, state.path());
+        assert_eq!(out.adopted, vec![1]);
+        assert_eq!(core.take_requeue(1), Some(true));
     }
 }

@@ -1,9 +1,9 @@
 //! The per-job supervisor, run as `batchd supervise JOBDIR` (Slurm's slurmstepd in small).
 //!
 //! The daemon starts it in a session of its own, so it outlives a restart (or a `kill -9`) of
-//! the daemon. It forks the job into another session and process group, enforces the time
-//! limit (SIGTERM to the job's group, SIGKILL after the grace period, a line in the job's
-//! stderr), turns a SIGTERM of its own into a cancel of the job, and records the outcome in
+//! the daemon. It forks the job into another session and process group, sends `--signal`'s
+//! signal before the time limit, enforces the limit (SIGTERM to the job's group, SIGKILL
+//! after the grace period, a line in the job's stderr), turns a SIGTERM of its own into a cancel of the job, and records the outcome in
 //! `status.json` for whichever daemon is running when the job ends.
 
 use std::fs::{File, OpenOptions};
@@ -159,6 +159,18 @@ pub fn supervise(job_dir: &Path) -> i32 {
         });
     }
 
+    if let Some(w) = launch.warn {
+        let outcome = Arc::clone(&outcome);
+        let groups = Arc::clone(&groups);
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(w.at_ms.saturating_sub(now_ms())));
+            // A job already told to stop (cancel, time limit) gets no notice.
+            if outcome.load(Ordering::SeqCst) == NONE {
+                warn_job(&groups, w.signal, w.batch_only);
+            }
+        });
+    }
+
     // The job ends when every component's process has; its status is the first component's
     // that failed, else the last one's.
     let mut status: Option<std::process::ExitStatus> = None;
@@ -199,6 +211,50 @@ pub fn supervise(job_dir: &Path) -> i32 {
             1
         }
     }
+}
+
+/// Sends `--signal`'s `signal` to the job: to each batch shell (the process the supervisor
+/// started, leader of its group) with `batch_only`, else to every other process of the
+/// groups (sbatch signals the job steps but not the batch shell; here the processes the
+/// script started stand for the steps).
+fn warn_job(groups: &[Pid], signal: i32, batch_only: bool) {
+    let Ok(sig) = Signal::try_from(signal) else {
+        eprintln!("batchd supervise: --signal {signal} is not a signal");
+        return;
+    };
+    if batch_only {
+        for &shell in groups {
+            let _ = kill(shell, sig);
+        }
+        return;
+    }
+    for pid in group_members(groups) {
+        let _ = kill(pid, sig);
+    }
+}
+
+/// The processes whose process group is one of `groups`, the groups' leaders left out.
+fn group_members(groups: &[Pid]) -> Vec<Pid> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| !groups.iter().any(|g| g.as_raw() == pid))
+        .filter(|&pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|stat| process_group(&stat))
+                .is_some_and(|pgrp| groups.iter().any(|g| g.as_raw() == pgrp))
+        })
+        .map(Pid::from_raw)
+        .collect()
+}
+
+/// The process group in a `/proc/PID/stat` line: the third field after the command name,
+/// which ends at the last `)` (a name may hold spaces and parentheses).
+fn process_group(stat: &str) -> Option<i32> {
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(2)?.parse().ok()
 }
 
 /// Records a job that could not be started.
@@ -245,12 +301,14 @@ fn note(stderr: &File, line: &str) {
 }
 
 /// Opens an output file (created 0666 less the submitter's umask, which is in force while the
-/// supervisor opens it: a umask of 077 keeps it private, as with sbatch; truncated).
-fn open_output(path: &Path) -> Result<File, String> {
+/// supervisor opens it: a umask of 077 keeps it private, as with sbatch; truncated, or
+/// appended to with `--open-mode=append`).
+fn open_output(path: &Path, append: bool) -> Result<File, String> {
     OpenOptions::new()
         .write(true)
         .create(true)
-        .truncate(true)
+        .truncate(!append)
+        .append(append)
         .mode(0o666)
         .open(path)
         .map_err(|e| format!("cannot open output file {}: {e}", path.display()))
@@ -323,13 +381,13 @@ fn spawn_job(
             uid,
             gid,
             || -> Result<(File, File), String> {
-                let stdout = open_output(&l.stdout)?;
+                let stdout = open_output(&l.stdout, l.append)?;
                 let stderr = if l.stderr == l.stdout {
                     stdout
                         .try_clone()
                         .map_err(|e| format!("cannot duplicate output file: {e}"))?
                 } else {
-                    open_output(&l.stderr)?
+                    open_output(&l.stderr, l.append)?
                 };
                 Ok((stdout, stderr))
             },
@@ -387,4 +445,24 @@ fn spawn_job(
         )
     })?;
     Ok((child, notes, kept))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_process_group_is_read_after_the_command_name() {
+        assert_eq!(process_group("42 (sh) S 1 42 42 0 -1"), Some(42));
+        assert_eq!(process_group("43 (a) b (c)) R 42 40 40 0"), Some(40));
+        assert_eq!(process_group("garbage"), None);
+    }
+
+    #[test]
+    fn our_own_group_has_us_unless_we_lead_it() {
+        let me = nix::unistd::getpid();
+        let group = nix::unistd::getpgrp();
+        let members = group_members(&[group]);
+        assert_eq!(members.contains(&me), me != group);
+    }
 }

@@ -115,5 +115,6 @@ pub fn job_view<'a>(
         array: rec.spec.array_task.as_deref().copied(),
         account: rec.spec.account.as_deref(),
         qos: rec.spec.qos.as_deref(),
+        warn_signal: rec.spec.warn_signal,
     }
 }

@@ -141,6 +141,9 @@ pub struct Core {
     pub claims: HashMap<u64, Vec<(usize, Vec<NodeId>)>>,
     /// Running jobs the policy killed, with its reason: their end is PREEMPTED (or a requeue).
     pub preempted: HashMap<u64, String>,
+    /// Running jobs `econtrol requeue` is stopping: at their end they are pending again with
+    /// their id (held if the value is true, `requeuehold`).
+    pub requeues: HashMap<u64, bool>,
     /// The latest plan's views (CooRM's CAPs), by job: what `eview` shows and launchers are
     /// sent.
     pub views: HashMap<u64, coorm::JobView>,
@@ -204,6 +207,7 @@ impl Core {
             running: BTreeSet::new(),
             claims: HashMap::new(),
             preempted: HashMap::new(),
+            requeues: HashMap::new(),
             views: HashMap::new(),
         }
     }
@@ -788,9 +792,10 @@ impl Core {
             .collect()
     }
 
-    /// Puts preempted job `rec` (just finished) back in the queue with its id, as Slurm's
-    /// requeue does: pending again, its run's fields cleared, the reason kept in `detail`.
-    pub fn requeue(&mut self, mut rec: JobRecord, why: String) {
+    /// Puts job `rec` (just finished: preempted, or requeued by hand) back in the queue with
+    /// its id, as Slurm's requeue does: pending again (held if `rec.held`), its run's fields
+    /// cleared, the reason kept in `detail`. Returns the record as queued.
+    pub fn requeue(&mut self, mut rec: JobRecord, why: String) -> JobRecord {
         rec.state = JobState::Pending;
         rec.start = None;
         rec.end = None;
@@ -801,8 +806,51 @@ impl Core {
         rec.nodes = 0;
         rec.shape = None;
         rec.detail = Some(format!("requeued: {why}"));
+        rec.spec.requeue_by_hand = None;
         self.finished.remove(&rec.id);
-        self.insert(Active { rec, run: None });
+        self.insert(Active {
+            rec: rec.clone(),
+            run: None,
+        });
+        rec
+    }
+
+    /// Starts a requeue of running job `id` by hand (`econtrol requeue`, `held` for
+    /// `requeuehold`): the job is COMPLETING while its supervisor stops it as for a cancel,
+    /// and pending again at its end ([`Core::take_requeue`]). Returns its record to store and
+    /// whether a stop must be sent (not when one is on its way already).
+    pub fn start_requeue(&mut self, id: u64, held: bool) -> Option<(JobRecord, bool)> {
+        let a = self.jobs.get_mut(&id)?;
+        let run = a.run.as_mut()?;
+        let send = !run.cancelling;
+        run.cancelling = true;
+        a.rec.state = JobState::Completing;
+        // Stored with the record: a restart of batchd before the job's end still requeues it.
+        a.rec.spec.requeue_by_hand = Some(held);
+        let rec = a.rec.clone();
+        self.requeues.insert(id, held);
+        Some((rec, send))
+    }
+
+    /// Whether job `id` (just ended) was being requeued by hand; `Some(held)` if so.
+    pub fn take_requeue(&mut self, id: u64) -> Option<bool> {
+        self.requeues.remove(&id)
+    }
+
+    /// Drops a requeue by hand of job `id` on its way (a cancel came after it); the record to
+    /// store if there was one.
+    pub fn drop_requeue(&mut self, id: u64) -> Option<JobRecord> {
+        self.requeues.remove(&id)?;
+        let a = self.jobs.get_mut(&id)?;
+        a.rec.spec.requeue_by_hand = None;
+        Some(a.rec.clone())
+    }
+
+    /// Puts finished job `rec` back in the queue with its id (`econtrol requeue` of a finished
+    /// job), held if `held`; its run's fields cleared, as [`Core::requeue`].
+    pub fn requeue_finished(&mut self, mut rec: JobRecord, held: bool, why: String) -> JobRecord {
+        rec.held = held;
+        self.requeue(rec, why)
     }
 
     /// Re-attaches a running job found in the database at start-up (`now`) to its nodes.
@@ -1022,6 +1070,47 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_requeue_by_hand_stops_the_job_then_queues_it_with_its_id() {
+        let mut c = core_with(4);
+        add(&mut c, rec(1));
+        c.start(1, &Shape::rigid(PoolId(0), 2, 1000), 0, PathBuf::new())
+            .unwrap();
+        let (r, send) = c.start_requeue(1, true).unwrap();
+        assert_eq!(r.state, JobState::Completing);
+        assert!(send);
+        // Asked twice: the stop is on its way already.
+        assert!(!c.start_requeue(1, true).unwrap().1);
+        // A pending job holds no nodes to stop.
+        add(&mut c, rec(2));
+        assert!(c.start_requeue(2, false).is_none());
+        assert_eq!(c.take_requeue(1), Some(true));
+        assert_eq!(c.take_requeue(1), None);
+        let mut done = c.finish(1, |r| r.state = JobState::Cancelled).unwrap();
+        assert_eq!(
+            done.spec.requeue_by_hand,
+            Some(true),
+            "stored for a restart"
+        );
+        assert_eq!(c.pools[0].free(), 4);
+        done.held = true;
+        let q = c.requeue(done, "econtrol requeue".into());
+        assert_eq!((q.id, q.state, q.held), (1, JobState::Pending, true));
+        assert_eq!(q.spec.requeue_by_hand, None);
+        assert_eq!(c.reason_of(0, 1), Some(PendingReason::Held));
+        // A finished job straight back in the queue.
+        c.finished.insert(9, JobState::Completed);
+        let mut old = rec(9);
+        old.state = JobState::Completed;
+        old.exit_code = Some(0);
+        let q = c.requeue_finished(old, false, "econtrol requeue".into());
+        assert_eq!(
+            (q.state, q.exit_code, q.held),
+            (JobState::Pending, None, false)
+        );
+        assert_eq!(c.state_of(9), Some(JobState::Pending));
+    }
+
     fn two_pools() -> Core {
         Core::new([("a", 4), ("b", 4)])
     }
@@ -1145,8 +1234,9 @@ mod tests {
         // A requeue puts it back with its id, pending, its run forgotten.
         let why = c.preempted.remove(&1).unwrap();
         let r = c.finish(1, |r| r.state = JobState::Preempted).unwrap();
-        c.requeue(r, why);
+        let queued = c.requeue(r, why);
         let a = &c.jobs[&1];
+        assert_eq!(queued, a.rec);
         assert_eq!(a.rec.state, JobState::Pending);
         assert!(a.rec.start.is_none() && a.rec.node_list.is_none() && a.run.is_none());
         assert_eq!(a.rec.detail.as_deref(), Some("requeued: for job 3"));

@@ -70,6 +70,15 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: CancelRequest) -> Rep
             .map(|a| a.rec.id)
             .collect();
         for id in selected {
+            // A cancel overrides a requeue on its way: the job ends CANCELLED.
+            if req.signal.is_none()
+                && core
+                    .jobs
+                    .get(&id)
+                    .is_some_and(|a| caller.may_touch(a.rec.uid))
+            {
+                core.drop_requeue(id);
+            }
             let Some(a) = core.jobs.get_mut(&id) else {
                 continue;
             };
@@ -133,7 +142,7 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: CancelRequest) -> Rep
 
 /// Signals a running job; a job started a moment ago may not have its pid files yet, so a
 /// few short retries cover the supervisor's start.
-async fn send(d: &Arc<Daemon>, id: u64, sig: Option<i32>) -> Result<(), String> {
+pub(super) async fn send(d: &Arc<Daemon>, id: u64, sig: Option<i32>) -> Result<(), String> {
     let mut last = String::new();
     for _ in 0..50 {
         let session = d

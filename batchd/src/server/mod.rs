@@ -19,6 +19,7 @@ mod info;
 mod list;
 mod reconfigure;
 mod release_nodes;
+mod requeue;
 mod session;
 mod show;
 mod submit;
@@ -448,6 +449,7 @@ async fn dispatch(d: &Arc<Daemon>, caller: &Caller, req: Request) -> Reply {
         Request::Acct(r) => acct::handle(d, r).await,
         Request::ReleaseNodes(r) => release_nodes::handle(d, caller, r).await,
         Request::View(r) => session::view(d, r),
+        Request::Requeue(r) => requeue::handle(d, caller, r).await,
         Request::Subscribe(_)
         | Request::ListClustersInfo(_)
         | Request::ListInterClusterInfo(_)

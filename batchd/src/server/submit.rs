@@ -3,8 +3,7 @@
 use std::sync::Arc;
 
 use batch_proto::{
-    ArrayTask, Dependency, ErrorKind, ErrorReply, JobShape, JobSpec, Response, SubmitRequest,
-    TestOnlyReply,
+    Dependency, ErrorKind, ErrorReply, JobShape, JobSpec, Response, SubmitRequest, TestOnlyReply,
 };
 
 use super::{internal, Caller, Reply};
@@ -199,11 +198,7 @@ fn array_records(
         .zip(first..)
         .map(|(&index, id)| {
             let mut task = spec.clone();
-            task.array_task = Some(Box::new(ArrayTask {
-                array_id: first,
-                index,
-                throttle: array.throttle,
-            }));
+            task.array_task = Some(Box::new(array.task(first, index)));
             JobRecord::submitted(id, caller.uid, caller.gid, &caller.user, task, now)
         })
         .collect()

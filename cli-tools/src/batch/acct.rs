@@ -579,6 +579,7 @@ mod tests {
             array: None,
             account: None,
             qos: None,
+            warn_signal: None,
         }
     }
 

@@ -4,14 +4,15 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use batch_proto::{
-    ClientError, HoldRequest, InfoRequest, JobInfo, JobShape, ListRequest, ReconfigureRequest,
-    Request, Response, ShowJobRequest, StepStatus, UnholdRequest, UpdateRequest, VersionRequest,
+    ClientError, ClusterInfo, HoldRequest, InfoRequest, JobInfo, JobShape, ListRequest, NodeState,
+    ReconfigureRequest, Request, RequeueRequest, Response, ShowJobRequest, StepStatus,
+    UnholdRequest, UpdateRequest, VersionRequest,
 };
 use clap::{Parser, Subcommand};
 use sched_core::time::Time;
 use sched_core::Step;
 
-use super::cli::{connect, now_ms, parse_ids, print_out, resolve_ids};
+use super::cli::{connect, now_ms, print_out, resolve_ids};
 use super::format::{reason, time_used};
 use super::time::{
     format_opt_timestamp, format_sacct_duration, format_timestamp, local_zone, parse_begin,
@@ -40,12 +41,12 @@ pub struct ControlCli {
 /// econtrol's verbs.
 #[derive(Subcommand, Debug)]
 pub enum ControlCommand {
-    /// Show a job (`show job [ID]`), the pools (`show pools [NAME]`), or a host list one name
-    /// a line (`show hostnames LIST`, as scontrol; LIST defaults to $SLURM_JOB_NODELIST, then
-    /// $ESCHED_NODELIST).
+    /// Show a job (`show job [ID]`), the pools (`show pools [NAME]`), nodes (`show node
+    /// [NAME or LIST]`), or a host list one name a line (`show hostnames LIST`, as scontrol;
+    /// LIST defaults to $SLURM_JOB_NODELIST, then $ESCHED_NODELIST).
     Show {
         /// `job` or `pools`.
-        #[arg(value_parser = ["job", "jobs", "pool", "pools", "partition", "partitions", "hostnames"])]
+        #[arg(value_parser = ["job", "jobs", "pool", "pools", "partition", "partitions", "hostnames", "node", "nodes"])]
         entity: String,
         /// The job id or pool name (all queued jobs or all pools when omitted).
         id: Option<String>,
@@ -63,8 +64,22 @@ pub enum ControlCommand {
         #[arg(required = true)]
         ids: Vec<String>,
     },
+    /// Requeue running or finished batch jobs: killed if running, then pending again with
+    /// the same id (`requeue ID[,ID...]`, as scontrol).
+    Requeue {
+        /// Job ids (`ID`, `ID_N`, comma-separated or several).
+        #[arg(required = true)]
+        ids: Vec<String>,
+    },
+    /// Requeue jobs held: as `requeue`, then they wait for `econtrol release`.
+    #[command(name = "requeuehold")]
+    RequeueHold {
+        /// Job ids.
+        #[arg(required = true)]
+        ids: Vec<String>,
+    },
     /// Change a pending job: `update JobId=N [Name=..] [TimeLimit=..] [NumNodes=..]
-    /// [StartTime=..] [Priority=..]`.
+    /// [StartTime=..] [Priority=..]` (JobId=ID_N: an array task; an array's ID: every task).
     Update {
         /// `Key=Value` pairs.
         #[arg(required = true)]
@@ -76,16 +91,32 @@ pub enum ControlCommand {
     Version,
 }
 
-/// Parses `update`'s `Key=Value` pairs (keys in any case, as scontrol).
+/// Parses `update`'s `Key=Value` pairs (keys in any case, as scontrol). `JobId=` may name an
+/// array task (`ID_N`) or a whole array (`ID`): the request's `id` is then the one given, and
+/// [`update_targets`] finds the jobs it names.
 pub fn parse_update(pairs: &[String], now: Time, zone: &Zone) -> anyhow::Result<UpdateRequest> {
+    parse_update_ref(pairs, now, zone).map(|(_, req)| req)
+}
+
+/// [`parse_update`], with the `JobId=` value as given.
+fn parse_update_ref(
+    pairs: &[String],
+    now: Time,
+    zone: &Zone,
+) -> anyhow::Result<(String, UpdateRequest)> {
     let mut req = UpdateRequest::default();
     let mut id = None;
+    let mut job = String::new();
     for p in pairs {
         let (k, v) = p
             .split_once('=')
             .ok_or_else(|| anyhow::anyhow!("Invalid input: {p} (expected Key=Value)"))?;
         match k.to_ascii_lowercase().as_str() {
-            "jobid" => id = Some(parse_ids(&[v.to_string()])?.first().copied().unwrap_or(0)),
+            "jobid" => {
+                let (ids, tasks) = super::cli::parse_refs(&[v.to_string()])?;
+                id = ids.first().or(tasks.first().map(|(a, _)| a)).copied();
+                job = v.to_string();
+            }
             "name" | "jobname" => req.name = Some(v.to_string()),
             "timelimit" => match parse_time_limit(v)? {
                 TimeLimit::Limited(d) => req.time_limit = Some(d),
@@ -108,7 +139,7 @@ pub fn parse_update(pairs: &[String], now: Time, zone: &Zone) -> anyhow::Result<
     req.id = id
         .filter(|i| *i > 0)
         .ok_or_else(|| anyhow::anyhow!("No job id specified (JobId=N)"))?;
-    Ok(req)
+    Ok((job, req))
 }
 
 /// A duration in seconds as `esubmit --profile` reads it. A scheduled EP's step may be expanded
@@ -152,6 +183,54 @@ pub fn step_line(st: &StepStatus, zone: &Zone) -> String {
         s.push_str(list);
     }
     s
+}
+
+/// The nodes `name` names (one node, or a host list; all of them when `None`), each with its
+/// pool, in scontrol's `show node` layout: `NodeName=`, CPUs (`CPUTot=` the pool's
+/// `cpus_per_node`; every CPU is allocated with the node, since nodes are whole),
+/// `RealMemory=` (the pool's `mem_per_node`, 1 when it has none, Slurm's default), `State=`
+/// and the job on it.
+pub fn show_nodes(info: &ClusterInfo, name: Option<&str>) -> anyhow::Result<String> {
+    let wanted: Option<Vec<String>> = match name {
+        None => None,
+        Some(n) => Some(
+            batch_proto::hostlist::expand(n).map_err(|_| anyhow::anyhow!("Node {n} not found"))?,
+        ),
+    };
+    let mut out = String::new();
+    let mut found = Vec::new();
+    for p in &info.pools {
+        for node in &p.nodes {
+            if wanted.as_ref().is_some_and(|w| !w.contains(&node.name)) {
+                continue;
+            }
+            found.push(node.name.clone());
+            let held = node.state == NodeState::Allocated;
+            let mem = p.mem_per_node.unwrap_or(1);
+            let state = match node.state {
+                NodeState::Idle => "IDLE",
+                NodeState::Allocated => "ALLOCATED",
+                NodeState::Reserved => "RESERVED",
+            };
+            out.push_str(&format!(
+                "NodeName={}\n   CPUAlloc={} CPUTot={}\n   RealMemory={mem} AllocMem={}\n   \
+                 State={state} Partitions={}\n   JobId={}\n\n",
+                node.name,
+                if held { p.cpus_per_node } else { 0 },
+                p.cpus_per_node,
+                if held { mem } else { 0 },
+                p.name,
+                node.job
+                    .map_or_else(|| "(null)".to_string(), |j| j.to_string()),
+            ));
+        }
+    }
+    if let Some(w) = wanted {
+        if let Some(missing) = w.iter().find(|n| !found.contains(n)) {
+            anyhow::bail!("Node {missing} not found");
+        }
+    }
+    Ok(out)
 }
 
 /// A job in scontrol's `Key=Value` layout.
@@ -257,6 +336,10 @@ pub fn show_job(j: &JobInfo, now: Time, zone: &Zone) -> String {
         j.nodes,
         shape,
     );
+    if let Some(w) = &j.warn_signal {
+        // sbatch's own syntax, so that it reads as it was given (`B:USR1@90`).
+        s.push_str(&format!("   Signal={w}\n"));
+    }
     if let Some(c) = &j.chosen {
         // Before the start, what the latest plan expects; after, what the job runs with.
         let key = if j.state == batch_proto::JobState::Pending {
@@ -302,12 +385,25 @@ fn acted(verb: &str, resp: Response) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// `requeue` and `requeuehold` of the jobs `values` name (an array's id: every task).
+fn requeue(
+    client: &mut batch_proto::Client,
+    values: &[String],
+    hold: bool,
+) -> anyhow::Result<ExitCode> {
+    let ids = resolve_ids(client, values, true)?;
+    acted(
+        "requeue",
+        client.request(&Request::Requeue(RequeueRequest { ids, hold }))?,
+    )
+}
+
 /// econtrol.
 pub fn run(cli: ControlCli) -> anyhow::Result<ExitCode> {
     let now = now_ms();
     // Bad arguments are reported before touching the daemon.
     let update = match &cli.command {
-        ControlCommand::Update { pairs } => Some(parse_update(pairs, now, &local_zone())?),
+        ControlCommand::Update { pairs } => Some(parse_update_ref(pairs, now, &local_zone())?),
         _ => None,
     };
     if let ControlCommand::Show { entity, id } = &cli.command {
@@ -349,6 +445,39 @@ pub fn run(cli: ControlCli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        ControlCommand::Show { entity, id } if entity.starts_with("node") => {
+            match client.request(&Request::Info(InfoRequest {}))? {
+                Response::Info(info) => {
+                    let text = show_nodes(&info, id.as_deref())?;
+                    if cli.json {
+                        let nodes: Vec<serde_json::Value> = info
+                            .pools
+                            .iter()
+                            .flat_map(|p| {
+                                p.nodes.iter().map(move |n| {
+                                    serde_json::json!({
+                                        "name": n.name, "state": n.state, "job": n.job,
+                                        "pool": p.name, "cpus": p.cpus_per_node,
+                                        "mem": p.mem_per_node,
+                                    })
+                                })
+                            })
+                            .filter(|v| {
+                                // The nodes the text shows.
+                                v["name"]
+                                    .as_str()
+                                    .is_some_and(|n| text.contains(&format!("NodeName={n}\n")))
+                            })
+                            .collect();
+                        print_out(&(serde_json::to_string_pretty(&nodes)? + "\n"))?;
+                    } else {
+                        print_out(&text)?;
+                    }
+                    Ok(ExitCode::SUCCESS)
+                }
+                other => Err(ClientError::unexpected("info", &other).into()),
+            }
+        }
         ControlCommand::Show { id, .. } => match client.request(&Request::Info(InfoRequest {}))? {
             Response::Info(mut info) => {
                 if let Some(name) = id {
@@ -385,9 +514,20 @@ pub fn run(cli: ControlCli) -> anyhow::Result<ExitCode> {
                 client.request(&Request::Unhold(UnholdRequest { ids }))?,
             )
         }
+        ControlCommand::Requeue { ids } => requeue(&mut client, &ids, false),
+        ControlCommand::RequeueHold { ids } => requeue(&mut client, &ids, true),
         ControlCommand::Update { .. } => {
-            let req = update.ok_or_else(|| anyhow::anyhow!("internal: update not parsed"))?;
-            acted("update", client.request(&Request::Update(req))?)
+            let (job, req) =
+                update.ok_or_else(|| anyhow::anyhow!("internal: update not parsed"))?;
+            // `JobId=ID_N` is that task, `JobId=ID` of an array every task, as scontrol.
+            let mut code = ExitCode::SUCCESS;
+            for id in resolve_ids(&mut client, &[job], false)? {
+                let req = UpdateRequest { id, ..req.clone() };
+                if acted("update", client.request(&Request::Update(req))?)? != ExitCode::SUCCESS {
+                    code = ExitCode::from(1);
+                }
+            }
+            Ok(code)
         }
         ControlCommand::Reconfigure => {
             match client.request(&Request::Reconfigure(ReconfigureRequest {}))? {
@@ -451,6 +591,10 @@ mod tests {
         assert!(parse_update(&p(&["JobId=1", "Colour=red"]), 0, &z).is_err());
         assert!(parse_update(&p(&["JobId=1", "TimeLimit=soon"]), 0, &z).is_err());
         assert!(parse_update(&p(&["JobId"]), 0, &z).is_err());
+        // An array task: the array's id, the task resolved once connected.
+        let (job, r) = parse_update_ref(&p(&["JobId=5_2", "Name=x"]), 0, &z).unwrap();
+        assert_eq!((job.as_str(), r.id), ("5_2", 5));
+        assert!(parse_update(&p(&["JobId=5_x"]), 0, &z).is_err());
     }
 
     fn held_job() -> JobInfo {
@@ -490,6 +634,7 @@ mod tests {
             array: None,
             account: None,
             qos: None,
+            warn_signal: None,
         }
     }
 

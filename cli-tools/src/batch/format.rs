@@ -743,6 +743,7 @@ pub(super) mod tests {
             array: None,
             account: None,
             qos: None,
+            warn_signal: None,
         }
     }
 

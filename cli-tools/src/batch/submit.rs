@@ -141,6 +141,15 @@ pub struct SubmitOpts {
     /// Not supported (batchd sends no mail): refused rather than ignored.
     #[arg(long = "mail-user", value_name = "USER", hide = true)]
     pub mail_user: Option<String>,
+    // Slurm's habits, continued: signals before the limit and the output files' open mode.
+    /// [{R|B}:]SIG[@SECONDS]: send SIG (a name or number) SECONDS (0-65535, default 60)
+    /// before the time limit; B: the batch shell only, else the script's processes but not
+    /// the batch shell. The job is still killed at its limit.
+    #[arg(long, value_name = "[B:]SIG[@SECONDS]")]
+    pub signal: Option<String>,
+    /// append|truncate (the default): how the output files are opened.
+    #[arg(long = "open-mode", value_name = "MODE")]
+    pub open_mode: Option<String>,
 }
 
 /// `esubmit`'s command line.
@@ -151,7 +160,9 @@ pub struct SubmitOpts {
     about = "Submit a batch script to batchd (like sbatch)",
     after_help = "Options may also be given as '#ESUB' lines at the top of the script and \
                   through ESUB_PARTITION, ESUB_TIMELIMIT, ESUB_JOB_NAME, ESUB_OUTPUT, \
-                  ESUB_ERROR, ESUB_HOLD, ESUB_EXPORT; the command line beats the environment, \
+                  ESUB_ERROR, ESUB_HOLD, ESUB_EXPORT, ESUB_SIGNAL, ESUB_OPEN_MODE, ESUB_ACCOUNT, \
+                  ESUB_QOS, ESUB_ARRAY_INX, ESUB_REQUEUE, ESUB_NO_REQUEUE, ESUB_EXCLUSIVE, \
+                  ESUB_WAIT; the command line beats the environment, \
                   which beats the script. Slurm's '#SBATCH' lines and SBATCH_* variables are read \
                   too; an '#ESUB' line or ESUB_* variable wins over its Slurm spelling."
 )]
@@ -233,7 +244,7 @@ enum Origin {
 
 /// The Slurm spelling of each of [`ENV_VARS`] (`ESUB_X` is `SBATCH_X`, read when `ESUB_X` is
 /// not set, so an environment set up for sbatch keeps working).
-const SBATCH_ENV_VARS: [&str; 7] = [
+const SBATCH_ENV_VARS: [&str; 15] = [
     "SBATCH_PARTITION",
     "SBATCH_TIMELIMIT",
     "SBATCH_JOB_NAME",
@@ -241,10 +252,18 @@ const SBATCH_ENV_VARS: [&str; 7] = [
     "SBATCH_ERROR",
     "SBATCH_HOLD",
     "SBATCH_EXPORT",
+    "SBATCH_SIGNAL",
+    "SBATCH_OPEN_MODE",
+    "SBATCH_ACCOUNT",
+    "SBATCH_QOS",
+    "SBATCH_ARRAY_INX",
+    "SBATCH_REQUEUE",
+    "SBATCH_NO_REQUEUE",
+    "SBATCH_EXCLUSIVE",
 ];
 
 /// The environment variables esubmit reads, and the option each sets.
-pub const ENV_VARS: [&str; 7] = [
+pub const ENV_VARS: [&str; 15] = [
     "ESUB_PARTITION",
     "ESUB_TIMELIMIT",
     "ESUB_JOB_NAME",
@@ -252,6 +271,14 @@ pub const ENV_VARS: [&str; 7] = [
     "ESUB_ERROR",
     "ESUB_HOLD",
     "ESUB_EXPORT",
+    "ESUB_SIGNAL",
+    "ESUB_OPEN_MODE",
+    "ESUB_ACCOUNT",
+    "ESUB_QOS",
+    "ESUB_ARRAY_INX",
+    "ESUB_REQUEUE",
+    "ESUB_NO_REQUEUE",
+    "ESUB_EXCLUSIVE",
 ];
 
 /// A resolved submission: the job as batchd receives it (batch-proto's [`JobSpec`], the one
@@ -369,6 +396,8 @@ impl SubmitOpts {
             qos,
             mail_type,
             mail_user,
+            signal,
+            open_mode,
         } = self;
         SubmitOpts {
             nodes: nodes.or(other.nodes),
@@ -413,6 +442,8 @@ impl SubmitOpts {
             qos: qos.or(other.qos),
             mail_type: mail_type.or(other.mail_type),
             mail_user: mail_user.or(other.mail_user),
+            signal: signal.or(other.signal),
+            open_mode: open_mode.or(other.open_mode),
         }
     }
 
@@ -502,13 +533,54 @@ impl SubmitOpts {
         let deadline = pick(&self.deadline, None, &s.deadline)
             .map(|(v, o)| parse_deadline(&v, ctx.now, ctx.zone).map_err(|e| sourced(o, e)))
             .transpose()?;
-        // The command line's choice wins over the script's, either way.
-        let requeue = if self.requeue || self.no_requeue {
-            self.requeue
+        // The command line's choice wins over the environment's, which wins over the
+        // script's, either way: `Some(true)` requeue, `Some(false)` an explicit --no-requeue.
+        let requeue_choice = if self.requeue || self.no_requeue {
+            Some(self.requeue)
+        } else if env_val("ESUB_REQUEUE").is_some() {
+            Some(true)
+        } else if env_val("ESUB_NO_REQUEUE").is_some() {
+            Some(false)
+        } else if s.requeue || s.no_requeue {
+            Some(s.requeue)
         } else {
-            s.requeue
+            None
         };
-        let array = pick(&self.array, None, &s.array)
+        let requeue = requeue_choice == Some(true);
+        let no_requeue = requeue_choice == Some(false);
+        let warn_signal = pick(&self.signal, Some("ESUB_SIGNAL"), &s.signal)
+            .map(|(v, o)| {
+                batch_proto::signal::JobSignal::parse(&v).map_err(|reason| {
+                    sourced(
+                        o,
+                        SpecError::Invalid {
+                            what: "--signal",
+                            input: v.clone(),
+                            reason,
+                        },
+                    )
+                })
+            })
+            .transpose()?;
+        let open_append = match pick(&self.open_mode, Some("ESUB_OPEN_MODE"), &s.open_mode) {
+            None => false,
+            Some((v, o)) => match v.trim().to_ascii_lowercase().as_str() {
+                // sbatch takes any prefix of either word ("a", "t", "app").
+                m if !m.is_empty() && "append".starts_with(m) => true,
+                m if !m.is_empty() && "truncate".starts_with(m) => false,
+                _ => {
+                    return Err(sourced(
+                        o,
+                        SpecError::Invalid {
+                            what: "--open-mode",
+                            input: v.clone(),
+                            reason: "expected append or truncate".into(),
+                        },
+                    ))
+                }
+            },
+        };
+        let array = pick(&self.array, Some("ESUB_ARRAY_INX"), &s.array)
             .map(|(v, o)| {
                 batch_proto::ArraySpec::parse(&v).map_err(|reason| {
                     sourced(
@@ -580,10 +652,10 @@ impl SubmitOpts {
             ntasks_per_node: count("tasks per node", &self.ntasks_per_node, &s.ntasks_per_node)?,
             mem_per_node: size("memory size", &self.mem, &s.mem)?,
             mem_per_cpu: size("memory size", &self.mem_per_cpu, &s.mem_per_cpu)?,
-            exclusive: self.exclusive || s.exclusive,
+            exclusive: self.exclusive || env_val("ESUB_EXCLUSIVE").is_some() || s.exclusive,
         };
-        let account = pick(&self.account, None, &s.account).map(|(v, _)| v);
-        let qos = pick(&self.qos, None, &s.qos).map(|(v, _)| v);
+        let account = pick(&self.account, Some("ESUB_ACCOUNT"), &s.account).map(|(v, _)| v);
+        let qos = pick(&self.qos, Some("ESUB_QOS"), &s.qos).map(|(v, _)| v);
         let conflict = |reason: &str| SpecError::Conflict(reason.to_string());
         let moldable_model =
             match (model, range) {
@@ -706,6 +778,10 @@ impl SubmitOpts {
             qos,
             deadline,
             requeue,
+            warn_signal,
+            open_append,
+            no_requeue,
+            requeue_by_hand: None,
         };
         Ok(Submission {
             job,
@@ -901,7 +977,11 @@ pub fn run(cli: SubmitCli) -> anyhow::Result<ExitCode> {
             } else {
                 print_out(&format!("Submitted batch job {id}\n"))?;
             }
-            if cli.wait {
+            // SBATCH_WAIT: any value, as sbatch reads it.
+            let wait_env = ["ESUB_WAIT", "SBATCH_WAIT"]
+                .iter()
+                .any(|w| env.iter().any(|(k, _)| k == w));
+            if cli.wait || wait_env {
                 return wait_for(&mut client, id);
             }
         }
@@ -1152,6 +1232,67 @@ mod tests {
         );
         assert!(resolve(&cli(&["-n", "0", "job.sh"]), "#!/bin/sh\n", &[]).is_err());
         assert!(resolve(&cli(&["--mem", "4X", "job.sh"]), "#!/bin/sh\n", &[]).is_err());
+    }
+
+    #[test]
+    fn signal_open_mode_and_requeue_choices_from_every_source() {
+        let s = resolve(
+            &cli(&["--signal=B:USR1@90", "--open-mode=append", "job.sh"]),
+            "#!/bin/sh\n",
+            &[],
+        )
+        .unwrap();
+        let w = s.warn_signal.unwrap();
+        assert_eq!((w.signal, w.before, w.batch_only), (10, 90, true));
+        assert!(s.open_append && !s.requeue && !s.no_requeue);
+        let script = "#!/bin/sh\n#SBATCH --signal=TERM --open-mode=a --no-requeue\n";
+        let s = resolve(&cli(&["job.sh"]), script, &[]).unwrap();
+        assert_eq!(s.warn_signal.map(|w| (w.signal, w.before)), Some((15, 60)));
+        assert!(s.open_append && s.no_requeue && !s.requeue);
+        // The environment beats the script, the command line the environment.
+        let env = [
+            ("SBATCH_SIGNAL", "USR2@5"),
+            ("SBATCH_OPEN_MODE", "truncate"),
+            ("SBATCH_REQUEUE", "1"),
+            ("SBATCH_ACCOUNT", "proj"),
+            ("SBATCH_QOS", "low"),
+            ("SBATCH_ARRAY_INX", "1-3"),
+        ];
+        let s = resolve(&cli(&["job.sh"]), script, &env).unwrap();
+        assert_eq!(s.warn_signal.map(|w| w.before), Some(5));
+        assert!(!s.open_append && s.requeue && !s.no_requeue);
+        assert_eq!(
+            (s.account.as_deref(), s.qos.as_deref()),
+            (Some("proj"), Some("low"))
+        );
+        assert_eq!(s.array.map(|a| a.indices), Some(vec![1, 2, 3]));
+        let s = resolve(&cli(&["--no-requeue", "job.sh"]), "#!/bin/sh\n", &env).unwrap();
+        assert!(s.no_requeue && !s.requeue);
+        let s = resolve(
+            &cli(&["job.sh"]),
+            "#!/bin/sh\n",
+            &[("SBATCH_EXCLUSIVE", "")],
+        )
+        .unwrap();
+        assert!(s.resources.is_none(), "--exclusive changes nothing");
+        for (args, env, want) in [
+            (
+                &["--signal=USR1@99999", "job.sh"][..],
+                &[][..],
+                "invalid --signal 'USR1@99999'",
+            ),
+            (&["--open-mode=x", "job.sh"], &[], "invalid --open-mode 'x'"),
+            (
+                &["job.sh"],
+                &[("SBATCH_SIGNAL", "HUP@x")],
+                "(from SBATCH_SIGNAL)",
+            ),
+        ] {
+            let e = resolve(&cli(args), "#!/bin/sh\n", env)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want) && !e.contains('\n'), "{args:?}: {e}");
+        }
     }
 
     #[test]

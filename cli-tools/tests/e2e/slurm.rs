@@ -450,3 +450,260 @@ fn wait_hostnames_and_allocations() {
         all
     );
 }
+
+#[test]
+fn signals_open_modes_requeue_and_nodes() {
+    // A second pool whose nodes have 4 CPUs and 8 GiB each, for `show node`.
+    let mut c = Cluster::start_with(
+        2,
+        "cbf",
+        "\n[[pool]]\nname = \"big\"\nnodes = 2\ncpus_per_node = 4\nmem_per_node = 8192\n",
+    );
+
+    // --signal=B:SIG@SECONDS from an #SBATCH line: the batch shell gets USR1 two seconds
+    // before its 4-second limit, and is still killed at the limit.
+    c.script(
+        "warned.sh",
+        "#!/bin/sh\n#SBATCH --signal=B:USR1@2 -t 0:04 -p debug\n\
+         trap 'date +%s%3N > \"$SLURM_SUBMIT_DIR/warned-$SLURM_JOB_ID\"' USR1\n\
+         while :; do sleep 0.1; done\n",
+    );
+    let warned = c.submit(&["warned.sh"]);
+    let show = c.ok("econtrol", &["show", "job", &warned.to_string()]);
+    assert!(show.contains("\n   Signal=B:USR1@2\n"), "{show}");
+    // Without B: every process of the job but the batch shell: the child's trap runs and
+    // the shell, which has none (USR1 would kill it), finishes the job normally.
+    let steps = c.submit(&[
+        "--signal=USR1@3",
+        "-t",
+        "0:06",
+        "-p",
+        "debug",
+        "--wrap",
+        "sh -c 'trap \"echo child > child-$SLURM_JOB_ID; exit 0\" USR1; \
+         while :; do sleep 0.1; done' & wait; echo shell > shell-$SLURM_JOB_ID",
+    ]);
+    let j = c.wait_state(warned, JobState::Timeout);
+    let at: u64 = std::fs::read_to_string(c.work.join(format!("warned-{warned}")))
+        .unwrap_or_else(|e| panic!("the trap did not run: {e}; work has {:?}", ls(&c)))
+        .trim()
+        .parse()
+        .expect("a time in ms");
+    let (start, end) = (j.start_time.unwrap_or(0), j.end_time.unwrap_or(0));
+    assert!(
+        start <= at && at < end,
+        "signalled at {at}, run {start}..{end}"
+    );
+    c.wait_state(steps, JobState::Completed);
+    for (file, text) in [("child", "child"), ("shell", "shell")] {
+        let got =
+            std::fs::read_to_string(c.work.join(format!("{file}-{steps}"))).unwrap_or_default();
+        assert_eq!(got.trim(), text, "{file}; work has {:?}", ls(&c));
+    }
+    for (args, wanted) in [
+        (
+            &["--signal=USR1@65536"][..],
+            "'@65536' is not a number of seconds from 0 to 65535",
+        ),
+        (&["--signal=NOPE"], "'NOPE' is not a signal"),
+        (&["--signal=X:USR1"], "'X:' is not a flag"),
+        (&["--open-mode=sometimes"], "expected append or truncate"),
+    ] {
+        let mut all = args.to_vec();
+        all.extend(["--wrap", "true"]);
+        refused(&c, "esubmit", &all, wanted);
+    }
+
+    // --open-mode: append keeps what the file had, truncate (the default) does not.
+    let same = |mode: &[&str], text: &str| {
+        let mut args = vec!["-W", "-o", "same.txt"];
+        args.extend_from_slice(mode);
+        let cmd = format!("echo {text}");
+        args.extend(["--wrap", cmd.as_str()]);
+        c.ok("esubmit", &args);
+        std::fs::read_to_string(c.work.join("same.txt")).unwrap_or_default()
+    };
+    assert_eq!(same(&[], "one"), "one\n");
+    assert_eq!(same(&["--open-mode=append"], "two"), "one\ntwo\n");
+    assert_eq!(same(&[], "three"), "three\n");
+    assert_eq!(same(&["--open-mode", "append"], "four"), "three\nfour\n");
+    assert_eq!(same(&["--open-mode=truncate"], "five"), "five\n");
+
+    // econtrol requeue: a running job is killed and runs again with its id; with
+    // --open-mode=append its output keeps both runs.
+    let again = c.submit(&[
+        "-p",
+        "big",
+        "-o",
+        "again.txt",
+        "--open-mode=append",
+        "--wrap",
+        "echo run $SLURM_JOB_ID; sleep 30",
+    ]);
+    let out = c.work.join("again.txt");
+    let runs = || {
+        std::fs::read_to_string(&out)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| *l == format!("run {again}"))
+            .count()
+    };
+    c.wait_until("the first run's output", || runs() == 1);
+    let a = again.to_string();
+
+    // show node: the job's node is allocated with all its CPUs and memory.
+    let node = c.ok("econtrol", &["show", "node", "big001"]);
+    assert_eq!(
+        node,
+        format!(
+            "NodeName=big001\n   CPUAlloc=4 CPUTot=4\n   RealMemory=8192 AllocMem=8192\n   \
+             State=ALLOCATED Partitions=big\n   JobId={again}\n\n"
+        )
+    );
+    let all = c.ok("econtrol", &["show", "nodes"]);
+    let names: Vec<&str> = all
+        .lines()
+        .filter_map(|l| l.strip_prefix("NodeName="))
+        .collect();
+    assert_eq!(names, ["debug001", "debug002", "big001", "big002"], "{all}");
+    assert!(
+        all.contains("NodeName=big002\n   CPUAlloc=0 CPUTot=4\n   RealMemory=8192 AllocMem=0\n   State=IDLE Partitions=big\n   JobId=(null)\n"),
+        "{all}"
+    );
+    assert!(
+        all.contains("NodeName=debug001\n   CPUAlloc=0 CPUTot=1\n   RealMemory=1 "),
+        "{all}"
+    );
+    refused(
+        &c,
+        "econtrol",
+        &["show", "node", "nosuch"],
+        "Node nosuch not found",
+    );
+    refused(
+        &c,
+        "econtrol",
+        &["show", "node", "big[001-003]"],
+        "Node big003 not found",
+    );
+
+    c.ok("econtrol", &["requeue", &a]);
+    c.wait_until("the second run's output", || runs() == 2);
+    let j = c.wait_state(again, JobState::Running);
+    assert_eq!(j.id, again);
+    c.ok("ecancel", &[&a]);
+    c.wait_state(again, JobState::Cancelled);
+
+    // A requeue on its way when batchd dies (the job ignores SIGTERM, so it lives until the
+    // SIGKILL of the grace period) still happens after the restart.
+    let stubborn = c.submit(&[
+        "-p",
+        "big",
+        "-o",
+        "stubborn.txt",
+        "--open-mode=append",
+        "--wrap",
+        "trap '' TERM; echo run; sleep 30",
+    ]);
+    let stubborn_out = c.work.join("stubborn.txt");
+    let lines = || {
+        std::fs::read_to_string(&stubborn_out)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| *l == "run")
+            .count()
+    };
+    c.wait_until("the stubborn job's first run", || lines() == 1);
+    c.ok("econtrol", &["requeue", &stubborn.to_string()]);
+    c.kill9();
+    c.launch();
+    c.wait_until("the stubborn job's second run", || lines() == 2);
+    assert_eq!(c.wait_state(stubborn, JobState::Running).id, stubborn);
+    c.ok("ecancel", &[&stubborn.to_string()]);
+    c.wait_state(stubborn, JobState::Cancelled);
+
+    // A finished job: `requeuehold` puts it back held, kept across a daemon restart.
+    c.ok("econtrol", &["requeuehold", &a]);
+    let j = c.wait_state(again, JobState::Pending);
+    assert!(j.held, "{j:?}");
+    c.kill9();
+    c.launch();
+    let j = c.wait_state(again, JobState::Pending);
+    assert!(j.held && j.id == again, "{j:?}");
+    assert_eq!(
+        c.ok("equeue", &["-h", "-j", &a, "-o", "%i %T %r"]),
+        format!("{again} PENDING Held\n")
+    );
+
+    // Slurm's refusals: a pending job, an unknown id, a job submitted with --no-requeue.
+    refused(&c, "econtrol", &["requeue", &a], "Job is pending execution");
+    refused(
+        &c,
+        "econtrol",
+        &["requeue", "999999"],
+        "Invalid job id specified",
+    );
+    let never = c.submit(&["--no-requeue", "-W", "--wrap", "true"]);
+    refused(
+        &c,
+        "econtrol",
+        &["requeue", &never.to_string()],
+        "Requested operation is presently disabled",
+    );
+    c.ok("econtrol", &["release", &a]);
+    c.wait_until("the third run's output", || runs() == 3);
+    c.ok("ecancel", &[&a]);
+
+    // SBATCH_* inputs through the real tool; an array's span in its tasks' environment;
+    // `econtrol update JobId=ID_N` changes that task, `JobId=ID` every task.
+    let out = c
+        .tool("esubmit")
+        .env("SBATCH_ARRAY_INX", "0-6:3")
+        .env("SBATCH_ACCOUNT", "proj")
+        .env("SBATCH_SIGNAL", "USR2@7")
+        .env("SBATCH_HOLD", "1")
+        .args([
+            "--parsable",
+            "-p",
+            "debug",
+            "--wrap",
+            "echo $SLURM_ARRAY_TASK_COUNT $SLURM_ARRAY_TASK_MIN $SLURM_ARRAY_TASK_MAX \
+             $SLURM_ARRAY_TASK_STEP > span-$SLURM_ARRAY_TASK_ID",
+        ])
+        .output()
+        .expect("esubmit");
+    let array: u64 = texts(&out).0.trim().parse().expect("job id");
+    let show = c.ok("econtrol", &["show", "job", &format!("{array}_3")]);
+    assert!(
+        show.contains(" Account=proj ") && show.contains("\n   Signal=USR2@7\n"),
+        "{show}"
+    );
+    c.ok(
+        "econtrol",
+        &["update", &format!("JobId={array}_3"), "Name=middle"],
+    );
+    c.ok(
+        "econtrol",
+        &["update", &format!("JobId={array}"), "TimeLimit=2"],
+    );
+    let rows = c.ok(
+        "equeue",
+        &["-h", "-r", "-j", &array.to_string(), "-o", "%i %j %l"],
+    );
+    assert_eq!(
+        rows,
+        format!("{array}_0 wrap 2:00\n{array}_3 middle 2:00\n{array}_6 wrap 2:00\n")
+    );
+    refused(
+        &c,
+        "econtrol",
+        &["update", &format!("JobId={array}_4"), "Name=x"],
+        &format!("Invalid job id specified: {array}_4"),
+    );
+    c.ok("econtrol", &["release", &array.to_string()]);
+    for (k, task) in [0, 3, 6].into_iter().enumerate() {
+        c.wait_state(array + k as u64, JobState::Completed);
+        let got = std::fs::read_to_string(c.work.join(format!("span-{task}"))).unwrap_or_default();
+        assert_eq!(got.trim(), "3 0 6 3", "task {task}");
+    }
+}

@@ -1,0 +1,158 @@
+//! `Requeue` (`econtrol requeue`, `requeuehold`; Slurm's `scontrol requeue`): a running batch
+//! job is stopped as a cancel stops it and, once its processes are gone, is pending again
+//! with its id (`Core::start_requeue`, the end in `Daemon::job_ended`); a finished one is
+//! pending again at once. Pending jobs, launcher sessions and jobs submitted with
+//! `--no-requeue` are refused, with Slurm's words.
+
+use std::sync::Arc;
+
+use batch_proto::{ActionReport, ErrorKind, JobFailure, JobState, RequeueRequest, Response};
+
+use super::{internal, Caller, Reply};
+use crate::daemon::Daemon;
+use crate::record::JobRecord;
+
+/// Why `rec` cannot be requeued by `caller`, if it cannot.
+fn refusal(caller: &Caller, rec: &JobRecord) -> Option<JobFailure> {
+    let id = rec.id;
+    let fail = |kind, message: String| Some(JobFailure { id, kind, message });
+    if !caller.may_touch(rec.uid) {
+        return fail(
+            ErrorKind::PermissionDenied,
+            format!("Access/permission denied for job {id}"),
+        );
+    }
+    if crate::core::coorm::is_session(rec) {
+        return fail(
+            ErrorKind::InvalidState,
+            format!("job {id} is a launcher session, not a batch job"),
+        );
+    }
+    if rec.spec.no_requeue {
+        // Slurm's ESLURM_DISABLED, for a job submitted with --no-requeue.
+        return fail(
+            ErrorKind::InvalidState,
+            format!("Requested operation is presently disabled for job {id} (submitted with --no-requeue)"),
+        );
+    }
+    if rec.state == JobState::Pending {
+        return fail(
+            ErrorKind::InvalidState,
+            format!("Job is pending execution: {id}"),
+        );
+    }
+    None
+}
+
+pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: RequeueRequest) -> Reply {
+    let mut report = ActionReport::default();
+    let mut stop = Vec::new();
+    let mut finished = Vec::new();
+    let mut stored = Vec::new();
+    {
+        let mut core = d.core();
+        for id in req.ids {
+            let Some(a) = core.jobs.get(&id) else {
+                if core.state_of(id).is_some() {
+                    finished.push(id);
+                } else {
+                    report.failed.push(JobFailure {
+                        id,
+                        kind: ErrorKind::InvalidJobId,
+                        message: format!("Invalid job id specified: {id}"),
+                    });
+                }
+                continue;
+            };
+            if let Some(f) = refusal(caller, &a.rec) {
+                report.failed.push(f);
+                continue;
+            }
+            if a.run.as_ref().is_some_and(|r| r.cancelling) && !core.requeues.contains_key(&id) {
+                report.failed.push(JobFailure {
+                    id,
+                    kind: ErrorKind::InvalidState,
+                    message: format!("Job/step already completing or completed: {id}"),
+                });
+                continue;
+            }
+            match core.start_requeue(id, req.hold) {
+                Some((rec, send)) => {
+                    stored.push(rec);
+                    if send {
+                        stop.push(id);
+                    } else {
+                        report.done.push(id);
+                    }
+                }
+                None => report.failed.push(JobFailure {
+                    id,
+                    kind: ErrorKind::InvalidState,
+                    message: format!("job {id} holds no nodes yet"),
+                }),
+            }
+        }
+    }
+    // The requeue is durable before it is acknowledged or the job stopped: a batchd that dies
+    // meanwhile still requeues the job when it finds it again.
+    for rec in stored {
+        if let Err(e) = d.store.commit(rec).await {
+            return internal(e);
+        }
+    }
+    for id in finished {
+        let rec = match d.store.read(move |c| crate::store::job_by_id(c, id)).await {
+            Ok(Some(rec)) => rec,
+            Ok(None) => {
+                report.failed.push(JobFailure {
+                    id,
+                    kind: ErrorKind::InvalidJobId,
+                    message: format!("Invalid job id specified: {id}"),
+                });
+                continue;
+            }
+            Err(e) => return internal(e),
+        };
+        if let Some(f) = refusal(caller, &rec) {
+            report.failed.push(f);
+            continue;
+        }
+        let queued = {
+            let mut core = d.core();
+            // Requeued meanwhile by another request: not twice.
+            if core.jobs.contains_key(&id) {
+                None
+            } else {
+                Some(core.requeue_finished(rec, req.hold, "econtrol requeue".into()))
+            }
+        };
+        match queued {
+            Some(rec) => {
+                if let Err(e) = d.store.commit(rec).await {
+                    return internal(e);
+                }
+                report.done.push(id);
+            }
+            None => report.failed.push(JobFailure {
+                id,
+                kind: ErrorKind::InvalidState,
+                message: format!("Job is pending execution: {id}"),
+            }),
+        }
+    }
+    for id in stop {
+        match super::cancel::send(d, id, None).await {
+            Ok(()) => report.done.push(id),
+            Err(message) => report.failed.push(JobFailure {
+                id,
+                kind: ErrorKind::Internal,
+                message,
+            }),
+        }
+    }
+    report.done.sort_unstable();
+    if !report.done.is_empty() {
+        d.reschedule();
+    }
+    Response::Acted(report).into()
+}
