@@ -240,7 +240,10 @@ fn a_launcher_follows_its_view_changes_its_request_and_starts_on_its_nodes() {
     assert_eq!(listed[0].node_list.as_deref(), Some("a[001-003]"));
 
     // `done`: the nodes stay busy for the fair-start delay, then the job is COMPLETED.
-    l.done().unwrap();
+    let report = l.done().unwrap();
+    // Both ends counted the session's frames alike (the message volume of §IV-D's Fig. 8).
+    assert_eq!(report.consistent(), Some(true), "{report:?}");
+    assert!(report.launcher.frames_received >= 5 && report.done_ack_bytes > 4);
     assert_eq!(c.show(job).state, JobState::Completing);
     let end = c.wait_state(job, JobState::Completed);
     let t = end.end_time.unwrap();
