@@ -187,7 +187,11 @@ pub fn links_changed(d: &Daemon, old: &Config, new: &Config) {
         }
         let (a, b) = (pool_links(old, pools), pool_links(new, pools));
         let mut names: Vec<String> = Vec::new();
-        for l in a.iter().filter(|l| !b.contains(l)).chain(b.iter().filter(|l| !a.contains(l))) {
+        for l in a
+            .iter()
+            .filter(|l| !b.contains(l))
+            .chain(b.iter().filter(|l| !a.contains(l)))
+        {
             for n in [&l.a, &l.b] {
                 if !names.contains(n) {
                     names.push(n.clone());
@@ -205,7 +209,7 @@ pub fn links_changed(d: &Daemon, old: &Config, new: &Config) {
                 cap: None,
             })
             .collect();
-        (!changes.is_empty()).then(|| Response::ChangeNotify(ChangeNotify { job, now, changes }))
+        (!changes.is_empty()).then_some(Response::ChangeNotify(ChangeNotify { job, now, changes }))
     });
 }
 

@@ -376,7 +376,11 @@ fn a_reconfigure_that_changes_the_links_tells_waiting_launchers_to_pull_them_aga
     let path = c.dir.path().join("config.toml");
     let text = std::fs::read_to_string(&path).unwrap();
     assert!(text.contains("latency_ms = 10.0"), "{text}");
-    std::fs::write(&path, text.replace("latency_ms = 10.0", "latency_ms = 25.0")).unwrap();
+    std::fs::write(
+        &path,
+        text.replace("latency_ms = 10.0", "latency_ms = 25.0"),
+    )
+    .unwrap();
     reconfigure();
     let changed = loop {
         match l.next_event(Some(Duration::from_secs(20))).unwrap() {
