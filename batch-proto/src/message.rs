@@ -479,6 +479,9 @@ pub struct PoolInfo {
     pub name: String,
     /// Node count.
     pub total: u32,
+    /// The longest time limit of the pool's jobs in ms (its `max_time`); `None`: unbounded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_time: Option<u64>,
     /// Nodes held by jobs.
     pub allocated: u32,
     /// Nodes claimed for co-allocated jobs that start later (idle, not free).
@@ -488,6 +491,16 @@ pub struct PoolInfo {
     pub node_list: String,
     /// Each node.
     pub nodes: Vec<NodeInfo>,
+    /// CPUs of each node (the pool's `cpus_per_node`).
+    #[serde(default = "one")]
+    pub cpus_per_node: u32,
+    /// Memory of each node in MiB (the pool's `mem_per_node`), when configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_per_node: Option<u64>,
+}
+
+fn one() -> u32 {
+    1
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -787,6 +800,7 @@ mod tests {
                 pools: vec![PoolInfo {
                     name: "debug".into(),
                     total: 1,
+                    max_time: Some(60_000),
                     allocated: 1,
                     reserved: 0,
                     node_list: "debug001".into(),
@@ -795,6 +809,8 @@ mod tests {
                         state: NodeState::Allocated,
                         job: Some(1),
                     }],
+                    cpus_per_node: 1,
+                    mem_per_node: None,
                 }],
                 policy: "cbf".into(),
                 pending: 0,

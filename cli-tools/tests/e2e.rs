@@ -37,3 +37,5 @@ mod coalloc;
 mod moldable;
 #[path = "e2e/slurm.rs"]
 mod slurm;
+#[path = "e2e/views.rs"]
+mod views;

@@ -40,8 +40,8 @@ pub struct TablesArgs {
     /// Print the report as JSON instead of tables.
     #[arg(long)]
     pub json: bool,
-    /// Plans per test for the schedule time; the fastest counts (the machine is shared).
-    #[arg(long, default_value_t = 3)]
+    /// Plans per test for the schedule time; each test counts with their median.
+    #[arg(long, default_value_t = 5)]
     pub timing_runs: usize,
 }
 

@@ -9,6 +9,15 @@ use crate::daemon::Daemon;
 
 pub fn handle(d: &Arc<Daemon>) -> Reply {
     let policy = d.policy_name();
+    let settings = d.settings();
+    let size_of = |name: &str| {
+        settings
+            .config
+            .pools
+            .iter()
+            .find(|p| p.name == name)
+            .map_or((1, None), |p| (p.cpus_per_node, p.mem_per_node))
+    };
     let core = d.core();
     let pools = core
         .pools
@@ -34,9 +43,18 @@ pub fn handle(d: &Arc<Daemon>) -> Reply {
                 .iter()
                 .filter(|n| n.state == NodeState::Reserved)
                 .count() as u32;
+            let (cpus_per_node, mem_per_node) = size_of(&p.pool.name);
             PoolInfo {
+                cpus_per_node,
+                mem_per_node,
                 name: p.pool.name.clone(),
                 total: p.pool.nodes,
+                max_time: settings
+                    .config
+                    .pools
+                    .iter()
+                    .find(|c| c.name == p.pool.name)
+                    .and_then(|c| c.max_time.ms()),
                 allocated: p.pool.nodes - p.free() - reserved,
                 reserved,
                 node_list: hostlist::compress(&names),

@@ -4,9 +4,9 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use batch_proto::{AcctRequest, JobFilter, JobInfo, ListRequest, Request};
+use batch_proto::{AcctRequest, JobFilter, JobInfo, JobState, ListRequest, Request};
 use clap::Parser;
-use sched_core::time::Time;
+use sched_core::time::{Time, MINUTE, SECOND};
 
 use super::cli::{connect, now_ms, parse_refs, print_out, split_list};
 use super::format::parse_states;
@@ -54,6 +54,14 @@ pub struct AcctCli {
     /// Jobs only, no steps: what eacct always shows (esched jobs have no steps).
     #[arg(short = 'X', long = "allocations")]
     pub allocations: bool,
+    /// The columns: sacct's field names in any case, comma-separated, each with an optional
+    /// `%W` width (`%-W` left-justifies), e.g. `JobID,JobName%30,State`; default
+    /// `$SACCT_FORMAT`, else JobID,JobName,Partition,State,ExitCode,Submit,Start,End,Elapsed.
+    #[arg(short = 'o', long = "format", value_name = "FIELDS")]
+    pub format: Option<String>,
+    /// List the fields `--format` takes.
+    #[arg(short = 'e', long = "helpformat")]
+    pub helpformat: bool,
     /// JSON: the daemon's job records.
     #[arg(long)]
     pub json: bool,
@@ -63,6 +71,15 @@ pub struct AcctCli {
 }
 
 impl AcctCli {
+    /// The `--format` in force: the option, else `$SACCT_FORMAT` (as sacct), else none.
+    pub fn format_text(&self) -> Option<String> {
+        self.format.clone().or_else(|| {
+            std::env::var("SACCT_FORMAT")
+                .ok()
+                .filter(|f| !f.trim().is_empty())
+        })
+    }
+
     /// The request; `me` is the user shown by default, `None` for root (everyone).
     pub fn request(
         &self,
@@ -100,59 +117,309 @@ impl AcctCli {
     }
 }
 
-const COLUMNS: [(&str, usize); 9] = [
-    ("JobID", 12),
-    ("JobName", 10),
-    ("Partition", 10),
-    ("State", 10),
-    ("ExitCode", 8),
-    ("Submit", 19),
-    ("Start", 19),
-    ("End", 19),
-    ("Elapsed", 10),
-];
-
-fn values(job: &JobInfo, zone: &Zone) -> [String; 9] {
-    let elapsed = match (job.start_time, job.end_time) {
-        (Some(s), Some(e)) => e.saturating_sub(s),
-        _ => 0,
-    };
-    let exit = match (job.exit_code, job.signal) {
-        (None, None) => "0:0".to_string(),
-        _ => job.exit_status(),
-    };
-    [
-        job.label(),
-        job.name.clone(),
-        job.pool.clone().unwrap_or_default(),
-        job.state.name().to_string(),
-        exit,
-        format_opt_timestamp(Some(job.submit_time), zone),
-        // sacct says "Unknown" for a start that never happened.
-        job.start_time.map_or_else(
-            || "Unknown".to_string(),
-            |t| format_opt_timestamp(Some(t), zone),
-        ),
-        format_opt_timestamp(job.end_time, zone),
-        format_sacct_duration(elapsed),
-    ]
+/// One sacct field eacct knows: its name (as sacct spells it in the header), sacct's default
+/// width, and its value.
+struct Field {
+    name: &'static str,
+    width: usize,
+    value: fn(&JobInfo, &Ctx) -> String,
 }
 
-/// sacct's fixed-width cell: right-aligned, cut with a `+` when too long.
-fn cell(v: &str, w: usize) -> String {
+/// What a value may depend on beyond the job: the clock (running jobs' Elapsed) and the zone.
+struct Ctx<'a> {
+    now: Time,
+    zone: &'a Zone,
+}
+
+fn elapsed(job: &JobInfo, now: Time) -> u64 {
+    match (job.start_time, job.end_time) {
+        (Some(s), Some(e)) => e.saturating_sub(s),
+        // sacct counts a running job's Elapsed up to now.
+        (Some(s), None) if job.state != JobState::Pending => now.saturating_sub(s),
+        _ => 0,
+    }
+}
+
+/// sacct's `Eligible`: when the job could first start (its `--begin`, else its submission).
+fn eligible(job: &JobInfo) -> Time {
+    job.begin
+        .map_or(job.submit_time, |b| b.max(job.submit_time))
+}
+
+fn opt_or(v: Option<&str>, none: &str) -> String {
+    v.unwrap_or(none).to_string()
+}
+
+/// The fields, in `--helpformat` order; widths are sacct's defaults.
+const FIELDS: &[Field] = &[
+    Field {
+        name: "Account",
+        width: 10,
+        value: |j, _| opt_or(j.account.as_deref(), ""),
+    },
+    Field {
+        name: "AllocNodes",
+        width: 10,
+        value: |j, _| {
+            if j.start_time.is_some() {
+                j.nodes.to_string()
+            } else {
+                "0".into()
+            }
+        },
+    },
+    Field {
+        name: "Elapsed",
+        width: 10,
+        value: |j, c| format_sacct_duration(elapsed(j, c.now)),
+    },
+    Field {
+        name: "ElapsedRaw",
+        width: 10,
+        value: |j, c| (elapsed(j, c.now) / SECOND).to_string(),
+    },
+    Field {
+        name: "Eligible",
+        width: 19,
+        value: |j, c| format_opt_timestamp(Some(eligible(j)), c.zone),
+    },
+    Field {
+        name: "End",
+        width: 19,
+        // sacct says "Unknown" for an end that has not happened.
+        value: |j, c| {
+            j.end_time.map_or_else(
+                || "Unknown".to_string(),
+                |t| format_opt_timestamp(Some(t), c.zone),
+            )
+        },
+    },
+    Field {
+        name: "ExitCode",
+        width: 8,
+        value: |j, _| match (j.exit_code, j.signal) {
+            (None, None) => "0:0".to_string(),
+            _ => j.exit_status(),
+        },
+    },
+    Field {
+        name: "JobID",
+        width: 12,
+        value: |j, _| j.label(),
+    },
+    Field {
+        name: "JobIDRaw",
+        width: 12,
+        value: |j, _| j.id.to_string(),
+    },
+    Field {
+        name: "JobName",
+        width: 10,
+        value: |j, _| j.name.clone(),
+    },
+    Field {
+        name: "NNodes",
+        width: 8,
+        value: |j, _| j.nodes.to_string(),
+    },
+    Field {
+        name: "NodeList",
+        width: 15,
+        value: |j, _| match j.node_list.as_deref() {
+            Some(l) if !l.is_empty() => l.to_string(),
+            _ => "None assigned".to_string(),
+        },
+    },
+    Field {
+        name: "Partition",
+        width: 10,
+        value: |j, _| opt_or(j.pool.as_deref(), ""),
+    },
+    Field {
+        name: "Planned",
+        width: 10,
+        // How long the job waited (or has waited) from eligible to start (sacct's Planned,
+        // formerly Reserved).
+        value: |j, c| {
+            let end = j.start_time.unwrap_or(c.now);
+            format_sacct_duration(end.saturating_sub(eligible(j)))
+        },
+    },
+    Field {
+        name: "Priority",
+        width: 10,
+        value: |j, _| j.priority.to_string(),
+    },
+    Field {
+        name: "QOS",
+        width: 10,
+        value: |j, _| opt_or(j.qos.as_deref(), ""),
+    },
+    Field {
+        name: "Reason",
+        width: 20,
+        value: |j, _| match (&j.detail, j.reason) {
+            (Some(d), _) => d.clone(),
+            (None, Some(r)) => r.name().to_string(),
+            (None, None) => "None".to_string(),
+        },
+    },
+    Field {
+        name: "Reserved",
+        width: 10,
+        value: |j, c| {
+            let end = j.start_time.unwrap_or(c.now);
+            format_sacct_duration(end.saturating_sub(eligible(j)))
+        },
+    },
+    Field {
+        name: "Start",
+        width: 19,
+        // sacct says "Unknown" for a start that never happened.
+        value: |j, c| {
+            j.start_time.map_or_else(
+                || "Unknown".to_string(),
+                |t| format_opt_timestamp(Some(t), c.zone),
+            )
+        },
+    },
+    Field {
+        name: "State",
+        width: 10,
+        value: |j, _| j.state.name().to_string(),
+    },
+    Field {
+        name: "Submit",
+        width: 19,
+        value: |j, c| format_opt_timestamp(Some(j.submit_time), c.zone),
+    },
+    Field {
+        name: "Timelimit",
+        width: 10,
+        value: |j, _| format_sacct_duration(j.time_limit),
+    },
+    Field {
+        name: "TimelimitRaw",
+        width: 12,
+        // Minutes, rounded up as Slurm stores limits.
+        value: |j, _| j.time_limit.div_ceil(MINUTE).to_string(),
+    },
+    Field {
+        name: "UID",
+        width: 6,
+        value: |j, _| j.uid.to_string(),
+    },
+    Field {
+        name: "User",
+        width: 9,
+        value: |j, _| j.user.clone(),
+    },
+    Field {
+        name: "WorkDir",
+        width: 15,
+        value: |j, _| j.work_dir.clone(),
+    },
+];
+
+/// eacct's columns when no `--format` is given.
+const DEFAULT_FIELDS: &str = "JobID,JobName,Partition,State,ExitCode,Submit,Start,End,Elapsed";
+
+/// One column of a `--format`: a field and its width (negative: left-justified).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Column {
+    field: usize,
+    width: isize,
+}
+
+/// A parsed `--format`/`-o` list: sacct's field names in any case, each with an optional
+/// `%W` width (`%-W` left-justifies), comma-separated.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AcctFormat {
+    columns: Vec<Column>,
+}
+
+impl AcctFormat {
+    /// Parses a list; an unknown field is sacct's error, `Invalid field requested: "NAME"`.
+    pub fn parse(list: &str) -> anyhow::Result<AcctFormat> {
+        let mut columns = Vec::new();
+        for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let (name, width) = match item.split_once('%') {
+                Some((n, w)) => (n, Some(w)),
+                None => (item, None),
+            };
+            let field = FIELDS
+                .iter()
+                .position(|f| f.name.eq_ignore_ascii_case(name))
+                .ok_or_else(|| anyhow::anyhow!("Invalid field requested: \"{name}\""))?;
+            let width = match width {
+                None => FIELDS[field].width as isize,
+                Some(w) => w
+                    .parse::<isize>()
+                    .ok()
+                    .filter(|w| *w != 0 && w.unsigned_abs() <= 1000)
+                    .ok_or_else(|| anyhow::anyhow!("Invalid field width: \"{item}\""))?,
+            };
+            columns.push(Column { field, width });
+        }
+        if columns.is_empty() {
+            anyhow::bail!("No fields requested in format \"{list}\"");
+        }
+        Ok(AcctFormat { columns })
+    }
+
+    fn default_format() -> AcctFormat {
+        // The default list names known fields only.
+        AcctFormat::parse(DEFAULT_FIELDS).unwrap_or(AcctFormat {
+            columns: Vec::new(),
+        })
+    }
+}
+
+/// `--helpformat`: the field names, four a line as sacct prints them.
+pub fn help_format() -> String {
+    let mut out = String::new();
+    for row in FIELDS.chunks(4) {
+        let line: Vec<String> = row.iter().map(|f| format!("{:<20}", f.name)).collect();
+        out.push_str(line.concat().trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// sacct's fixed-width cell: right-aligned (left with a negative width), cut with a `+` when
+/// too long.
+fn cell(v: &str, width: isize) -> String {
+    let w = width.unsigned_abs();
     if v.chars().count() > w {
         let cut: String = v.chars().take(w.saturating_sub(1)).collect();
         format!("{cut}+")
+    } else if width < 0 {
+        format!("{v:<w$}")
     } else {
         format!("{v:>w$}")
     }
 }
 
-/// The table of `jobs`.
-pub fn render(jobs: &[JobInfo], cli: &AcctCli, zone: &Zone) -> String {
-    let mut out = String::new();
+/// The table of `jobs`, `now` being the time running jobs' Elapsed counts to.
+pub fn render(jobs: &[JobInfo], cli: &AcctCli, now: Time, zone: &Zone) -> anyhow::Result<String> {
+    let given = cli.format_text();
+    let mut format = match given.as_deref() {
+        Some(f) => AcctFormat::parse(f)?,
+        None => AcctFormat::default_format(),
+    };
+    // Why a job ended as it did (preempted, failed at its deadline, rejected) is what its
+    // owner asks sacct's `Reason` for; without `--format` the column appears when some listed
+    // job has one, so the usual table keeps sacct's default columns.
+    if given.is_none() && jobs.iter().any(|j| j.detail.is_some()) {
+        format.columns.push(Column {
+            field: FIELDS.iter().position(|f| f.name == "Reason").unwrap_or(0),
+            // No width: the last column is printed whole.
+            width: 0,
+        });
+    }
+    let ctx = Ctx { now, zone };
     let sep = cli.parsable || cli.parsable2;
-    let line = |vals: &[String]| -> String {
+    let line = |vals: Vec<String>, header: bool| -> String {
         if sep {
             let mut l = vals.join("|");
             if cli.parsable {
@@ -162,55 +429,52 @@ pub fn render(jobs: &[JobInfo], cli: &AcctCli, zone: &Zone) -> String {
         } else {
             let cells: Vec<String> = vals
                 .iter()
-                .zip(COLUMNS.iter())
-                .map(|(v, (_, w))| cell(v, *w))
+                .zip(&format.columns)
+                .map(|(v, c)| match c.width {
+                    0 => v.clone(),
+                    // A header is cut without the `+`, as sacct's.
+                    w if header => cell(&v.chars().take(w.unsigned_abs()).collect::<String>(), w),
+                    w => cell(v, w),
+                })
                 .collect();
             cells.join(" ")
         }
     };
-    // Why a job ended as it did (preempted, failed at its deadline, rejected) is what its
-    // owner asks sacct's `Reason` for; the column appears when some listed job has one, so
-    // the usual table keeps sacct's default columns.
-    let reasons = jobs.iter().any(|j| j.detail.is_some());
-    let with_reason = |mut l: String, r: &str| {
-        if reasons {
-            l.push_str(if sep { "|" } else { " " });
-            l.push_str(r);
-            if sep && cli.parsable {
-                l.push('|');
-            }
-        }
-        l
-    };
+    let mut out = String::new();
     if !cli.noheader {
-        let names: Vec<String> = COLUMNS.iter().map(|(n, _)| n.to_string()).collect();
-        let l = line(&names);
-        out.push_str(&with_reason(
-            if reasons && cli.parsable {
-                l[..l.len() - 1].to_string()
-            } else {
-                l
-            },
-            "Reason",
-        ));
+        let names = format
+            .columns
+            .iter()
+            .map(|c| FIELDS[c.field].name.to_string())
+            .collect();
+        out.push_str(&line(names, true));
         out.push('\n');
         if !sep {
-            let dashes: Vec<String> = COLUMNS.iter().map(|(_, w)| "-".repeat(*w)).collect();
-            out.push_str(&with_reason(dashes.join(" "), "------"));
+            let dashes: Vec<String> = format
+                .columns
+                .iter()
+                .map(|c| {
+                    if c.width == 0 {
+                        "------".to_string()
+                    } else {
+                        "-".repeat(c.width.unsigned_abs())
+                    }
+                })
+                .collect();
+            out.push_str(&dashes.join(" "));
             out.push('\n');
         }
     }
     for j in jobs {
-        let l = line(&values(j, zone));
-        let l = if reasons && cli.parsable {
-            l[..l.len() - 1].to_string()
-        } else {
-            l
-        };
-        out.push_str(&with_reason(l, j.detail.as_deref().unwrap_or("None")));
+        let vals = format
+            .columns
+            .iter()
+            .map(|c| (FIELDS[c.field].value)(j, &ctx))
+            .collect();
+        out.push_str(&line(vals, false));
         out.push('\n');
     }
-    out
+    Ok(out)
 }
 
 /// The jobs of the live queue (pending, running) that `req` selects, as sacct lists them
@@ -240,6 +504,14 @@ fn merge(live: Vec<JobInfo>, finished: Vec<JobInfo>) -> Vec<JobInfo> {
 
 /// eacct.
 pub fn run(cli: AcctCli) -> anyhow::Result<ExitCode> {
+    if cli.helpformat {
+        print_out(&help_format())?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    // A bad format is refused before batchd is asked.
+    if let Some(f) = cli.format_text() {
+        AcctFormat::parse(&f)?;
+    }
     let me = (!nix::unistd::getuid().is_root()).then(super::cli::current_user);
     let now = now_ms();
     let req = cli.request(now, &local_zone(), me)?;
@@ -255,7 +527,7 @@ pub fn run(cli: AcctCli) -> anyhow::Result<ExitCode> {
     if cli.json {
         print_out(&(serde_json::to_string_pretty(&jobs)? + "\n"))?;
     } else {
-        print_out(&render(&jobs, &cli, &local_zone()))?;
+        print_out(&render(&jobs, &cli, now, &local_zone())?)?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -264,7 +536,7 @@ pub fn run(cli: AcctCli) -> anyhow::Result<ExitCode> {
 mod tests {
     use super::super::time::fixed_zone;
     use super::*;
-    use batch_proto::{JobShape, JobState};
+    use batch_proto::JobShape;
 
     fn cli(args: &[&str]) -> AcctCli {
         AcctCli::try_parse_from(std::iter::once("eacct").chain(args.iter().copied())).unwrap()
@@ -313,7 +585,7 @@ mod tests {
     #[test]
     fn table_like_sacct() {
         let z = fixed_zone(0);
-        let t = render(&[job()], &cli(&[]), &z);
+        let t = render(&[job()], &cli(&[]), 0, &z).unwrap();
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(
             lines[0].split_whitespace().collect::<Vec<_>>(),
@@ -344,13 +616,15 @@ mod tests {
                 "01:02:05"
             ]
         );
-        let p = render(&[job()], &cli(&["-P", "-n"]), &z);
+        let p = render(&[job()], &cli(&["-P", "-n"]), 0, &z).unwrap();
         assert_eq!(
             p,
             "12|a-very-long-job-name|debug|FAILED|3:0|1970-01-01T00:00:01|\
                        1970-01-01T00:00:02|1970-01-01T01:02:07|01:02:05\n"
         );
-        assert!(render(&[job()], &cli(&["-p", "-n"]), &z).ends_with("|\n"));
+        assert!(render(&[job()], &cli(&["-p", "-n"]), 0, &z)
+            .unwrap()
+            .ends_with("|\n"));
     }
 
     #[test]
@@ -376,6 +650,87 @@ mod tests {
         assert_eq!(m.iter().map(|j| j.id).collect::<Vec<_>>(), [12, 13]);
         let m = merge(vec![running], vec![ended]);
         assert_eq!((m.len(), m[0].state), (1, JobState::Completed));
+    }
+
+    #[test]
+    fn format_takes_sacct_names_in_any_case_with_widths() {
+        let z = fixed_zone(0);
+        let t = |args: &[&str]| render(&[job()], &cli(args), 0, &z);
+        assert_eq!(
+            t(&["-o", "jobid,JOBNAME%4,state%-8,nnodes"]).unwrap(),
+            "       JobID JobN State      NNodes\n\
+             ------------ ---- -------- --------\n\
+             \x20         12 a-v+ FAILED          1\n"
+        );
+        assert_eq!(
+            t(&[
+                "--format=JobIDRaw,ElapsedRaw,Timelimit,TimelimitRaw,User,UID,NodeList",
+                "-P",
+                "-n"
+            ])
+            .unwrap(),
+            "12|3725|00:01:00|1|alice|1000|debug001\n"
+        );
+        // -p keeps the trailing separator; widths mean nothing to parsable output.
+        assert_eq!(
+            t(&["-o", "JobID%2,Account,QOS,Reason", "-p"]).unwrap(),
+            "JobID|Account|QOS|Reason|\n12|||None|\n"
+        );
+        let e = t(&["-o", "JobID,Nosuch"]).unwrap_err().to_string();
+        assert_eq!(e, "Invalid field requested: \"Nosuch\"");
+        assert!(t(&["-o", "JobID%x"]).is_err());
+        assert!(t(&["-o", ","]).is_err());
+    }
+
+    #[test]
+    fn running_and_pending_values_as_sacct() {
+        let z = fixed_zone(0);
+        let mut r = job();
+        r.state = JobState::Running;
+        r.end_time = None;
+        r.exit_code = None;
+        let out = render(
+            &[r],
+            &cli(&["-P", "-n", "-o", "State,Elapsed,End,ExitCode,AllocNodes"]),
+            62_000,
+            &z,
+        )
+        .unwrap();
+        assert_eq!(out, "RUNNING|00:01:00|Unknown|0:0|1\n");
+        let mut p = job();
+        p.state = JobState::Pending;
+        p.start_time = None;
+        p.end_time = None;
+        p.node_list = None;
+        p.reason = Some(batch_proto::PendingReason::Resources);
+        p.begin = Some(5_000);
+        let out = render(
+            &[p],
+            &cli(&[
+                "-P",
+                "-n",
+                "-o",
+                "Start,NodeList,Reason,Eligible,Planned,AllocNodes",
+            ]),
+            65_000,
+            &z,
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            "Unknown|None assigned|Resources|1970-01-01T00:00:05|00:01:00|0\n"
+        );
+    }
+
+    #[test]
+    fn helpformat_lists_every_field() {
+        let h = help_format();
+        for f in FIELDS {
+            assert!(h.contains(f.name), "{h}");
+        }
+        assert!(h.lines().all(|l| l.split_whitespace().count() <= 4));
+        // Every default column is a known field.
+        assert_eq!(AcctFormat::default_format().columns.len(), 9);
     }
 
     #[test]

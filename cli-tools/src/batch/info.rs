@@ -3,10 +3,16 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use batch_proto::{hostlist, ClientError, ClusterInfo, InfoRequest, NodeState, Request, Response};
+use batch_proto::{
+    hostlist, ClientError, ClusterInfo, InfoRequest, NodeInfo, NodeState, PoolInfo, Request,
+    Response,
+};
 use clap::Parser;
 
-use super::cli::{connect, print_out};
+use super::cli::{connect, now_ms, print_out, split_list};
+use super::format::Format;
+use super::queue::date_line;
+use super::time::{format_squeue_duration, local_zone};
 
 /// `einfo`'s command line.
 #[derive(Parser, Debug)]
@@ -14,7 +20,15 @@ use super::cli::{connect, print_out};
     name = "einfo",
     version,
     disable_help_flag = true,
-    about = "Show batchd's pools and nodes (like sinfo)"
+    about = "Show batchd's pools and nodes (like sinfo)",
+    after_help = "Format fields (-o), sinfo's: %P and %R pool, %a availability (up), %l time \
+                  limit (the pool's max_time), %D nodes, %t state (idle, alloc, resv), %T state \
+                  spelt out, %N node list, %n host names, %c CPUs per node, %m memory per node \
+                  (MiB; N/A when the pool sets none), %C CPUs and %F nodes allocated/idle/other/\
+                  total, %s job size, %E reason, %z sockets:cores:threads, %h oversubscribe, %r \
+                  root only, %g groups, %d tmp disk, %w weight, %f features, %%. Nodes alike in \
+                  every field shown share a line. %.N right-justifies in N columns, %N left-\
+                  justifies; longer values are cut."
 )]
 pub struct InfoCli {
     /// One line per node instead of per pool and state.
@@ -23,6 +37,15 @@ pub struct InfoCli {
     /// One line per pool with node counts allocated/idle/other/total.
     #[arg(short = 's', long)]
     pub summarize: bool,
+    /// sinfo's long listing (more columns), after a line with the time.
+    #[arg(short = 'l', long = "long")]
+    pub long: bool,
+    /// Output format, sinfo's %-letters (see below).
+    #[arg(short = 'o', long = "format", value_name = "FORMAT")]
+    pub format: Option<String>,
+    /// Only nodes in these states (idle, alloc, resv, ... comma-separated, any case, or all).
+    #[arg(short = 't', long = "states", value_name = "STATES")]
+    pub states: Vec<String>,
     /// Only these pools.
     #[arg(
         short = 'p',
@@ -77,15 +100,227 @@ fn table(rows: &[Vec<String>]) -> String {
     out
 }
 
-/// The sinfo-like table of `info`.
-pub fn render(info: &ClusterInfo, cli: &InfoCli) -> String {
-    let pools: Vec<_> = info
-        .pools
-        .iter()
-        .filter(|p| {
-            cli.pools.is_empty() || cli.pools.iter().any(|n| n.split(',').any(|n| n == p.name))
-        })
-        .collect();
+/// sinfo's format letters that einfo fills.
+const LETTERS: &str = "PRalDtTNncmCFsEzhrgdwf";
+/// sinfo `-l`'s format.
+const LONG_FORMAT: &str = "%9P %.5a %.10l %.10s %.4r %.8h %.10g %.6D %.11T %N";
+/// sinfo `-N -l`'s format.
+const NODE_LONG_FORMAT: &str = "%N %.6D %.9P %.11T %.4c %.8z %.6m %.8d %.6w %.8f %20E";
+
+fn header(letter: char) -> &'static str {
+    match letter {
+        'P' | 'R' => "PARTITION",
+        'a' => "AVAIL",
+        'l' => "TIMELIMIT",
+        'D' => "NODES",
+        't' | 'T' => "STATE",
+        'N' => "NODELIST",
+        'n' => "HOSTNAMES",
+        'c' => "CPUS",
+        'm' => "MEMORY",
+        'C' => "CPUS(A/I/O/T)",
+        'F' => "NODES(A/I/O/T)",
+        's' => "JOB_SIZE",
+        'E' => "REASON",
+        'z' => "S:C:T",
+        'h' => "OVERSUBSCRIBE",
+        'r' => "ROOT",
+        'g' => "GROUPS",
+        'd' => "TMP_DISK",
+        'w' => "WEIGHT",
+        _ => "AVAIL_FEATURES",
+    }
+}
+
+fn long_state_name(s: NodeState) -> &'static str {
+    match s {
+        NodeState::Idle => "idle",
+        NodeState::Allocated => "allocated",
+        NodeState::Reserved => "reserved",
+    }
+}
+
+/// A pool's time limit as sinfo prints it.
+fn limit(p: &PoolInfo) -> String {
+    p.max_time
+        .map_or_else(|| "infinite".to_string(), format_squeue_duration)
+}
+
+/// One field of a line standing for `nodes` of pool `p`.
+fn value(p: &PoolInfo, nodes: &[&NodeInfo], letter: char, buf: &mut String) {
+    let count = |st: NodeState| nodes.iter().filter(|n| n.state == st).count() as u64;
+    let (a, o, t) = (
+        count(NodeState::Allocated),
+        count(NodeState::Reserved),
+        nodes.len() as u64,
+    );
+    let i = t - a - o;
+    let state = nodes.first().map_or(NodeState::Idle, |n| n.state);
+    let c = u64::from(p.cpus_per_node);
+    let text = match letter {
+        'P' | 'R' => p.name.clone(),
+        'a' => "up".into(),
+        'l' => limit(p),
+        'D' => t.to_string(),
+        't' => state_name(state).into(),
+        'T' => long_state_name(state).into(),
+        'N' | 'n' => {
+            let names: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
+            hostlist::compress(&names)
+        }
+        'c' => c.to_string(),
+        'm' => p
+            .mem_per_node
+            .map_or_else(|| "N/A".to_string(), |m| m.to_string()),
+        'C' => format!("{}/{}/{}/{}", a * c, i * c, o * c, t * c),
+        'F' => format!("{a}/{i}/{o}/{t}"),
+        's' => format!("1-{}", p.total),
+        'E' => "none".into(),
+        'z' => format!("1:{c}:1"),
+        'h' => "NO".into(),
+        'r' => "no".into(),
+        'g' => "all".into(),
+        'd' => "0".into(),
+        'w' => "1".into(),
+        _ => "(null)".into(),
+    };
+    buf.push_str(&text);
+}
+
+/// Lines by sinfo's rule: with `per_node` one a node; else the nodes of a pool alike in
+/// every non-summing field of `format` (here: the state, when shown) share a line, allocated
+/// first, then reserved, then idle, as the default listing.
+fn format_lines(info: &ClusterInfo, format: &Format, per_node: bool) -> Vec<String> {
+    let by_state = format.letters().any(|l| l == 't' || l == 'T');
+    let mut out = Vec::new();
+    for p in &info.pools {
+        let groups: Vec<Vec<&NodeInfo>> = if per_node {
+            p.nodes.iter().map(|n| vec![n]).collect()
+        } else if by_state {
+            [NodeState::Allocated, NodeState::Reserved, NodeState::Idle]
+                .iter()
+                .map(|st| p.nodes.iter().filter(|n| n.state == *st).collect())
+                .collect()
+        } else {
+            vec![p.nodes.iter().collect()]
+        };
+        for g in groups.into_iter().filter(|g| !g.is_empty()) {
+            out.push(format.render_with(|letter, buf| value(p, &g, letter, buf)));
+        }
+    }
+    out
+}
+
+/// Reads `-t`: sinfo's node state names in any case, or `all` (`None`: no filter). States
+/// Slurm has and batchd's nodes never are in (`down`, `drain`, `mix`, ...) select nothing.
+pub fn parse_node_states(values: &[String]) -> anyhow::Result<Option<Vec<NodeState>>> {
+    const NEVER: &[&str] = &[
+        "cloud",
+        "comp",
+        "completing",
+        "down",
+        "drain",
+        "drained",
+        "draining",
+        "fail",
+        "failing",
+        "future",
+        "futr",
+        "maint",
+        "mix",
+        "mixed",
+        "no_respond",
+        "npc",
+        "perfctrs",
+        "planned",
+        "power_down",
+        "powering_down",
+        "powered_down",
+        "powering_up",
+        "reboot",
+        "reboot_issued",
+        "reboot_requested",
+        "unk",
+        "unknown",
+    ];
+    let list = split_list(values);
+    if list.is_empty() || list.iter().any(|s| s.eq_ignore_ascii_case("all")) {
+        return Ok(None);
+    }
+    let mut states = Vec::new();
+    for s in &list {
+        match s.to_ascii_lowercase().as_str() {
+            "idle" => states.push(NodeState::Idle),
+            "alloc" | "allocated" => states.push(NodeState::Allocated),
+            "resv" | "reserved" => states.push(NodeState::Reserved),
+            other if NEVER.contains(&other) => {}
+            _ => anyhow::bail!("Invalid node state specified: {s}"),
+        }
+    }
+    Ok(Some(states))
+}
+
+/// `info` with only the pools of `-p` and the nodes of `-t`, its counts recomputed.
+fn selected(info: &ClusterInfo, cli: &InfoCli) -> anyhow::Result<ClusterInfo> {
+    let states = parse_node_states(&cli.states)?;
+    let pools = split_list(&cli.pools);
+    let mut out = info.clone();
+    out.pools
+        .retain(|p| pools.is_empty() || pools.contains(&p.name));
+    if let Some(states) = states {
+        for p in &mut out.pools {
+            p.nodes.retain(|n| states.contains(&n.state));
+            let count = |st: NodeState| p.nodes.iter().filter(|n| n.state == st).count() as u32;
+            p.allocated = count(NodeState::Allocated);
+            p.reserved = count(NodeState::Reserved);
+            p.total = p.nodes.len() as u32;
+            let names: Vec<&str> = p.nodes.iter().map(|n| n.name.as_str()).collect();
+            p.node_list = hostlist::compress(&names);
+        }
+        out.pools.retain(|p| !p.nodes.is_empty());
+    }
+    Ok(out)
+}
+
+impl InfoCli {
+    /// The `-o`/`-l` format in force, `None` for the built-in tables.
+    pub fn format(&self) -> anyhow::Result<Option<Format>> {
+        let text = match (&self.format, self.long, self.node) {
+            (Some(f), _, _) => f.as_str(),
+            (None, true, false) => LONG_FORMAT,
+            (None, true, true) => NODE_LONG_FORMAT,
+            (None, false, _) => return Ok(None),
+        };
+        Ok(Some(Format::parse_letters(text, LETTERS)?))
+    }
+}
+
+/// The sinfo-like table of `info`; `now` dates a long (`-l`) listing.
+pub fn render(
+    info: &ClusterInfo,
+    cli: &InfoCli,
+    now: sched_core::time::Time,
+    zone: &super::time::Zone,
+) -> anyhow::Result<String> {
+    let info = selected(info, cli)?;
+    if let Some(format) = cli.format()? {
+        let mut out = String::new();
+        if cli.long && !cli.noheader {
+            out.push_str(&date_line(now, zone));
+            out.push('\n');
+        }
+        if !cli.noheader {
+            let h = format.render_with(|letter, buf| buf.push_str(header(letter)));
+            out.push_str(&h);
+            out.push('\n');
+        }
+        for l in format_lines(&info, &format, cli.node) {
+            out.push_str(&l);
+            out.push('\n');
+        }
+        return Ok(out);
+    }
+    let pools: Vec<_> = info.pools.iter().collect();
     let mut rows: Vec<Vec<String>> = Vec::new();
     let hdr = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     if cli.node {
@@ -115,7 +350,7 @@ pub fn render(info: &ClusterInfo, cli: &InfoCli) -> String {
             rows.push(vec![
                 p.name.clone(),
                 "up".into(),
-                "infinite".into(),
+                limit(p),
                 format!("{}/{}/{}/{}", p.allocated, idle, p.reserved, p.total),
                 p.node_list.clone(),
             ]);
@@ -143,7 +378,7 @@ pub fn render(info: &ClusterInfo, cli: &InfoCli) -> String {
                 rows.push(vec![
                     p.name.clone(),
                     "up".into(),
-                    "infinite".into(),
+                    limit(p),
                     names.len().to_string(),
                     state_name(st).into(),
                     hostlist::compress(&names),
@@ -154,18 +389,21 @@ pub fn render(info: &ClusterInfo, cli: &InfoCli) -> String {
     if cli.noheader {
         rows.remove(0);
     }
-    table(&rows)
+    Ok(table(&rows))
 }
 
 /// einfo.
 pub fn run(cli: InfoCli) -> anyhow::Result<ExitCode> {
+    // Bad options are refused before batchd is asked.
+    cli.format()?;
+    parse_node_states(&cli.states)?;
     let mut client = connect(cli.socket.as_deref())?;
     match client.request(&Request::Info(InfoRequest {}))? {
         Response::Info(info) => {
             if cli.json {
                 print_out(&(serde_json::to_string_pretty(&info)? + "\n"))?;
             } else {
-                print_out(&render(&info, &cli))?;
+                print_out(&render(&info, &cli, now_ms(), &local_zone())?)?;
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -190,37 +428,109 @@ mod tests {
                 job: (i == 1 || i == 2).then_some(7),
             })
             .collect();
-        ClusterInfo {
+        let mut info = ClusterInfo {
             pools: vec![PoolInfo {
                 name: "debug".into(),
                 total: 4,
+                max_time: None,
                 allocated: 2,
                 reserved: 0,
                 node_list: "debug[001-004]".into(),
                 nodes,
+                cpus_per_node: 1,
+                mem_per_node: None,
             }],
             policy: "cbf".into(),
             pending: 0,
             running: 1,
-        }
+        };
+        // 4-CPU nodes, so that %c and %C show a count of their own.
+        info.pools[0].cpus_per_node = 4;
+        info
     }
 
     fn cli(args: &[&str]) -> InfoCli {
         InfoCli::try_parse_from(std::iter::once("einfo").chain(args.iter().copied())).unwrap()
     }
 
+    fn rend(c: &InfoCli) -> String {
+        render(&info(), c, 0, &crate::batch::time::fixed_zone(0)).unwrap()
+    }
+
+    #[test]
+    fn sinfo_formats_group_alike_nodes() {
+        assert_eq!(
+            rend(&cli(&["-o", "%P|%D|%c|%m|%l"])),
+            "PARTITION|NODES|CPUS|MEMORY|TIMELIMIT\ndebug|4|4|N/A|infinite\n"
+        );
+        assert_eq!(
+            rend(&cli(&["-h", "-o", "%9P %.5a %.6D %t %N %F %C"])),
+            "debug        up      2 alloc debug[002-003] 2/0/0/2 8/0/0/8\n\
+             debug        up      2 idle debug[001,004] 0/2/0/2 0/8/0/8\n"
+        );
+        let n = rend(&cli(&["-N", "-h", "-o", "%N %T"]));
+        assert_eq!(
+            n.lines().collect::<Vec<_>>()[..2],
+            ["debug001 idle", "debug002 allocated"]
+        );
+        let mut i = info();
+        i.pools[0].max_time = Some(90 * 60_000);
+        i.pools[0].mem_per_node = Some(8192);
+        let out = render(
+            &i,
+            &cli(&["-h", "-o", "%l %m"]),
+            0,
+            &crate::batch::time::fixed_zone(0),
+        )
+        .unwrap();
+        assert_eq!(out, "1:30:00 8192\n");
+        assert!(cli(&["-o", "%Y"]).format().is_err());
+    }
+
+    #[test]
+    fn long_listings_and_state_filter() {
+        let l = rend(&cli(&["-l"]));
+        let lines: Vec<&str> = l.lines().collect();
+        assert_eq!(lines[0], "Thu Jan 01 00:00:00 1970");
+        assert_eq!(
+            lines[1],
+            "PARTITION AVAIL  TIMELIMIT   JOB_SIZE ROOT OVERSUBS     GROUPS  NODES       STATE NODELIST"
+        );
+        assert_eq!(
+            lines[2],
+            "debug        up   infinite        1-4   no       NO        all      2   allocated debug[002-003]"
+        );
+        let nl = rend(&cli(&["-N", "-l", "-h"]));
+        assert_eq!(nl.lines().count(), 4);
+        assert!(nl.starts_with("debug001      1     debug        idle    4    1:4:1    N/A        0      1   (null) none"), "{nl}");
+        assert_eq!(
+            rend(&cli(&["-t", "IDLE", "-h"])),
+            "debug up infinite 2 idle debug[001,004]\n"
+        );
+        assert_eq!(
+            rend(&cli(&["-t", "alloc", "-s", "-h"])),
+            "debug up infinite 2/0/0/2 debug[002-003]\n"
+        );
+        assert_eq!(rend(&cli(&["-t", "down,drain", "-h"])), "");
+        assert_eq!(rend(&cli(&["-t", "all", "-h"])).lines().count(), 2);
+        let e = parse_node_states(&["idle,bogus".into()])
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, "Invalid node state specified: bogus");
+    }
+
     #[test]
     fn per_state_lines_like_sinfo() {
         assert_eq!(
-            render(&info(), &cli(&[])),
+            rend(&cli(&[])),
             "PARTITION AVAIL TIMELIMIT NODES STATE NODELIST\n\
              debug     up    infinite  2     alloc debug[002-003]\n\
              debug     up    infinite  2     idle  debug[001,004]\n"
         );
-        assert!(render(&info(), &cli(&["-s"])).contains("2/2/0/4"));
-        let n = render(&info(), &cli(&["-N", "--noheader"]));
+        assert!(rend(&cli(&["-s"])).contains("2/2/0/4"));
+        let n = rend(&cli(&["-N", "--noheader"]));
         assert_eq!(n.lines().count(), 4);
         assert_eq!(n.lines().nth(1), Some("debug002 1 debug alloc 7"));
-        assert_eq!(render(&info(), &cli(&["-p", "other"])).lines().count(), 1);
+        assert_eq!(rend(&cli(&["-p", "other"])).lines().count(), 1);
     }
 }

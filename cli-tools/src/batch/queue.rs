@@ -3,12 +3,17 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use batch_proto::{JobFilter, JobInfo, ListRequest, Request};
+use std::collections::HashMap;
+
+use batch_proto::{JobFilter, JobInfo, JobState, ListRequest, PendingReason, Request};
 use clap::Parser;
 use sched_core::time::Time;
 
 use super::cli::{check_users, connect, now_ms, parse_refs, print_out, split_list};
-use super::format::{parse_states, Format, DEFAULT_FORMAT, START_FORMAT};
+use super::format::{
+    fold_indices, parse_states, Format, SortSpec, SortValue, DEFAULT_FORMAT, DEFAULT_SORT,
+    LONG_FORMAT, START_FORMAT,
+};
 use super::time::{local_zone, Zone};
 
 /// `equeue`'s command line.
@@ -24,8 +29,13 @@ use super::time::{local_zone, Zone};
                   submit, %e end, %Z work dir, %E dependencies, %Q priority, %s step of a running \
                   evolving job (2/3; - for others), %a account, %q QOS, %K array task index and %F \
                   array job id (N/A for other jobs), %b a moldable job's configuration NODESxTIME_LIMIT \
-                  (chosen, or expected by the plan while pending; - for others). %.N right-justifies in N columns, %N or \
-                  %-N left-justifies; longer values are cut."
+                  (chosen, or expected by the plan while pending; - for others), %A job id (a \
+                  task's own). %.N right-justifies in N columns, %N or %-N left-justifies; longer \
+                  values are cut. -O names (any case): Account, ArrayJobID, ArrayTaskID, \
+                  Dependency, EndTime, JobArrayID (%i), JobID (%A), Name, NodeList, NumNodes, \
+                  Partition, Priority, PriorityLong, QOS, Reason, ReasonList, StartTime, State, \
+                  StateCompact, SubmitTime, TimeLeft, TimeLimit, TimeUsed, UserID, UserName, \
+                  WorkDir, Step."
 )]
 pub struct QueueCli {
     /// Only these users' jobs (names or uids, comma-separated).
@@ -52,8 +62,8 @@ pub struct QueueCli {
     /// Only jobs with these names.
     #[arg(short = 'n', long = "name", value_name = "NAMES")]
     pub names: Vec<String>,
-    /// One line per array task: what equeue always shows (it does not fold an array's pending
-    /// tasks into one `ID_[N-M]` line as squeue does without -r).
+    /// One line per array task; without it an array's pending tasks are folded into one
+    /// line, `ID_[1-3,5%2]`, as squeue does.
     #[arg(short = 'r', long = "array")]
     pub array: bool,
     /// Show expected start times (START_TIME) of pending jobs.
@@ -62,6 +72,32 @@ pub struct QueueCli {
     /// Output format, squeue style.
     #[arg(short = 'o', long = "format", value_name = "FORMAT")]
     pub format: Option<String>,
+    /// Output format by field names, squeue's -O: `name[:[.][size][suffix]],...` (JobID,
+    /// Name, UserName, State, StateCompact, TimeUsed, TimeLimit, NumNodes, NodeList,
+    /// ReasonList, Partition, ...; see below).
+    #[arg(
+        short = 'O',
+        long = "Format",
+        value_name = "FIELDS",
+        conflicts_with = "format"
+    )]
+    pub long_format: Option<String>,
+    /// squeue's long listing: STATE spelt out and TIME_LIMIT, after a line with the time.
+    #[arg(short = 'l', long = "long")]
+    pub long: bool,
+    /// Sort by these -o letters, `+` ascending (default) or `-` descending, e.g. `-S -t,i`
+    /// (default `P,t,-p`: pool, state with pending first, priority highest first).
+    #[arg(
+        short = 'S',
+        long = "sort",
+        value_name = "KEYS",
+        allow_hyphen_values = true
+    )]
+    pub sort: Option<String>,
+    /// List again every SECONDS, each listing after a line with the time, until interrupted.
+    #[arg(short = 'i', long = "iterate", value_name = "SECONDS", conflicts_with = "json",
+          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub iterate: Option<u64>,
     /// No header line (`-h`, as in Slurm; help is `--help` only).
     #[arg(short = 'h', long)]
     pub noheader: bool,
@@ -105,73 +141,202 @@ impl QueueCli {
         })
     }
 
-    /// The format in force: `-o`, else `--start`'s or the default.
+    /// The format in force: `-o` or `-O`, else `--start`'s, `-l`'s or the default.
     pub fn format(&self) -> anyhow::Result<Format> {
-        let text = match (&self.format, self.start) {
-            (Some(f), _) => f.as_str(),
-            (None, true) => START_FORMAT,
-            (None, false) => DEFAULT_FORMAT,
+        if let Some(f) = &self.long_format {
+            return Ok(Format::parse_long(f)?);
+        }
+        let text = match (&self.format, self.start, self.long) {
+            (Some(f), _, _) => f.as_str(),
+            (None, true, _) => START_FORMAT,
+            (None, false, true) => LONG_FORMAT,
+            (None, false, false) => DEFAULT_FORMAT,
         };
         Ok(Format::parse(text)?)
     }
+
+    /// The order in force: `-S`, else squeue's default.
+    pub fn sort(&self) -> anyhow::Result<SortSpec> {
+        Ok(SortSpec::parse(
+            self.sort.as_deref().unwrap_or(DEFAULT_SORT),
+        )?)
+    }
+
+    /// Whether a line with the time comes first, as squeue prints one with `-l` and `-i`.
+    fn dated(&self) -> bool {
+        (self.long || self.iterate.is_some()) && !self.noheader
+    }
 }
 
-/// The table of `jobs`, header first unless `noheader`.
-pub fn render(jobs: &[JobInfo], format: &Format, noheader: bool, now: Time, zone: &Zone) -> String {
-    let mut table = Table::new(format, noheader, now, zone);
+/// The table of `jobs`, header first unless `noheader`, in `sort`'s order; unless `unfolded`
+/// (`-r`), each array's pending tasks are one line.
+pub fn render(jobs: &[JobInfo], view: &View, now: Time, zone: &Zone) -> String {
+    let mut table = Table::new(view, now, zone);
     table.rows(jobs);
-    table.out
+    table.finish()
 }
 
-/// A table written part by part, as a listing's frames arrive.
+/// How a listing is shown: its format, order, header and folding of arrays.
+pub struct View {
+    /// The columns.
+    pub format: Format,
+    /// The order.
+    pub sort: SortSpec,
+    /// No header line.
+    pub noheader: bool,
+    /// One line per array task (`-r`).
+    pub unfolded: bool,
+}
+
+/// An array's pending tasks that share one line: the first task stands for them all.
+struct Fold {
+    job: JobInfo,
+    indices: Vec<u64>,
+}
+
+/// A table built as a listing's frames arrive: each job's line is rendered at once (with the
+/// values it sorts by), except pending array tasks, gathered into folds until the end. Lines
+/// and key texts go into two buffers, not a String each: at 100,000 jobs the allocations
+/// would cost more than the rendering.
 struct Table<'a> {
-    format: &'a Format,
+    view: &'a View,
     now: Time,
     zone: &'a Zone,
-    out: String,
+    /// Every line, one after the other.
+    lines: String,
+    /// Where each line ends in `lines`.
+    ends: Vec<usize>,
+    /// `view.sort.len()` values per line.
+    keys: Vec<SortValue>,
+    /// The text of the keys that are text.
+    key_text: String,
+    folds: Vec<Fold>,
+    /// Fold of each (array, reason, held): tasks waiting for different reasons stay apart.
+    fold_of: HashMap<(u64, Option<PendingReason>, bool), usize>,
     scratch: String,
 }
 
 impl<'a> Table<'a> {
-    fn new(format: &'a Format, noheader: bool, now: Time, zone: &'a Zone) -> Self {
-        let mut out = String::new();
-        if !noheader {
-            out.push_str(&format.header());
-            out.push('\n');
-        }
+    fn new(view: &'a View, now: Time, zone: &'a Zone) -> Self {
         Table {
-            format,
+            view,
             now,
             zone,
-            out,
+            lines: String::new(),
+            ends: Vec::new(),
+            keys: Vec::new(),
+            key_text: String::new(),
+            folds: Vec::new(),
+            fold_of: HashMap::new(),
             scratch: String::new(),
         }
     }
 
     fn rows(&mut self, jobs: &[JobInfo]) {
-        self.out.reserve(jobs.len() * 96);
+        self.lines.reserve(jobs.len() * 96);
+        self.ends.reserve(jobs.len());
+        self.keys.reserve(jobs.len() * self.view.sort.len());
         for j in jobs {
-            self.format
-                .write_row(&mut self.out, &mut self.scratch, j, self.now, self.zone);
-            self.out.push('\n');
+            match (&j.array, j.state) {
+                (Some(t), JobState::Pending) if !self.view.unfolded => {
+                    let key = (t.array_id, j.reason, j.held);
+                    match self.fold_of.get(&key) {
+                        Some(&k) => self.folds[k].indices.push(t.index),
+                        None => {
+                            self.fold_of.insert(key, self.folds.len());
+                            self.folds.push(Fold {
+                                job: j.clone(),
+                                indices: vec![t.index],
+                            });
+                        }
+                    }
+                }
+                _ => self.row(j, None),
+            }
         }
     }
+
+    fn row(&mut self, job: &JobInfo, tasks: Option<&str>) {
+        self.view.format.write_row_folded(
+            &mut self.lines,
+            &mut self.scratch,
+            job,
+            tasks,
+            self.now,
+            self.zone,
+        );
+        self.ends.push(self.lines.len());
+        self.view.sort.push_values(
+            job,
+            tasks,
+            self.now,
+            self.zone,
+            &mut self.keys,
+            &mut self.key_text,
+        );
+    }
+
+    /// The header and the lines in order.
+    fn finish(mut self) -> String {
+        for f in std::mem::take(&mut self.folds) {
+            if f.indices.len() == 1 {
+                self.row(&f.job, None);
+            } else {
+                let tasks = fold_indices(&f.indices, f.job.array.and_then(|t| t.throttle));
+                self.row(&f.job, Some(&tasks));
+            }
+        }
+        // Jobs equal under the keys stay in batchd's order (by id).
+        let order = self
+            .view
+            .sort
+            .order(&self.keys, &self.key_text, self.ends.len());
+        let mut out = String::with_capacity(self.lines.len() + self.ends.len() + 256);
+        if !self.view.noheader {
+            out.push_str(&self.view.format.header());
+            out.push('\n');
+        }
+        for i in order {
+            let start = if i == 0 { 0 } else { self.ends[i - 1] };
+            out.push_str(&self.lines[start..self.ends[i]]);
+            out.push('\n');
+        }
+        out
+    }
+}
+
+/// squeue's line before a long (`-l`) or repeated (`-i`) listing: the time, as `ctime`
+/// words it (`Tue Nov 24 07:10:00 2026`).
+pub fn date_line(now: Time, zone: &Zone) -> String {
+    let secs = i64::try_from(now / 1000).unwrap_or(i64::MAX);
+    let ts = jiff::Timestamp::from_second(secs).unwrap_or(jiff::Timestamp::MAX);
+    zone.to_datetime(ts)
+        .strftime("%a %b %d %H:%M:%S %Y")
+        .to_string()
 }
 
 /// equeue.
 pub fn run(cli: QueueCli) -> anyhow::Result<ExitCode> {
     check_users(&split_list(&cli.users), "Invalid user")?;
     let req = Request::List(cli.request()?);
-    let format = cli.format()?;
+    let view = View {
+        format: cli.format()?,
+        sort: cli.sort()?,
+        noheader: cli.noheader,
+        unfolded: cli.array,
+    };
     let mut client = connect(cli.socket.as_deref())?;
     if cli.json {
         let jobs = client.jobs(&req)?;
         print_out(&(serde_json::to_string_pretty(&jobs)? + "\n"))?;
-    } else {
-        // Rows are written as each part of the listing arrives, and the whole table printed
+        return Ok(ExitCode::SUCCESS);
+    }
+    let zone = local_zone();
+    loop {
+        // Rows are rendered as each part of the listing arrives, and the whole table printed
         // at the end: an error part-way prints the error alone, not half a queue.
-        let zone = local_zone();
-        let mut table = Table::new(&format, cli.noheader, now_ms(), &zone);
+        let now = now_ms();
+        let mut table = Table::new(&view, now, &zone);
         let mut rows = 0;
         client.jobs_each(&req, |part| {
             rows += part.len();
@@ -180,9 +345,21 @@ pub fn run(cli: QueueCli) -> anyhow::Result<ExitCode> {
         if rows == 0 {
             unknown_ids(&mut client, &req)?;
         }
-        print_out(&table.out)?;
+        let mut out = String::new();
+        if cli.dated() {
+            out.push_str(&date_line(now, &zone));
+            out.push('\n');
+        }
+        out.push_str(&table.finish());
+        let Some(secs) = cli.iterate else {
+            print_out(&out)?;
+            return Ok(ExitCode::SUCCESS);
+        };
+        // squeue -i: a blank line after each listing, then the next after the interval.
+        out.push('\n');
+        print_out(&out)?;
+        std::thread::sleep(std::time::Duration::from_secs(secs));
     }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// squeue's answer to `-j` ids none of which is in the queue (finished, or never there):
@@ -213,7 +390,6 @@ fn unknown_ids(client: &mut batch_proto::Client, req: &Request) -> anyhow::Resul
 #[cfg(test)]
 mod tests {
     use super::*;
-    use batch_proto::JobState;
 
     fn cli(args: &[&str]) -> QueueCli {
         QueueCli::try_parse_from(std::iter::once("equeue").chain(args.iter().copied())).unwrap()
@@ -275,6 +451,86 @@ mod tests {
             let h = cli(args).format().unwrap().header();
             assert!(h.ends_with(" NODES  STEP NODELIST(REASON)"), "{h}");
         }
+    }
+
+    fn view(args: &[&str]) -> View {
+        let c = cli(args);
+        View {
+            format: c.format().unwrap(),
+            sort: c.sort().unwrap(),
+            noheader: c.noheader,
+            unfolded: c.array,
+        }
+    }
+
+    /// Tasks 0..n of array 10 (job ids 10..): 0 running, the others pending.
+    fn array(n: u64, throttle: Option<u32>) -> Vec<JobInfo> {
+        (0..n)
+            .map(|k| {
+                let mut j = crate::batch::format::tests::job();
+                j.id = 10 + k;
+                j.array = Some(crate::batch::format::tests::task(10, k, throttle));
+                if k > 0 {
+                    j.state = JobState::Pending;
+                    j.node_list = None;
+                    j.start_time = None;
+                    j.reason = Some(if k > 2 {
+                        PendingReason::JobArrayTaskLimit
+                    } else {
+                        PendingReason::Priority
+                    });
+                }
+                j
+            })
+            .collect()
+    }
+
+    #[test]
+    fn pending_array_tasks_fold_like_squeue() {
+        let z = crate::batch::time::fixed_zone(0);
+        let jobs = array(6, Some(2));
+        let out = render(&jobs, &view(&["-h", "-o", "%i %t %r"]), 0, &z);
+        // Pending first (squeue's default order), a line per reason; the running task alone.
+        assert_eq!(
+            out,
+            "10_[1-2%2] PD Priority\n10_[3-5%2] PD JobArrayTaskLimit\n10_0 R None\n"
+        );
+        let out = render(&jobs, &view(&["-h", "-r", "-o", "%i", "-S", "i"]), 0, &z);
+        assert_eq!(out.lines().count(), 6);
+        assert!(out.starts_with("10_0\n10_1\n"), "{out}");
+        // A lone pending task keeps its own id.
+        let out = render(&array(2, None), &view(&["-h", "-o", "%i"]), 0, &z);
+        assert_eq!(out, "10_1\n10_0\n");
+    }
+
+    #[test]
+    fn long_listing_and_sort_option() {
+        let z = crate::batch::time::fixed_zone(0);
+        let c = cli(&["-l"]);
+        assert!(c.dated());
+        assert!(!cli(&["-l", "-h"]).dated());
+        assert!(cli(&["-i", "5"]).dated());
+        assert_eq!(
+            c.format().unwrap().header(),
+            "             JOBID PARTITION     NAME     USER    STATE       TIME TIME_LIMI  NODES NODELIST(REASON)"
+        );
+        // -o and -O exclude each other; -o wins over -l.
+        assert!(QueueCli::try_parse_from(["equeue", "-o", "%i", "-O", "jobid"]).is_err());
+        assert_eq!(cli(&["-l", "-o", "%i"]).format().unwrap().header(), "JOBID");
+        assert!(cli(&["-S", "nope"]).sort().is_err());
+        assert!(QueueCli::try_parse_from(["equeue", "-i", "0"]).is_err());
+        assert!(QueueCli::try_parse_from(["equeue", "-i", "1", "--json"]).is_err());
+        let out = render(
+            &array(3, None),
+            &view(&["-h", "-r", "-o", "%i", "-S", "-i"]),
+            0,
+            &z,
+        );
+        assert_eq!(out, "10_2\n10_1\n10_0\n");
+        assert_eq!(
+            date_line(86_400_000 + 3_723_000, &z),
+            "Fri Jan 02 01:02:03 1970"
+        );
     }
 
     #[test]

@@ -84,9 +84,17 @@ pub enum Jump {
     /// the last step of `[t0, t1)` leaving fewer than `n` nodes free. Any start before that end
     /// still overlaps that step, so the jump is as valid as `loc`'s and never shorter: the
     /// search visits a subset of the same candidates, in the same order, and stops at the same
-    /// first solution (the property tests check both agree). The default: fewer queries.
-    #[default]
+    /// first solution (the property tests check both agree).
     LastConflict,
+    /// As [`Jump::LastConflict`] for l. 12–13, and the loop of l. 6–7 (test, jump, test again
+    /// until the step fits) in one [`Profile::earliest_fit`] scan. That loop only ever leaves a
+    /// start where the step fits, and every jump passes over starts that all overlap a conflict,
+    /// so it stops at the earliest start ≥ t where the step fits: what `earliest_fit` returns,
+    /// found in one pass over the profile instead of a query per conflict. The same candidates,
+    /// the same solution (the property tests check all three agree). The default: about half
+    /// the work of [`Jump::LastConflict`] on the papers' workload (docs/evolving.md).
+    #[default]
+    Scan,
 }
 
 /// The end of the conflict on `[t0, t1)` for `nodes` more nodes above `res` in a pool of
@@ -100,7 +108,7 @@ fn conflict(res: &Profile, cap: i64, t0: Time, t1: Time, nodes: u32, jump: Jump)
     match jump {
         Jump::Loc => (cap - res.max_over(t0, t1) < i64::from(nodes)).then(|| res.loc(t0, t1)),
         // Never NEVER: base_fit checked that the profile ends low enough for every step.
-        Jump::LastConflict => res
+        Jump::LastConflict | Jump::Scan => res
             .last_above(t0, t1, cap - i64::from(nodes))
             .map(|(_, end)| end),
     }
@@ -146,29 +154,50 @@ pub fn base_fit_with(
             steps: Vec::new(),
         });
     }
-    // The recursion of EP Algorithm 2, one frame per step: `t0[k]` is the frame's input t0 (the
-    // end of step k − 1 if it were not expanded), `ts[k]` its local ts.
-    let mut t0 = vec![0; n];
-    let mut ts = vec![0; n];
-    t0[0] = from;
+    // The recursion of EP Algorithm 2, one frame per step: `ts[k]` is frame k's local ts. Its
+    // input t0 is `from` for the first frame and, for the others, the end of the previous step
+    // were it not expanded, `ts[k − 1] + d⁽ᵏ⁻¹⁾`: always derived from the frame below, since a
+    // frame is (re)entered only after the one below has just set its ts.
+    let t0_of = |ts: &[Time], k: usize| {
+        if k == 0 {
+            from
+        } else {
+            ts[k - 1].saturating_add(req[k - 1].duration)
+        }
+    };
+    // The frames of a short EP (the papers' have at most 10 steps) live on the stack: one
+    // allocation less per fit, the one left being the result's.
+    let mut on_stack = [0; 16];
+    let mut on_heap = Vec::new();
+    let ts: &mut [Time] = if n <= on_stack.len() {
+        &mut on_stack[..n]
+    } else {
+        on_heap.resize(n, 0);
+        &mut on_heap
+    };
     ts[0] = from;
     let mut k = 0;
     loop {
         let Step { duration: d, nodes } = req[k];
+        let t0 = t0_of(ts, k);
         let outcome = loop {
-            let t = ts[k];
-            let end = t.saturating_add(d);
-            // EP l. 6–7: the step does not fit at t; jump past the conflict (see [`Jump`]): any
+            // EP l. 6–7: the step does not fit at ts; jump past the conflict (see [`Jump`]): any
             // start before its end still overlaps it (d > 0 here: an empty window never
-            // conflicts).
-            if let Some(after) = conflict(res, cap, t, end, nodes, jump) {
+            // conflicts). With [`Jump::Scan`] the whole loop is one scan.
+            if jump == Jump::Scan {
+                // Never None: the profile ends low enough for every step (checked above).
+                ts[k] = res.earliest_fit(ts[k], d, cap - i64::from(nodes))?;
+            } else if let Some(after) =
+                conflict(res, cap, ts[k], ts[k].saturating_add(d), nodes, jump)
+            {
                 ts[k] = after;
                 continue;
             }
+            let t = ts[k];
             if k > 0 {
                 let prev = req[k - 1];
-                // t0[k] − d⁽ᵏ⁻¹⁾ is where the previous step starts in the current attempt.
-                let prev_start = t0[k] - prev.duration;
+                // t0 − d⁽ᵏ⁻¹⁾ is where the previous step starts in the current attempt.
+                let prev_start = t0 - prev.duration;
                 let longest = limit.max_duration(prev.duration);
                 // EP l. 9–11: placing this step at t would stretch the previous one past
                 // l·d⁽ᵏ⁻¹⁾; the previous step may start no earlier than teas = t − l·d⁽ᵏ⁻¹⁾.
@@ -184,7 +213,7 @@ pub fn base_fit_with(
                 // next attempt simply fails again and jumps further (RR §4.3.2 says the same).
                 // The jump is clipped to t, as `loc` is: a zero-duration previous step may start
                 // at t and hold nothing, whatever lies after t.
-                if let Some(after) = conflict(res, cap, t0[k], t, prev.nodes, jump) {
+                if let Some(after) = conflict(res, cap, t0, t, prev.nodes, jump) {
                     break Err(after.min(t));
                 }
             }
@@ -193,8 +222,7 @@ pub fn base_fit_with(
         match outcome {
             // EP l. 14: recurse for the next step from the completion of this one.
             Ok(()) if k + 1 < n => {
-                t0[k + 1] = ts[k].saturating_add(d);
-                ts[k + 1] = t0[k + 1];
+                ts[k + 1] = ts[k].saturating_add(d);
                 k += 1;
             }
             // EP l. 1–2: every step is placed, the recursion unwinds with successes.
@@ -258,20 +286,38 @@ pub fn compact_latest(
         // can move.
         return base.clone();
     }
+    if base
+        .steps
+        .iter()
+        .zip(req)
+        .all(|(s, r)| s.duration == r.duration)
+    {
+        // Nothing expanded: every schedule completing at c starts at c − Σd or earlier (steps
+        // only ever get longer), and the base EP starts there; the search would return it.
+        // Most base fits of the papers' workload are such (Table 2: 22–27 % expanded at most).
+        return base.clone();
+    }
     let a = base.start;
     let c = base.end();
     let span = c - a;
-    let mut mirror = Profile::new();
+    // The steps of `res` clipped to [a, c), then added to the mirror last first: mirrored,
+    // that is in increasing time, so that each add appends instead of shifting the points
+    // already there (a quadratic copy in the flat representation).
+    let mut window: Vec<(Time, Time, i64)> = Vec::new();
     let mut points = res.change_points().peekable();
     while let Some((t, v)) = points.next() {
         let next = points.peek().map_or(NEVER, |p| p.0);
         let (x, y) = (t.max(a), next.min(c));
         if x < y && v != 0 {
-            mirror.add(c - y, c - x, v);
+            window.push((x, y, v));
         }
         if next >= c {
             break;
         }
+    }
+    let mut mirror = Profile::new();
+    for &(x, y, v) in window.iter().rev() {
+        mirror.add(c - y, c - x, v);
     }
     let reversed: Vec<Step> = req.iter().rev().copied().collect();
     let Some(m) = base_fit(&reversed, &mirror, nnodes, limit, 0) else {

@@ -96,17 +96,33 @@ impl NamedPolicy for EvolvingPolicy {
 
 /// What the policy schedules for one request: its EP, whether the placement is an evolving
 /// shape, and the pool it must go to (if any).
-struct Want {
-    steps: Vec<Step>,
+struct Want<'a> {
+    steps: WantSteps<'a>,
     evolving: bool,
     pool: Option<PoolId>,
 }
 
-fn want(request: &Request) -> Result<Want, String> {
+/// The EP to schedule: an evolving request's own steps, borrowed, or the one step a rigid view
+/// of another request gives (no allocation per job either way).
+enum WantSteps<'a> {
+    Borrowed(&'a [Step]),
+    One([Step; 1]),
+}
+
+impl WantSteps<'_> {
+    fn as_slice(&self) -> &[Step] {
+        match self {
+            WantSteps::Borrowed(s) => s,
+            WantSteps::One(s) => s,
+        }
+    }
+}
+
+fn want(request: &Request) -> Result<Want<'_>, String> {
     match request {
         Request::Evolving(e) if e.steps.is_empty() => Err("evolving request has no steps".into()),
         Request::Evolving(e) => Ok(Want {
-            steps: e.steps.clone(),
+            steps: WantSteps::Borrowed(&e.steps),
             evolving: true,
             pool: e.pool,
         }),
@@ -127,7 +143,7 @@ fn want(request: &Request) -> Result<Want, String> {
                 _ => r.pool,
             };
             Ok(Want {
-                steps: vec![Step::new(r.walltime, r.nodes)],
+                steps: WantSteps::One([Step::new(r.walltime, r.nodes)]),
                 evolving: false,
                 pool,
             })
@@ -152,6 +168,7 @@ impl Policy for EvolvingPolicy {
             }
         }
         let mut plan = Plan::default();
+        plan.placements.reserve(snapshot.pending.len());
         for job in snapshot.pending {
             let w = match want(&job.request) {
                 Ok(w) => w,
@@ -163,12 +180,16 @@ impl Policy for EvolvingPolicy {
                     continue;
                 }
             };
-            let widest = w.steps.iter().map(|s| s.nodes).max().unwrap_or(0);
-            let eligible: Vec<usize> = (0..pools.len())
-                .filter(|&i| w.pool.is_none_or(|p| pools[i].0 == p))
-                .collect();
-            if !eligible.iter().any(|&i| pools[i].1.nodes() >= widest) {
-                let largest = eligible.iter().map(|&i| pools[i].1.nodes()).max();
+            let steps = w.steps.as_slice();
+            let widest = steps.iter().map(|s| s.nodes).max().unwrap_or(0);
+            let eligible = || {
+                pools
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, (id, _))| w.pool.is_none_or(|p| *id == p))
+            };
+            if !eligible().any(|(_, (_, s))| s.nodes() >= widest) {
+                let largest = eligible().map(|(_, (_, s))| s.nodes()).max();
                 let reason = match largest {
                     None => format!(
                         "no pool {} in this cluster",
@@ -187,29 +208,29 @@ impl Policy for EvolvingPolicy {
             let from = now.max(job.earliest_start).max(job.submit);
             // Among pools the job may use, the earliest completion, then the earliest start,
             // then the first pool: the papers have one pool; this keeps their criterion.
-            let best = eligible
-                .iter()
-                .filter_map(|&i| pools[i].1.try_fit(&w.steps, from).map(|f| (i, f)))
+            let best = eligible()
+                .filter_map(|(i, (_, s))| s.try_fit(steps, from).map(|f| (i, f)))
                 .min_by_key(|(i, f)| (f.end(), f.start, *i));
             // None: blocked for ever by a running job without an end; the job stays pending.
             let Some((i, fitted)) = best else { continue };
             pools[i].1.commit(&fitted);
             let pool = pools[i].0;
+            let start = fitted.start;
             let shape = if w.evolving {
                 Shape::Evolving {
                     pool,
-                    steps: fitted.steps.clone(),
+                    steps: fitted.steps,
                 }
             } else {
                 Shape::Rigid {
                     pool,
-                    nodes: w.steps[0].nodes,
-                    walltime: w.steps[0].duration,
+                    nodes: steps[0].nodes,
+                    walltime: steps[0].duration,
                 }
             };
             plan.placements.push(Placement {
                 job: job.id,
-                start: fitted.start,
+                start,
                 shape,
                 claim_from: None,
             });

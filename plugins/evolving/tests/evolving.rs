@@ -293,9 +293,13 @@ mod optimality {
             for (i, req) in t.apps.iter().enumerate() {
                 let res = sched.resources().clone();
                 let base: Fitted = base_fit(req, &res, t.nnodes, limit, t.from).expect("fits");
-                // The paper's max/loc jumps and the single-query jumps visit the same solution.
+                // The paper's max/loc jumps, the single-query jumps and the scan (the default)
+                // stop at the same solution.
                 let paper = base_fit_with(req, &res, t.nnodes, limit, t.from, Jump::Loc);
                 prop_assert_eq!(paper.as_ref(), Some(&base));
+                let last = base_fit_with(req, &res, t.nnodes, limit, t.from, Jump::LastConflict);
+                prop_assert_eq!(last.as_ref(), Some(&base));
+                prop_assert_eq!(Jump::default(), Jump::Scan);
                 let (earliest, latest_start) = brute(req, &res, t.nnodes, limit, t.from);
                 prop_assert_eq!(base.end(), earliest, "app {} of {:?}: {:?}", i, t, base);
                 // The compacting search: same completion, the latest start of all schedules
@@ -331,5 +335,44 @@ mod optimality {
         let req = [Step::new(10, 1), Step::new(10, 1), Step::new(5, 6)];
         assert_eq!(brute(&req, &res, 10, ExpandLimit::INFINITE, 0), (105, 80));
         assert_eq!(brute(&req, &res, 10, ExpandLimit::NONE, 0), (105, 80));
+    }
+}
+
+mod jumps {
+    use super::*;
+
+    /// A queue of EPs list-scheduled into a profile held flat or as a tree, then one more EP.
+    fn queue() -> impl Strategy<Value = (u32, Vec<Vec<Step>>, Vec<Step>, u64, bool)> {
+        (2u32..=40).prop_flat_map(|nnodes| {
+            (
+                Just(nnodes),
+                prop::collection::vec(ep_strategy(nnodes, 6, 50), 0..=40),
+                ep_strategy(nnodes, 8, 50),
+                0u64..200,
+                any::<bool>(),
+            )
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        /// The three ways of jumping past conflicts give the same fit over profiles of hundreds
+        /// of change points, in both representations of the profile (the scan and the queries
+        /// take different paths through each).
+        #[test]
+        fn every_jump_gives_the_same_fit((nnodes, apps, req, from, tree) in queue(), limit in limit_strategy()) {
+            let mut res = if tree { Profile::with_flat_max(0) } else { Profile::new() };
+            for app in &apps {
+                let f = base_fit(app, &res, nnodes, limit, 0).expect("no running job: fits");
+                res.add_steps(f.start, &f.steps, 1);
+            }
+            prop_assert_eq!(res.is_flat(), !tree || res.is_empty());
+            let scan = base_fit_with(&req, &res, nnodes, limit, from, Jump::Scan);
+            prop_assert!(scan.is_some());
+            for jump in [Jump::Loc, Jump::LastConflict] {
+                prop_assert_eq!(&base_fit_with(&req, &res, nnodes, limit, from, jump), &scan, "{:?}", jump);
+            }
+        }
     }
 }

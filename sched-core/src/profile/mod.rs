@@ -203,6 +203,11 @@ impl Profile {
 
     /// Adds `sign ×` the EP `steps` delayed to `start`.
     pub fn add_steps(&mut self, start: Time, steps: &[Step], sign: i64) {
+        if let Repr::Flat(f) = &mut self.repr {
+            f.add_steps(start, steps, sign);
+            self.switch();
+            return;
+        }
         let mut t = start;
         for s in steps {
             let end = t.saturating_add(s.duration);

@@ -147,6 +147,7 @@ pub fn paper_report() -> Report {
     Report {
         nodes: 0,
         tests: 1000,
+        timing_runs: 0,
         rows,
     }
 }
@@ -281,6 +282,17 @@ pub fn format_tables(report: &Report, paper: Option<&Report>) -> String {
         &report.rows,
         paper,
     );
+    if report.timing_runs > 0 {
+        let per_test = match report.timing_runs {
+            1 => "one call per test".to_string(),
+            n => format!("each test's median of {n} calls"),
+        };
+        let _ = writeln!(
+            out,
+            "Sch. Time: wall time of the plan call, {per_test}; min, avg and max over the {} tests.",
+            report.tests
+        );
+    }
     out.push('\n');
     table(
         &mut out,
