@@ -10,7 +10,9 @@ use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::frame::{read_frame, write_frame, FrameError};
+use std::io::Write as _;
+
+use crate::frame::{decode, encode, read_payload, FrameError, HEADER_LEN};
 use crate::message::{ErrorReply, Hello, Request, Response};
 
 /// How long connecting may take before the tool gives up.
@@ -75,6 +77,21 @@ pub struct Client {
     /// The socket, for error messages.
     path: PathBuf,
     answer_timeout: Duration,
+    /// Every frame written and read on this connection, the hello's included.
+    traffic: ClientTraffic,
+}
+
+/// Frames and bytes (whole frames, length prefix included) a [`Client`] wrote and read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClientTraffic {
+    /// Frames written.
+    pub frames_sent: u64,
+    /// Their bytes.
+    pub bytes_sent: u64,
+    /// Frames read whole.
+    pub frames_received: u64,
+    /// Their bytes.
+    pub bytes_received: u64,
 }
 
 /// The timeouts in force: [`TIMEOUT_ENV`] when it is a positive number of seconds.
@@ -166,6 +183,7 @@ impl Client {
             daemon: Hello::current(),
             path: path.to_path_buf(),
             answer_timeout: answer,
+            traffic: ClientTraffic::default(),
         };
         let mine = Hello::current();
         // A daemon at its connection cap answers with an error and closes without reading:
@@ -221,11 +239,26 @@ impl Client {
     }
 
     fn write(&mut self, req: &Request) -> Result<(), ClientError> {
-        write_frame(&mut self.stream, req).map_err(|e| self.frame_error(e))
+        let buf = encode(req).map_err(|e| self.frame_error(e))?;
+        self.stream
+            .write_all(&buf)
+            .and_then(|()| self.stream.flush())
+            .map_err(|e| self.frame_error(FrameError::Io(e)))?;
+        self.traffic.frames_sent += 1;
+        self.traffic.bytes_sent += buf.len() as u64;
+        Ok(())
     }
 
     fn read(&mut self) -> Result<Response, ClientError> {
-        read_frame(&mut self.stream).map_err(|e| self.frame_error(e))
+        let payload = read_payload(&mut self.stream).map_err(|e| self.frame_error(e))?;
+        self.traffic.frames_received += 1;
+        self.traffic.bytes_received += (HEADER_LEN + payload.len()) as u64;
+        decode(&payload).map_err(|e| self.frame_error(e))
+    }
+
+    /// The frames and bytes this connection has written and read so far.
+    pub fn traffic(&self) -> ClientTraffic {
+        self.traffic
     }
 
     /// Sends `req` without reading anything: on a launcher session answers and pushed frames
@@ -249,6 +282,25 @@ impl Client {
         let r = self.read();
         set(&self.stream, Some(self.answer_timeout))?;
         r
+    }
+
+    /// Whether a read would find bytes (or the end of the stream) at once: a launcher drains
+    /// the frames already there before acting on the latest one.
+    pub fn input_ready(&self) -> Result<bool, ClientError> {
+        use nix::errno::Errno;
+        use nix::sys::socket::{recv, MsgFlags};
+        let flags = MsgFlags::MSG_PEEK | MsgFlags::MSG_DONTWAIT;
+        loop {
+            return match recv(self.stream.as_raw_fd(), &mut [0u8; 1], flags) {
+                Ok(_) => Ok(true),
+                Err(Errno::EAGAIN) => Ok(false),
+                Err(Errno::EINTR) => continue,
+                Err(e) => Err(ClientError::Frame {
+                    path: self.path.clone(),
+                    error: FrameError::Io(e.into()),
+                }),
+            };
+        }
     }
 
     /// Sends `req` and returns the reply as it is, errors included.

@@ -172,6 +172,36 @@ pub struct SessionEnded {
     pub reason: String,
 }
 
+/// Frames and bytes on one launcher session's connection, as one side counted them. Bytes are
+/// whole frames (the 4-byte length included); the JSON alone is `bytes − 4 · frames`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionTraffic {
+    /// Frames the launcher sent (batchd received).
+    pub frames_in: u64,
+    /// Their bytes.
+    pub bytes_in: u64,
+    /// Frames batchd sent (the launcher received).
+    pub frames_out: u64,
+    /// Their bytes.
+    pub bytes_out: u64,
+}
+
+impl SessionTraffic {
+    /// JSON bytes, both ways, without the frames' length prefixes.
+    pub fn json_bytes(&self) -> u64 {
+        (self.bytes_in + self.bytes_out)
+            .saturating_sub(crate::frame::HEADER_LEN as u64 * (self.frames_in + self.frames_out))
+    }
+
+    /// `self + o`.
+    pub fn add(&mut self, o: &SessionTraffic) {
+        self.frames_in += o.frames_in;
+        self.bytes_in += o.bytes_in;
+        self.frames_out += o.frames_out;
+        self.bytes_out += o.bytes_out;
+    }
+}
+
 /// `eview`: ask for a job's latest view.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ViewRequest {

@@ -32,7 +32,7 @@ pub mod signal;
 pub mod socket;
 
 pub use array::{ArraySpec, ArrayTask, JobRef};
-pub use client::{Client, ClientError};
+pub use client::{Client, ClientError, ClientTraffic};
 pub use coorm::*;
 pub use frame::{FrameError, MAX_FRAME};
 pub use job::{

@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::coorm::{
     ChangeNotify, DoneRequest, ListClustersInfoRequest, ListInterClusterInfoRequest, PoolLink,
-    PoolProperties, SessionEnded, SessionRequest, StartNotify, SubscribeRequest, Subscribed,
-    ViewReply, ViewRequest,
+    PoolProperties, SessionEnded, SessionRequest, SessionTraffic, StartNotify, SubscribeRequest,
+    Subscribed, ViewReply, ViewRequest,
 };
 use crate::job::{JobInfo, JobSpec, JobState};
 use crate::EpochMs;
@@ -403,6 +403,10 @@ pub enum Response {
     DoneAck {
         /// The session's job.
         job: u64,
+        /// What batchd counted on the session's connection before this answer (hello and
+        /// subscribe included): a launcher measuring its traffic can check its own count.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        traffic: Option<SessionTraffic>,
     },
     /// Pushed to a session: its view changed.
     ChangeNotify(ChangeNotify),

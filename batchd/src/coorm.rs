@@ -11,7 +11,8 @@
 use std::sync::Arc;
 
 use batch_proto::{
-    JobShape, JobState, PoolLink, PoolProperties, Response, SessionEnded, StartNotify, StartedPool,
+    Change, ChangeNotify, ChangeType, JobShape, JobState, PoolLink, PoolProperties, Response,
+    SessionEnded, StartNotify, StartedPool,
 };
 use sched_core::{JobId, Plan};
 
@@ -163,6 +164,53 @@ pub fn tell_ended(d: &Daemon, id: u64, state: JobState, reason: &str) {
             reason: reason.to_string(),
         }),
     );
+}
+
+/// The config changed from `old` to `new` (`Reconfigure`): every waiting session whose links
+/// (`listInterClusterInfo`) changed gets a `changeNotify` of type `interinfo` for the pools at
+/// an end of a changed link, and pulls them again (§III-B: "the launcher … pulls the new
+/// information"). Pools cannot change without a restart (`Reconfigure` refuses it), so
+/// `info` is never due.
+pub fn links_changed(d: &Daemon, old: &Config, new: &Config) {
+    if old.links == new.links {
+        return;
+    }
+    let now = now_ms();
+    d.sessions.push_each(|job, pools| {
+        let waiting = d
+            .core()
+            .jobs
+            .get(&job)
+            .is_some_and(|a| a.rec.state == JobState::Pending);
+        if !waiting {
+            return None;
+        }
+        let (a, b) = (pool_links(old, pools), pool_links(new, pools));
+        let mut names: Vec<String> = Vec::new();
+        for l in a
+            .iter()
+            .filter(|l| !b.contains(l))
+            .chain(b.iter().filter(|l| !a.contains(l)))
+        {
+            for n in [&l.a, &l.b] {
+                if !names.contains(n) {
+                    names.push(n.clone());
+                }
+            }
+        }
+        // Config order, as every other list of the session's pools.
+        let order = pool_properties(new, pools);
+        let changes: Vec<Change> = order
+            .into_iter()
+            .filter(|p| names.contains(&p.pool))
+            .map(|p| Change {
+                pool: p.pool,
+                kind: ChangeType::Interinfo,
+                cap: None,
+            })
+            .collect();
+        (!changes.is_empty()).then_some(Response::ChangeNotify(ChangeNotify { job, now, changes }))
+    });
 }
 
 /// The pools of `config` that pass a subscribe filter (indices, config order), or why the

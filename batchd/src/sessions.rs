@@ -47,6 +47,15 @@ impl Sessions {
         lock(&self.0).remove(&job);
     }
 
+    /// Pushes to each open session the frame `f` makes of its job and pools, if any.
+    pub fn push_each(&self, mut f: impl FnMut(u64, &[usize]) -> Option<Response>) {
+        for (&job, s) in lock(&self.0).iter() {
+            if let Some(r) = f(job, &s.pools) {
+                let _ = s.tx.send(r);
+            }
+        }
+    }
+
     /// Pushes `r` to the session of `job`, if it is open.
     pub fn push(&self, job: u64, r: Response) {
         if let Some(s) = lock(&self.0).get(&job) {

@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use batch_proto::{
-    Client, JobFilter, JobInfo, JobSpec, JobState, ListRequest, PoolNodes, Request, Response,
-    ShowJobRequest, SubmitRequest, ViewRequest,
+    ChangeType, Client, JobFilter, JobInfo, JobSpec, JobState, ListRequest, PoolNodes,
+    ReconfigureRequest, Request, Response, ShowJobRequest, SubmitRequest, ViewRequest,
 };
 use batchd::config::{LinkConfig, PoolConfig};
 use batchd::{Config, DaemonHandle};
@@ -32,6 +32,12 @@ fn pool(name: &str, nodes: u32, speed: f64) -> PoolConfig {
 impl Cluster {
     /// Two pools of 4 nodes, `a` (speed 1) and `b` (speed 1.5), linked; policy `coorm`.
     fn new(fair_start_ms: u64) -> Cluster {
+        Cluster::build(fair_start_ms, false)
+    }
+
+    /// With its config in a file (`config.toml` in its directory), so that it can be
+    /// reconfigured.
+    fn build(fair_start_ms: u64, file: bool) -> Cluster {
         let dir = tempfile::tempdir().unwrap();
         let mut c = Config::embedded();
         c.socket = Some(dir.path().join("batchd.sock"));
@@ -48,7 +54,12 @@ impl Cluster {
         c.policy.name = "coorm".into();
         c.coorm.fair_start_ms = fair_start_ms;
         let socket = c.socket.clone().unwrap();
-        let daemon = batchd::spawn(c, None).unwrap();
+        let path = file.then(|| {
+            let p = dir.path().join("config.toml");
+            std::fs::write(&p, c.to_toml()).unwrap();
+            p
+        });
+        let daemon = batchd::spawn(c, path).unwrap();
         Cluster {
             dir,
             socket,
@@ -240,7 +251,10 @@ fn a_launcher_follows_its_view_changes_its_request_and_starts_on_its_nodes() {
     assert_eq!(listed[0].node_list.as_deref(), Some("a[001-003]"));
 
     // `done`: the nodes stay busy for the fair-start delay, then the job is COMPLETED.
-    l.done().unwrap();
+    let report = l.done().unwrap();
+    // Both ends counted the session's frames alike (the message volume of §IV-D's Fig. 8).
+    assert_eq!(report.consistent(), Some(true), "{report:?}");
+    assert!(report.launcher.frames_received >= 5 && report.done_ack_bytes > 4);
     assert_eq!(c.show(job).state, JobState::Completing);
     let end = c.wait_state(job, JobState::Completed);
     let t = end.end_time.unwrap();
@@ -341,4 +355,48 @@ fn the_python_example_launchers_run_against_a_live_batchd() {
             && text.contains("a: a001,a002,a003,a004; b: b001,b002,b003,b004"),
         "{text}"
     );
+}
+
+#[test]
+fn a_reconfigure_that_changes_the_links_tells_waiting_launchers_to_pull_them_again() {
+    let c = Cluster::build(0, true);
+    let mut l = c.launcher();
+    next_view(&mut l);
+    assert_eq!(l.inter_cluster_info().unwrap()[0].latency_ms, 10.0);
+    // The same links again: nothing to tell.
+    let reconfigure = || match c
+        .client()
+        .request(&Request::Reconfigure(ReconfigureRequest {}))
+        .unwrap()
+    {
+        Response::Reconfigured(_) => {}
+        other => panic!("unexpected {other:?}"),
+    };
+    reconfigure();
+    let path = c.dir.path().join("config.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("latency_ms = 10.0"), "{text}");
+    std::fs::write(
+        &path,
+        text.replace("latency_ms = 10.0", "latency_ms = 25.0"),
+    )
+    .unwrap();
+    reconfigure();
+    let changed = loop {
+        match l.next_event(Some(Duration::from_secs(20))).unwrap() {
+            Event::ViewChanged(ch) if ch.iter().any(|(_, k)| *k == ChangeType::Interinfo) => {
+                break ch
+            }
+            Event::ViewChanged(_) => continue,
+            Event::Started(s) => panic!("started without a request: {s:?}"),
+        }
+    };
+    assert_eq!(
+        changed,
+        vec![
+            ("a".to_string(), ChangeType::Interinfo),
+            ("b".to_string(), ChangeType::Interinfo)
+        ]
+    );
+    assert_eq!(l.inter_cluster_info().unwrap()[0].latency_ms, 25.0);
 }

@@ -47,6 +47,12 @@ pub enum Command {
     /// Klein & Pérez's CooRM §IV: Fig. 6 (scalability, 1–8 pools, OAR-like vs CooRM W0–W3)
     /// and Fig. 7 (fairness against the adaptation delay) from an SWF trace: tables, SVG.
     CoormExperiments(crate::coorm_experiments::ExperimentsArgs),
+    /// Klein & Pérez's CooRM §IV-D (Fig. 8): one workload simulated and run on a real batchd
+    /// with one launcher process per application; message volume and CPU time side by side.
+    CoormValidation(crate::coorm_validation::ValidationArgs),
+    /// One application's launcher process of `coorm-validation` (started by it).
+    #[command(hide = true)]
+    CoormLauncher(crate::coorm_validation::LauncherArgs),
 }
 
 /// What the engine asks of the policy at each call, all of it validated.

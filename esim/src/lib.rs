@@ -9,6 +9,7 @@ pub mod cli;
 pub mod coalloc;
 pub mod coalloc_experiments;
 pub mod coorm_experiments;
+pub mod coorm_validation;
 pub mod moldable;
 pub mod moldable_experiments;
 pub mod output;
@@ -35,7 +36,8 @@ pub fn main() -> ExitCode {
         Some(Command::Schedule(_)) => false,
         Some(Command::Moldable(_)) | Some(Command::MoldableExperiments(_)) => false,
         Some(Command::Coalloc(_)) | Some(Command::CoallocExperiments(_)) => false,
-        Some(Command::CoormExperiments(_)) => false,
+        Some(Command::CoormExperiments(_)) | Some(Command::CoormValidation(_)) => false,
+        Some(Command::CoormLauncher(_)) => true,
         None => cli.run.quiet,
     };
     init_logs(quiet);
@@ -49,6 +51,8 @@ pub fn main() -> ExitCode {
         Some(Command::Coalloc(args)) => coalloc::run(&args),
         Some(Command::CoallocExperiments(args)) => coalloc_experiments::run(&args),
         Some(Command::CoormExperiments(args)) => coorm_experiments::run_experiments(&args),
+        Some(Command::CoormValidation(args)) => coorm_validation::run_validation(&args),
+        Some(Command::CoormLauncher(args)) => coorm_validation::launcher(&args),
         None => run::run(&cli.run),
     };
     match result {

@@ -22,12 +22,12 @@ use std::path::Path;
 use std::time::Duration;
 
 pub use batch_proto::{
-    CapStep, ChangeType, PoolLink, PoolNodes, PoolProperties, SessionEnded, SessionFilter,
-    SessionRequest, StartNotify,
+    CapStep, ChangeType, ClientTraffic, PoolLink, PoolNodes, PoolProperties, SessionEnded,
+    SessionFilter, SessionRequest, SessionTraffic, StartNotify,
 };
 use batch_proto::{
-    Client, ClientError, DoneRequest, ListClustersInfoRequest, ListInterClusterInfoRequest,
-    Request, Response, SubscribeRequest,
+    Client, ClientError, DoneRequest, ErrorKind, ListClustersInfoRequest,
+    ListInterClusterInfoRequest, Request, Response, SubscribeRequest,
 };
 
 /// What went wrong.
@@ -44,6 +44,10 @@ pub enum Error {
         /// What came, abridged.
         got: String,
     },
+    /// A `request` crossed the job's start: batchd started the previous request before it
+    /// read this one (the `startNotify` is on its way; [`Launcher::next_event`] returns it).
+    #[error("job {0} started before the request arrived")]
+    AlreadyStarted(u64),
     /// The session ended without `done` (killed at its duration, cancelled).
     #[error("the session of job {} ended: {} ({})", .0.job, .0.state, .0.reason)]
     Ended(SessionEnded),
@@ -128,8 +132,36 @@ pub struct Launcher {
     view: View,
     /// Pushed frames read while waiting for an answer.
     pushed: VecDeque<Response>,
-    /// Protocol frames exchanged, both ways (for the message-volume figures).
-    frames: u64,
+    /// Bytes of the latest answer [`Launcher::call`] read.
+    last_frame_bytes: u64,
+}
+
+/// What `done` learnt: the session's traffic as each side counted it (§IV-D's network figure).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DoneReport {
+    /// This launcher's count over the whole session (hello and `DoneAck` included).
+    pub launcher: ClientTraffic,
+    /// batchd's count up to its `DoneAck` (the `done` included, the `DoneAck` not), if the
+    /// daemon reports it.
+    pub batchd: Option<SessionTraffic>,
+    /// The `DoneAck` frame's bytes.
+    pub done_ack_bytes: u64,
+}
+
+impl DoneReport {
+    /// Whether both sides counted the same frames and bytes: batchd received what the
+    /// launcher sent, and sent what the launcher received (the `DoneAck` aside, which batchd
+    /// counted after answering). `None` without batchd's count.
+    pub fn consistent(&self) -> Option<bool> {
+        let b = self.batchd?;
+        let l = &self.launcher;
+        Some(
+            b.frames_in == l.frames_sent
+                && b.bytes_in == l.bytes_sent
+                && b.frames_out + 1 == l.frames_received
+                && b.bytes_out + self.done_ack_bytes == l.bytes_received,
+        )
+    }
 }
 
 impl Launcher {
@@ -153,7 +185,7 @@ impl Launcher {
             pools: sub.pools,
             view: View::default(),
             pushed: VecDeque::new(),
-            frames: 2,
+            last_frame_bytes: 0,
         })
     }
 
@@ -172,9 +204,9 @@ impl Launcher {
         &self.view
     }
 
-    /// Frames exchanged so far, both directions.
-    pub fn frames(&self) -> u64 {
-        self.frames
+    /// Frames and bytes exchanged so far on the session's connection (the hello included).
+    pub fn traffic(&self) -> ClientTraffic {
+        self.client.traffic()
     }
 
     /// `listClustersInfo`.
@@ -199,18 +231,28 @@ impl Launcher {
         }
     }
 
-    /// `request`, or its update (the job keeps its place).
+    /// `request`, or its update (the job keeps its place). An update that crosses the start
+    /// is [`Error::AlreadyStarted`]: the launcher goes on with the start it is about to get.
     pub fn request(&mut self, r: SessionRequest) -> Result<(), Error> {
-        match self.call("request", Request::Request(r))? {
-            Response::Requested { .. } => Ok(()),
-            other => Err(unexpected("request", &other)),
+        match self.call("request", Request::Request(r)) {
+            Ok(Response::Requested { .. }) => Ok(()),
+            Ok(other) => Err(unexpected("request", &other)),
+            Err(Error::Client(ClientError::Daemon(e))) if e.kind == ErrorKind::InvalidState => {
+                Err(Error::AlreadyStarted(self.job))
+            }
+            Err(e) => Err(e),
         }
     }
 
     /// `done`: the application has finished (or, before the start, the launcher gives up).
-    pub fn done(mut self) -> Result<(), Error> {
+    /// Returns the session's traffic as both sides counted it.
+    pub fn done(mut self) -> Result<DoneReport, Error> {
         match self.call("done", Request::Done(DoneRequest {}))? {
-            Response::DoneAck { .. } => Ok(()),
+            Response::DoneAck { traffic, .. } => Ok(DoneReport {
+                launcher: self.client.traffic(),
+                batchd: traffic,
+                done_ack_bytes: self.last_frame_bytes,
+            }),
             other => Err(unexpected("done", &other)),
         }
     }
@@ -221,11 +263,7 @@ impl Launcher {
         loop {
             let frame = match self.pushed.pop_front() {
                 Some(f) => f,
-                None => {
-                    let f = self.client.next_frame(timeout)?;
-                    self.frames += 1;
-                    f
-                }
+                None => self.client.next_frame(timeout)?,
             };
             if let Some(e) = self.absorb(frame)? {
                 return Ok(e);
@@ -233,15 +271,46 @@ impl Launcher {
         }
     }
 
-    /// Follows the view until the start: `selector` chooses a request from every new view
-    /// (and from the first one); returns the start.
+    /// The next event, as [`Launcher::next_event`] without a timeout, but with every frame
+    /// already arrived behind it taken too: the view is then the latest batchd sent, and a
+    /// start among them wins. A launcher that selects on each view this way never falls
+    /// behind a daemon that sends views faster than it selects.
+    pub fn latest_event(&mut self) -> Result<Event, Error> {
+        let mut ev = self.next_event(None)?;
+        loop {
+            if matches!(ev, Event::Started(_)) {
+                return Ok(ev);
+            }
+            if self.pushed.is_empty() && !self.client.input_ready()? {
+                return Ok(ev);
+            }
+            let next = self.next_event(None)?;
+            ev = match (ev, next) {
+                (Event::ViewChanged(mut a), Event::ViewChanged(b)) => {
+                    for (pool, kind) in b {
+                        if !a.iter().any(|(p, k)| *p == pool && *k == kind) {
+                            a.push((pool, kind));
+                        }
+                    }
+                    Event::ViewChanged(a)
+                }
+                (_, started) => started,
+            };
+        }
+    }
+
+    /// Follows the view until the start: `selector` chooses a request from the latest view
+    /// each time it changed ([`Launcher::latest_event`]); returns the start.
     pub fn run(&mut self, selector: &mut impl Selector) -> Result<StartNotify, Error> {
         loop {
-            match self.next_event(None)? {
+            match self.latest_event()? {
                 Event::Started(s) => return Ok(s),
                 Event::ViewChanged(_) => {
                     if let Some(r) = selector.select(&self.view) {
-                        self.request(r)?;
+                        match self.request(r) {
+                            Ok(()) | Err(Error::AlreadyStarted(_)) => {}
+                            Err(e) => return Err(e),
+                        }
                     }
                 }
             }
@@ -251,10 +320,10 @@ impl Launcher {
     /// Sends `req` and waits for its answer, keeping pushed frames for [`Launcher::next_event`].
     fn call(&mut self, what: &'static str, req: Request) -> Result<Response, Error> {
         self.client.post(&req)?;
-        self.frames += 1;
         loop {
+            let before = self.client.traffic().bytes_received;
             let f = self.client.next_frame(Some(Duration::from_secs(60)))?;
-            self.frames += 1;
+            self.last_frame_bytes = self.client.traffic().bytes_received - before;
             match f {
                 Response::ChangeNotify(_) | Response::StartNotify(_) => self.pushed.push_back(f),
                 Response::SessionEnded(e) => return Err(Error::Ended(e)),

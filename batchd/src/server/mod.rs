@@ -30,11 +30,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use batch_proto::frame::nonblocking::{read_payload_after, write_frame};
-use batch_proto::frame::{decode, FrameError};
+use batch_proto::frame::{decode, encode, FrameError};
+use batch_proto::SessionTraffic;
 use batch_proto::{
     ErrorKind, ErrorReply, Hello, JobInfo, Request, Response, VersionInfo, PROTOCOL_VERSION,
 };
-use tokio::io::AsyncReadExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::Notify;
 
@@ -226,6 +227,9 @@ struct Link {
     uid: u32,
     idle: Duration,
     frame: Duration,
+    /// Frames read whole and sent whole on this connection (a launcher session reports them
+    /// in its `DoneAck`, docs/coorm.md).
+    traffic: SessionTraffic,
 }
 
 /// Accepts connections until the task is dropped; `nofile` is the soft `RLIMIT_NOFILE`.
@@ -253,8 +257,25 @@ pub async fn serve(d: Arc<Daemon>, listener: UnixListener, nofile: u64) {
 impl Link {
     /// Sends one frame, giving the client `frame` to take it.
     async fn send(&mut self, r: &Response) -> bool {
-        match tokio::time::timeout(self.frame, write_frame(&mut self.stream, r)).await {
-            Ok(Ok(())) => true,
+        let buf = match encode(r) {
+            Ok(b) => b,
+            Err(e) => {
+                tracing::error!("cannot encode a reply: {e}");
+                return false;
+            }
+        };
+        let len = buf.len() as u64;
+        let stream = &mut self.stream;
+        let write = async move {
+            stream.write_all(&buf).await?;
+            stream.flush().await
+        };
+        match tokio::time::timeout(self.frame, write).await {
+            Ok(Ok(())) => {
+                self.traffic.frames_out += 1;
+                self.traffic.bytes_out += len;
+                true
+            }
             Ok(Err(e)) => {
                 tracing::debug!("writing a reply: {e}");
                 false
@@ -299,7 +320,10 @@ impl Link {
         let read =
             tokio::time::timeout(self.frame, read_payload_after(&mut self.stream, &first)).await;
         let payload = match read {
-            Ok(Ok(p)) => p,
+            Ok(Ok(p)) => {
+                self.count_in(&p);
+                p
+            }
             Ok(Err(FrameError::Closed)) => return None,
             Ok(Err(e)) => {
                 tracing::warn!(uid = self.uid, error = %quoted(&e.to_string()), "bad frame from a client");
@@ -322,6 +346,12 @@ impl Link {
                 None
             }
         }
+    }
+
+    /// Counts a frame read whole, of payload `p`.
+    fn count_in(&mut self, p: &[u8]) {
+        self.traffic.frames_in += 1;
+        self.traffic.bytes_in += (batch_proto::frame::HEADER_LEN + p.len()) as u64;
     }
 
     async fn refuse(&mut self, message: String) {
@@ -382,6 +412,7 @@ async fn connection(
         uid: caller.uid,
         idle: Duration::from_millis(limits.idle_timeout_ms),
         frame,
+        traffic: SessionTraffic::default(),
     };
     match link.next_request().await {
         Some(Request::Hello(h)) if h.proto_version == PROTOCOL_VERSION => {

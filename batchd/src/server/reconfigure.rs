@@ -46,6 +46,8 @@ pub async fn reconfigure(d: &Arc<Daemon>) -> Result<ReconfigureReply, ErrorReply
     let name = policy.name().to_string();
     *lock(&d.policy) = policy;
     *d.policy_name.write().unwrap_or_else(|p| p.into_inner()) = name.clone();
+    // Launcher sessions pull the links again if theirs changed (CooRM's `interinfo`).
+    crate::coorm::links_changed(d, &settings.config, &config);
     d.settings.write().unwrap_or_else(|p| p.into_inner()).config = config;
     // The new policy has no expected starts yet; the next run gives them.
     {

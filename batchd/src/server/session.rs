@@ -14,7 +14,7 @@ use batch_proto::frame::decode;
 use batch_proto::frame::nonblocking::read_payload_after;
 use batch_proto::{
     ErrorKind, ErrorReply, JobShape, JobSpec, JobState, Request, Response, SessionRequest,
-    SubscribeRequest, Subscribed, ViewReply, ViewRequest,
+    SessionTraffic, SubscribeRequest, Subscribed, ViewReply, ViewRequest,
 };
 use tokio::io::AsyncReadExt;
 use tokio::sync::mpsc;
@@ -92,6 +92,15 @@ pub(super) async fn run(d: &Arc<Daemon>, caller: &Caller, link: &mut Link, req: 
         serve(d, caller, link, id, &pools, &mut rx).await;
     }
     d.sessions.close(id);
+    let t = link.traffic;
+    tracing::info!(
+        job = id,
+        frames_in = t.frames_in,
+        bytes_in = t.bytes_in,
+        frames_out = t.frames_out,
+        bytes_out = t.bytes_out,
+        "launcher session closed"
+    );
     let pending = d
         .core()
         .jobs
@@ -144,7 +153,10 @@ async fn serve(
         }
         let read = tokio::time::timeout(link.frame, read_payload_after(&mut link.stream, &first));
         let payload = match read.await {
-            Ok(Ok(p)) => p,
+            Ok(Ok(p)) => {
+                link.count_in(&p);
+                p
+            }
             Ok(Err(e)) => {
                 link.refuse(e.to_string()).await;
                 return;
@@ -176,7 +188,7 @@ async fn serve(
                 false,
             ),
             Request::Request(r) => (request(d, id, pools, r).await, false),
-            Request::Done(_) => done(d, id).await,
+            Request::Done(_) => done(d, id, link.traffic).await,
             Request::Subscribe(_) => (
                 ErrorReply::new(
                     ErrorKind::BadRequest,
@@ -267,7 +279,7 @@ async fn request(d: &Arc<Daemon>, id: u64, pools: &[usize], r: SessionRequest) -
 
 /// `done`: before the start it withdraws the job; after, it frees the nodes once the
 /// fair-start delay has passed. Either way the session ends.
-async fn done(d: &Arc<Daemon>, id: u64) -> (Reply, bool) {
+async fn done(d: &Arc<Daemon>, id: u64, traffic: SessionTraffic) -> (Reply, bool) {
     let state = d.core().jobs.get(&id).map(|a| a.rec.state);
     match state {
         Some(JobState::Pending) => {
@@ -282,7 +294,11 @@ async fn done(d: &Arc<Daemon>, id: u64) -> (Reply, bool) {
         }
         _ => {}
     }
-    (Response::DoneAck { job: id }.into(), true)
+    let reply = Response::DoneAck {
+        job: id,
+        traffic: Some(traffic),
+    };
+    (reply.into(), true)
 }
 
 /// `view` (`eview`): the job's view from the latest policy run.

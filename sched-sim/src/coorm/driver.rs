@@ -237,6 +237,47 @@ pub fn cap_from(cap: &PoolSteps, t: Time) -> PoolSteps {
     }
 }
 
+/// How the driver puts a waiting application in the policy loop: its arrival as its
+/// earliest start, its launcher's latest request (none yet: a view only), a view wanted under
+/// CooRM.
+fn entry(job: JobId, submit: Time, ask: Option<Ask>, coorm: bool) -> Entry {
+    Entry {
+        job,
+        earliest: submit,
+        wants_view: coorm,
+        ask: ask.unwrap_or(Ask::ViewOnly),
+    }
+}
+
+/// A waiting application as [`launcher_views`] takes it: its id, arrival and latest request.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Waiting {
+    /// The application's job.
+    pub job: JobId,
+    /// Its arrival (subscribe), ms.
+    pub submit: Time,
+    /// Its launcher's latest request; `None` before the first.
+    pub ask: Option<Ask>,
+}
+
+/// The views the launchers of `waiting` (in priority order) get in one CooRM pass of the
+/// driver on `snapshot` (whose `pending` is not read: the driver passes its own entries), when
+/// no launcher answers inside the pass. With instant launchers the driver's later views also
+/// reflect the earlier launchers' answers within the same pass (§IV-A); batchd's launchers
+/// answer between passes (docs/coorm.md).
+pub fn launcher_views(snapshot: &Snapshot<'_>, waiting: &[Waiting]) -> Vec<View> {
+    let entries: Vec<Entry> = waiting
+        .iter()
+        .map(|w| entry(w.job, w.submit, w.ask.clone(), true))
+        .collect();
+    let mut views = Vec::with_capacity(waiting.len());
+    pass(snapshot, &entries, |_, v| {
+        views.push(v.clone());
+        None
+    });
+    views
+}
+
 struct Sim<'a> {
     p: &'a Platform,
     apps: &'a [App],
@@ -423,11 +464,13 @@ impl Sim<'_> {
         let entries: Vec<Entry> = self
             .waiting
             .iter()
-            .map(|&a| Entry {
-                job: JobId(self.apps[a].id),
-                earliest: self.apps[a].submit,
-                wants_view: coorm,
-                ask: self.st[a].ask.clone().unwrap_or(Ask::ViewOnly),
+            .map(|&a| {
+                entry(
+                    JobId(self.apps[a].id),
+                    self.apps[a].submit,
+                    self.st[a].ask.clone(),
+                    coorm,
+                )
             })
             .collect();
         let waiting = self.waiting.clone();

@@ -129,6 +129,43 @@ fn secs(d: Duration) -> f64 {
 /// The applications of workload `kind` built from `pack` (consecutive trace jobs) for pools of
 /// `n_h` hosts.
 pub fn build(pack: &[SwfJob], kind: WorkloadKind, n_h: u32) -> Vec<App> {
+    let mut kinds = kinds_of(pack, n_h, |j| match kind {
+        WorkloadKind::W0 | WorkloadKind::W1 => false,
+        WorkloadKind::W2 => j % 2 == 1,
+        WorkloadKind::W3 => true,
+    });
+    if kind == WorkloadKind::W1 {
+        kinds.insert(kinds.len() / 2, Kind::Cem { work: W1_CEM_WORK });
+    }
+    numbered(kinds)
+}
+
+/// §IV-D's workloads: W0 built from `pack` with `percent` % of its jobs replaced by CEM
+/// instances (of the replaced job's area, as in W2 and W3), spread evenly: job `j` is replaced
+/// when `⌊(j + 1) · percent / 100⌋ > ⌊j · percent / 100⌋`, so 50 % is exactly W2's choice
+/// (every odd job) and 100 % is W3.
+pub fn build_cem_share(pack: &[SwfJob], percent: u32, n_h: u32) -> Vec<App> {
+    let p = u64::from(percent.min(100));
+    numbered(kinds_of(pack, n_h, |j| {
+        let j = j as u64;
+        (j + 1) * p / 100 > j * p / 100
+    }))
+}
+
+fn numbered(kinds: Vec<Kind>) -> Vec<App> {
+    kinds
+        .into_iter()
+        .enumerate()
+        .map(|(i, kind)| App {
+            id: i as u64 + 1,
+            submit: i as Time * 1000,
+            kind,
+        })
+        .collect()
+}
+
+/// Each job of `pack` as an application, a CEM instance where `cem(j)` says so.
+fn kinds_of(pack: &[SwfJob], n_h: u32, cem: impl Fn(usize) -> bool) -> Vec<Kind> {
     let mut kinds: Vec<Kind> = Vec::with_capacity(pack.len() + 1);
     for (j, job) in pack.iter().enumerate() {
         let procs = job.nodes.max(1);
@@ -141,12 +178,7 @@ pub fn build(pack: &[SwfJob], kind: WorkloadKind, n_h: u32) -> Vec<App> {
             (procs, 1.0)
         };
         let (run, req) = (run * stretch, req * stretch);
-        let cem = match kind {
-            WorkloadKind::W0 | WorkloadKind::W1 => false,
-            WorkloadKind::W2 => j % 2 == 1,
-            WorkloadKind::W3 => true,
-        };
-        kinds.push(if cem {
+        kinds.push(if cem(j) {
             Kind::Cem {
                 work: f64::from(hosts) * run,
             }
@@ -161,18 +193,7 @@ pub fn build(pack: &[SwfJob], kind: WorkloadKind, n_h: u32) -> Vec<App> {
             Kind::Rigid { hosts, run, req }
         });
     }
-    if kind == WorkloadKind::W1 {
-        kinds.insert(kinds.len() / 2, Kind::Cem { work: W1_CEM_WORK });
-    }
     kinds
-        .into_iter()
-        .enumerate()
-        .map(|(i, kind)| App {
-            id: i as u64 + 1,
-            submit: i as Time * 1000,
-            kind,
-        })
-        .collect()
 }
 
 /// The position in a W1 workload of its CEM instance.
@@ -237,6 +258,19 @@ mod tests {
         assert_eq!(count(WorkloadKind::W1), 1);
         assert_eq!(count(WorkloadKind::W2), 5);
         assert_eq!(count(WorkloadKind::W3), 10);
+        let share = |p| {
+            build_cem_share(&pack, p, 128)
+                .iter()
+                .filter(|a| matches!(a.kind, Kind::Cem { .. }))
+                .count()
+        };
+        assert_eq!(share(0), 0);
+        assert_eq!(share(25), 2);
+        assert_eq!(share(100), 10);
+        assert_eq!(
+            build_cem_share(&pack, 50, 128),
+            build(&pack, WorkloadKind::W2, 128)
+        );
         let w1 = build(&pack, WorkloadKind::W1, 128);
         assert_eq!(w1.len(), 11);
         assert!(matches!(w1[w1_cem_index(10)].kind, Kind::Cem { .. }));
