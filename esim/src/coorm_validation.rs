@@ -93,51 +93,6 @@ pub struct ValidationArgs {
     pub timeout: u64,
 }
 
-/// What one application is, as passed to its launcher process.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum AppSpec {
-    /// `Kind::Rigid`.
-    Rigid {
-        /// Hosts.
-        hosts: u32,
-        /// Actual run time at speed 1, s.
-        run: f64,
-        /// Requested time at speed 1, s.
-        req: f64,
-    },
-    /// `Kind::Moldable`.
-    Moldable {
-        /// Run time on one host at speed 1, s.
-        work: f64,
-        /// Requested / actual time.
-        ratio: f64,
-    },
-    /// `Kind::Cem`.
-    Cem {
-        /// Host-seconds at speed 1.
-        work: f64,
-    },
-}
-
-impl AppSpec {
-    fn of(k: &Kind) -> AppSpec {
-        match *k {
-            Kind::Rigid { hosts, run, req } => AppSpec::Rigid { hosts, run, req },
-            Kind::Moldable { work, ratio } => AppSpec::Moldable { work, ratio },
-            Kind::Cem { work } => AppSpec::Cem { work },
-        }
-    }
-
-    fn kind(&self) -> Kind {
-        match *self {
-            AppSpec::Rigid { hosts, run, req } => Kind::Rigid { hosts, run, req },
-            AppSpec::Moldable { work, ratio } => Kind::Moldable { work, ratio },
-            AppSpec::Cem { work } => Kind::Cem { work },
-        }
-    }
-}
-
 /// `esim coorm-launcher` (hidden): one application's launcher process of a real run.
 #[derive(Debug, Args)]
 pub struct LauncherArgs {
@@ -273,7 +228,7 @@ fn select(p: &Platform, app: &App, view: &View, now: Time) -> Option<(Vec<(PoolI
 /// Runs one application's launcher; prints `subscribed JOB` once subscribed, then its report
 /// as one JSON line.
 pub fn launcher(args: &LauncherArgs) -> anyhow::Result<()> {
-    let spec: AppSpec = serde_json::from_str(&args.app).context("--app")?;
+    let kind: Kind = serde_json::from_str(&args.app).context("--app")?;
     anyhow::ensure!(
         args.time_scale.is_finite() && args.time_scale > 0.0,
         "--time-scale must be a positive number"
@@ -282,7 +237,7 @@ pub fn launcher(args: &LauncherArgs) -> anyhow::Result<()> {
     let app = App {
         id: 0,
         submit: 0,
-        kind: spec.kind(),
+        kind,
     };
     let clock = Clock {
         origin: args.origin,
@@ -605,7 +560,7 @@ fn run_real(
             .arg("--hosts")
             .arg(p.hosts(0).to_string())
             .arg("--app")
-            .arg(serde_json::to_string(&AppSpec::of(&app.kind))?)
+            .arg(serde_json::to_string(&app.kind)?)
             .arg("--slack-ms")
             .arg(args.slack_ms.to_string())
             .stdin(Stdio::null())
@@ -962,9 +917,9 @@ mod tests {
             },
             Kind::Cem { work: 100.0 },
         ] {
-            let s = serde_json::to_string(&AppSpec::of(&k)).unwrap();
-            let back: AppSpec = serde_json::from_str(&s).unwrap();
-            assert_eq!(back.kind(), k);
+            let s = serde_json::to_string(&k).unwrap();
+            let back: Kind = serde_json::from_str(&s).unwrap();
+            assert_eq!(back, k);
         }
     }
 

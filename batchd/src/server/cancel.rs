@@ -123,6 +123,16 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: CancelRequest) -> Rep
             Err(e) => return internal(e),
         }
     }
+    signal_and_answer(d, running, report).await
+}
+
+/// Signals each running job (its end does the rest), then answers with what was done: the
+/// last steps of `ecancel` and of `econtrol requeue`.
+pub(super) async fn signal_and_answer(
+    d: &Arc<Daemon>,
+    running: impl IntoIterator<Item = (u64, Option<i32>)>,
+    mut report: ActionReport,
+) -> Reply {
     for (id, sig) in running {
         match send(d, id, sig).await {
             Ok(()) => report.done.push(id),

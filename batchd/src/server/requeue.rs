@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use batch_proto::{ActionReport, ErrorKind, JobFailure, JobState, RequeueRequest, Response};
+use batch_proto::{ActionReport, ErrorKind, JobFailure, JobState, RequeueRequest};
 
 use super::{internal, Caller, Reply};
 use crate::daemon::Daemon;
@@ -140,19 +140,5 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: RequeueRequest) -> Re
             }),
         }
     }
-    for id in stop {
-        match super::cancel::send(d, id, None).await {
-            Ok(()) => report.done.push(id),
-            Err(message) => report.failed.push(JobFailure {
-                id,
-                kind: ErrorKind::Internal,
-                message,
-            }),
-        }
-    }
-    report.done.sort_unstable();
-    if !report.done.is_empty() {
-        d.reschedule();
-    }
-    Response::Acted(report).into()
+    super::cancel::signal_and_answer(d, stop.into_iter().map(|id| (id, None)), report).await
 }

@@ -141,6 +141,14 @@ fn elapsed(job: &JobInfo, now: Time) -> u64 {
 }
 
 /// sacct's `Eligible`: when the job could first start (its `--begin`, else its submission).
+/// sacct says "Unknown" for a start or an end that has not happened (yet).
+fn timestamp_or_unknown(t: Option<Time>, zone: &Zone) -> String {
+    t.map_or_else(
+        || "Unknown".to_string(),
+        |t| format_opt_timestamp(Some(t), zone),
+    )
+}
+
 fn eligible(job: &JobInfo) -> Time {
     job.begin
         .map_or(job.submit_time, |b| b.max(job.submit_time))
@@ -186,13 +194,7 @@ const FIELDS: &[Field] = &[
     Field {
         name: "End",
         width: 19,
-        // sacct says "Unknown" for an end that has not happened.
-        value: |j, c| {
-            j.end_time.map_or_else(
-                || "Unknown".to_string(),
-                |t| format_opt_timestamp(Some(t), c.zone),
-            )
-        },
+        value: |j, c| timestamp_or_unknown(j.end_time, c.zone),
     },
     Field {
         name: "ExitCode",
@@ -275,13 +277,7 @@ const FIELDS: &[Field] = &[
     Field {
         name: "Start",
         width: 19,
-        // sacct says "Unknown" for a start that never happened.
-        value: |j, c| {
-            j.start_time.map_or_else(
-                || "Unknown".to_string(),
-                |t| format_opt_timestamp(Some(t), c.zone),
-            )
-        },
+        value: |j, c| timestamp_or_unknown(j.start_time, c.zone),
     },
     Field {
         name: "State",

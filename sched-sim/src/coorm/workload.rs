@@ -29,8 +29,10 @@ pub const W1_CEM_WORK: f64 = 128.0 * 3600.0;
 /// Jobs per pack (§IV-A).
 pub const PACK: usize = 200;
 
-/// An application of a workload.
-#[derive(Clone, Debug, PartialEq)]
+/// An application of a workload. Serialisable because `esim coorm-validation` hands each
+/// application to a launcher process as JSON.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Kind {
     /// Fixed host count on any one pool; times at speed 1, in seconds.
     Rigid {
