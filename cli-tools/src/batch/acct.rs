@@ -141,6 +141,13 @@ fn elapsed(job: &JobInfo, now: Time) -> u64 {
 }
 
 /// sacct's `Eligible`: when the job could first start (its `--begin`, else its submission).
+/// How long the job waited (or has waited) from eligible to start: sacct's Planned, formerly
+/// Reserved (both names are accepted).
+fn planned(j: &JobInfo, c: &Ctx<'_>) -> String {
+    let end = j.start_time.unwrap_or(c.now);
+    format_sacct_duration(end.saturating_sub(eligible(j)))
+}
+
 /// sacct says "Unknown" for a start or an end that has not happened (yet).
 fn timestamp_or_unknown(t: Option<Time>, zone: &Zone) -> String {
     t.map_or_else(
@@ -240,12 +247,7 @@ const FIELDS: &[Field] = &[
     Field {
         name: "Planned",
         width: 10,
-        // How long the job waited (or has waited) from eligible to start (sacct's Planned,
-        // formerly Reserved).
-        value: |j, c| {
-            let end = j.start_time.unwrap_or(c.now);
-            format_sacct_duration(end.saturating_sub(eligible(j)))
-        },
+        value: planned,
     },
     Field {
         name: "Priority",
@@ -269,10 +271,7 @@ const FIELDS: &[Field] = &[
     Field {
         name: "Reserved",
         width: 10,
-        value: |j, c| {
-            let end = j.start_time.unwrap_or(c.now);
-            format_sacct_duration(end.saturating_sub(eligible(j)))
-        },
+        value: planned,
     },
     Field {
         name: "Start",
