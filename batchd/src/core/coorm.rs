@@ -117,11 +117,7 @@ pub fn start(
         components,
     });
     let rec = job.rec.clone();
-    core.queue.remove(&key);
-    core.running.insert(id);
-    core.expected.remove(&id);
-    core.expected_ep.remove(&id);
-    core.views.remove(&id);
+    core.now_running(id, &key);
     Ok(rec)
 }
 

@@ -637,12 +637,20 @@ impl Core {
             components: Vec::new(),
         });
         let rec = job.rec.clone();
-        self.queue.remove(&key);
+        self.now_running(id, &key);
+        Ok(rec)
+    }
+
+    /// Moves a job that has just got its nodes from the queue to the running set, and forgets
+    /// what the last plan expected of it while it waited (start, EP, configuration, view): the
+    /// last step of every way a job starts (one pool, co-allocated, a CooRM session's).
+    pub(crate) fn now_running(&mut self, id: u64, key: &QueueKey) {
+        self.queue.remove(key);
         self.running.insert(id);
         self.expected.remove(&id);
         self.expected_ep.remove(&id);
         self.expected_mold.remove(&id);
-        Ok(rec)
+        self.views.remove(&id);
     }
 
     /// Claims nodes for pending co-allocated job `id` placed on `pools` (one per component),
@@ -770,10 +778,7 @@ impl Core {
             components,
         });
         let rec = job.rec.clone();
-        self.queue.remove(&key);
-        self.running.insert(id);
-        self.expected.remove(&id);
-        self.expected_ep.remove(&id);
+        self.now_running(id, &key);
         Ok(rec)
     }
 
