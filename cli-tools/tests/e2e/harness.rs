@@ -420,3 +420,20 @@ pub fn texts(o: &Output) -> (String, String) {
         String::from_utf8_lossy(&o.stderr).into_owned(),
     )
 }
+
+/// Runs `tool args` expecting Slurm's failure: exit 1 and the one line `TOOL: error: ...`
+/// containing `wanted`.
+pub fn refused(c: &Cluster, tool: &str, args: &[&str], wanted: &str) {
+    let out = c.run(tool, args);
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{tool} {args:?}: {stdout}{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{tool} {args:?}: {stderr}");
+    assert!(
+        stderr.starts_with(&format!("{tool}: error: ")) && stderr.contains(wanted),
+        "{tool} {args:?}: {stderr}"
+    );
+}

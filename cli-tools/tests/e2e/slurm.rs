@@ -5,24 +5,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use batch_proto::JobState;
 
-use crate::harness::{texts, Cluster};
-
-/// Runs `tool args` expecting Slurm's failure: exit 1 and the one line `TOOL: error: ...`
-/// containing `wanted`.
-fn refused(c: &Cluster, tool: &str, args: &[&str], wanted: &str) {
-    let out = c.run(tool, args);
-    let (stdout, stderr) = texts(&out);
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{tool} {args:?}: {stdout}{stderr}"
-    );
-    assert_eq!(stderr.lines().count(), 1, "{tool} {args:?}: {stderr}");
-    assert!(
-        stderr.starts_with(&format!("{tool}: error: ")) && stderr.contains(wanted),
-        "{tool} {args:?}: {stderr}"
-    );
-}
+use crate::harness::{refused, texts, Cluster};
 
 #[test]
 fn an_sbatch_script_runs_unchanged() {

@@ -9,23 +9,7 @@ use std::time::{Duration, Instant};
 
 use batch_proto::{JobState, PendingReason};
 
-use crate::harness::{texts, Cluster};
-
-/// Runs `tool args` expecting exit 1 and the one line `TOOL: error: ...` containing `wanted`.
-fn refused(c: &Cluster, tool: &str, args: &[&str], wanted: &str) {
-    let out = c.run(tool, args);
-    let (stdout, stderr) = texts(&out);
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{tool} {args:?}: {stdout}{stderr}"
-    );
-    assert_eq!(stderr.lines().count(), 1, "{tool} {args:?}: {stderr}");
-    assert!(
-        stderr.starts_with(&format!("{tool}: error: ")) && stderr.contains(wanted),
-        "{tool} {args:?}: {stderr}"
-    );
-}
+use crate::harness::{refused, texts, Cluster};
 
 /// Whether `line` is the time line squeue and sinfo print first (`Tue Nov 24 07:10:00 2026`).
 fn is_date_line(line: &str) -> bool {
