@@ -18,8 +18,10 @@
 //! an allocation per request that owns a list.
 
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 
 use abi_stable::std_types::RVec;
+use sched_core::idmap::IdHasher;
 use sched_core::{JobId, Pending, Pool, PoolId, PoolSteps, Running, Snapshot, Step};
 
 use crate::types::{
@@ -87,14 +89,15 @@ impl Runs<'_> {
     }
 }
 
-/// How far [`diff`] looks ahead for the entry it lost sync on before indexing both lists.
+/// How far [`diff`] looks ahead for the entry it lost sync on before indexing both lists, at
+/// least (more when the lists are long: see `budget` in [`diff_by`]).
 const LOOKAHEAD: usize = 32;
 
 /// Reused indexes of the two lists' keys, for a diff whose look-ahead failed.
 #[derive(Debug, Default)]
 pub struct DiffScratch {
-    old: HashMap<u64, usize>,
-    new: HashMap<u64, usize>,
+    old: HashMap<u64, usize, BuildHasherDefault<IdHasher>>,
+    new: HashMap<u64, usize, BuildHasherDefault<IdHasher>>,
 }
 
 enum Resync {
@@ -117,6 +120,71 @@ pub fn diff<T: PartialEq + Keyed>(
     inserted: &mut Vec<usize>,
     scratch: &mut DiffScratch,
 ) {
+    diff_by(
+        Sides {
+            old: old.len(),
+            new: new.len(),
+            same: |i: usize, j: usize| old[i] == new[j],
+            old_key: |i: usize| old[i].key(),
+            new_key: |j: usize| new[j].key(),
+        },
+        edits,
+        inserted,
+        scratch,
+    );
+}
+
+/// [`diff`] of a list whose entries are known by their keys alone: `old` holds the keys of the
+/// entries the plugin has, and an entry of `new` whose key is kept is taken to be unchanged
+/// (the driver's [`Continuity::StableJobs`] promise). Compares integers only.
+pub fn diff_keys<T: Keyed>(
+    old: &[u64],
+    new: &[T],
+    edits: &mut RVec<FfiEdit>,
+    inserted: &mut Vec<usize>,
+    scratch: &mut DiffScratch,
+) {
+    diff_by(
+        Sides {
+            old: old.len(),
+            new: new.len(),
+            same: |i: usize, j: usize| old[i] == new[j].key(),
+            old_key: |i: usize| old[i],
+            new_key: |j: usize| new[j].key(),
+        },
+        edits,
+        inserted,
+        scratch,
+    );
+}
+
+/// The two lists [`diff_by`] compares, by position.
+struct Sides<S, KO, KN> {
+    old: usize,
+    new: usize,
+    /// Whether `old[i]` and `new[j]` are the same entry, unchanged.
+    same: S,
+    old_key: KO,
+    new_key: KN,
+}
+
+fn diff_by<S, KO, KN>(
+    sides: Sides<S, KO, KN>,
+    edits: &mut RVec<FfiEdit>,
+    inserted: &mut Vec<usize>,
+    scratch: &mut DiffScratch,
+) where
+    S: Fn(usize, usize) -> bool,
+    KO: Fn(usize) -> u64,
+    KN: Fn(usize) -> u64,
+{
+    let Sides {
+        old: n_old,
+        new: n_new,
+        same,
+        old_key,
+        new_key,
+    } = sides;
     edits.clear();
     inserted.clear();
     let mut runs = Runs {
@@ -125,32 +193,32 @@ pub fn diff<T: PartialEq + Keyed>(
     };
     let (mut i, mut j) = (0, 0);
     let mut indexed = false;
-    while i < old.len() && j < new.len() {
-        if old[i] == new[j] {
+    // The look-ahead's steps, over the whole diff: runs of any length (a burst of starts from
+    // the queue's head, of ends) are found by scanning, in time proportional to the lists;
+    // only repeated reorderings exhaust it and index the keys.
+    let mut budget = 2 * (n_old + n_new) + LOOKAHEAD;
+    while i < n_old && j < n_new {
+        if same(i, j) {
             let start = i;
-            while i < old.len() && j < new.len() && old[i] == new[j] {
+            while i < n_old && j < n_new && same(i, j) {
                 i += 1;
                 j += 1;
             }
             runs.keep(i - start);
             continue;
         }
-        let (ko, kn) = (old[i].key(), new[j].key());
+        let (ko, kn) = (old_key(i), new_key(j));
         let step = if ko == kn {
             Resync::Replace(1)
         } else if !indexed {
-            match look_ahead(old, new, i, j) {
+            match look_ahead(n_old, n_new, &old_key, &new_key, i, j, &mut budget) {
                 Some(r) => r,
                 None => {
                     indexed = true;
                     scratch.old.clear();
                     scratch.new.clear();
-                    scratch
-                        .old
-                        .extend(old.iter().enumerate().map(|(p, e)| (e.key(), p)));
-                    scratch
-                        .new
-                        .extend(new.iter().enumerate().map(|(p, e)| (e.key(), p)));
+                    scratch.old.extend((0..n_old).map(|p| (old_key(p), p)));
+                    scratch.new.extend((0..n_new).map(|p| (new_key(p), p)));
                     by_index(scratch, ko, kn, i, j)
                 }
             }
@@ -176,22 +244,33 @@ pub fn diff<T: PartialEq + Keyed>(
             }
         }
     }
-    if i < old.len() {
-        runs.drop(old.len() - i);
+    if i < n_old {
+        runs.drop(n_old - i);
     }
-    if j < new.len() {
-        runs.insert(new.len() - j);
-        inserted.extend(j..new.len());
+    if j < n_new {
+        runs.insert(n_new - j);
+        inserted.extend(j..n_new);
     }
     runs.finish();
 }
 
-/// The nearest point where the lists' keys agree again, within [`LOOKAHEAD`] entries.
-fn look_ahead<T: Keyed>(old: &[T], new: &[T], i: usize, j: usize) -> Option<Resync> {
-    let (ko, kn) = (old[i].key(), new[j].key());
-    for d in 1..=LOOKAHEAD {
-        let o = old.get(i + d).map(Keyed::key);
-        let n = new.get(j + d).map(Keyed::key);
+/// The nearest point where the lists' keys agree again, within `budget` steps (which it uses
+/// up).
+fn look_ahead(
+    n_old: usize,
+    n_new: usize,
+    old_key: impl Fn(usize) -> u64,
+    new_key: impl Fn(usize) -> u64,
+    i: usize,
+    j: usize,
+    budget: &mut usize,
+) -> Option<Resync> {
+    let (ko, kn) = (old_key(i), new_key(j));
+    let mut d = 1;
+    while *budget > 0 {
+        *budget -= 1;
+        let o = (i + d < n_old).then(|| old_key(i + d));
+        let n = (j + d < n_new).then(|| new_key(j + d));
         if o.is_none() && n.is_none() {
             break;
         }
@@ -204,6 +283,7 @@ fn look_ahead<T: Keyed>(old: &[T], new: &[T], i: usize, j: usize) -> Option<Resy
         if o.is_some() && o == n {
             return Some(Resync::Replace(d));
         }
+        d += 1;
     }
     None
 }
@@ -404,6 +484,28 @@ pub struct BoundaryStats {
     pub entries: u64,
 }
 
+/// What a driver vouches for about the snapshots it sends through one host, so that the
+/// boundary need not compare what is vouched for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Continuity {
+    /// Nothing: every entry of the running and pending lists is compared with what the plugin
+    /// holds (batchd, where an update may change a queued or running job in place).
+    #[default]
+    Compared,
+    /// A job keeps its content for as long as it stays in a list: a pending job is never
+    /// changed in place, a running one changes only as time clips its holds, and an id is not
+    /// reused for another job until the driver declares its continuity again (which makes the
+    /// next snapshot cross whole). The lists are then diffed by job id alone, and the host keeps
+    /// only the ids of what the plugin holds: the boundary's work per call is a walk over two
+    /// lists of integers plus what changed (esim's engine, whose jobs enter the queue as
+    /// submitted and the running list as started, and are not edited).
+    ///
+    /// A driver that breaks the promise makes the plugin plan on stale entries; the validator
+    /// still checks every plan against the true snapshot, so nothing over-commits, and debug
+    /// builds keep the full mirror and assert the promise at every call.
+    StableJobs,
+}
+
 /// The host's side: the mirror of what the plugin holds, and the buffers of the delta.
 #[derive(Debug, Default)]
 pub(crate) struct DeltaHost {
@@ -411,7 +513,13 @@ pub(crate) struct DeltaHost {
     generation: u64,
     /// The last generation handed out.
     counter: u64,
+    continuity: Continuity,
+    /// What the plugin holds: the pools always; the running and pending jobs with
+    /// [`Continuity::Compared`] (and in debug builds, to check the promise of `StableJobs`).
     mirror: OwnedSnapshot,
+    /// With [`Continuity::StableJobs`]: the ids of the running and pending jobs the plugin holds.
+    ids: [Vec<u64>; 2],
+    spare_ids: Vec<u64>,
     spare_pools: Vec<Pool>,
     spare_running: Vec<Running>,
     spare_pending: Vec<Pending>,
@@ -428,11 +536,25 @@ impl DeltaHost {
         self.mirror.pools.clear();
         self.mirror.running.clear();
         self.mirror.pending.clear();
+        self.ids.iter_mut().for_each(Vec::clear);
+    }
+
+    /// Takes the driver's word for what follows ([`Continuity`]); the next delta is the whole
+    /// snapshot, so that nothing sent before is trusted under the new promise.
+    pub(crate) fn set_continuity(&mut self, c: Continuity) {
+        self.continuity = c;
+        self.reset();
+    }
+
+    /// Whether the running and pending jobs are mirrored whole (else by id only).
+    fn mirrors_jobs(&self) -> bool {
+        self.continuity == Continuity::Compared || cfg!(debug_assertions)
     }
 
     /// The delta from what the plugin holds to `s`.
     pub(crate) fn prepare(&mut self, s: &Snapshot<'_>) -> &FfiSnapshotDelta {
         self.counter += 1;
+        let mirrors_jobs = self.mirrors_jobs();
         let d = &mut self.delta;
         d.base = self.generation;
         d.generation = self.counter;
@@ -441,7 +563,7 @@ impl DeltaHost {
         // after that is sent.
         // (Not when time stood still: several calls of one instant, esim's per-event order.)
         d.clip_running = self.generation != 0 && s.now > self.mirror.now;
-        if d.clip_running {
+        if d.clip_running && mirrors_jobs {
             for r in &mut self.mirror.running {
                 r.clip_holds(s.now);
             }
@@ -454,20 +576,41 @@ impl DeltaHost {
             ip,
             &mut self.scratch,
         );
-        diff(
-            &self.mirror.running,
-            s.running,
-            &mut d.running.edits,
-            ir,
-            &mut self.scratch,
-        );
-        diff(
-            &self.mirror.pending,
-            s.pending,
-            &mut d.pending.edits,
-            iq,
-            &mut self.scratch,
-        );
+        match self.continuity {
+            Continuity::Compared => {
+                diff(
+                    &self.mirror.running,
+                    s.running,
+                    &mut d.running.edits,
+                    ir,
+                    &mut self.scratch,
+                );
+                diff(
+                    &self.mirror.pending,
+                    s.pending,
+                    &mut d.pending.edits,
+                    iq,
+                    &mut self.scratch,
+                );
+            }
+            Continuity::StableJobs => {
+                let [running, pending] = &self.ids;
+                diff_keys(
+                    running,
+                    s.running,
+                    &mut d.running.edits,
+                    ir,
+                    &mut self.scratch,
+                );
+                diff_keys(
+                    pending,
+                    s.pending,
+                    &mut d.pending.edits,
+                    iq,
+                    &mut self.scratch,
+                );
+            }
+        }
         refill(
             &mut d.pools.items,
             ip.iter().map(|&k| &s.pools[k]),
@@ -500,40 +643,77 @@ impl DeltaHost {
         }
         self.stats.entries += sent;
         let [ip, ir, iq] = &self.inserted;
+        let mirrors_jobs = self.mirrors_jobs();
         let m = &mut self.mirror;
-        let ok = apply(
+        let mut ok = apply(
             &mut m.pools,
             &mut self.spare_pools,
             &d.pools.edits,
             ip,
             |&k| s.pools[k].clone(),
             |o, &k| o.clone_from(&s.pools[k]),
-        )
-        .and_then(|()| {
-            apply(
-                &mut m.running,
-                &mut self.spare_running,
-                &d.running.edits,
-                ir,
-                |&k| s.running[k].clone(),
-                |o, &k| assign_running(o, &s.running[k]),
-            )
-        })
-        .and_then(|()| {
-            apply(
-                &mut m.pending,
-                &mut self.spare_pending,
-                &d.pending.edits,
-                iq,
-                |&k| s.pending[k].clone(),
-                |o, &k| o.clone_from(&s.pending[k]),
-            )
-        });
+        );
+        if self.continuity == Continuity::StableJobs {
+            let [running, pending] = &mut self.ids;
+            ok = ok
+                .and_then(|()| {
+                    apply(
+                        running,
+                        &mut self.spare_ids,
+                        &d.running.edits,
+                        ir,
+                        |&k| s.running[k].id.0,
+                        |o, &k| *o = s.running[k].id.0,
+                    )
+                })
+                .and_then(|()| {
+                    apply(
+                        pending,
+                        &mut self.spare_ids,
+                        &d.pending.edits,
+                        iq,
+                        |&k| s.pending[k].id.0,
+                        |o, &k| *o = s.pending[k].id.0,
+                    )
+                });
+        }
+        if mirrors_jobs {
+            ok = ok
+                .and_then(|()| {
+                    apply(
+                        &mut m.running,
+                        &mut self.spare_running,
+                        &d.running.edits,
+                        ir,
+                        |&k| s.running[k].clone(),
+                        |o, &k| assign_running(o, &s.running[k]),
+                    )
+                })
+                .and_then(|()| {
+                    apply(
+                        &mut m.pending,
+                        &mut self.spare_pending,
+                        &d.pending.edits,
+                        iq,
+                        |&k| s.pending[k].clone(),
+                        |o, &k| o.clone_from(&s.pending[k]),
+                    )
+                });
+        }
         m.now = s.now;
         self.generation = d.generation;
         debug_assert!(
-            ok.is_ok() && m.pools == s.pools && m.running == s.running && m.pending == s.pending,
+            ok.is_ok() && m.pools == s.pools,
             "the host's mirror differs from the snapshot it sent"
+        );
+        debug_assert!(
+            m.running == s.running && m.pending == s.pending,
+            "the host's mirror differs from the snapshot it sent{}",
+            if self.continuity == Continuity::StableJobs {
+                ": the driver changed a job in place, breaking its promise of stable jobs"
+            } else {
+                ""
+            }
         );
         if ok.is_err() {
             // Cannot happen (the runs were computed from the mirror); if it did, the next call

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use sched_core::{validate, NamedPolicy, ParamError, Params, Plan, PlanError, Policy, Snapshot};
 
+use crate::delta::Continuity;
 use crate::loader::{LoadedPolicy, PluginError};
 
 /// A policy the host can contain: a name for the logs and a plan call that reports panics.
@@ -27,6 +28,9 @@ pub trait HostedPolicy {
     fn try_plan_starts(&mut self, snapshot: &Snapshot<'_>) -> Result<Plan, PluginError> {
         self.try_plan(snapshot).map(|p| p.starts_only(snapshot.now))
     }
+    /// Takes the driver's word for what consecutive snapshots keep ([`Continuity`]); only a
+    /// plugin's boundary has a use for it.
+    fn set_continuity(&mut self, _continuity: Continuity) {}
 }
 
 impl HostedPolicy for LoadedPolicy {
@@ -40,6 +44,10 @@ impl HostedPolicy for LoadedPolicy {
 
     fn try_plan_starts(&mut self, snapshot: &Snapshot<'_>) -> Result<Plan, PluginError> {
         LoadedPolicy::try_plan_starts(self, snapshot)
+    }
+
+    fn set_continuity(&mut self, continuity: Continuity) {
+        LoadedPolicy::set_continuity(self, continuity);
     }
 }
 
@@ -55,6 +63,10 @@ impl<T: HostedPolicy + ?Sized> HostedPolicy for Box<T> {
     fn try_plan_starts(&mut self, snapshot: &Snapshot<'_>) -> Result<Plan, PluginError> {
         (**self).try_plan_starts(snapshot)
     }
+
+    fn set_continuity(&mut self, continuity: Continuity) {
+        (**self).set_continuity(continuity);
+    }
 }
 
 impl<T: HostedPolicy + ?Sized> HostedPolicy for &mut T {
@@ -68,6 +80,10 @@ impl<T: HostedPolicy + ?Sized> HostedPolicy for &mut T {
 
     fn try_plan_starts(&mut self, snapshot: &Snapshot<'_>) -> Result<Plan, PluginError> {
         (**self).try_plan_starts(snapshot)
+    }
+
+    fn set_continuity(&mut self, continuity: Continuity) {
+        (**self).set_continuity(continuity);
     }
 }
 
@@ -339,6 +355,13 @@ impl<P: HostedPolicy> PolicyHost<P> {
     /// Validates what `check` says of each plan from now on.
     pub fn set_check(&mut self, check: Check) {
         self.check = check;
+    }
+
+    /// Takes the driver's word for what consecutive snapshots keep from one call to the next
+    /// ([`Continuity`]), until it says otherwise; the next call to a plugin sends the whole
+    /// snapshot. The validator still checks every plan against the snapshot itself.
+    pub fn set_continuity(&mut self, continuity: Continuity) {
+        self.policy.set_continuity(continuity);
     }
 
     /// Logs the first `limit` failures one by one, then one line saying the rest are only

@@ -16,7 +16,7 @@ use abi_stable::library::{AbiHeaderRef, LibHeader, LibraryError, RawLibrary, Roo
 use abi_stable::std_types::{RErr, ROk, RString, Tuple2};
 use sched_core::{Params, Plan, Policy, Snapshot};
 
-use crate::delta::{BoundaryStats, DeltaHost};
+use crate::delta::{BoundaryStats, Continuity, DeltaHost};
 use crate::module::{AbiVersion, FfiError, FfiErrorKind, PolicyBox, PolicyMod_Ref, ABI_VERSION};
 use crate::types::{FfiDeltaAnswer, FfiPlan, FfiSnapshot};
 
@@ -604,6 +604,12 @@ impl LoadedPolicy {
     pub fn set_snapshot_deltas(&mut self, on: bool) {
         self.deltas = on;
         self.delta.reset();
+    }
+
+    /// Takes the driver's word for what the following snapshots keep from one call to the
+    /// next ([`Continuity`]); the next call sends the whole snapshot.
+    pub fn set_continuity(&mut self, continuity: Continuity) {
+        self.delta.set_continuity(continuity);
     }
 
     /// How the snapshots crossed the boundary so far.

@@ -647,7 +647,7 @@ mod containment {
 mod delta {
     use super::common::plugin_str;
     use proptest::prelude::*;
-    use sched_abi::{load, LoadedPolicy, PluginError, PolicyLibrary};
+    use sched_abi::{load, Continuity, LoadedPolicy, PluginError, PolicyLibrary};
     use sched_core::{
         CoAllocated, Component, JobId, MoldConfig, Moldable, NamedPolicy, Params, Pending, Plan,
         Policy, Pool, PoolId, PoolSteps, Request, Running, Shape, Snapshot, SpeedupModel, Step,
@@ -730,6 +730,9 @@ mod delta {
         running: Vec<Running>,
         pending: Vec<Pending>,
         next_id: u64,
+        /// Keeps the promise of `Continuity::StableJobs`: no job edited in place, running holds
+        /// clipped as `Running::clip_holds` clips them.
+        stable: bool,
     }
 
     impl State {
@@ -751,6 +754,7 @@ mod delta {
                 running: Vec::new(),
                 pending: Vec::new(),
                 next_id: 1,
+                stable: false,
             }
         }
 
@@ -760,6 +764,18 @@ mod delta {
                 pools: &self.pools,
                 running: &self.running,
                 pending: &self.pending,
+            }
+        }
+
+        fn plain_job(&self, id: u64, request: Request) -> Pending {
+            Pending {
+                id: JobId(id),
+                user: 0,
+                submit: self.now,
+                earliest_start: self.now,
+                priority: 0,
+                request,
+                wants_view: false,
             }
         }
 
@@ -780,7 +796,13 @@ mod delta {
         /// priority changed, a reordering, pools resized, renamed, added or removed, time.
         fn apply(&mut self, op: &Op) {
             let at = |len: usize| if len == 0 { 0 } else { op.a as usize % len };
-            match op.kind {
+            // A request changed in place, a hold added to a running job: not with stable jobs.
+            let kind = match op.kind {
+                6 if self.stable && op.c % 2 == 0 => 11,
+                9 if self.stable => 11,
+                k => k,
+            };
+            match kind {
                 0 | 1 => {
                     for _ in 0..=op.c % 3 {
                         let p = self.pending_job(op);
@@ -866,6 +888,12 @@ mod delta {
 
         /// Running jobs' holds start at now, as both drivers send them.
         fn clip(&mut self) {
+            if self.stable {
+                for r in &mut self.running {
+                    r.clip_holds(self.now);
+                }
+                return;
+            }
             for r in &mut self.running {
                 for h in &mut r.holds {
                     if h.start < self.now {
@@ -887,13 +915,25 @@ mod delta {
         /// used after the first call, and after a panic (every 7th call of an instance) the
         /// rebuilt instance is sent the whole snapshot and goes on with deltas.
         #[test]
-        fn the_plugin_sees_exactly_the_hosts_snapshot(ops in ops(), panics in any::<bool>()) {
+        ///
+        /// With `stable`, the driver keeps the promise of `Continuity::StableJobs` and the lists
+        /// are diffed by id alone (debug builds check the promise at every call).
+        #[test]
+        fn the_plugin_sees_exactly_the_hosts_snapshot(
+            ops in ops(),
+            panics in any::<bool>(),
+            stable in any::<bool>(),
+        ) {
             let mut params = Params::new();
             if panics {
                 params.set("panic_every", "7");
             }
             let mut p = load(&plugin_str("test-echo"), None, &params).unwrap();
             let mut s = State::new();
+            if stable {
+                s.stable = true;
+                p.set_continuity(Continuity::StableJobs);
+            }
             let (mut panicked, mut whole) = (0u64, 1u64);
             for (k, op) in ops.iter().enumerate() {
                 s.apply(op);
@@ -945,6 +985,23 @@ mod delta {
         assert_eq!(b.boundary_stats().deltas, 0);
     }
 
+    /// A driver that promises stable jobs and edits one in place is caught in debug builds (in
+    /// release builds the plugin would plan on the old entry, and the validator, which checks
+    /// the plan against the true snapshot, would still refuse any over-commitment).
+    #[cfg(debug_assertions)]
+    #[test]
+    #[should_panic(expected = "breaking its promise of stable jobs")]
+    fn a_broken_promise_of_stable_jobs_is_caught_in_debug_builds() {
+        let mut p = load(&plugin_str("test-echo"), None, &Params::new()).unwrap();
+        p.set_continuity(Continuity::StableJobs);
+        let mut s = State::new();
+        s.stable = true;
+        s.pending.push(s.plain_job(1, Request::rigid(2, 10)));
+        echo(&mut p, &s.snapshot(), false).unwrap();
+        s.pending[0].request = Request::rigid(3, 10);
+        let _ = echo(&mut p, &s.snapshot(), false);
+    }
+
     /// A driver of rigid jobs (as esim): arrivals, the plan's starts carried out, jobs ending
     /// at or before their walltime, now and then a pool resized or a queue reordered.
     fn replay_both(
@@ -954,6 +1011,9 @@ mod delta {
     ) -> Result<(), TestCaseError> {
         let mut s = State::new();
         s.pools.truncate(1);
+        // Like esim's engine, this driver never edits a job in place.
+        s.stable = true;
+        plugin.set_continuity(Continuity::StableJobs);
         let mut ends: Vec<(u64, JobId)> = Vec::new();
         for (k, &(c, a, b)) in steps.iter().enumerate() {
             for n in 0..c % 4 {

@@ -51,6 +51,17 @@ impl PoolSteps {
         if self.start >= now {
             return true;
         }
+        // A rigid job's one step, the common case, without the general loop.
+        if let [s] = self.steps.as_mut_slice() {
+            let end = self.start.saturating_add(s.duration);
+            self.start = now;
+            if end > now {
+                s.duration = end - now;
+                return true;
+            }
+            self.steps.clear();
+            return false;
+        }
         let mut t = self.start;
         self.steps.retain_mut(|s| {
             let end = t.saturating_add(s.duration);

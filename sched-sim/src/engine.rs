@@ -20,7 +20,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::Instant;
 
-use sched_abi::{Borrowed, Check, Failure, HostedPolicy, PolicyHost};
+use sched_abi::{Borrowed, Check, Continuity, Failure, HostedPolicy, PolicyHost};
 use sched_core::idmap::IdMap;
 use sched_core::metrics::{summarize, JobOutcome, Summary, DEFAULT_TAU};
 use sched_core::policy::{Pending, Plan, Policy, PoolSteps, Running, Snapshot};
@@ -309,7 +309,13 @@ impl<'o> Simulation<'o> {
         jobs: Vec<SimJob>,
     ) -> Result<SimResults, SimError> {
         host.set_check(self.validate.into());
-        Engine::new(self, jobs)?.run(host)
+        // The engine never edits a job in place: a queued job is as submitted, a running one
+        // as started (its holds only clipped by time), and ids are unique within a run. So the
+        // boundary may diff the lists by id alone; the promise ends with the run.
+        host.set_continuity(Continuity::StableJobs);
+        let result = Engine::new(self, jobs).and_then(|e| e.run(host));
+        host.set_continuity(Continuity::Compared);
+        result
     }
 }
 
@@ -340,7 +346,6 @@ struct Engine<'o> {
     head: usize,
     running: Vec<Running>,
     active: Vec<Active>,
-    running_pos: IdMap<usize>,
     /// The instant `running`'s holds were last clipped at (those of jobs started since hold
     /// nothing before it).
     clipped_at: Option<Time>,
@@ -378,7 +383,6 @@ impl<'o> Engine<'o> {
             head: 0,
             running: Vec::new(),
             active: Vec::new(),
-            running_pos: IdMap::default(),
             clipped_at: None,
             leaving: Vec::new(),
             ends: BinaryHeap::new(),
@@ -494,14 +498,15 @@ impl<'o> Engine<'o> {
     /// comes later and finds it gone).
     fn finish(&mut self, i: usize, now: Time) {
         let id = self.jobs[i].id;
-        let Some(pos) = self.running_pos.remove(&id) else {
+        // A linear search and an order-keeping removal: the running list is bounded by the
+        // nodes, the snapshot's clipping walks it at every instant anyway, and a list that keeps
+        // its order crosses the plugin boundary as one dropped entry (a swap would resend the
+        // moved job).
+        let Some(pos) = self.running.iter().position(|r| r.id == id) else {
             return;
         };
-        self.running.swap_remove(pos);
-        let a = self.active.swap_remove(pos);
-        if let Some(moved) = self.running.get(pos) {
-            self.running_pos.insert(moved.id, pos);
-        }
+        self.running.remove(pos);
+        let a = self.active.remove(pos);
         let reason = if now < a.end {
             EndReason::Killed
         } else {
@@ -604,7 +609,6 @@ impl<'o> Engine<'o> {
                 .iter()
                 .map(|h| sched_core::request::max_nodes(&h.steps))
                 .sum();
-            self.running_pos.insert(job.id, self.running.len());
             self.running.push(Running {
                 id: job.id,
                 user: job.user,
