@@ -519,7 +519,6 @@ pub(crate) struct DeltaHost {
     mirror: OwnedSnapshot,
     /// With [`Continuity::StableJobs`]: the ids of the running and pending jobs the plugin holds.
     ids: [Vec<u64>; 2],
-    spare_ids: Vec<u64>,
     spare_pools: Vec<Pool>,
     spare_running: Vec<Running>,
     spare_pending: Vec<Pending>,
@@ -654,28 +653,13 @@ impl DeltaHost {
             |o, &k| o.clone_from(&s.pools[k]),
         );
         if self.continuity == Continuity::StableJobs {
+            // The ids the plugin now holds are the snapshot's: copied, cheaper than applying
+            // the runs.
             let [running, pending] = &mut self.ids;
-            ok = ok
-                .and_then(|()| {
-                    apply(
-                        running,
-                        &mut self.spare_ids,
-                        &d.running.edits,
-                        ir,
-                        |&k| s.running[k].id.0,
-                        |o, &k| *o = s.running[k].id.0,
-                    )
-                })
-                .and_then(|()| {
-                    apply(
-                        pending,
-                        &mut self.spare_ids,
-                        &d.pending.edits,
-                        iq,
-                        |&k| s.pending[k].id.0,
-                        |o, &k| *o = s.pending[k].id.0,
-                    )
-                });
+            running.clear();
+            running.extend(s.running.iter().map(|r| r.id.0));
+            pending.clear();
+            pending.extend(s.pending.iter().map(|p| p.id.0));
         }
         if mirrors_jobs {
             ok = ok

@@ -47,6 +47,7 @@ impl PoolSteps {
     /// it is. This is how a driver brings a running job's holds to the present between calls
     /// (esim's engine does the same, into new buffers), and how the plugin boundary's deltas
     /// bring the kept snapshot's holds along without sending them.
+    #[inline]
     pub fn clip_to(&mut self, now: Time) -> bool {
         if self.start >= now {
             return true;
@@ -122,7 +123,15 @@ pub struct Running {
 impl Running {
     /// Brings the holds to `now` ([`PoolSteps::clip_to`]), dropping those that hold nothing
     /// after it.
+    #[inline]
     pub fn clip_holds(&mut self, now: Time) {
+        // Rigid jobs hold one pool: no retain loop unless the hold ends.
+        if let [h] = self.holds.as_mut_slice() {
+            if !h.clip_to(now) {
+                self.holds.clear();
+            }
+            return;
+        }
         self.holds.retain_mut(|h| h.clip_to(now));
     }
 

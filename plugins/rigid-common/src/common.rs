@@ -496,6 +496,7 @@ pub fn add_steps_from(profile: &mut Profile, start: Time, steps: &[Step], from: 
 
 /// Whether two lists of holds are the same from `from` on (a driver may restate what a running
 /// job holds from a different start each call).
+#[inline]
 pub fn same_holds_from(a: &[PoolSteps], b: &[PoolSteps], from: Time) -> bool {
     fn segments(
         h: &[PoolSteps],
