@@ -10,9 +10,9 @@
 //! - no pool is ever over-committed: the running jobs' holds (less the killed ones'), the
 //!   placements' holds and their early claims never exceed the pool's nodes at any time ≥ now.
 
-use crate::idmap::{IdMap, IdSet};
+use crate::idmap::IdSet;
 
-use crate::policy::{Placement, Plan, Shape, Snapshot};
+use crate::policy::{Pending, Placement, Plan, Shape, Snapshot};
 use crate::pool::PoolId;
 use crate::request::{JobId, Request};
 use crate::time::Time;
@@ -114,8 +114,9 @@ pub fn validate(snapshot: &Snapshot<'_>, plan: &Plan) -> Result<(), PlanError> {
         .collect();
     wanted.sort_unstable();
     wanted.dedup();
-    let mut pending: IdMap<&crate::policy::Pending> =
-        IdMap::with_capacity_and_hasher(wanted.len(), Default::default());
+    // The named jobs' queue entries, beside `wanted` (sorted): lookups are binary searches in
+    // a few ids, with no hashing and no table to allocate at every call.
+    let mut found: Vec<Option<&Pending>> = vec![None; wanted.len()];
     // The scan stops once every named job is found: the jobs a plan starts are mostly near
     // the head of the queue. (A queue naming one id twice is the driver's bug; the first
     // entry is the one checked.)
@@ -124,19 +125,26 @@ pub fn validate(snapshot: &Snapshot<'_>, plan: &Plan) -> Result<(), PlanError> {
         if missing == 0 {
             break;
         }
-        if wanted.binary_search(&p.id).is_ok() && !pending.contains_key(&p.id) {
-            pending.insert(p.id, p);
-            missing -= 1;
+        if let Ok(k) = wanted.binary_search(&p.id) {
+            if found[k].is_none() {
+                found[k] = Some(p);
+                missing -= 1;
+            }
         }
     }
+    let slot = |id: &JobId| wanted.binary_search(id).ok();
+    let pending = |id: JobId| slot(&id).and_then(|k| found[k]);
 
-    let mut seen = IdSet::with_capacity_and_hasher(plan.placements.len(), Default::default());
+    // Whether each named job was placed or rejected already.
+    let mut seen = vec![false; wanted.len()];
+    let mut first_time =
+        |id: &JobId| slot(id).is_some_and(|k| !std::mem::replace(&mut seen[k], true));
     for p in &plan.placements {
-        let Some(job) = pending.get(&p.job) else {
+        let Some(job) = pending(p.job) else {
             v.push(Violation::NotPending(p.job));
             continue;
         };
-        if !seen.insert(p.job) {
+        if !first_time(&p.job) {
             v.push(Violation::Duplicate(p.job));
         }
         if p.start < snapshot.now {
@@ -178,14 +186,14 @@ pub fn validate(snapshot: &Snapshot<'_>, plan: &Plan) -> Result<(), PlanError> {
         }
     }
     for r in &plan.rejects {
-        if !pending.contains_key(&r.job) {
+        if pending(r.job).is_none() {
             v.push(Violation::NotPending(r.job));
-        } else if !seen.insert(r.job) {
+        } else if !first_time(&r.job) {
             v.push(Violation::Duplicate(r.job));
         }
     }
     for view in &plan.views {
-        if !pending.contains_key(&view.job) && !snapshot.running.iter().any(|r| r.id == view.job) {
+        if pending(view.job).is_none() && !snapshot.running.iter().any(|r| r.id == view.job) {
             v.push(Violation::NotPending(view.job));
         }
     }
@@ -200,7 +208,7 @@ pub fn validate(snapshot: &Snapshot<'_>, plan: &Plan) -> Result<(), PlanError> {
     }
     // Capacity is only meaningful when every shape made sense.
     if v.is_empty() {
-        check_capacity(snapshot, plan, &pending, &killed, &mut v, false);
+        check_capacity(snapshot, plan, pending, &killed, &mut v, false);
     }
     if v.is_empty() {
         Ok(())
@@ -370,10 +378,10 @@ fn shape_kind(s: &Shape) -> &'static str {
     }
 }
 
-fn check_capacity(
-    snapshot: &Snapshot<'_>,
+fn check_capacity<'a>(
+    snapshot: &Snapshot<'a>,
     plan: &Plan,
-    pending: &IdMap<&crate::policy::Pending>,
+    pending: impl Fn(JobId) -> Option<&'a Pending>,
     killed: &IdSet,
     v: &mut Vec<Violation>,
     sweep_only: bool,
@@ -381,7 +389,11 @@ fn check_capacity(
     let now = snapshot.now;
     // Every interval of nodes held from now on, `(pool, from, to, nodes)`, non-empty.
     let segments = |f: &mut dyn FnMut(PoolId, Time, Time, u32)| {
-        for r in snapshot.running.iter().filter(|r| !killed.contains(&r.id)) {
+        for r in snapshot
+            .running
+            .iter()
+            .filter(|r| killed.is_empty() || !killed.contains(&r.id))
+        {
             for h in &r.holds {
                 let mut t = h.start;
                 for s in &h.steps {
@@ -395,9 +407,25 @@ fn check_capacity(
             }
         }
         for p in &plan.placements {
-            let Some(job) = pending.get(&p.job) else {
+            let Some(job) = pending(p.job) else {
                 continue;
             };
+            // A rigid shape is one interval: no holds to build.
+            if let (
+                Shape::Rigid {
+                    pool,
+                    nodes,
+                    walltime,
+                },
+                None,
+            ) = (&p.shape, p.claim_from)
+            {
+                let (a, end) = (p.start.max(now), p.start.saturating_add(*walltime));
+                if a < end && *nodes > 0 {
+                    f(*pool, a, end, *nodes);
+                }
+                continue;
+            }
             // An early claim holds the first step's nodes from `claim_from` (or now) to the
             // start: counted as one interval with the first step, which halves the events of a
             // claimed placement (claimed jobs are re-planned at every call until they start).
@@ -432,22 +460,33 @@ fn check_capacity(
     // and a plan of starts places jobs now), each pool's use only falls from now on, so its
     // peak is the sum at now: no sweep over sorted change points needed. Any interval starting
     // later sends the check to the sweep.
-    let mut at_now: Vec<(PoolId, i64)> = Vec::new();
+    // The sums at now of the first pools met, without an allocation; more pools spill over.
+    let mut first = [(PoolId(0), 0i64); 4];
+    let mut used = 0;
+    let mut more: Vec<(PoolId, i64)> = Vec::new();
     let mut later = sweep_only;
     segments(&mut |pool, a, _, nodes| {
         if later {
             // Decided already: the sweep follows.
         } else if a > now {
             later = true;
-        } else if let Some(u) = at_now.iter_mut().find(|(p, _)| *p == pool) {
+        } else if let Some(u) = first[..used]
+            .iter_mut()
+            .chain(more.iter_mut())
+            .find(|(p, _)| *p == pool)
+        {
             u.1 += i64::from(nodes);
+        } else if used < first.len() {
+            first[used] = (pool, i64::from(nodes));
+            used += 1;
         } else {
-            at_now.push((pool, i64::from(nodes)));
+            more.push((pool, i64::from(nodes)));
         }
     });
     if !later {
-        at_now.sort_unstable_by_key(|&(p, _)| p);
-        v.extend(at_now.into_iter().filter_map(|(p, u)| over(p, now, u)));
+        more.extend_from_slice(&first[..used]);
+        more.sort_unstable_by_key(|&(p, _)| p);
+        v.extend(more.into_iter().filter_map(|(p, u)| over(p, now, u)));
         return;
     }
     // (pool, time, delta): a sweep over sorted change points is O(m log m) for m steps.
@@ -780,12 +819,75 @@ mod tests {
                     ..Plan::default()
                 };
                 let snap = Snapshot { now, pools: &pools, running: &running, pending: &queue };
-                let map: IdMap<&Pending> = queue.iter().map(|p| (p.id, p)).collect();
+                let map: crate::idmap::IdMap<&Pending> = queue.iter().map(|p| (p.id, p)).collect();
                 let killed: IdSet = running.iter().take(1).map(|r| r.id).collect();
                 let (mut fast, mut sweep) = (Vec::new(), Vec::new());
-                check_capacity(&snap, &plan, &map, &killed, &mut fast, false);
-                check_capacity(&snap, &plan, &map, &killed, &mut sweep, true);
+                let pending = |id: JobId| map.get(&id).copied();
+                check_capacity(&snap, &plan, pending, &killed, &mut fast, false);
+                check_capacity(&snap, &plan, pending, &killed, &mut sweep, true);
                 prop_assert_eq!(fast, sweep);
+            }
+
+            /// A rigid placement, counted as one interval without building its holds, counts
+            /// as the same job placed as one evolving step does (through its holds).
+            #[test]
+            fn a_rigid_placement_counts_as_its_holds(
+                running in prop::collection::vec((0u32..2, 0u64..8, 1u32..5), 0..4),
+                placed in prop::collection::vec((0u32..2, 0u64..6, 0u64..8, 0u32..5), 0..5),
+            ) {
+                let now: Time = 10;
+                let pools: Vec<Pool> = (0..2)
+                    .map(|i| Pool { id: PoolId(i), name: format!("p{i}"), nodes: 6 })
+                    .collect();
+                let running: Vec<Running> = running
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &(pool, wall, nodes))| Running {
+                        id: JobId(100 + i as u64),
+                        user: 0,
+                        request: Request::rigid(nodes, wall),
+                        shape: Shape::rigid(PoolId(pool), nodes, wall),
+                        start: now,
+                        holds: vec![PoolSteps::flat(PoolId(pool), now, now + wall, nodes)],
+                        killable: false,
+                    })
+                    .collect();
+                let verdict = |rigid: bool| {
+                    let queue: Vec<Pending> = placed
+                        .iter()
+                        .enumerate()
+                        .map(|(i, &(_, _, wall, nodes))| {
+                            pending(i as u64, if rigid {
+                                Request::rigid(nodes, wall)
+                            } else {
+                                Request::evolving(vec![Step::new(wall, nodes)])
+                            })
+                        })
+                        .collect();
+                    let plan = Plan {
+                        placements: placed
+                            .iter()
+                            .enumerate()
+                            .map(|(i, &(pool, off, wall, nodes))| Placement {
+                                job: JobId(i as u64),
+                                start: now + off,
+                                shape: if rigid {
+                                    Shape::rigid(PoolId(pool), nodes, wall)
+                                } else {
+                                    Shape::Evolving {
+                                        pool: PoolId(pool),
+                                        steps: vec![Step::new(wall, nodes)],
+                                    }
+                                },
+                                claim_from: None,
+                            })
+                            .collect(),
+                        ..Plan::default()
+                    };
+                    let snap = Snapshot { now, pools: &pools, running: &running, pending: &queue };
+                    validate(&snap, &plan)
+                };
+                prop_assert_eq!(verdict(true), verdict(false));
             }
         }
     }
