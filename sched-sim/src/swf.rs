@@ -235,20 +235,35 @@ pub fn read_path(path: &Path, opts: &ReadOptions) -> Result<Trace, SwfError> {
 pub fn read<R: BufRead>(reader: R, path: &Path, opts: &ReadOptions) -> Result<Trace, SwfError> {
     let mut header = Header::default();
     let mut parsed: Vec<Result<SwfJob, SkipReason>> = Vec::new();
-    let mut buf = String::new();
+    let mut bytes: Vec<u8> = Vec::new();
     let mut reader = reader;
     let mut line_no = 0usize;
     loop {
-        buf.clear();
-        let n = read_line(&mut reader, &mut buf).map_err(|error| SwfError::Io {
-            path: path.to_path_buf(),
-            error,
-        })?;
+        bytes.clear();
+        let n = reader
+            .read_until(b'\n', &mut bytes)
+            .map_err(|error| SwfError::Io {
+                path: path.to_path_buf(),
+                error,
+            })?;
         if n == 0 {
             break;
         }
         line_no += 1;
-        let line = buf.trim();
+        let malformed = |reason: String| SwfError::Malformed {
+            path: path.to_path_buf(),
+            line: line_no,
+            reason,
+        };
+        // A job line of plain integers is read from its bytes in one pass; anything else
+        // (comments, blank lines, decimals, odd tokens, invalid UTF-8) goes the way of text.
+        if let Some(f) = plain_fields(&bytes) {
+            parsed.push(job_from_fields(&f, line_no).map_err(malformed)?);
+            continue;
+        }
+        // Only header comments may hold free text; keep what is readable of it.
+        let text = String::from_utf8_lossy(&bytes);
+        let line = text.trim();
         if line.is_empty() {
             continue;
         }
@@ -256,11 +271,6 @@ pub fn read<R: BufRead>(reader: R, path: &Path, opts: &ReadOptions) -> Result<Tr
             read_header(comment, &mut header);
             continue;
         }
-        let malformed = |reason: String| SwfError::Malformed {
-            path: path.to_path_buf(),
-            line: line_no,
-            reason,
-        };
         parsed.push(parse_job(line, line_no).map_err(malformed)?);
     }
     let nodes = opts
@@ -290,21 +300,6 @@ pub fn read<R: BufRead>(reader: R, path: &Path, opts: &ReadOptions) -> Result<Tr
     Ok(trace)
 }
 
-/// `read_line` that turns invalid UTF-8 into an error naming the problem rather than the
-/// std's terse "stream did not contain valid UTF-8".
-fn read_line<R: BufRead>(r: &mut R, buf: &mut String) -> std::io::Result<usize> {
-    // The line's bytes go into `buf`'s own allocation, checked in place: no buffer per line.
-    let mut bytes = std::mem::take(buf).into_bytes();
-    bytes.clear();
-    let n = r.read_until(b'\n', &mut bytes)?;
-    *buf = match String::from_utf8(bytes) {
-        Ok(s) => s,
-        // Only header comments may hold free text; keep what is readable of it.
-        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
-    };
-    Ok(n)
-}
-
 fn read_header(comment: &str, header: &mut Header) {
     let Some((key, value)) = comment.split_once(':') else {
         return;
@@ -328,7 +323,56 @@ fn parse_job(line: &str, line_no: usize) -> Result<Result<SwfJob, SkipReason>, S
     } else {
         fields(line.split_whitespace().map(|t| (None, t.as_bytes())))
     }?;
-    let [id, submit, _wait, run, alloc, _cpu, _mem, req_procs, req_time, ..] = f;
+    job_from_fields(&f, line_no)
+}
+
+/// The fields of a job line of exactly [`FIELDS`] plain integers (an optional sign and at most
+/// 18 digits, which cannot overflow) between ASCII whitespace, read in one pass over its
+/// bytes; `None` for any other line, which [`parse_job`] then reads (or refuses).
+fn plain_fields(line: &[u8]) -> Option<[i64; FIELDS]> {
+    let mut f = [0i64; FIELDS];
+    let mut count = 0;
+    let mut bytes = line.iter().copied().peekable();
+    loop {
+        while bytes.next_if(u8::is_ascii_whitespace).is_some() {}
+        let Some(first) = bytes.next() else {
+            break;
+        };
+        let negative = first == b'-';
+        let mut v: i64 = 0;
+        let mut digits = 0;
+        if first != b'-' && first != b'+' {
+            let d = first.wrapping_sub(b'0');
+            if d > 9 {
+                return None;
+            }
+            v = i64::from(d);
+            digits = 1;
+        }
+        while let Some(b) = bytes.next_if(|b| !b.is_ascii_whitespace()) {
+            let d = b.wrapping_sub(b'0');
+            if d > 9 || digits == 18 {
+                return None;
+            }
+            v = v * 10 + i64::from(d);
+            digits += 1;
+        }
+        if digits == 0 || count == FIELDS {
+            return None;
+        }
+        f[count] = if negative { -v } else { v };
+        count += 1;
+    }
+    (count == FIELDS).then_some(f)
+}
+
+/// A job from its line's fields: `Err(String)` for a malformed line, `Ok(Err(reason))` for a
+/// job to skip.
+fn job_from_fields(
+    f: &[i64; FIELDS],
+    line_no: usize,
+) -> Result<Result<SwfJob, SkipReason>, String> {
+    let [id, submit, _wait, run, alloc, _cpu, _mem, req_procs, req_time, ..] = *f;
     let user = f[11];
     if id < 0 {
         return Err(format!("job number {id} is negative"));
@@ -478,6 +522,46 @@ mod tests {
 
     fn read_str(text: &str, opts: &ReadOptions) -> Result<Trace, SwfError> {
         read(text.as_bytes(), Path::new("t.swf"), opts)
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        /// A job line read from its bytes in one pass gives the fields the text path gives,
+        /// and any line it declines is one the text path reads otherwise or refuses.
+        #[test]
+        fn plain_lines_read_as_the_text_path_reads_them(
+            tokens in proptest::collection::vec(
+                prop_oneof![
+                    // Mostly plain fields, so that many lines are plain throughout.
+                    60 => (-99_999i64..99_999).prop_map(|v| v.to_string()),
+                    1 => any::<i64>().prop_map(|v| v.to_string()),
+                    1 => Just("+7".to_string()),
+                    1 => Just("-".to_string()),
+                    1 => Just("12.5".to_string()),
+                    1 => Just("0x1".to_string()),
+                    1 => Just("1234567890123456789".to_string()),
+                    1 => Just("-0001".to_string()),
+                ],
+                16..20,
+            ),
+            gaps in proptest::collection::vec(0usize..4, 21),
+        ) {
+            let gap = |k: usize| [" ", "\t", "  ", " \t "][gaps[k] % 4];
+            let mut line = gap(20).to_string();
+            for (k, t) in tokens.iter().enumerate() {
+                line.push_str(t);
+                line.push_str(gap(k));
+            }
+            let text = fields(AsciiTokens(line.trim().as_bytes()).map(|t| (int(t), t)));
+            match plain_fields(line.as_bytes()) {
+                Some(f) => prop_assert_eq!(Ok(f), text),
+                None => prop_assert!(
+                    text.is_err() || tokens.iter().any(|t| int(t.as_bytes()).is_none() || t.len() > 18),
+                    "declined a plain line: {line:?}"
+                ),
+            }
+        }
     }
 
     #[test]
