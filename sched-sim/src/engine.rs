@@ -573,7 +573,7 @@ impl<'o> Engine<'o> {
         let mut leaving = std::mem::take(&mut self.leaving);
         for r in &plan.rejects {
             tracing::debug!("job {} rejected at {now} ms: {}", r.job, r.reason);
-            if let Some(k) = self.index.get(&r.job).and_then(|&i| self.pending_pos(i)) {
+            if let Some((k, _)) = self.find_pending(r.job) {
                 leaving.push(k);
             }
             self.rejected.push(r.job);
@@ -588,7 +588,7 @@ impl<'o> Engine<'o> {
                 next_start = Some(next_start.map_or(p.start, |t: Time| t.min(p.start)));
                 continue;
             }
-            let Some(&i) = self.index.get(&p.job) else {
+            let Some((k, i)) = self.find_pending(p.job) else {
                 continue;
             };
             let job = &self.jobs[i];
@@ -628,9 +628,7 @@ impl<'o> Engine<'o> {
             });
             self.ends.push(Reverse((end, self.started, i)));
             self.started += 1;
-            if let Some(k) = self.pending_pos(i) {
-                leaving.push(k);
-            }
+            leaving.push(k);
         }
         self.remove_pending(&mut leaving);
         self.leaving = leaving;
@@ -639,6 +637,24 @@ impl<'o> Engine<'o> {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
+    }
+
+    /// The position in `pending` and the index in `jobs` of the queued job `id`. The jobs a plan
+    /// starts are mostly near the head of the queue: a short scan there finds them without a
+    /// lookup in the workload's index, whose entries are scattered over memory (a cache miss
+    /// per start).
+    fn find_pending(&self, id: JobId) -> Option<(usize, usize)> {
+        const NEAR: usize = 32;
+        if let Some(d) = self.pending[self.head..]
+            .iter()
+            .take(NEAR)
+            .position(|p| p.id == id)
+        {
+            let k = self.head + d;
+            return Some((k, self.pending_job[k]));
+        }
+        let &i = self.index.get(&id)?;
+        Some((self.pending_pos(i)?, i))
     }
 
     /// The position in `pending` of the queued job at index `i` of `jobs`.

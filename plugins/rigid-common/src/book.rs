@@ -348,7 +348,7 @@ impl Book {
             self.base += 1;
             self.tombstones -= 1;
         }
-        if self.tombstones > 64 && self.tombstones * 2 > self.queue.len() {
+        if self.tombstones > 8 && self.tombstones * 2 > self.queue.len() {
             self.queue.retain(|e| !e.gone);
             self.tombstones = 0;
             self.base = 0;
@@ -393,6 +393,9 @@ impl Book {
     fn compress_conservative(&mut self, now: Time, plan: &mut Plan) -> bool {
         let one_pool = self.cluster.pools.len() == 1;
         let mut moved = false;
+        // The jobs a compression did not move were all stamped with the same event number, so
+        // consecutive entries mostly ask `Freed::since` the same question.
+        let mut since: Option<(u64, Option<Time>)> = None;
         for i in 0..self.queue.len() {
             let e = &self.queue[i];
             if e.gone {
@@ -407,7 +410,15 @@ impl Book {
             // Not with a choice of pools: a lower-id pool freed at the same start would win
             // the tie.
             if let (Some((p, s)), true) = (old, one_pool || job.pool.is_some()) {
-                let bound = self.freed.since(fitted).map_or(from, |f| f.min(s));
+                let freed = match since {
+                    Some((k, f)) if k == fitted => f,
+                    _ => {
+                        let f = self.freed.since(fitted);
+                        since = Some((fitted, f));
+                        f
+                    }
+                };
+                let bound = freed.map_or(from, |f| f.min(s));
                 let stays = from >= bound || {
                     self.counters.checks += 1;
                     !self.cluster.could_start_before(p, &job, s, from, bound)
@@ -433,6 +444,7 @@ impl Book {
                 self.take(id);
                 if let Some((_, s)) = old {
                     self.freed.record(s.saturating_add(job.walltime));
+                    since = None;
                 }
                 moved = true;
                 continue;
@@ -446,6 +458,7 @@ impl Book {
                 // at the next compression. (No old slot: it held nothing.)
                 if let Some((_, s)) = old {
                     self.freed.record(s.saturating_add(job.walltime));
+                    since = None;
                 }
             }
             let e = &mut self.queue[i];
