@@ -25,7 +25,7 @@ use sched_core::idmap::IdMap;
 use sched_core::metrics::{summarize, JobOutcome, Summary, DEFAULT_TAU};
 use sched_core::policy::{Pending, Plan, Policy, PoolSteps, Running, Snapshot};
 use sched_core::pool::Pool;
-use sched_core::request::{JobId, Request, Step};
+use sched_core::request::{JobId, Request};
 use sched_core::time::{Duration, Time};
 use sched_core::validate::PlanError;
 use serde::Serialize;
@@ -539,9 +539,11 @@ impl<'o> Engine<'o> {
     fn call<P: HostedPolicy>(&mut self, host: &mut PolicyHost<P>, now: Time) {
         // Jobs started since the last clip hold nothing before it, and those started at `now`
         // hold exactly their holds: only time passing changes what the others hold from now.
+        // Clipping what was clipped at an earlier instant is clipping the whole holds, so the
+        // snapshot's holds are clipped in place.
         if self.clipped_at != Some(now) {
-            for (r, a) in self.running.iter_mut().zip(&self.active) {
-                clip_into(&a.holds, now, &mut r.holds);
+            for r in &mut self.running {
+                r.clip_holds(now);
             }
             self.clipped_at = Some(now);
         }
@@ -721,42 +723,8 @@ impl<'o> Engine<'o> {
     }
 }
 
-/// What `holds` still hold from `now` on, written into `out` (its allocations reused): the
-/// holds that end by `now` are left out.
-fn clip_into(holds: &[PoolSteps], now: Time, out: &mut Vec<PoolSteps>) {
-    let mut n = 0;
-    for h in holds {
-        if n == out.len() {
-            out.push(PoolSteps {
-                pool: h.pool,
-                start: now,
-                steps: Vec::with_capacity(h.steps.len()),
-            });
-        }
-        let o = &mut out[n];
-        o.pool = h.pool;
-        o.steps.clear();
-        if h.start >= now {
-            o.start = h.start;
-            o.steps.extend_from_slice(&h.steps);
-            n += 1;
-            continue;
-        }
-        o.start = now;
-        let mut t = h.start;
-        for s in &h.steps {
-            let end = t.saturating_add(s.duration);
-            if end > now {
-                o.steps.push(Step::new(end - t.max(now), s.nodes));
-            }
-            t = end;
-        }
-        if !o.steps.is_empty() {
-            n += 1;
-        }
-    }
-    out.truncate(n);
-}
+#[cfg(test)]
+use sched_core::request::Step;
 
 /// What `h` still holds from `now` on; `None` once it holds nothing.
 #[cfg(test)]
@@ -829,7 +797,7 @@ mod tests {
     }
 
     #[test]
-    fn clip_into_reuses_its_output_and_agrees_with_clip() {
+    fn clipping_in_place_instant_after_instant_is_clipping_the_whole_holds() {
         let holds = vec![
             PoolSteps {
                 pool: PoolId(0),
@@ -846,13 +814,28 @@ mod tests {
                 start: 30,
                 steps: vec![Step::new(0, 7)],
             },
+            PoolSteps {
+                pool: PoolId(0),
+                start: 11,
+                steps: vec![Step::new(9, 1)],
+            },
         ];
-        // Stale content of another job, longer and shorter than the answer.
-        let mut out = vec![holds[1].clone(); 5];
-        for now in [0, 10, 12, 14, 16, 20, 25, 30, 31] {
-            clip_into(&holds, now, &mut out);
-            let want: Vec<PoolSteps> = holds.iter().filter_map(|h| clip(h, now)).collect();
-            assert_eq!(out, want, "at {now}");
+        let instants = [0, 10, 12, 14, 16, 20, 25, 30, 31];
+        for skip in 0..instants.len() {
+            let mut r = Running {
+                id: JobId(1),
+                user: 0,
+                request: Request::rigid(1, 1),
+                shape: sched_core::Shape::rigid(PoolId(0), 1, 1),
+                start: 0,
+                holds: holds.clone(),
+                killable: false,
+            };
+            for &now in instants.iter().skip(skip) {
+                r.clip_holds(now);
+                let want: Vec<PoolSteps> = holds.iter().filter_map(|h| clip(h, now)).collect();
+                assert_eq!(r.holds, want, "at {now}, from instant {skip}");
+            }
         }
     }
 
