@@ -312,10 +312,36 @@ pub fn apply<T, I>(
     scratch: &mut Vec<T>,
     edits: &[FfiEdit],
     items: &[I],
+    make: impl FnMut(&I) -> T,
+    assign: impl FnMut(&mut T, &I),
+) -> Result<(), DeltaMismatch> {
+    apply_at(v, &mut 0, false, scratch, edits, items, make, assign)
+}
+
+/// [`apply`] to the list `v[*head..]`. With `move_head`, a leading drop (the jobs at the
+/// head of a queue starting) moves `*head` past them instead of moving every entry behind
+/// them down; the dead prefix is dropped once it is as long as the list, so each entry moves
+/// O(1) times on average however long the queue.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn apply_at<T, I>(
+    v: &mut Vec<T>,
+    head: &mut usize,
+    move_head: bool,
+    scratch: &mut Vec<T>,
+    mut edits: &[FfiEdit],
+    items: &[I],
     mut make: impl FnMut(&I) -> T,
     mut assign: impl FnMut(&mut T, &I),
 ) -> Result<(), DeltaMismatch> {
-    let len = v.len() as u64;
+    let live = (v.len() - *head) as u64;
+    let mut lead = 0;
+    if let Some(e) = edits.first() {
+        if move_head && e.keep == 0 && e.insert == 0 {
+            lead = e.drop;
+            edits = &edits[1..];
+        }
+    }
+    let len = live.checked_sub(lead).ok_or(DeltaMismatch)?;
     let (mut r, mut w, mut n) = (0u64, 0u64, 0u64);
     let mut in_place = true;
     for e in edits {
@@ -334,9 +360,15 @@ pub fn apply<T, I>(
     if n != items.len() as u64 {
         return Err(DeltaMismatch);
     }
+    *head += lead as usize;
+    if !in_place {
+        v.drain(..*head);
+        *head = 0;
+    }
+    let base = *head;
     let mut items = items.iter();
     if in_place {
-        let (mut r, mut w) = (0usize, 0usize);
+        let (mut r, mut w) = (base, base);
         for e in edits {
             let keep = e.keep as usize;
             if keep > 0 {
@@ -362,6 +394,10 @@ pub fn apply<T, I>(
             let len = v.len();
             v[w..].rotate_left(r - w);
             v.truncate(len - (r - w));
+        }
+        if *head > 0 && *head >= v.len() - *head {
+            v.drain(..*head);
+            *head = 0;
         }
     } else {
         scratch.clear();
@@ -712,6 +748,8 @@ impl DeltaHost {
 pub(crate) struct DeltaReceiver {
     /// The generation of the kept snapshot (0: the empty snapshot, or none).
     generation: u64,
+    /// The kept queue is `pending[pending_head..]`: jobs leaving its head only move this.
+    pending_head: usize,
     spare_pools: Vec<Pool>,
     spare_running: Vec<Running>,
     spare_pending: Vec<Pending>,
@@ -721,6 +759,15 @@ impl DeltaReceiver {
     /// The kept snapshot was overwritten otherwise (a whole snapshot through the 2.0 calls).
     pub(crate) fn forget(&mut self) {
         self.generation = 0;
+        self.pending_head = 0;
+    }
+
+    /// The snapshot kept in `s` (its queue without the dead prefix).
+    pub(crate) fn snapshot<'a>(&self, s: &'a OwnedSnapshot) -> Snapshot<'a> {
+        Snapshot {
+            pending: &s.pending[self.pending_head.min(s.pending.len())..],
+            ..s.as_snapshot()
+        }
     }
 
     /// Applies `d` to `snapshot`; `Err` (and the snapshot emptied) when `snapshot` is not the
@@ -737,6 +784,7 @@ impl DeltaReceiver {
             snapshot.pools.clear();
             snapshot.running.clear();
             snapshot.pending.clear();
+            self.pending_head = 0;
         }
         // Invalid until the delta is wholly applied.
         self.generation = 0;
@@ -764,8 +812,10 @@ impl DeltaReceiver {
             )
         })
         .and_then(|()| {
-            apply(
+            apply_at(
                 &mut snapshot.pending,
+                &mut self.pending_head,
+                true,
                 &mut self.spare_pending,
                 &d.pending.edits,
                 &d.pending.items,
@@ -777,6 +827,7 @@ impl DeltaReceiver {
             snapshot.pools.clear();
             snapshot.running.clear();
             snapshot.pending.clear();
+            self.pending_head = 0;
             return applied;
         }
         snapshot.now = d.now;
@@ -831,6 +882,32 @@ mod tests {
         fn applying_a_diff_gives_the_new_list(old in list(), new in list()) {
             let (got, _, _) = roundtrip(&old, &new);
             prop_assert_eq!(got, new);
+        }
+
+        /// A queue kept with a dead prefix (its first jobs leaving move the head) goes through
+        /// any sequence of changes as the plain list does.
+        #[test]
+        fn a_queue_with_a_moving_head_follows_any_changes(
+            lists in proptest::collection::vec(list(), 1..8),
+            heads in proptest::collection::vec(0usize..6, 8),
+        ) {
+            let (mut v, mut head, mut spare) = (Vec::new(), 0, Vec::new());
+            let mut old: Vec<E> = Vec::new();
+            for (k, new) in lists.iter().enumerate() {
+                // Queues lose their first jobs most often: drop a few from the front too.
+                let new: Vec<E> = new.iter().skip(heads[k] % 2 * heads[k]).cloned().collect();
+                let (mut edits, mut inserted, mut scratch) =
+                    (RVec::new(), Vec::new(), DiffScratch::default());
+                diff(&old, &new, &mut edits, &mut inserted, &mut scratch);
+                let items: Vec<E> = inserted.iter().map(|&k| new[k].clone()).collect();
+                apply_at(&mut v, &mut head, true, &mut spare, &edits, &items, E::clone, |o, i| {
+                    *o = i.clone()
+                })
+                .expect("runs fit the list they were computed from");
+                prop_assert_eq!(&v[head..], &new[..]);
+                prop_assert!(head == 0 || head < v.len() - head);
+                old = new;
+            }
         }
 
         /// The usual change of a queue, some entries gone and some added at the end, with

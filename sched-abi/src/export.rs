@@ -178,7 +178,7 @@ impl<P: Policy + Send + 'static> FfiPolicy for Exported<P> {
             if self.receiver.apply(&mut self.snapshot, delta).is_err() {
                 return ROk(FfiDeltaAnswer::Stale);
             }
-            let s = self.snapshot.as_snapshot();
+            let s = self.receiver.snapshot(&self.snapshot);
             let plan = if starts {
                 self.policy.plan_starts(&s)
             } else {
