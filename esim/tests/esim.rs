@@ -381,3 +381,56 @@ fn coalloc_refuses_bad_traces_in_one_line() {
         assert!(err.contains(want), "{text}: {err}");
     }
 }
+
+/// Through the plugin, the engine's deltas (stable jobs, its account of the queue's changes,
+/// both checked at every call in this debug build) give every job the start the linked policy
+/// gives it, in both event orders.
+#[test]
+fn plugins_replay_as_the_linked_policies() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = trace(dir.path());
+    let t = t.to_str().unwrap();
+    for policy in ["fcfs", "easy", "cbf"] {
+        for events in ["instant", "per-event"] {
+            let linked = dir.path().join(format!("{policy}-{events}-linked.csv"));
+            let plugin = dir.path().join(format!("{policy}-{events}-plugin.csv"));
+            let o = esim(&[
+                "--policy",
+                policy,
+                "--trace",
+                t,
+                "--events",
+                events,
+                "-q",
+                "--jobs",
+                linked.to_str().unwrap(),
+            ]);
+            assert!(
+                o.status.success(),
+                "{policy} {events} linked: {}",
+                stderr(&o)
+            );
+            let o = esim_plugin(&[
+                "--policy",
+                &test_plugin(policy),
+                "--trace",
+                t,
+                "--events",
+                events,
+                "-q",
+                "--jobs",
+                plugin.to_str().unwrap(),
+            ]);
+            assert!(
+                o.status.success(),
+                "{policy} {events} plugin: {}",
+                stderr(&o)
+            );
+            assert_eq!(
+                std::fs::read_to_string(&linked).unwrap(),
+                std::fs::read_to_string(&plugin).unwrap(),
+                "{policy} {events}"
+            );
+        }
+    }
+}

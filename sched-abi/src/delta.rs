@@ -506,6 +506,49 @@ fn refill<'a, T, S: 'a>(
     out.truncate(k);
 }
 
+/// The runs of a queue's delta from the driver's account: `old` entries lose those at `c.left`
+/// and gain `c.arrived` at the end, giving `new`. Writes the runs to `edits` and the positions
+/// of the arrivals in the new queue to `inserted` (both cleared first); `false`, with nothing
+/// to use, when the account does not fit those lengths.
+fn queue_runs(
+    c: &QueueChanges,
+    old: usize,
+    new: usize,
+    edits: &mut RVec<FfiEdit>,
+    inserted: &mut Vec<usize>,
+) -> bool {
+    let ascending = c.left.windows(2).all(|w| w[0] < w[1]);
+    if !ascending
+        || c.left.last().is_some_and(|&p| p >= old)
+        || old - c.left.len() + c.arrived != new
+    {
+        return false;
+    }
+    edits.clear();
+    inserted.clear();
+    let mut runs = Runs {
+        out: edits,
+        cur: FfiEdit::default(),
+    };
+    let mut at = 0;
+    for &p in &c.left {
+        if p > at {
+            runs.keep(p - at);
+        }
+        runs.drop(1);
+        at = p + 1;
+    }
+    if c.arrived > 0 {
+        if old > at {
+            runs.keep(old - at);
+        }
+        runs.insert(c.arrived);
+        inserted.extend(new - c.arrived..new);
+    }
+    runs.finish();
+    true
+}
+
 /// How the snapshots of a [`crate::LoadedPolicy`] crossed the boundary.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BoundaryStats {
@@ -542,6 +585,31 @@ pub enum Continuity {
     StableJobs,
 }
 
+/// A driver's account of how the queue of a call's snapshot differs from the previous call's:
+/// the jobs that left it (started, rejected, cancelled), by their positions in the previous
+/// queue, and how many arrived at its end. With [`Continuity::StableJobs`] that is the whole
+/// difference, so the boundary builds the queue's delta from it without walking the queue
+/// (esim's engine, whose queue is in submit order).
+///
+/// An account that does not fit the queue (positions out of order or out of range, a length
+/// that does not add up) is not used: the queue is diffed by id instead. Debug builds check
+/// every account used against the queue itself.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct QueueChanges {
+    /// Positions in the previous call's queue of the jobs no longer queued, increasing.
+    pub left: Vec<usize>,
+    /// Jobs appended at the end since.
+    pub arrived: usize,
+}
+
+impl QueueChanges {
+    /// Forgets the account (after a call that used it).
+    pub fn clear(&mut self) {
+        self.left.clear();
+        self.arrived = 0;
+    }
+}
+
 /// The host's side: the mirror of what the plugin holds, and the buffers of the delta.
 #[derive(Debug, Default)]
 pub(crate) struct DeltaHost {
@@ -553,8 +621,14 @@ pub(crate) struct DeltaHost {
     /// What the plugin holds: the pools always; the running and pending jobs with
     /// [`Continuity::Compared`] (and in debug builds, to check the promise of `StableJobs`).
     mirror: OwnedSnapshot,
-    /// With [`Continuity::StableJobs`]: the ids of the running and pending jobs the plugin holds.
+    /// With [`Continuity::StableJobs`]: the ids of the running and pending jobs the plugin holds
+    /// (the queue's from `ids_head` on).
     ids: [Vec<u64>; 2],
+    ids_head: usize,
+    spare_ids: Vec<u64>,
+    /// The driver's account of the next call's queue, when `queue_told`.
+    queue_changes: QueueChanges,
+    queue_told: bool,
     spare_pools: Vec<Pool>,
     spare_running: Vec<Running>,
     spare_pending: Vec<Pending>,
@@ -572,6 +646,13 @@ impl DeltaHost {
         self.mirror.running.clear();
         self.mirror.pending.clear();
         self.ids.iter_mut().for_each(Vec::clear);
+        self.ids_head = 0;
+    }
+
+    /// Takes the driver's account of how the next call's queue differs from the last one's.
+    pub(crate) fn expect_queue_changes(&mut self, changes: &QueueChanges) {
+        self.queue_changes.clone_from(changes);
+        self.queue_told = true;
     }
 
     /// Takes the driver's word for what follows ([`Continuity`]); the next delta is the whole
@@ -630,6 +711,7 @@ impl DeltaHost {
             }
             Continuity::StableJobs => {
                 let [running, pending] = &self.ids;
+                let pending = &pending[self.ids_head..];
                 diff_keys(
                     running,
                     s.running,
@@ -637,13 +719,26 @@ impl DeltaHost {
                     ir,
                     &mut self.scratch,
                 );
-                diff_keys(
-                    pending,
-                    s.pending,
-                    &mut d.pending.edits,
-                    iq,
-                    &mut self.scratch,
-                );
+                // An account is for one call only.
+                let told = std::mem::take(&mut self.queue_told);
+                let used = told
+                    && self.generation != 0
+                    && queue_runs(
+                        &self.queue_changes,
+                        pending.len(),
+                        s.pending.len(),
+                        &mut d.pending.edits,
+                        iq,
+                    );
+                if !used {
+                    diff_keys(
+                        pending,
+                        s.pending,
+                        &mut d.pending.edits,
+                        iq,
+                        &mut self.scratch,
+                    );
+                }
             }
         }
         refill(
@@ -689,13 +784,32 @@ impl DeltaHost {
             |o, &k| o.clone_from(&s.pools[k]),
         );
         if self.continuity == Continuity::StableJobs {
-            // The ids the plugin now holds are the snapshot's: copied, cheaper than applying
-            // the runs.
+            // The running jobs' ids are copied (there are no more of them than nodes); the
+            // queue's follow its runs with a moving head as the plugin's queue does, so that a
+            // long queue costs the host only what changed. A driver's wrong account of the
+            // queue is caught here in debug builds.
             let [running, pending] = &mut self.ids;
             running.clear();
             running.extend(s.running.iter().map(|r| r.id.0));
-            pending.clear();
-            pending.extend(s.pending.iter().map(|p| p.id.0));
+            ok = ok.and_then(|()| {
+                apply_at(
+                    pending,
+                    &mut self.ids_head,
+                    true,
+                    &mut self.spare_ids,
+                    &d.pending.edits,
+                    iq,
+                    |&k| s.pending[k].id.0,
+                    |o, &k| *o = s.pending[k].id.0,
+                )
+            });
+            debug_assert!(
+                ok.is_err()
+                    || pending[self.ids_head..]
+                        .iter()
+                        .eq(s.pending.iter().map(|p| &p.id.0)),
+                "the host's queue differs from the snapshot's: a driver's account of the queue's changes was wrong"
+            );
         }
         if mirrors_jobs {
             ok = ok

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use sched_core::{validate, NamedPolicy, ParamError, Params, Plan, PlanError, Policy, Snapshot};
 
-use crate::delta::Continuity;
+use crate::delta::{Continuity, QueueChanges};
 use crate::loader::{LoadedPolicy, PluginError};
 
 /// A policy the host can contain: a name for the logs and a plan call that reports panics.
@@ -31,6 +31,9 @@ pub trait HostedPolicy {
     /// Takes the driver's word for what consecutive snapshots keep ([`Continuity`]); only a
     /// plugin's boundary has a use for it.
     fn set_continuity(&mut self, _continuity: Continuity) {}
+    /// Takes the driver's account of how the next call's queue differs from the last one's
+    /// ([`QueueChanges`]); only a plugin's boundary has a use for it.
+    fn expect_queue_changes(&mut self, _changes: &QueueChanges) {}
 }
 
 impl HostedPolicy for LoadedPolicy {
@@ -48,6 +51,10 @@ impl HostedPolicy for LoadedPolicy {
 
     fn set_continuity(&mut self, continuity: Continuity) {
         LoadedPolicy::set_continuity(self, continuity);
+    }
+
+    fn expect_queue_changes(&mut self, changes: &QueueChanges) {
+        LoadedPolicy::expect_queue_changes(self, changes);
     }
 }
 
@@ -67,6 +74,10 @@ impl<T: HostedPolicy + ?Sized> HostedPolicy for Box<T> {
     fn set_continuity(&mut self, continuity: Continuity) {
         (**self).set_continuity(continuity);
     }
+
+    fn expect_queue_changes(&mut self, changes: &QueueChanges) {
+        (**self).expect_queue_changes(changes);
+    }
 }
 
 impl<T: HostedPolicy + ?Sized> HostedPolicy for &mut T {
@@ -84,6 +95,10 @@ impl<T: HostedPolicy + ?Sized> HostedPolicy for &mut T {
 
     fn set_continuity(&mut self, continuity: Continuity) {
         (**self).set_continuity(continuity);
+    }
+
+    fn expect_queue_changes(&mut self, changes: &QueueChanges) {
+        (**self).expect_queue_changes(changes);
     }
 }
 
@@ -395,6 +410,14 @@ impl<P: HostedPolicy> PolicyHost<P> {
     /// A plan the driver may act on: [`PolicyHost::call`]'s, copied.
     pub fn plan(&mut self, snapshot: &Snapshot<'_>) -> Plan {
         self.call(snapshot).plan.clone()
+    }
+
+    /// [`PolicyHost::call`] with the driver's account of how the queue changed since the last
+    /// call ([`QueueChanges`]), which spares a plugin's boundary the walk of a long queue when
+    /// the driver keeps [`Continuity::StableJobs`].
+    pub fn call_changed(&mut self, snapshot: &Snapshot<'_>, changes: &QueueChanges) -> Outcome<'_> {
+        self.policy.expect_queue_changes(changes);
+        self.call(snapshot)
     }
 
     /// Calls the policy and answers with what the driver may act on, and why.

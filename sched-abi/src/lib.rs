@@ -37,7 +37,7 @@ pub mod loader;
 pub mod module;
 pub mod types;
 
-pub use delta::{BoundaryStats, Continuity};
+pub use delta::{BoundaryStats, Continuity, QueueChanges};
 pub use export::guard;
 pub use host::{
     Borrowed, Check, Failure, HostStats, HostTiming, HostedPolicy, Linked, Outcome, PolicyHost,

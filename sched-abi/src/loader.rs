@@ -16,7 +16,7 @@ use abi_stable::library::{AbiHeaderRef, LibHeader, LibraryError, RawLibrary, Roo
 use abi_stable::std_types::{RErr, ROk, RString, Tuple2};
 use sched_core::{Params, Plan, Policy, Snapshot};
 
-use crate::delta::{BoundaryStats, Continuity, DeltaHost};
+use crate::delta::{BoundaryStats, Continuity, DeltaHost, QueueChanges};
 use crate::module::{AbiVersion, FfiError, FfiErrorKind, PolicyBox, PolicyMod_Ref, ABI_VERSION};
 use crate::types::{FfiDeltaAnswer, FfiPlan, FfiSnapshot};
 
@@ -610,6 +610,12 @@ impl LoadedPolicy {
     /// next ([`Continuity`]); the next call sends the whole snapshot.
     pub fn set_continuity(&mut self, continuity: Continuity) {
         self.delta.set_continuity(continuity);
+    }
+
+    /// Takes the driver's account of how the next call's queue differs from the last one's
+    /// ([`QueueChanges`], used with [`Continuity::StableJobs`] only).
+    pub fn expect_queue_changes(&mut self, changes: &QueueChanges) {
+        self.delta.expect_queue_changes(changes);
     }
 
     /// How the snapshots crossed the boundary so far.

@@ -20,7 +20,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::Instant;
 
-use sched_abi::{Borrowed, Check, Continuity, Failure, HostedPolicy, PolicyHost};
+use sched_abi::{Borrowed, Check, Continuity, Failure, HostedPolicy, PolicyHost, QueueChanges};
 use sched_core::idmap::IdMap;
 use sched_core::metrics::{summarize, JobOutcome, Summary, DEFAULT_TAU};
 use sched_core::policy::{Pending, Plan, Policy, PoolSteps, Running, Snapshot};
@@ -351,6 +351,9 @@ struct Engine<'o> {
     clipped_at: Option<Time>,
     /// Positions in `pending` of the jobs a plan starts or rejects (reused between calls).
     leaving: Vec<usize>,
+    /// How the queue changed since the last call, for the plugin boundary (see
+    /// [`QueueChanges`]): the queue is in submit order, so arrivals are appended.
+    queue_changes: QueueChanges,
     /// `(end, start order, job index)`, earliest first.
     ends: BinaryHeap<Reverse<(Time, u64, usize)>>,
     started: u64,
@@ -385,6 +388,7 @@ impl<'o> Engine<'o> {
             active: Vec::new(),
             clipped_at: None,
             leaving: Vec::new(),
+            queue_changes: QueueChanges::default(),
             ends: BinaryHeap::new(),
             started: 0,
             wake: None,
@@ -429,6 +433,7 @@ impl<'o> Engine<'o> {
         });
         self.pending_job.push(self.next_submit);
         self.next_submit += 1;
+        self.queue_changes.arrived += 1;
         true
     }
 
@@ -553,7 +558,8 @@ impl<'o> Engine<'o> {
             running: &self.running,
             pending: &self.pending[self.head..],
         };
-        let outcome = host.call(&snapshot);
+        let outcome = host.call_changed(&snapshot, &self.queue_changes);
+        self.queue_changes.clear();
         self.counts.policy_calls += 1;
         if let (Some(o), Some(proposed)) = (self.sim.observer.as_deref_mut(), outcome.proposed) {
             let verdict = match outcome.verdict {
@@ -674,6 +680,10 @@ impl<'o> Engine<'o> {
         }
         positions.sort_unstable();
         positions.dedup();
+        // What left the queue the policy just saw, for the account of the next call.
+        self.queue_changes
+            .left
+            .extend(positions.iter().map(|&k| k - self.head));
         let first = positions[0];
         if positions.len() == 1 || positions.windows(2).all(|w| w[1] == w[0] + 1) {
             if first == self.head {
