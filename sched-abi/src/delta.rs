@@ -808,7 +808,8 @@ impl DeltaHost {
                     || pending[self.ids_head..]
                         .iter()
                         .eq(s.pending.iter().map(|p| &p.id.0)),
-                "the host's queue differs from the snapshot's: a driver's account of the queue's changes was wrong"
+                "the host's queue differs from the snapshot's: \
+                 a driver's account of the queue's changes was wrong"
             );
         }
         if mirrors_jobs {

@@ -557,7 +557,8 @@ mod tests {
             match plain_fields(line.as_bytes()) {
                 Some(f) => prop_assert_eq!(Ok(f), text),
                 None => prop_assert!(
-                    text.is_err() || tokens.iter().any(|t| int(t.as_bytes()).is_none() || t.len() > 18),
+                    text.is_err()
+                        || tokens.iter().any(|t| int(t.as_bytes()).is_none() || t.len() > 18),
                     "declined a plain line: {line:?}"
                 ),
             }

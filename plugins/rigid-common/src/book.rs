@@ -195,8 +195,12 @@ impl Book {
         self.freed_until = now;
         self.freed.forget_before(now);
 
+        // The book's running jobs seen in the snapshot: when that is all of them, none ended
+        // and the map, whose walk costs its capacity rather than its length, is not walked.
+        let mut seen = 0;
         for r in snap.running {
             if let Some(run) = self.running.get_mut(&r.id) {
+                seen += usize::from(run.seen != call);
                 run.seen = call;
                 if !same_holds_from(&run.holds, &r.holds, now) {
                     // A running job's time limit or shape changed (an admin's update): swap its
@@ -243,27 +247,30 @@ impl Book {
                     seen: call,
                 },
             );
+            seen += 1;
         }
         let cluster = &mut self.cluster;
         let freed_until = &mut self.freed_until;
         let freed = &mut self.freed;
-        self.running.retain(|_, run| {
-            if run.seen == call {
-                return true;
-            }
-            // Ended: before its expected end, it frees nodes the queue may use. Compress at
-            // every end all the same, as the pyss reference does: a compression refits one job
-            // at a time while the jobs behind keep their slots, so the one before may have left
-            // a hole that a job ahead can use now.
-            let end = holds_end(&run.holds);
-            if end > now {
-                cluster.add_holds(&run.holds, now, -1);
-                *freed_until = (*freed_until).max(end);
-                freed.record(end);
-            }
-            compress += 1;
-            false
-        });
+        if self.running.len() > seen {
+            self.running.retain(|_, run| {
+                if run.seen == call {
+                    return true;
+                }
+                // Ended: before its expected end, it frees nodes the queue may use. Compress at
+                // every end all the same, as the pyss reference does: a compression refits one job
+                // at a time while the jobs behind keep their slots, so the one before may have left
+                // a hole that a job ahead can use now.
+                let end = holds_end(&run.holds);
+                if end > now {
+                    cluster.add_holds(&run.holds, now, -1);
+                    *freed_until = (*freed_until).max(end);
+                    freed.record(end);
+                }
+                compress += 1;
+                false
+            });
+        }
 
         // One walk along the book's queue beside the snapshot's: a job that is the book's next
         // live entry needs no lookup, and the live entries the walk passes over are the jobs
