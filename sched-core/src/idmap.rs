@@ -45,6 +45,15 @@ impl Hasher for IdHasher {
     fn write_u64(&mut self, n: u64) {
         self.mix(n);
     }
+
+    // Tuples of small integers (a pool index, a node count, a walltime) hash a word per field.
+    fn write_u32(&mut self, n: u32) {
+        self.mix(u64::from(n));
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.mix(n as u64);
+    }
 }
 
 #[cfg(test)]

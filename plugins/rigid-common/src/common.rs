@@ -2,6 +2,9 @@
 //! which jobs are refused for good, the per-pool "nodes used" profiles and the choice of pool.
 
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
+
+use sched_core::idmap::IdHasher;
 
 use sched_core::request::total_duration;
 use sched_core::{
@@ -409,7 +412,7 @@ pub struct FitHints {
     from: Time,
     cells: Vec<Time>,
     /// The latest fit per pool and exact (nodes, walltime).
-    same: HashMap<(usize, u32, Duration), Time>,
+    same: HashMap<(usize, u32, Duration), Time, BuildHasherDefault<IdHasher>>,
 }
 
 const NODE_BUCKETS: usize = 240;
@@ -431,7 +434,7 @@ impl FitHints {
         FitHints {
             from,
             cells: vec![0; CELLS * pools],
-            same: HashMap::new(),
+            same: HashMap::default(),
         }
     }
 
