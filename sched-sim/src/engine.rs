@@ -15,6 +15,9 @@
 //! move its start, others close the gap behind them), ends are a binary heap. The snapshot's
 //! running holds are clipped to the present in place, once per instant (the calls of one
 //! instant share them), which is O(running), bounded by the nodes, and allocates nothing.
+//! Through a plugin, the engine vouches that it never edits a job in place and gives its account
+//! of the queue's changes at every call ([`Continuity::StableJobs`], [`QueueChanges`]), so the
+//! boundary's work per call is what changed, not the queue.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
