@@ -8,9 +8,12 @@
 //!   kept schedule (O(queue)); here the boundary's O(queue) copies weigh the most.
 //!
 //! - `incremental`: calls that alternate between two snapshots differing as a replay's do from
-//!   call to call (a job arrived at the end of the queue, then gone again), by one instance: the policy updates its kept schedule, and since ABI 3.0 only the change
-//!   crosses the boundary. `starts` asks for `plan_starts` (esim), `plan` for the whole plan
-//!   (batchd), whose 10,000 expected starts still cross back at every call.
+//!   call to call (a job arrived at the end of the queue, then gone again), by one instance: the
+//!   policy updates its kept schedule, and since ABI 3.0 only the change crosses the boundary.
+//!   `starts` asks for `plan_starts` (esim), `plan` for the whole plan (batchd), whose 10,000
+//!   expected starts still cross back at every call. `plugin_vouched_*` is the plugin driven as
+//!   esim drives it: stable jobs and the driver's account of the queue's changes, so the host
+//!   neither compares nor walks the queue.
 //!
 //! `boundary/*` time the copies alone: snapshot to its FFI mirror and back, plan likewise.
 //!
@@ -21,7 +24,7 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sched_abi::types::{FfiPlan, FfiSnapshot, OwnedSnapshot};
-use sched_abi::PolicyLibrary;
+use sched_abi::{Continuity, PolicyLibrary, QueueChanges};
 use sched_core::time::{HOUR, MINUTE};
 use sched_core::{
     JobId, NamedPolicy, Params, Pending, Plan, Policy, Pool, PoolId, PoolSteps, Request, Running,
@@ -145,6 +148,17 @@ fn bench(c: &mut Criterion) {
     let mut warm_plugin = plugin();
     let _ = warm_plugin.try_plan(&snap);
     g.bench_function("plugin", |bch| bch.iter(|| warm_plugin.try_plan(&snap)));
+    // Vouched for as esim does (nothing changed): what is left is the plan crossing back.
+    let mut warm_vouched = plugin();
+    warm_vouched.set_continuity(Continuity::StableJobs);
+    let _ = warm_vouched.try_plan(&snap);
+    let unchanged = QueueChanges::default();
+    g.bench_function("plugin_vouched", |bch| {
+        bch.iter(|| {
+            warm_vouched.expect_queue_changes(&unchanged);
+            warm_vouched.try_plan(&snap)
+        })
+    });
     g.finish();
 
     // B: one more job arrived at the end of the queue; A and B taking turns (an arrival, then
@@ -187,6 +201,35 @@ fn bench(c: &mut Criterion) {
                     warm_plugin.try_plan_starts(s)
                 } else {
                     warm_plugin.try_plan(s)
+                }
+            })
+        });
+        // As esim drives it: the driver vouches for stable jobs and gives its account of the
+        // queue's changes (an arrival at the end, then the same job leaving), so the host
+        // neither compares nor walks the queue.
+        let mut vouched = plugin();
+        vouched.set_continuity(Continuity::StableJobs);
+        let _ = vouched.try_plan(&snap);
+        let accounts = [
+            QueueChanges {
+                left: vec![QUEUE],
+                arrived: 0,
+            },
+            QueueChanges {
+                left: Vec::new(),
+                arrived: 1,
+            },
+        ];
+        let mut k = 0usize;
+        g.bench_function(format!("plugin_vouched_{what}"), |bch| {
+            bch.iter(|| {
+                k += 1;
+                vouched.expect_queue_changes(&accounts[k % 2]);
+                let s = &pair[k % 2];
+                if starts {
+                    vouched.try_plan_starts(s)
+                } else {
+                    vouched.try_plan(s)
                 }
             })
         });
