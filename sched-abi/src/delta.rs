@@ -647,6 +647,8 @@ impl DeltaHost {
         self.mirror.pending.clear();
         self.ids.iter_mut().for_each(Vec::clear);
         self.ids_head = 0;
+        // An account is relative to what the plugin held.
+        self.queue_told = false;
     }
 
     /// Takes the driver's account of how the next call's queue differs from the last one's.
