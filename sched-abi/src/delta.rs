@@ -621,10 +621,11 @@ pub(crate) struct DeltaHost {
     /// What the plugin holds: the pools always; the running and pending jobs with
     /// [`Continuity::Compared`] (and in debug builds, to check the promise of `StableJobs`).
     mirror: OwnedSnapshot,
-    /// With [`Continuity::StableJobs`]: the ids of the running and pending jobs the plugin holds
-    /// (the queue's from `ids_head` on).
-    ids: [Vec<u64>; 2],
-    ids_head: usize,
+    /// With [`Continuity::StableJobs`]: the ids of the running jobs the plugin holds, and of its
+    /// queue (`queue_ids[queue_head..]`, with a dead prefix as the plugin's own queue has).
+    running_ids: Vec<u64>,
+    queue_ids: Vec<u64>,
+    queue_head: usize,
     spare_ids: Vec<u64>,
     /// The driver's account of the next call's queue, when `queue_told`.
     queue_changes: QueueChanges,
@@ -645,8 +646,9 @@ impl DeltaHost {
         self.mirror.pools.clear();
         self.mirror.running.clear();
         self.mirror.pending.clear();
-        self.ids.iter_mut().for_each(Vec::clear);
-        self.ids_head = 0;
+        self.running_ids.clear();
+        self.queue_ids.clear();
+        self.queue_head = 0;
         // An account is relative to what the plugin held.
         self.queue_told = false;
     }
@@ -712,10 +714,9 @@ impl DeltaHost {
                 );
             }
             Continuity::StableJobs => {
-                let [running, pending] = &self.ids;
-                let pending = &pending[self.ids_head..];
+                let pending = &self.queue_ids[self.queue_head..];
                 diff_keys(
-                    running,
+                    &self.running_ids,
                     s.running,
                     &mut d.running.edits,
                     ir,
@@ -790,13 +791,12 @@ impl DeltaHost {
             // queue's follow its runs with a moving head as the plugin's queue does, so that a
             // long queue costs the host only what changed. A driver's wrong account of the
             // queue is caught here in debug builds.
-            let [running, pending] = &mut self.ids;
-            running.clear();
-            running.extend(s.running.iter().map(|r| r.id.0));
+            self.running_ids.clear();
+            self.running_ids.extend(s.running.iter().map(|r| r.id.0));
             ok = ok.and_then(|()| {
                 apply_at(
-                    pending,
-                    &mut self.ids_head,
+                    &mut self.queue_ids,
+                    &mut self.queue_head,
                     true,
                     &mut self.spare_ids,
                     &d.pending.edits,
@@ -807,7 +807,7 @@ impl DeltaHost {
             });
             debug_assert!(
                 ok.is_err()
-                    || pending[self.ids_head..]
+                    || self.queue_ids[self.queue_head..]
                         .iter()
                         .eq(s.pending.iter().map(|p| &p.id.0)),
                 "the host's queue differs from the snapshot's: \

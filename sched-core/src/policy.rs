@@ -45,8 +45,9 @@ impl PoolSteps {
     /// `now`, with the steps (or parts of steps) that end after it. `false` when nothing is held
     /// after `now` (the steps are then empty). A hold that begins at or after `now` is left as
     /// it is. This is how a driver brings a running job's holds to the present between calls
-    /// (esim's engine does the same, into new buffers), and how the plugin boundary's deltas
-    /// bring the kept snapshot's holds along without sending them.
+    /// (esim's engine, instant after instant: clipping what was clipped is clipping the whole),
+    /// and how the plugin boundary's deltas bring the kept snapshot's holds along without
+    /// sending them.
     #[inline]
     pub fn clip_to(&mut self, now: Time) -> bool {
         if self.start >= now {
