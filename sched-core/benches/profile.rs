@@ -1,7 +1,9 @@
 //! The CBF-shaped workload on a profile: a 10,000-node pool and `n` queued rigid jobs, each
 //! placed at its earliest fit from time 0 and then added, in queue order: what conservative
-//! backfilling does when it plans a whole queue. The tree runs 1,000 / 10,000 / 100,000 jobs,
-//! the `BTreeMap` oracle 1,000 / 10,000 for the ratio.
+//! backfilling does when it plans a whole queue. `tree` (the profile as it is, switching
+//! representation by size) runs 1,000 / 10,000 / 100,000 jobs, `flat_only` and `tree_only` the
+//! same with each representation alone (where the tree starts to win places `FLAT_MAX`), the
+//! `BTreeMap` oracle 1,000 / 10,000 for the ratio.
 //!
 //! Target (issue 2): 100,000 jobs planned in under 1 s, cost growing about n·log n.
 
@@ -52,6 +54,27 @@ impl Plannable for Profile {
     }
 }
 
+/// A profile held flat up to `M` change points: `usize::MAX` keeps it flat, 0 a tree.
+struct Limited<const M: usize>(Profile);
+
+impl<const M: usize> Default for Limited<M> {
+    fn default() -> Self {
+        Limited(Profile::with_flat_max(M))
+    }
+}
+
+impl<const M: usize> Plannable for Limited<M> {
+    fn fit(&self, duration: u64, limit: i64) -> Option<u64> {
+        self.0.fit(duration, limit)
+    }
+    fn reserve(&mut self, t0: u64, t1: u64, nodes: i64) {
+        self.0.reserve(t0, t1, nodes);
+    }
+    fn points(&self) -> usize {
+        self.0.points()
+    }
+}
+
 impl Plannable for NaiveProfile {
     fn fit(&self, duration: u64, limit: i64) -> Option<u64> {
         self.earliest_fit(0, duration, limit)
@@ -84,6 +107,16 @@ fn cbf_plan(c: &mut Criterion) {
         let js = jobs(n);
         group.bench_with_input(BenchmarkId::new("tree", n), &js, |b, js| {
             b.iter(|| plan::<Profile>(js))
+        });
+    }
+    // Each representation alone, to place the flat limit: where does the tree start to win?
+    for n in [1_000, 10_000, 100_000] {
+        let js = jobs(n);
+        group.bench_with_input(BenchmarkId::new("flat_only", n), &js, |b, js| {
+            b.iter(|| plan::<Limited<{ usize::MAX }>>(js))
+        });
+        group.bench_with_input(BenchmarkId::new("tree_only", n), &js, |b, js| {
+            b.iter(|| plan::<Limited<0>>(js))
         });
     }
     for n in [1_000, 10_000] {

@@ -6,7 +6,7 @@
 //! and node bookkeeping: a lookup is a binary search over a few cache lines, an `add` shifts a
 //! few hundred bytes at most, and the fit search is a linear scan that the prefetcher follows.
 //! Every operation but the lookups is O(n), so [`Profile`](super::Profile) moves to the treap
-//! once a profile grows past a few hundred points.
+//! once a profile grows past [`FLAT_MAX`](super::FLAT_MAX) points.
 
 use crate::request::Step;
 use crate::time::{Duration, Time, NEVER};

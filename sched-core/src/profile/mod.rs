@@ -44,10 +44,13 @@ use flat::Flat;
 use tree::Treap;
 
 /// The most change points a profile keeps in the flat representation before moving to the
-/// tree. A first guess, not tuned: most profiles of a replay hold a few dozen points (issue
-/// 14's profiling) and the 100,000-job plan of `esim bench` far more; both got faster or stayed
-/// as fast with it (docs/results.md). No other limit has been compared yet.
-pub const FLAT_MAX: usize = 256;
+/// tree. Chosen by measurement (docs/results.md, issue 14's fifth session): on a replay whose
+/// queue grows long (SDSC-SP2 CBF on 96 nodes) the profiles hover at a few hundred points, where
+/// the flat scans beat the treap 2.7× over the whole run; on `cargo bench -p sched-core --bench
+/// profile` (`flat_only` / `tree_only`) the flat one wins 2.7× planning 1,000 jobs from scratch
+/// (up to 2,000 points) and loses 2× planning 10,000 (up to 20,000). 1,024 keeps to the range
+/// where flat was measured faster; at 256 (the first guess) a profile of 300 points was a tree.
+pub const FLAT_MAX: usize = 1024;
 
 /// A step function from time to an integer, 0 before the first change point.
 ///
