@@ -1,14 +1,17 @@
 //! The CBF-shaped workload on a profile: a 10,000-node pool and `n` queued rigid jobs, each
 //! placed at its earliest fit from time 0 and then added, in queue order: what conservative
 //! backfilling does when it plans a whole queue. `tree` (the profile as it is, switching
-//! representation by size) runs 1,000 / 10,000 / 100,000 jobs, `flat_only` and `tree_only` the
-//! same with each representation alone (where the tree starts to win places `FLAT_MAX`), the
-//! `BTreeMap` oracle 1,000 / 10,000 for the ratio.
+//! representation by size and scan length) runs 1,000 / 10,000 / 100,000 jobs, `flat_only`,
+//! `chunked_only` and `tree_only` the same with each representation alone (where the tree
+//! starts to win places `FLAT_MAX` and `SCAN_LIMIT`), the `BTreeMap` oracle 1,000 / 10,000 for
+//! the ratio. Every job's fit must pass the free runs left by those before it, too short for
+//! it: the shape where the treap's fences pay.
 //!
 //! Target (issue 2): 100,000 jobs planned in under 1 s, cost growing about n·log n.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use sched_core::profile::naive::NaiveProfile;
+use sched_core::profile::Large;
 use sched_core::time::{HOUR, MINUTE};
 use sched_core::Profile;
 
@@ -54,16 +57,25 @@ impl Plannable for Profile {
     }
 }
 
-/// A profile held flat up to `M` change points: `usize::MAX` keeps it flat, 0 a tree.
-struct Limited<const M: usize>(Profile);
+/// A profile in one representation only: flat (`FLAT`), chunks (`CHUNKED`) or the treap
+/// (`TREE`), instead of switching by size and scan length.
+struct Only<const K: u8>(Profile);
 
-impl<const M: usize> Default for Limited<M> {
+const FLAT: u8 = 0;
+const CHUNKED: u8 = 1;
+const TREE: u8 = 2;
+
+impl<const K: u8> Default for Only<K> {
     fn default() -> Self {
-        Limited(Profile::with_flat_max(M))
+        Only(match K {
+            FLAT => Profile::with_flat_max(usize::MAX),
+            CHUNKED => Profile::with_layout(0, Large::Chunked),
+            _ => Profile::with_layout(0, Large::Tree),
+        })
     }
 }
 
-impl<const M: usize> Plannable for Limited<M> {
+impl<const K: u8> Plannable for Only<K> {
     fn fit(&self, duration: u64, limit: i64) -> Option<u64> {
         self.0.fit(duration, limit)
     }
@@ -113,10 +125,13 @@ fn cbf_plan(c: &mut Criterion) {
     for n in [1_000, 10_000, 100_000] {
         let js = jobs(n);
         group.bench_with_input(BenchmarkId::new("flat_only", n), &js, |b, js| {
-            b.iter(|| plan::<Limited<{ usize::MAX }>>(js))
+            b.iter(|| plan::<Only<FLAT>>(js))
+        });
+        group.bench_with_input(BenchmarkId::new("chunked_only", n), &js, |b, js| {
+            b.iter(|| plan::<Only<CHUNKED>>(js))
         });
         group.bench_with_input(BenchmarkId::new("tree_only", n), &js, |b, js| {
-            b.iter(|| plan::<Limited<0>>(js))
+            b.iter(|| plan::<Only<TREE>>(js))
         });
     }
     for n in [1_000, 10_000] {

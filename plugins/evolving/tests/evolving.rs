@@ -6,6 +6,7 @@
 use esched_evolving::fit::{base_fit, base_fit_with, compact, compact_latest, Jump};
 use esched_evolving::{EvolvingPolicy, ExpandLimit, Fitted, ListScheduler};
 use proptest::prelude::*;
+use sched_core::profile::Large;
 use sched_core::request::total_duration;
 use sched_core::{
     validate, JobId, Pending, Plan, Policy, Pool, PoolId, PoolSteps, Profile, Request, Running,
@@ -362,7 +363,7 @@ mod jumps {
         /// take different paths through each).
         #[test]
         fn every_jump_gives_the_same_fit((nnodes, apps, req, from, tree) in queue(), limit in limit_strategy()) {
-            let mut res = if tree { Profile::with_flat_max(0) } else { Profile::new() };
+            let mut res = if tree { Profile::with_layout(0, Large::Tree) } else { Profile::new() };
             for app in &apps {
                 let f = base_fit(app, &res, nnodes, limit, 0).expect("no running job: fits");
                 res.add_steps(f.start, &f.steps, 1);

@@ -8,21 +8,25 @@
 //! the query every backfilling policy needs: [`Profile::earliest_fit`], the earliest time ≥ t at
 //! which the profile stays at or below a limit for a given duration.
 //!
-//! Representation: two behind the one type, chosen by size. Up to [`FLAT_MAX`] change points
-//! (the common case: a replay's profiles mostly hold a few dozen), a sorted `Vec` of
-//! `(time, value)` with binary search and in-place edits (`flat.rs`): O(log n) lookups, O(n)
-//! edits and fit scans, but over contiguous memory, so faster than a tree at that size. Beyond
-//! it (whole plans of thousands of jobs), a balanced search tree keyed by time (a treap, see
-//! `tree.rs`), one node per change point, each node augmented with the maximum and minimum of
-//! its subtree, a lazy range-add tag and a summary of the gaps between its tall steps. There,
-//! [`Profile::add`], [`Profile::value_at`], [`Profile::max_over`], [`Profile::loc`],
+//! Representation: three behind the one type. Up to [`FLAT_MAX`] change points (the common
+//! case: a replay's profiles mostly hold a few dozen, a long queue's a few hundred), a sorted
+//! `Vec` of `(time, value)` with binary search and in-place edits (`flat.rs`): O(log n)
+//! lookups, O(n) edits and fit scans, but over contiguous memory, so faster than a tree at that
+//! size. Beyond it, sorted chunks of up to 256 points, each with its minimum and maximum
+//! (`chunked.rs`): an edit shifts one chunk, and the fit scans pass a chunk that is busy or
+//! free throughout in one step. That is fast where fits land near the start of the scan (a busy
+//! machine's plan), and slow where every fit must pass a long stretch of free runs too short
+//! for it (a whole plan on an empty pool). There the balanced search tree keyed by time (a
+//! treap, see `tree.rs`) wins: one node per change point, each node augmented with the maximum
+//! and minimum of its subtree, a lazy range-add tag and a summary of the gaps between its tall
+//! steps, so [`Profile::add`], [`Profile::value_at`], [`Profile::max_over`], [`Profile::loc`],
 //! [`Profile::last_above`] and [`Profile::forget_before`] cost O(log n) (expected), and
-//! [`Profile::earliest_fit`] walks the tree in time order, passing over whole subtrees that
-//! are free, busy, shorter than the job, or whose free runs between tall steps are all too
-//! short; its cost depends on the profile's shape, not only on `n` (see the benchmark). A tree
-//! that shrinks to a quarter of the limit goes back to flat, so a profile near the limit does
-//! not switch at every edit. Both answer every query identically (the property tests run the
-//! oracle against each, and against switching back and forth).
+//! [`Profile::earliest_fit`] passes over whole subtrees that are free, busy, shorter than the
+//! job, or whose free runs between tall steps are all too short. A chunked profile whose scans
+//! cross most of it (`SCAN_LIMIT`) moves to the tree; a large profile that shrinks to a
+//! quarter of the flat limit goes back to flat, so a profile near the limit does not switch at
+//! every edit. All three answer every query identically (the property tests run the oracle
+//! against each, and against switching).
 //!
 //! Normal form: the value is 0 before the first change point and no change point repeats the
 //! value of the step before it, so [`Profile::len`] counts real changes and adding then removing
@@ -30,6 +34,7 @@
 //! point is ever kept there, a step ending at [`NEVER`] never ends (an `add` up to [`NEVER`] is
 //! open-ended), and `value_at(NEVER)` is the value the profile ends with.
 
+mod chunked;
 mod flat;
 mod tree;
 
@@ -40,6 +45,7 @@ use std::fmt;
 
 use crate::request::Step;
 use crate::time::{Duration, Time, NEVER};
+use chunked::Chunked;
 use flat::Flat;
 use tree::Treap;
 
@@ -60,13 +66,44 @@ pub struct Profile {
     repr: Repr,
     /// [`FLAT_MAX`], or another limit for the tests of both representations.
     flat_max: usize,
+    large: Large,
 }
 
 #[derive(Clone)]
 enum Repr {
     Flat(Flat),
+    Chunked(Chunked),
     Tree(Treap),
 }
+
+/// What holds a profile past its flat limit: the default adapts, the others are for tests
+/// and benchmarks of one representation alone.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Large {
+    /// Chunks, moving to the treap when the fit scans cross too much of them (see
+    /// [`SCAN_LIMIT`]).
+    Adaptive,
+    /// Chunks only.
+    Chunked,
+    /// The treap only.
+    Tree,
+}
+
+/// Fit queries between two looks at how much a chunked profile's scans cross.
+const SCAN_WINDOW: u64 = 256;
+
+/// The points and chunks a chunked profile's fit scans may cross per query, on average over
+/// [`SCAN_WINDOW`] queries, before it moves to the treap, if they also cross more than a
+/// quarter of the profile. A scan crosses a point in about a nanosecond; the treap answers a
+/// fit in one to a few microseconds, but costs about as much again at every edit (its fences
+/// are recomputed along the path). Where a plan's fits land near `now` (a busy machine with a
+/// long queue: `esim bench`, 100,000 jobs) the scans cross at most 1,800 of 22,000 points per
+/// query; where every job must pass a long stretch of short free runs (a whole plan on an
+/// empty pool: `cargo bench -p sched-core --bench profile`) three quarters of the profile,
+/// which the treap's fences skip: it moves there at about 3,000 points. docs/results.md has
+/// both.
+const SCAN_LIMIT: u64 = 2_048;
 
 impl Default for Profile {
     fn default() -> Self {
@@ -103,13 +140,21 @@ impl Profile {
     }
 
     /// An empty profile that stays flat up to `flat_max` change points instead of
-    /// [`FLAT_MAX`]: 0 keeps it a tree whenever it holds a point, `usize::MAX` flat. For tests
-    /// and benchmarks.
+    /// [`FLAT_MAX`] (`usize::MAX`: always flat), then chunked or a tree as the default does.
+    /// For tests and benchmarks.
     #[doc(hidden)]
     pub fn with_flat_max(flat_max: usize) -> Self {
+        Profile::with_layout(flat_max, Large::Adaptive)
+    }
+
+    /// As [`Profile::with_flat_max`], past the flat limit held as `large` says: `(0,
+    /// Large::Tree)` keeps every non-empty profile a tree. For tests and benchmarks.
+    #[doc(hidden)]
+    pub fn with_layout(flat_max: usize, large: Large) -> Self {
         Profile {
             repr: Repr::Flat(Flat::default()),
             flat_max,
+            large,
         }
         .switched()
     }
@@ -125,13 +170,41 @@ impl Profile {
     fn switch(&mut self) {
         match &self.repr {
             Repr::Flat(f) if f.len() > self.flat_max => {
-                self.repr = Repr::Tree(Treap::from_sorted(f.points().iter().copied()));
+                let points = f.points().iter().copied();
+                self.repr = if self.large == Large::Tree {
+                    Repr::Tree(Treap::from_sorted(points))
+                } else {
+                    Repr::Chunked(Chunked::from_sorted(points, self.chunk_cap()))
+                };
             }
             Repr::Tree(t) if t.len() <= self.flat_max / 4 => {
                 self.repr = Repr::Flat(Flat::from_sorted(t.iter()));
             }
+            Repr::Chunked(c) if c.len() <= self.flat_max / 4 => {
+                self.repr = Repr::Flat(Flat::from_sorted(c.iter()));
+            }
+            Repr::Chunked(c) if self.large == Large::Adaptive => {
+                let (queries, crossed) = c.scans();
+                if queries >= SCAN_WINDOW {
+                    c.reset_scans();
+                    let whole = queries.saturating_mul(c.len() as u64);
+                    if crossed > SCAN_LIMIT * queries && crossed > whole / 4 {
+                        // Back to chunks only through the flat representation: a profile
+                        // whose scans were long stays a tree while it is large.
+                        self.repr = Repr::Tree(Treap::from_sorted(c.iter()));
+                    }
+                }
+            }
             _ => {}
         }
+    }
+
+    /// The most points a chunk holds: a quarter of the flat limit, so that a profile that just
+    /// left the flat representation is at least four chunks, from 8 up to
+    /// [`chunked::CHUNK_MAX`] (small limits, in tests, split and merge chunks within a few
+    /// edits).
+    fn chunk_cap(&self) -> usize {
+        (self.flat_max / 4).clamp(8, chunked::CHUNK_MAX)
     }
 
     fn switched(mut self) -> Self {
@@ -150,6 +223,7 @@ impl Profile {
     pub fn len(&self) -> usize {
         match &self.repr {
             Repr::Flat(f) => f.len(),
+            Repr::Chunked(c) => c.len(),
             Repr::Tree(t) => t.len(),
         }
     }
@@ -163,6 +237,7 @@ impl Profile {
     pub fn value_at(&self, t: Time) -> i64 {
         match &self.repr {
             Repr::Flat(f) => f.value_at(t),
+            Repr::Chunked(c) => c.value_at(t),
             Repr::Tree(tr) => tr.value_at(t),
         }
     }
@@ -175,6 +250,7 @@ impl Profile {
         let first = self.value_at(t0);
         let keys = match &self.repr {
             Repr::Flat(f) => f.max_of_keys(t0, t1),
+            Repr::Chunked(c) => c.max_of_keys(t0, t1),
             Repr::Tree(t) => t.max_of_keys(t0, t1),
         };
         keys.map_or(first, |m| m.max(first))
@@ -199,6 +275,7 @@ impl Profile {
         }
         match &mut self.repr {
             Repr::Flat(f) => f.add(t0, t1, delta),
+            Repr::Chunked(c) => c.add(t0, t1, delta),
             Repr::Tree(t) => t.add(t0, t1, delta),
         }
         self.switch();
@@ -240,11 +317,13 @@ impl Profile {
             .take_while(|(t, _)| *t != NEVER);
         let repr = match &self.repr {
             Repr::Flat(_) => Repr::Flat(Flat::from_sorted(shifted)),
+            Repr::Chunked(c) => Repr::Chunked(Chunked::from_sorted(shifted, c.cap())),
             Repr::Tree(_) => Repr::Tree(Treap::from_sorted(shifted)),
         };
         Profile {
             repr,
             flat_max: self.flat_max,
+            large: self.large,
         }
         .switched()
     }
@@ -253,6 +332,7 @@ impl Profile {
     pub fn change_points(&self) -> impl Iterator<Item = (Time, i64)> + '_ {
         match &self.repr {
             Repr::Flat(f) => Points::Flat(f.points().iter()),
+            Repr::Chunked(c) => Points::Chunked(c.iter()),
             Repr::Tree(t) => Points::Tree(t.iter()),
         }
     }
@@ -266,6 +346,7 @@ impl Profile {
         }
         let (found, (before, after)) = match &self.repr {
             Repr::Flat(f) => (f.last_key_above(t0, t1, limit), f.neighbours(t0)),
+            Repr::Chunked(c) => (c.last_key_above(t0, t1, limit), c.neighbours(t0)),
             Repr::Tree(t) => match t.last_key_above(t0, t1, limit) {
                 Some(found) => return Some(found),
                 None => (None, t.neighbours(t0)),
@@ -292,6 +373,7 @@ impl Profile {
         }
         match &self.repr {
             Repr::Flat(f) => f.earliest_fit_before(from, duration, limit, NEVER),
+            Repr::Chunked(c) => c.earliest_fit_before(from, duration, limit, NEVER),
             Repr::Tree(t) => t.earliest_fit(from, duration, limit),
         }
     }
@@ -314,6 +396,7 @@ impl Profile {
         }
         match &self.repr {
             Repr::Flat(f) => f.earliest_fit_before(from, duration, limit, bound),
+            Repr::Chunked(c) => c.earliest_fit_before(from, duration, limit, bound),
             Repr::Tree(t) => t.earliest_fit(from, duration, limit).filter(|&s| s < bound),
         }
     }
@@ -340,6 +423,7 @@ impl Profile {
         }
         match &self.repr {
             Repr::Flat(f) => f.run_before(from, duration, limit, bound, reach),
+            Repr::Chunked(c) => c.run_before(from, duration, limit, bound, reach),
             // A run reaching `reach` needs the step before it free, and begins where the
             // last step above the limit before it ends.
             Repr::Tree(_) => {
@@ -357,6 +441,7 @@ impl Profile {
     pub fn forget_before(&mut self, t: Time) {
         match &mut self.repr {
             Repr::Flat(f) => f.forget_before(t),
+            Repr::Chunked(c) => c.forget_before(t),
             Repr::Tree(tr) => tr.forget_before(t),
         }
         self.switch();
@@ -376,7 +461,13 @@ impl Profile {
                 t.len(),
                 self.flat_max
             )),
+            Repr::Chunked(c) if c.len() <= self.flat_max / 4 => Err(format!(
+                "chunks of {} points ≤ {} / 4",
+                c.len(),
+                self.flat_max
+            )),
             Repr::Flat(f) => f.check(),
+            Repr::Chunked(c) => c.check(),
             Repr::Tree(t) => t.check(),
         }
     }
@@ -385,6 +476,7 @@ impl Profile {
 /// The change points of either representation, without boxing.
 enum Points<'a> {
     Flat(std::slice::Iter<'a, (Time, i64)>),
+    Chunked(chunked::Iter<'a>),
     Tree(tree::Iter<'a>),
 }
 
@@ -394,6 +486,7 @@ impl Iterator for Points<'_> {
     fn next(&mut self) -> Option<(Time, i64)> {
         match self {
             Points::Flat(it) => it.next().copied(),
+            Points::Chunked(it) => it.next(),
             Points::Tree(it) => it.next(),
         }
     }
@@ -509,6 +602,45 @@ mod tests {
         assert_eq!(flat, tree, "equality across representations");
         assert!(flat.delayed(3).is_flat());
         assert!(!tree.delayed(3).is_flat());
+    }
+
+    fn kind(p: &Profile) -> &'static str {
+        match p.repr {
+            Repr::Flat(_) => "flat",
+            Repr::Chunked(_) => "chunked",
+            Repr::Tree(_) => "tree",
+        }
+    }
+
+    /// A profile whose fit scans cross most of it moves from chunks to the treap at the first
+    /// edit after a window of such queries; one whose fits land early stays chunked.
+    #[test]
+    fn long_scans_move_chunks_to_the_tree() {
+        // 4,000 points: busy on [10k, 10k + 5), free on the 5 s between.
+        let build = || {
+            let mut p = Profile::with_flat_max(8);
+            for k in 0..2_000 {
+                p.add(10 * k, 10 * k + 5, 10);
+            }
+            p
+        };
+        let mut flat = Profile::with_flat_max(usize::MAX);
+        flat.add_profile(&build());
+        let (mut long, mut short) = (build(), build());
+        assert_eq!((kind(&long), kind(&short)), ("chunked", "chunked"));
+        for _ in 0..SCAN_WINDOW {
+            // No free run of 6 s before the last busy step: the scan crosses everything.
+            assert_eq!(long.earliest_fit(0, 6, 0), Some(19_995));
+            assert_eq!(short.earliest_fit(0, 1, 0), Some(5));
+        }
+        long.add(NEVER - 10, NEVER, 1);
+        short.add(NEVER - 10, NEVER, 1);
+        flat.add(NEVER - 10, NEVER, 1);
+        assert_eq!((kind(&long), kind(&short)), ("tree", "chunked"));
+        assert_eq!(long, flat);
+        assert_eq!(short, flat);
+        assert_eq!(long.earliest_fit(3, 6, 0), flat.earliest_fit(3, 6, 0));
+        assert_eq!(long.check_invariants(), Ok(()));
     }
 
     #[test]

@@ -1,18 +1,44 @@
 //! `Profile` against the `BTreeMap` oracle `NaiveProfile`: random sequences of updates applied
-//! to both, every query compared after each one. Each test runs with a random limit between the
-//! flat and the tree representations: always a tree, always flat, the default, and small limits
-//! that make a profile switch back and forth during one sequence.
+//! to both, every query compared after each one. Each test runs with a random layout: always a
+//! tree, always chunks (of up to eight points, so that chunks split and merge every few edits),
+//! always flat, the default, and small flat limits that make a profile switch back and forth
+//! between flat and the others during one sequence.
 
 use proptest::prelude::*;
 use sched_core::profile::naive::NaiveProfile;
-use sched_core::profile::FLAT_MAX;
+use sched_core::profile::{Large, FLAT_MAX};
 use sched_core::time::NEVER;
 use sched_core::{Profile, Step};
 
-/// Limits of the flat representation: 0 keeps every non-empty profile a tree, `usize::MAX`
-/// every profile flat, 3 and 12 switch within a sequence of a few dozen updates.
-fn flat_max() -> impl Strategy<Value = usize> {
-    prop_oneof![Just(0), Just(3), Just(12), Just(FLAT_MAX), Just(usize::MAX)]
+/// Layouts: a limit of the flat representation and what holds a profile past it. 0 keeps every
+/// non-empty profile a tree or chunks, `usize::MAX` every profile flat, 3 and 12 switch within
+/// a sequence of a few dozen updates.
+fn layout() -> impl Strategy<Value = (usize, Large)> {
+    prop_oneof![
+        Just((0, Large::Tree)),
+        Just((0, Large::Chunked)),
+        Just((3, Large::Tree)),
+        Just((3, Large::Adaptive)),
+        Just((12, Large::Chunked)),
+        Just((FLAT_MAX, Large::Adaptive)),
+        Just((usize::MAX, Large::Adaptive)),
+    ]
+}
+
+fn profile((flat_max, large): (usize, Large)) -> Profile {
+    Profile::with_layout(flat_max, large)
+}
+
+/// The layouts of the packed plans: a tree, chunks, and limits switching within a plan.
+fn plan_layout() -> impl Strategy<Value = (usize, Large)> {
+    prop_oneof![
+        Just((0, Large::Tree)),
+        Just((0, Large::Chunked)),
+        Just((40, Large::Tree)),
+        Just((40, Large::Adaptive)),
+        Just((FLAT_MAX, Large::Adaptive)),
+        Just((usize::MAX, Large::Adaptive)),
+    ]
 }
 
 /// Instants: mostly a small range so that operations collide on change points, sometimes close
@@ -250,12 +276,12 @@ fn agree(tree: &Profile, naive: &NaiveProfile, queries: &[Query]) {
 /// Plans `jobs` (nodes, walltime) one after the other at their earliest fit on a pool of
 /// `pool` nodes in both profiles, then probes `(from, duration, limit)` fits.
 fn packed_plans(
-    flat_max: usize,
+    layout: (usize, Large),
     pool: i64,
     jobs: &[(i64, u64)],
     probes: &[(u64, u64, i64)],
 ) -> Result<(), TestCaseError> {
-    let mut tree = Profile::with_flat_max(flat_max);
+    let mut tree = profile(layout);
     let mut naive = NaiveProfile::new();
     for &(nodes, walltime) in jobs {
         let start = naive.earliest_fit(0, walltime, pool - nodes);
@@ -297,11 +323,11 @@ proptest! {
 
     #[test]
     fn tree_matches_oracle(
-        flat_max in flat_max(),
+        layout in layout(),
         ops in prop::collection::vec(op(), 1..60),
         queries in prop::collection::vec(query(), 1..12),
     ) {
-        let mut tree = Profile::with_flat_max(flat_max);
+        let mut tree = profile(layout);
         let mut naive = NaiveProfile::new();
         for op in &ops {
             apply(op, &mut tree, &mut naive);
@@ -314,18 +340,18 @@ proptest! {
     /// tree's fit search prunes hardest.
     #[test]
     fn packed_plans_agree(
-        flat_max in prop_oneof![Just(0usize), Just(40), Just(FLAT_MAX), Just(usize::MAX)],
+        layout in plan_layout(),
         jobs in prop::collection::vec((1i64..=16, 1u64..40), 1..150),
         probes in prop::collection::vec((0u64..400, 1u64..80, 0i64..=16), 1..20),
     ) {
-        packed_plans(flat_max, 16, &jobs, &probes)?;
+        packed_plans(layout, 16, &jobs, &probes)?;
     }
 
     /// The same on a 10,000-node pool with power-of-two jobs, as in the benchmark, so that
     /// limits fall thousands of nodes below the profile's maximum.
     #[test]
     fn wide_packed_plans_agree(
-        flat_max in prop_oneof![Just(0usize), Just(40), Just(FLAT_MAX), Just(usize::MAX)],
+        layout in plan_layout(),
         jobs in prop::collection::vec((0u32..=14, 1u64..40), 1..120),
         probes in prop::collection::vec((0u64..400, 1u64..80, 0i64..=10_000), 1..20),
     ) {
@@ -333,23 +359,23 @@ proptest! {
             .iter()
             .map(|&(e, w)| (if e == 14 { 10_000 } else { 1i64 << e }, w))
             .collect();
-        packed_plans(flat_max, 10_000, &jobs, &probes)?;
+        packed_plans(layout, 10_000, &jobs, &probes)?;
     }
 
     /// Equality is equality of step functions, however the profile was built.
     #[test]
     fn equality_is_of_step_functions(
-        flat_max in flat_max(),
-        other_max in flat_max(),
+        layout in layout(),
+        other in layout(),
         ops in prop::collection::vec(op(), 1..30),
     ) {
-        let mut tree = Profile::with_flat_max(flat_max);
+        let mut tree = profile(layout);
         let mut naive = NaiveProfile::new();
         for op in &ops {
             apply(op, &mut tree, &mut naive);
         }
         // Built in the other representation, when the limits differ.
-        let mut rebuilt = Profile::with_flat_max(other_max);
+        let mut rebuilt = profile(other);
         let points: Vec<_> = naive.change_points().collect();
         for (i, &(t, v)) in points.iter().enumerate().rev() {
             let prev = if i == 0 { 0 } else { points[i - 1].1 };
@@ -367,12 +393,12 @@ proptest! {
     /// Adding then removing the same steps restores the profile, change points included.
     #[test]
     fn add_then_remove_restores(
-        flat_max in flat_max(),
+        layout in layout(),
         ops in prop::collection::vec(op(), 0..30),
         start in instant(),
         steps in steps(),
     ) {
-        let mut tree = Profile::with_flat_max(flat_max);
+        let mut tree = profile(layout);
         let mut naive = NaiveProfile::new();
         for op in &ops {
             apply(op, &mut tree, &mut naive);
