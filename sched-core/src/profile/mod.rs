@@ -72,7 +72,9 @@ pub struct Profile {
 #[derive(Clone)]
 enum Repr {
     Flat(Flat),
-    Chunked(Chunked),
+    /// Boxed: its summaries would make every profile, flat ones included, several times
+    /// larger.
+    Chunked(Box<Chunked>),
     Tree(Treap),
 }
 
@@ -174,7 +176,7 @@ impl Profile {
                 self.repr = if self.large == Large::Tree {
                     Repr::Tree(Treap::from_sorted(points))
                 } else {
-                    Repr::Chunked(Chunked::from_sorted(points, self.chunk_cap()))
+                    Repr::Chunked(Box::new(Chunked::from_sorted(points, self.chunk_cap())))
                 };
             }
             Repr::Tree(t) if t.len() <= self.flat_max / 4 => {
@@ -317,7 +319,7 @@ impl Profile {
             .take_while(|(t, _)| *t != NEVER);
         let repr = match &self.repr {
             Repr::Flat(_) => Repr::Flat(Flat::from_sorted(shifted)),
-            Repr::Chunked(c) => Repr::Chunked(Chunked::from_sorted(shifted, c.cap())),
+            Repr::Chunked(c) => Repr::Chunked(Box::new(Chunked::from_sorted(shifted, c.cap()))),
             Repr::Tree(_) => Repr::Tree(Treap::from_sorted(shifted)),
         };
         Profile {
@@ -614,6 +616,14 @@ mod tests {
 
     /// A profile whose fit scans cross most of it moves from chunks to the treap at the first
     /// edit after a window of such queries; one whose fits land early stays chunked.
+    #[test]
+    fn a_profile_stays_small() {
+        // Profiles are kept per pool and per job in the policies and moved by value; the chunks'
+        // summaries unboxed doubled this (72 → 144 bytes).
+        let size = std::mem::size_of::<Profile>();
+        assert!(size <= 72, "{size} bytes");
+    }
+
     #[test]
     fn long_scans_move_chunks_to_the_tree() {
         // 4,000 points: busy on [10k, 10k + 5), free on the 5 s between.
