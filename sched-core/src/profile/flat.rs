@@ -2,11 +2,12 @@
 //! `Vec`, found by binary search and edited in place.
 //!
 //! Most profiles of a trace replay hold a few dozen change points (the running jobs and the
-//! reservations of a short queue). There, a contiguous array beats the treap's pointer chasing
-//! and node bookkeeping: a lookup is a binary search over a few cache lines, an `add` shifts a
-//! few hundred bytes at most, and the fit search is a linear scan that the prefetcher follows.
-//! Every operation but the lookups is O(n), so [`Profile`](super::Profile) moves to the treap
-//! once a profile grows past [`FLAT_MAX`](super::FLAT_MAX) points.
+//! reservations of a short queue), a long queue's a few hundred. There, a contiguous array
+//! beats the treap's pointer chasing and node bookkeeping: a lookup is a binary search over a
+//! few cache lines, an `add` shifts a few kilobytes at most, and the fit search is a linear
+//! scan that the prefetcher follows. Every operation but the lookups is O(n), so
+//! [`Profile`](super::Profile) moves to chunks once a profile grows past
+//! [`FLAT_MAX`](super::FLAT_MAX) points.
 
 use crate::request::Step;
 use crate::time::{Duration, Time, NEVER};
