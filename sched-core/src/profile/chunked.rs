@@ -15,7 +15,7 @@ use crate::time::{Duration, Time, NEVER};
 
 /// The most points a chunk holds by default; a chunk that grows past its limit is split in
 /// two halves, and one that shrinks below a quarter of it is merged with a neighbour when the
-/// two fit in half a chunk.
+/// two fit in one chunk.
 pub(crate) const CHUNK_MAX: usize = 256;
 
 /// Change points `(t, value from t on)` in the normal form of [`Profile`](super::Profile),
@@ -482,7 +482,9 @@ impl Chunked {
         if self.chunks[c].len() >= self.cap / 4 {
             return;
         }
-        let fits = |o: usize| self.chunks[o].len() + self.chunks[c].len() <= self.cap / 2;
+        // Up to a whole chunk: a tiny chunk beside a half-full one would otherwise stay for
+        // good (a chunk split at the next insert is no worse than two to cross).
+        let fits = |o: usize| self.chunks[o].len() + self.chunks[c].len() <= self.cap;
         let (a, b) = if c + 1 < self.chunks.len() && fits(c + 1) {
             (c, c + 1)
         } else if c > 0 && fits(c - 1) {
