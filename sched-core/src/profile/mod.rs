@@ -167,8 +167,9 @@ impl Profile {
         matches!(self.repr, Repr::Flat(_))
     }
 
-    /// Moves to the representation that fits the size: the tree above `flat_max` points,
-    /// flat again at a quarter of it.
+    /// Moves to the representation that fits: chunks above `flat_max` points (the tree with
+    /// [`Large::Tree`]), the tree once a chunked profile's scans have crossed most of it over a
+    /// window of queries (checked here, at edits), flat again at a quarter of `flat_max`.
     fn switch(&mut self) {
         match &self.repr {
             Repr::Flat(f) if f.len() > self.flat_max => {
