@@ -11,6 +11,7 @@
 
 use std::cell::Cell;
 
+use super::flat::{check_normal_form, Scan};
 use crate::time::{Duration, Time, NEVER};
 
 /// The most points a chunk holds by default; a chunk that grows past its limit is split in
@@ -240,67 +241,7 @@ impl Chunked {
         limit: i64,
         bound: Time,
     ) -> Option<Time> {
-        let mut crossed = 0;
-        let fit = self.earliest_fit_counted(from, duration, limit, bound, &mut crossed);
-        self.count_scan(crossed);
-        fit
-    }
-
-    fn earliest_fit_counted(
-        &self,
-        from: Time,
-        duration: Duration,
-        limit: i64,
-        bound: Time,
-        crossed: &mut u64,
-    ) -> Option<Time> {
-        let (mut c, mut i) = self.seek(from, true);
-        // The start of the free run being followed, if the scan is in one.
-        let mut run = (self.value_before((c, i)) <= limit).then_some(from);
-        while let Some(ch) = self.chunks.get(c) {
-            *crossed += 1;
-            if i == 0 {
-                match run {
-                    // Busy everywhere: no run starts here (and if `bound` is passed here, no
-                    // point after it is before `bound` either).
-                    None if self.mins[c] > limit => {
-                        if ch[0].0 >= bound {
-                            return None;
-                        }
-                        c += 1;
-                        continue;
-                    }
-                    // Free everywhere and ending before the window does: the run goes on.
-                    Some(start)
-                        if self.maxs[c] <= limit
-                            && ch[ch.len() - 1].0 < start.saturating_add(duration) =>
-                    {
-                        c += 1;
-                        continue;
-                    }
-                    _ => {}
-                }
-            }
-            *crossed += (ch.len() - i) as u64;
-            for &(t, v) in &ch[i..] {
-                if let Some(start) = run {
-                    // A window reaching the end of time saturates to NEVER, which no key
-                    // reaches: only a run never ending holds it.
-                    if t >= start.saturating_add(duration) {
-                        return (start < bound).then_some(start);
-                    }
-                    if v > limit {
-                        run = None;
-                    }
-                } else if t >= bound {
-                    return None;
-                } else if v <= limit {
-                    run = Some(t);
-                }
-            }
-            (c, i) = (c + 1, 0);
-        }
-        run.filter(|&t| t < bound)
+        self.run_start(from, duration, limit, bound, NEVER)
     }
 
     /// Whether a run where the profile stays `≤ limit` starts at some `t` in `[from, bound)`
@@ -313,63 +254,52 @@ impl Chunked {
         bound: Time,
         reach: Time,
     ) -> bool {
-        let mut crossed = 0;
-        let run = self.run_before_counted(from, duration, limit, bound, reach, &mut crossed);
-        self.count_scan(crossed);
-        run
+        self.run_start(from, duration, limit, bound, reach)
+            .is_some()
     }
 
-    fn run_before_counted(
+    /// The flat representation's scan ([`Scan`]) chunk by chunk, counting what it crosses.
+    fn run_start(
         &self,
         from: Time,
         duration: Duration,
         limit: i64,
         bound: Time,
         reach: Time,
-        crossed: &mut u64,
-    ) -> bool {
+    ) -> Option<Time> {
         let (mut c, mut i) = self.seek(from, true);
-        let mut run = (self.value_before((c, i)) <= limit).then_some(from);
-        while let Some(ch) = self.chunks.get(c) {
-            *crossed += 1;
-            if i == 0 {
-                match run {
+        let value = self.value_before((c, i));
+        let mut scan = Scan::new(from, value, duration, limit, bound, reach);
+        let mut crossed = 0;
+        let answer = loop {
+            let Some(ch) = self.chunks.get(c) else {
+                break scan.open_end();
+            };
+            crossed += 1;
+            let skip = i == 0
+                && match scan.run {
+                    // Busy everywhere: no run starts here (and if `bound` is passed here, no
+                    // point after it is before `bound` either).
                     None if self.mins[c] > limit => {
                         if ch[0].0 >= bound {
-                            return false;
+                            break None;
                         }
-                        c += 1;
-                        continue;
+                        true
                     }
-                    Some(start)
-                        if self.maxs[c] <= limit
-                            && ch[ch.len() - 1].0 < start.saturating_add(duration).min(reach) =>
-                    {
-                        c += 1;
-                        continue;
-                    }
-                    _ => {}
-                }
-            }
-            *crossed += (ch.len() - i) as u64;
-            for &(t, v) in &ch[i..] {
-                if let Some(start) = run {
-                    if t >= reach || t >= start.saturating_add(duration) {
-                        return true;
-                    }
-                    if v > limit {
-                        run = None;
-                    }
-                } else if t >= bound {
-                    return false;
-                } else if v <= limit {
-                    run = Some(t);
+                    // Free everywhere and ending before the run is long enough: it goes on.
+                    Some((_, need)) => self.maxs[c] <= limit && ch[ch.len() - 1].0 < need,
+                    None => false,
+                };
+            if !skip {
+                crossed += (ch.len() - i) as u64;
+                if let Some(answer) = scan.follow(&ch[i..]) {
+                    break answer;
                 }
             }
             (c, i) = (c + 1, 0);
-        }
-        // A run still open after the last point never ends.
-        run.is_some()
+        };
+        self.count_scan(crossed);
+        answer
     }
 
     /// Adds `delta` on `[t0, t1)` and restores normal form; `t0 < t1`, `delta ≠ 0`.
@@ -554,24 +484,10 @@ impl Chunked {
                 return Err(format!("stale summary of chunk {c}"));
             }
         }
-        let mut before: Option<(Time, i64)> = None;
-        let mut count = 0;
-        for (t, v) in self.iter() {
-            count += 1;
-            if t == NEVER {
-                return Err("a change point at NEVER".into());
-            }
-            if before.is_some_and(|(bt, _)| bt >= t) {
-                return Err(format!("keys out of order at {t}"));
-            }
-            if before.map_or(0, |b| b.1) == v {
-                return Err(format!("redundant change point at {t}"));
-            }
-            before = Some((t, v));
-        }
+        let count = self.iter().count();
         if count != self.len {
             return Err(format!("{count} points counted as {}", self.len));
         }
-        Ok(())
+        check_normal_form(self.iter())
     }
 }

@@ -86,26 +86,7 @@ impl Flat {
         limit: i64,
         bound: Time,
     ) -> Option<Time> {
-        let i = self.points.partition_point(|p| p.0 <= from);
-        // The start of the free run being followed, if the scan is in one.
-        let mut run = (self.value_before(i) <= limit).then_some(from);
-        for &(t, v) in &self.points[i..] {
-            if let Some(start) = run {
-                // The run reached `t` free: long enough? (A window reaching the end of time
-                // saturates to NEVER, which no key reaches: only a run never ending holds it.)
-                if t >= start.saturating_add(duration) {
-                    break;
-                }
-                if v > limit {
-                    run = None;
-                }
-            } else if t >= bound {
-                return None;
-            } else if v <= limit {
-                run = Some(t);
-            }
-        }
-        run.filter(|&t| t < bound)
+        self.run_start(from, duration, limit, bound, NEVER)
     }
 
     /// Whether a run where the profile stays `≤ limit` starts at some `t` in `[from, bound)`
@@ -119,24 +100,26 @@ impl Flat {
         bound: Time,
         reach: Time,
     ) -> bool {
+        self.run_start(from, duration, limit, bound, reach)
+            .is_some()
+    }
+
+    /// The start of the first run from `from` on where the profile stays `≤ limit` for
+    /// `duration` or up to `reach`, when it starts before `bound`.
+    #[inline]
+    fn run_start(
+        &self,
+        from: Time,
+        duration: Duration,
+        limit: i64,
+        bound: Time,
+        reach: Time,
+    ) -> Option<Time> {
         let i = self.points.partition_point(|p| p.0 <= from);
-        let mut run = (self.value_before(i) <= limit).then_some(from);
-        for &(t, v) in &self.points[i..] {
-            if let Some(start) = run {
-                if t >= reach || t >= start.saturating_add(duration) {
-                    return true;
-                }
-                if v > limit {
-                    run = None;
-                }
-            } else if t >= bound {
-                return false;
-            } else if v <= limit {
-                run = Some(t);
-            }
-        }
-        // A run still open after the last point never ends.
-        run.is_some()
+        let value = self.value_before(i);
+        let mut scan = Scan::new(from, value, duration, limit, bound, reach);
+        scan.follow(&self.points[i..])
+            .unwrap_or_else(|| scan.open_end())
     }
 
     /// Adds `delta` on `[t0, t1)` and restores normal form; `t0 < t1`, `delta ≠ 0`.
@@ -272,21 +255,104 @@ impl Flat {
     }
 
     pub(crate) fn check(&self) -> Result<(), String> {
-        let mut before: Option<(Time, i64)> = None;
-        for &(t, v) in &self.points {
-            if t == NEVER {
-                return Err("a change point at NEVER".into());
-            }
-            if before.is_some_and(|(bt, _)| bt >= t) {
-                return Err(format!("keys out of order at {t}"));
-            }
-            if before.map_or(0, |b| b.1) == v {
-                return Err(format!("redundant change point at {t}"));
-            }
-            before = Some((t, v));
-        }
-        Ok(())
+        check_normal_form(self.points.iter().copied())
     }
+}
+
+/// A fit scan: it looks for a run where the profile stays `≤ limit` for `duration` or up to
+/// `reach` ([`NEVER`]: no such shortcut), starting before `bound`. Shared by the flat and the
+/// chunked representations, which feed it their points in order.
+pub(super) struct Scan {
+    duration: Duration,
+    limit: i64,
+    bound: Time,
+    reach: Time,
+    /// The free run the scan is in, if any: its start, and the instant it has lasted long
+    /// enough (computed once per run).
+    pub(super) run: Option<(Time, Time)>,
+}
+
+impl Scan {
+    /// A scan from `from`, where the profile's value is `value`.
+    #[inline]
+    pub(super) fn new(
+        from: Time,
+        value: i64,
+        duration: Duration,
+        limit: i64,
+        bound: Time,
+        reach: Time,
+    ) -> Self {
+        let mut scan = Scan {
+            duration,
+            limit,
+            bound,
+            reach,
+            run: None,
+        };
+        if value <= limit {
+            scan.run = Some((from, scan.need(from)));
+        }
+        scan
+    }
+
+    /// The instant a run starting at `start` has lasted long enough: `duration` later, or at
+    /// `reach`. (A window reaching the end of time saturates to NEVER, which no key reaches:
+    /// only a run never ending holds it.)
+    #[inline]
+    fn need(&self, start: Time) -> Time {
+        start.saturating_add(self.duration).min(self.reach)
+    }
+
+    /// Follows the scan over `points` (in key order, after those already followed). The
+    /// answer once decided: the run's start, or `None` when no run starts before `bound`;
+    /// `None` outside when the points ran out first.
+    #[inline]
+    pub(super) fn follow(&mut self, points: &[(Time, i64)]) -> Option<Option<Time>> {
+        // The run in a local: the loop keeps it in registers.
+        let mut run = self.run;
+        for &(t, v) in points {
+            if let Some((start, need)) = run {
+                if t >= need {
+                    return Some(Some(start));
+                }
+                if v > self.limit {
+                    run = None;
+                }
+            } else if t >= self.bound {
+                return Some(None);
+            } else if v <= self.limit {
+                run = Some((t, self.need(t)));
+            }
+        }
+        self.run = run;
+        None
+    }
+
+    /// The answer when the points ran out: a run still open never ends.
+    #[inline]
+    pub(super) fn open_end(&self) -> Option<Time> {
+        self.run.map(|(start, _)| start).filter(|&t| t < self.bound)
+    }
+}
+
+/// Checks the normal form of a profile's change points: keys strictly increasing, none at
+/// [`NEVER`], none repeating the value before it (0 before the first).
+pub(super) fn check_normal_form(points: impl Iterator<Item = (Time, i64)>) -> Result<(), String> {
+    let mut before: Option<(Time, i64)> = None;
+    for (t, v) in points {
+        if t == NEVER {
+            return Err("a change point at NEVER".into());
+        }
+        if before.is_some_and(|(bt, _)| bt >= t) {
+            return Err(format!("keys out of order at {t}"));
+        }
+        if before.map_or(0, |b| b.1) == v {
+            return Err(format!("redundant change point at {t}"));
+        }
+        before = Some((t, v));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
