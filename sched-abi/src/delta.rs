@@ -655,7 +655,9 @@ impl DeltaHost {
 
     /// Takes the driver's account of how the next call's queue differs from the last one's.
     pub(crate) fn expect_queue_changes(&mut self, changes: &QueueChanges) {
-        self.queue_changes.clone_from(changes);
+        // Into the kept buffer: a derived `clone_from` allocates a new one.
+        self.queue_changes.left.clone_from(&changes.left);
+        self.queue_changes.arrived = changes.arrived;
         self.queue_told = true;
     }
 

@@ -185,6 +185,7 @@ impl<P: Policy + Send + 'static> FfiPolicy for Exported<P> {
                 self.policy.plan(&s)
             };
             out.refill_from(&plan);
+            self.policy.recycle(plan);
             ROk(FfiDeltaAnswer::Planned)
         })
     }
@@ -203,6 +204,7 @@ impl<P: Policy> Exported<P> {
             let plan = call(&mut self.policy, &self.snapshot.as_snapshot());
             // The buffer's lists grow through their own vtables, i.e. the host's allocator.
             out.refill_from(&plan);
+            self.policy.recycle(plan);
             ROk(())
         })
     }

@@ -34,6 +34,9 @@ pub trait HostedPolicy {
     /// Takes the driver's account of how the next call's queue differs from the last one's
     /// ([`QueueChanges`]); only a plugin's boundary has a use for it.
     fn expect_queue_changes(&mut self, _changes: &QueueChanges) {}
+    /// Takes back a plan the host is done with, so that a later answer may reuse its buffers
+    /// (a plugin's plan is copied out of the boundary into one at every call).
+    fn recycle(&mut self, _plan: Plan) {}
 }
 
 impl HostedPolicy for LoadedPolicy {
@@ -56,6 +59,10 @@ impl HostedPolicy for LoadedPolicy {
     fn expect_queue_changes(&mut self, changes: &QueueChanges) {
         LoadedPolicy::expect_queue_changes(self, changes);
     }
+
+    fn recycle(&mut self, plan: Plan) {
+        LoadedPolicy::recycle(self, plan);
+    }
 }
 
 impl<T: HostedPolicy + ?Sized> HostedPolicy for Box<T> {
@@ -77,6 +84,10 @@ impl<T: HostedPolicy + ?Sized> HostedPolicy for Box<T> {
 
     fn expect_queue_changes(&mut self, changes: &QueueChanges) {
         (**self).expect_queue_changes(changes);
+    }
+
+    fn recycle(&mut self, plan: Plan) {
+        (**self).recycle(plan);
     }
 }
 
@@ -181,6 +192,12 @@ impl HostedPolicy for Linked {
 
     fn try_plan_starts(&mut self, snapshot: &Snapshot<'_>) -> Result<Plan, PluginError> {
         self.call(snapshot, Check::Starts)
+    }
+
+    fn recycle(&mut self, plan: Plan) {
+        if let Some(policy) = self.policy.as_mut() {
+            policy.recycle(plan);
+        }
     }
 }
 
@@ -448,7 +465,12 @@ impl<P: HostedPolicy> PolicyHost<P> {
                 self.timing.validate += t1.elapsed();
                 match verdict {
                     Ok(()) => {
-                        let plan = self.last_valid.insert(plan);
+                        if let Some(old) = self.last_valid.replace(plan) {
+                            self.policy.recycle(old);
+                        }
+                        let Some(plan) = &self.last_valid else {
+                            unreachable!("the valid plan was just kept")
+                        };
                         return Outcome {
                             proposed: Some(plan),
                             verdict: Ok(()),

@@ -532,6 +532,7 @@ impl PolicyLibrary {
             policy: Some(policy),
             scratch: FfiSnapshot::default(),
             scratch_plan: FfiPlan::default(),
+            spare_plan: None,
             deltas: true,
             delta: DeltaHost::default(),
         })
@@ -562,6 +563,8 @@ pub struct LoadedPolicy {
     /// The snapshot's and the plan's mirrors, kept to reuse their buffers from call to call.
     scratch: FfiSnapshot,
     scratch_plan: FfiPlan,
+    /// A plan its host gave back ([`LoadedPolicy::recycle`]): the next answer's buffers.
+    spare_plan: Option<Plan>,
     /// Whether snapshots cross as deltas (unless a driver turns them off).
     deltas: bool,
     /// The mirror of what the plugin holds, and the delta's buffers.
@@ -616,6 +619,11 @@ impl LoadedPolicy {
     /// ([`QueueChanges`], used with [`Continuity::StableJobs`] only).
     pub fn expect_queue_changes(&mut self, changes: &QueueChanges) {
         self.delta.expect_queue_changes(changes);
+    }
+
+    /// Takes back a plan its host is done with: the next answer is copied into its buffers.
+    pub fn recycle(&mut self, plan: Plan) {
+        self.spare_plan = Some(plan);
     }
 
     /// How the snapshots crossed the boundary so far.
@@ -677,7 +685,11 @@ impl LoadedPolicy {
             }
         };
         match answer {
-            ROk(()) => Ok(Plan::from(&self.scratch_plan)),
+            ROk(()) => {
+                let mut plan = self.spare_plan.take().unwrap_or_default();
+                self.scratch_plan.refill_into(&mut plan);
+                Ok(plan)
+            }
             RErr(e) => {
                 if let Some(poisoned) = self.policy.take() {
                     std::mem::forget(poisoned);

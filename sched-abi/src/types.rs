@@ -830,6 +830,22 @@ impl FfiPlan {
     }
 }
 
+impl FfiPlan {
+    /// Copies the plan into `plan`, reusing its buffers: [`Plan::from`] without allocating
+    /// when they are large enough.
+    pub fn refill_into(&self, plan: &mut Plan) {
+        fn refill<A, B: for<'a> From<&'a A>>(dst: &mut Vec<B>, src: &[A]) {
+            dst.clear();
+            dst.extend(src.iter().map(B::from));
+        }
+        refill(&mut plan.placements, &self.placements);
+        refill(&mut plan.kills, &self.kills);
+        refill(&mut plan.rejects, &self.rejects);
+        plan.wake_at = self.wake_at.into_option();
+        refill(&mut plan.views, &self.views);
+    }
+}
+
 impl From<&FfiPlan> for Plan {
     fn from(p: &FfiPlan) -> Self {
         Plan {

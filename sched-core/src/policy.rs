@@ -517,6 +517,15 @@ pub trait Policy {
     fn plan_starts(&mut self, snapshot: &Snapshot<'_>) -> Plan {
         self.plan(snapshot).starts_only(snapshot.now)
     }
+
+    /// Takes back an earlier answer the driver is done with, so that a later one may reuse its
+    /// buffers: drivers call hundreds of thousands of times, and a plan's lists were an
+    /// allocation each per call. What the plan holds means nothing; a policy that keeps it
+    /// must clear it before use. Drivers need not give plans back, and policies need not keep
+    /// them (the default drops it).
+    fn recycle(&mut self, plan: Plan) {
+        drop(plan);
+    }
 }
 
 /// A policy that can be built from its name's parameters: what `sched-abi`'s export macro and

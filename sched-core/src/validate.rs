@@ -10,6 +10,8 @@
 //! - no pool is ever over-committed: the running jobs' holds (less the killed ones'), the
 //!   placements' holds and their early claims never exceed the pool's nodes at any time ≥ now.
 
+use smallvec::{smallvec, SmallVec};
+
 use crate::idmap::IdSet;
 
 use crate::policy::{Pending, Placement, Plan, Shape, Snapshot};
@@ -105,7 +107,9 @@ pub fn validate(snapshot: &Snapshot<'_>, plan: &Plan) -> Result<(), PlanError> {
     // Only the jobs the plan names are looked up, by one pass over the queue with a binary
     // search in the plan's sorted ids: drivers validate every plan, and hashing a long queue
     // per call made a small plan's check cost O(queue) hashes.
-    let mut wanted: Vec<JobId> = plan
+    // Inline for the few jobs a plan of starts names: validating must not cost an allocation
+    // per call (a replay calls a hundred thousand times).
+    let mut wanted: SmallVec<[JobId; 8]> = plan
         .placements
         .iter()
         .map(|p| p.job)
@@ -116,7 +120,7 @@ pub fn validate(snapshot: &Snapshot<'_>, plan: &Plan) -> Result<(), PlanError> {
     wanted.dedup();
     // The named jobs' queue entries, beside `wanted` (sorted): lookups are binary searches in
     // a few ids, with no hashing and no table to allocate at every call.
-    let mut found: Vec<Option<&Pending>> = vec![None; wanted.len()];
+    let mut found: SmallVec<[Option<&Pending>; 8]> = smallvec![None; wanted.len()];
     // The scan stops once every named job is found: the jobs a plan starts are mostly near
     // the head of the queue. (A queue naming one id twice is the driver's bug; the first
     // entry is the one checked.)
@@ -136,7 +140,7 @@ pub fn validate(snapshot: &Snapshot<'_>, plan: &Plan) -> Result<(), PlanError> {
     let pending = |id: JobId| slot(&id).and_then(|k| found[k]);
 
     // Whether each named job was placed or rejected already.
-    let mut seen = vec![false; wanted.len()];
+    let mut seen: SmallVec<[bool; 8]> = smallvec![false; wanted.len()];
     let mut first_time =
         |id: &JobId| slot(id).is_some_and(|k| !std::mem::replace(&mut seen[k], true));
     for p in &plan.placements {
@@ -484,9 +488,16 @@ fn check_capacity<'a>(
         }
     });
     if !later {
-        more.extend_from_slice(&first[..used]);
-        more.sort_unstable_by_key(|&(p, _)| p);
-        v.extend(more.into_iter().filter_map(|(p, u)| over(p, now, u)));
+        // Reported in pool order.
+        let sums = &mut first[..used];
+        if more.is_empty() {
+            sums.sort_unstable_by_key(|&(p, _)| p);
+            v.extend(sums.iter().filter_map(|&(p, u)| over(p, now, u)));
+        } else {
+            more.extend_from_slice(sums);
+            more.sort_unstable_by_key(|&(p, _)| p);
+            v.extend(more.into_iter().filter_map(|(p, u)| over(p, now, u)));
+        }
         return;
     }
     // (pool, time, delta): a sweep over sorted change points is O(m log m) for m steps.

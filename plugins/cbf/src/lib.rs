@@ -78,6 +78,10 @@ impl Policy for Cbf {
     fn plan_starts(&mut self, snapshot: &Snapshot<'_>) -> Plan {
         self.book.plan_starts(snapshot)
     }
+
+    fn recycle(&mut self, plan: Plan) {
+        self.book.recycle(plan);
+    }
 }
 
 impl NamedPolicy for Cbf {

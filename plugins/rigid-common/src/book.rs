@@ -113,6 +113,11 @@ pub struct Book {
     freed: Freed,
     call: u64,
     counters: Counters,
+    /// A plan the driver gave back ([`Book::recycle`]): the next answer's buffers.
+    spare: Option<Plan>,
+    /// Buffers of [`Book::update`], kept between calls.
+    new_jobs: Vec<(usize, Job, Options)>,
+    vanished: Vec<usize>,
 }
 
 impl Book {
@@ -153,12 +158,22 @@ impl Book {
         self.answer_starts(plan, snap.now)
     }
 
+    /// Takes back an answer the driver is done with: the next one reuses its buffers.
+    pub fn recycle(&mut self, plan: Plan) {
+        self.spare = Some(plan);
+    }
+
     /// Updates the book from `snap`; the plan holds the rejects so far.
     fn step(&mut self, snap: &Snapshot<'_>) -> Plan {
         self.call += 1;
         self.counters.calls += 1;
         let now = snap.now;
-        let mut plan = Plan::default();
+        let mut plan = self.spare.take().unwrap_or_default();
+        plan.placements.clear();
+        plan.kills.clear();
+        plan.rejects.clear();
+        plan.views.clear();
+        plan.wake_at = None;
         if !self.cluster.same_pools(snap.pools) {
             self.rebuild(snap, &mut plan);
             return plan;
@@ -169,21 +184,41 @@ impl Book {
                 plan.rejects.clear();
                 self.rebuild(snap, &mut plan);
             }
-            Update::Incremental { compress, new_jobs } => {
+            Update::Incremental { compress } => {
                 if compress > 0 {
                     self.compress(now, &mut plan);
                 }
-                for (k, job, asked) in new_jobs {
+                let mut new_jobs = std::mem::take(&mut self.new_jobs);
+                for (k, job, asked) in new_jobs.drain(..) {
                     self.push(snap.pending[k].id, job, asked, now, &mut plan, None);
                 }
+                self.new_jobs = new_jobs;
             }
         }
         plan
     }
 
     /// Applies the differences between the book and `snap`; says whether the order of the queue
-    /// still allows an incremental update.
+    /// still allows an incremental update, and leaves the jobs to add in `self.new_jobs`.
     fn update(&mut self, snap: &Snapshot<'_>, plan: &mut Plan) -> Update {
+        let mut new_jobs = std::mem::take(&mut self.new_jobs);
+        let mut vanished = std::mem::take(&mut self.vanished);
+        new_jobs.clear();
+        vanished.clear();
+        let update = self.update_into(snap, plan, &mut new_jobs, &mut vanished);
+        self.new_jobs = new_jobs;
+        self.vanished = vanished;
+        update
+    }
+
+    /// [`Book::update`] with its buffers.
+    fn update_into(
+        &mut self,
+        snap: &Snapshot<'_>,
+        plan: &mut Plan,
+        new_jobs: &mut Vec<(usize, Job, Options)>,
+        vanished: &mut Vec<usize>,
+    ) -> Update {
         let now = snap.now;
         let call = self.call;
         // Jobs that ended or vanished, or 1 after any other change that may free nodes: one
@@ -275,8 +310,6 @@ impl Book {
         // One walk along the book's queue beside the snapshot's: a job that is the book's next
         // live entry needs no lookup, and the live entries the walk passes over are the jobs
         // that left the queue (or, if one of them shows up later, the order changed).
-        let mut new_jobs: Vec<(usize, Job, Options)> = Vec::new();
-        let mut vanished: Vec<usize> = Vec::new();
         let mut last_known: Option<u64> = None;
         let mut cursor = 0;
         for (k, p) in snap.pending.iter().enumerate() {
@@ -315,7 +348,7 @@ impl Book {
             }
         }
         vanished.extend((cursor..self.queue.len()).filter(|&j| !self.queue[j].gone));
-        for i in vanished {
+        for &i in vanished.iter() {
             // Vanished from the queue without being seen running: cancelled, or started by the
             // last plan and ended already. Its slot frees nodes; compress as at any end.
             let id = self.queue[i].id;
@@ -336,7 +369,7 @@ impl Book {
         if check_capacity && self.cluster.over_committed(now) {
             return Update::Rebuild;
         }
-        Update::Incremental { compress, new_jobs }
+        Update::Incremental { compress }
     }
 
     /// Marks the entry of `id` gone and returns a copy of it.
@@ -740,9 +773,9 @@ impl Book {
 
 enum Update {
     Rebuild,
+    /// The jobs to add are in `Book::new_jobs`.
     Incremental {
         compress: u32,
-        new_jobs: Vec<(usize, Job, Options)>,
     },
 }
 

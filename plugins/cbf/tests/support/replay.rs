@@ -7,7 +7,8 @@
 
 use sched_core::policy::Pending;
 use sched_core::{
-    validate, JobId, Plan, Policy, Pool, PoolId, Request, Rigid, Running, Snapshot, Time,
+    validate, JobId, JobReason, Placement, Plan, Policy, Pool, PoolId, Request, Rigid, Running,
+    Shape, Snapshot, Time,
 };
 
 pub use sched_core::testkit::pools;
@@ -119,6 +120,25 @@ pub fn replay<P: Policy>(
             started.push(p.job);
         }
         pending.retain(|q| !started.contains(&q.id) && !plan.rejects.iter().any(|r| r.job == q.id));
+        // The plan goes back to the policy with junk in it, as a driver may give it back
+        // (`Policy::recycle`): nothing of it may show in a later answer.
+        let mut junk = plan;
+        junk.placements.push(Placement {
+            job: JobId(u64::MAX),
+            start: now,
+            shape: Shape::rigid(PoolId(0), 1, 1),
+            claim_from: None,
+        });
+        junk.rejects.push(JobReason {
+            job: JobId(u64::MAX - 1),
+            reason: "junk".into(),
+        });
+        junk.kills.push(JobReason {
+            job: JobId(u64::MAX - 2),
+            reason: "junk".into(),
+        });
+        junk.wake_at = Some(now);
+        policy.recycle(junk);
     }
     assert!(
         pending.is_empty(),
