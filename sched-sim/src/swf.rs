@@ -439,6 +439,7 @@ fn parse_job(line: &str, line_no: usize) -> Result<Result<SwfJob, SkipReason>, S
 /// 18 digits, which cannot overflow) between ASCII whitespace, read in one pass over its
 /// bytes; `None` for any other line, which [`parse_job`] then reads (or refuses).
 fn plain_fields(line: &[u8]) -> Option<[i64; FIELDS]> {
+    const SPACES: u64 = u64::from_le_bytes([b' '; 8]);
     // Indexing rather than a peekable iterator (a tenth fewer instructions; SWF lines are
     // mostly the spaces of fixed-width columns).
     let mut f = [0i64; FIELDS];
@@ -446,6 +447,15 @@ fn plain_fields(line: &[u8]) -> Option<[i64; FIELDS]> {
     let mut i = 0;
     let n = line.len();
     loop {
+        // Runs of spaces (fixed-width columns) are skipped eight bytes at a time.
+        while let Some(word) = line.get(i..i + 8) {
+            let spaces = u64::from_le_bytes(word.try_into().unwrap_or([0; 8])) ^ SPACES;
+            if spaces != 0 {
+                i += spaces.trailing_zeros() as usize / 8;
+                break;
+            }
+            i += 8;
+        }
         while i < n && line[i].is_ascii_whitespace() {
             i += 1;
         }
@@ -660,9 +670,12 @@ mod tests {
                 ],
                 16..20,
             ),
-            gaps in proptest::collection::vec(0usize..4, 21),
+            gaps in proptest::collection::vec(0usize..7, 21),
         ) {
-            let gap = |k: usize| [" ", "\t", "  ", " \t "][gaps[k] % 4];
+            // Long runs of spaces too: they are skipped eight bytes at a time.
+            let gap = |k: usize| {
+                [" ", "\t", "  ", " \t ", "        ", "           ", "       \t  "][gaps[k] % 7]
+            };
             let mut line = gap(20).to_string();
             for (k, t) in tokens.iter().enumerate() {
                 line.push_str(t);
