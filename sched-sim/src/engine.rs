@@ -328,8 +328,8 @@ struct Active {
     job: usize,
     start: Time,
     end: Time,
-    /// What the shape holds from the start on; clipped to the present in snapshots.
-    holds: Vec<PoolSteps>,
+    /// What the shape holds from the start on (the snapshot's copy is clipped to the present).
+    held: Footprint,
     nodes: u32,
     reason: EndReason,
 }
@@ -533,7 +533,7 @@ impl<'o> Engine<'o> {
             end: now,
             nodes: a.nodes,
             wait: a.start.saturating_sub(job.submit),
-            area: area(&a.holds, now),
+            area: a.held.area(now),
             reason,
         };
         self.counts.ran += 1;
@@ -620,20 +620,21 @@ impl<'o> Engine<'o> {
                 .iter()
                 .map(|h| sched_core::request::max_nodes(&h.steps))
                 .sum();
+            let held = Footprint::of(&holds);
             self.running.push(Running {
                 id: job.id,
                 user: job.user,
                 request: job.request.clone(),
                 shape: p.shape.clone(),
                 start: now,
-                holds: holds.clone(),
+                holds,
                 killable: job.killable,
             });
             self.active.push(Active {
                 job: i,
                 start: now,
                 end,
-                holds,
+                held,
                 nodes,
                 reason,
             });
@@ -759,6 +760,46 @@ fn clip(h: &PoolSteps, now: Time) -> Option<PoolSteps> {
         start: now,
         steps,
     })
+}
+
+/// What a started job holds, kept to count its node-milliseconds when it ends: one step of
+/// one pool as its three numbers (a rigid job, without a second copy of its holds: two
+/// allocations per start), any other shape as its holds.
+enum Footprint {
+    One {
+        start: Time,
+        duration: Duration,
+        nodes: u32,
+    },
+    Holds(Vec<PoolSteps>),
+}
+
+impl Footprint {
+    fn of(holds: &[PoolSteps]) -> Self {
+        match holds {
+            [h] if h.steps.len() == 1 => Footprint::One {
+                start: h.start,
+                duration: h.steps[0].duration,
+                nodes: h.steps[0].nodes,
+            },
+            _ => Footprint::Holds(holds.to_vec()),
+        }
+    }
+
+    /// Node-milliseconds held before `end`.
+    fn area(&self, end: Time) -> u128 {
+        match *self {
+            Footprint::One {
+                start,
+                duration,
+                nodes,
+            } => {
+                let e = start.saturating_add(duration).min(end);
+                u128::from(e.saturating_sub(start)) * u128::from(nodes)
+            }
+            Footprint::Holds(ref holds) => area(holds, end),
+        }
+    }
 }
 
 /// Node-milliseconds `holds` cover before `end`.

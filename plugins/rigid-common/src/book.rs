@@ -5,10 +5,12 @@ use std::collections::VecDeque;
 
 use sched_core::idmap::IdMap;
 use sched_core::{
-    JobId, JobReason, Pending, Placement, Plan, Pool, PoolSteps, Request, Snapshot, Step, Time,
+    JobId, JobReason, Pending, Placement, Plan, Pool, PoolSteps, Request, Snapshot, Time,
 };
 
-use crate::common::{holds_end, same_holds_from, Cluster, FitHints, Job, Options};
+use crate::common::{
+    holds_end, holds_one_interval, same_holds_from, Cluster, FitHints, Job, Options,
+};
 
 /// What happened to the book during the calls so far: for tests and benchmarks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -255,14 +257,11 @@ impl Book {
             let mut as_reserved = false;
             if let Some(entry) = self.take(r.id) {
                 if let Some((p, s)) = entry.slot {
-                    let reserved = [PoolSteps {
-                        pool: self.cluster.pools[p].id,
-                        start: s,
-                        steps: vec![Step::new(entry.job.walltime, entry.job.nodes)],
-                    }];
-                    as_reserved = same_holds_from(&reserved, &r.holds, now);
+                    let (job, pool) = (&entry.job, self.cluster.pools[p].id);
+                    as_reserved =
+                        holds_one_interval(&r.holds, now, pool, s, job.walltime, job.nodes);
                     if !as_reserved {
-                        self.cluster.add_holds(&reserved, now, -1);
+                        self.cluster.add_job(p, s, job, now, -1);
                     }
                 }
             }

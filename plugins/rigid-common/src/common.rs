@@ -501,20 +501,6 @@ pub fn add_steps_from(profile: &mut Profile, start: Time, steps: &[Step], from: 
 /// job holds from a different start each call).
 #[inline]
 pub fn same_holds_from(a: &[PoolSteps], b: &[PoolSteps], from: Time) -> bool {
-    fn segments(
-        h: &[PoolSteps],
-        from: Time,
-    ) -> impl Iterator<Item = (PoolId, Time, Time, u32)> + '_ {
-        h.iter().flat_map(move |ps| {
-            let mut t = ps.start;
-            ps.steps.iter().filter_map(move |s| {
-                let end = t.saturating_add(s.duration);
-                let a = t.max(from);
-                t = end;
-                (a < end && s.nodes > 0).then_some((ps.pool, a, end, s.nodes))
-            })
-        })
-    }
     // The common case, one pool and one step each (a rigid job), without the iterators.
     if let ([x], [y]) = (a, b) {
         if let ([s], [t]) = (x.steps.as_slice(), y.steps.as_slice()) {
@@ -526,7 +512,39 @@ pub fn same_holds_from(a: &[PoolSteps], b: &[PoolSteps], from: Time) -> bool {
             return seg(x, s) == seg(y, t);
         }
     }
-    segments(a, from).eq(segments(b, from))
+    segments_from(a, from).eq(segments_from(b, from))
+}
+
+/// Whether `holds` are, from `from` on, what one job of `nodes` nodes on `pool` from `start`
+/// for `duration` holds: [`same_holds_from`] against that job's holds, without building them.
+pub fn holds_one_interval(
+    holds: &[PoolSteps],
+    from: Time,
+    pool: PoolId,
+    start: Time,
+    duration: Duration,
+    nodes: u32,
+) -> bool {
+    let end = start.saturating_add(duration);
+    let a = start.max(from);
+    let want = (a < end && nodes > 0).then_some((pool, a, end, nodes));
+    segments_from(holds, from).eq(want)
+}
+
+/// The intervals `h` holds from `from` on, `(pool, begin, end, nodes)`, non-empty.
+fn segments_from(
+    h: &[PoolSteps],
+    from: Time,
+) -> impl Iterator<Item = (PoolId, Time, Time, u32)> + '_ {
+    h.iter().flat_map(move |ps| {
+        let mut t = ps.start;
+        ps.steps.iter().filter_map(move |s| {
+            let end = t.saturating_add(s.duration);
+            let a = t.max(from);
+            t = end;
+            (a < end && s.nodes > 0).then_some((ps.pool, a, end, s.nodes))
+        })
+    })
 }
 
 /// The end of the last hold: when the job is expected to free its nodes.
