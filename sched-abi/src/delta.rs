@@ -22,7 +22,7 @@ use std::hash::BuildHasherDefault;
 
 use abi_stable::std_types::RVec;
 use sched_core::idmap::IdHasher;
-use sched_core::{JobId, Pending, Pool, PoolId, PoolSteps, Running, Snapshot, Step};
+use sched_core::{JobId, ListChanges, Pending, Pool, PoolId, PoolSteps, Running, Snapshot, Step};
 
 use crate::types::{
     FfiEdit, FfiListDelta, FfiPending, FfiPool, FfiPoolSteps, FfiRunning, FfiSnapshotDelta,
@@ -594,21 +594,7 @@ pub enum Continuity {
 /// An account that does not fit the queue (positions out of order or out of range, a length
 /// that does not add up) is not used: the queue is diffed by id instead. Debug builds check
 /// every account used against the queue itself.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct QueueChanges {
-    /// Positions in the previous call's queue of the jobs no longer queued, increasing.
-    pub left: Vec<usize>,
-    /// Jobs appended at the end since.
-    pub arrived: usize,
-}
-
-impl QueueChanges {
-    /// Forgets the account (after a call that used it).
-    pub fn clear(&mut self) {
-        self.left.clear();
-        self.arrived = 0;
-    }
-}
+pub type QueueChanges = ListChanges;
 
 /// The host's side: the mirror of what the plugin holds, and the buffers of the delta.
 #[derive(Debug, Default)]
@@ -862,6 +848,29 @@ impl DeltaHost {
     }
 }
 
+/// The account ([`ListChanges`]) of `edits` applied to a list of `before` entries, into `out`:
+/// `false` when they do more than drop entries and append at the end (an entry changed in
+/// place crosses as dropped and inserted where it was). `edits` are ones that applied.
+pub(crate) fn list_changes(edits: &[FfiEdit], before: usize, out: &mut ListChanges) -> bool {
+    out.clear();
+    let mut pos = 0usize;
+    for e in edits {
+        if out.arrived > 0 {
+            return false;
+        }
+        pos += e.keep as usize;
+        out.left.extend(pos..pos + e.drop as usize);
+        pos += e.drop as usize;
+        if e.insert > 0 {
+            if pos != before {
+                return false;
+            }
+            out.arrived = e.insert as usize;
+        }
+    }
+    true
+}
+
 /// The plugin's side: which generation its kept snapshot is, and the buffers to apply a delta.
 #[derive(Debug, Default)]
 pub(crate) struct DeltaReceiver {
@@ -1044,6 +1053,27 @@ mod tests {
             prop_assert_eq!(&got, &new);
             prop_assert_eq!(inserted.len(), added);
         }
+    }
+
+    /// Edits that only drop entries and append at the end are told as their account; any
+    /// other is not.
+    #[test]
+    fn edits_of_drops_and_arrivals_are_told_as_an_account() {
+        let edit = |keep, drop, insert| FfiEdit { keep, drop, insert };
+        let mut c = ListChanges::default();
+        assert!(list_changes(&[edit(1, 2, 0), edit(3, 1, 2)], 7, &mut c));
+        assert_eq!(
+            c,
+            ListChanges {
+                left: vec![1, 2, 6],
+                arrived: 2
+            }
+        );
+        assert!(list_changes(&[], 3, &mut c));
+        assert_eq!(c, ListChanges::default());
+        // An entry changed in place, or an insertion before the end.
+        assert!(!list_changes(&[edit(1, 1, 1)], 3, &mut c));
+        assert!(!list_changes(&[edit(3, 0, 1), edit(0, 1, 0)], 4, &mut c));
     }
 
     #[test]

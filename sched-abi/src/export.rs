@@ -10,9 +10,9 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use abi_stable::prefix_type::PrefixTypeTrait;
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RErr, ROk, RResult, RStr, RString};
-use sched_core::{NamedPolicy, ParamError, Params, Plan, Policy, Snapshot};
+use sched_core::{Changes, ListChanges, NamedPolicy, ParamError, Params, Plan, Policy, Snapshot};
 
-use crate::delta::DeltaReceiver;
+use crate::delta::{list_changes, DeltaReceiver};
 use crate::module::{
     AbiVersion, FfiError, FfiErrorKind, FfiParams, FfiPolicy, FfiPolicy_TO, PolicyBox, PolicyMod,
     PolicyMod_Ref,
@@ -157,6 +157,8 @@ struct Exported<P> {
     /// The snapshot of the last call, kept for the next delta to apply to.
     snapshot: OwnedSnapshot,
     receiver: DeltaReceiver,
+    /// Buffers of the accounts told to the policy ([`Policy::expect_changes`]).
+    told: [ListChanges; 2],
 }
 
 impl<P: Policy + Send + 'static> FfiPolicy for Exported<P> {
@@ -175,8 +177,32 @@ impl<P: Policy + Send + 'static> FfiPolicy for Exported<P> {
         out: &mut FfiPlan,
     ) -> RResult<FfiDeltaAnswer, FfiError> {
         guard(|| {
+            let before = {
+                let s = self.receiver.snapshot(&self.snapshot);
+                [s.running.len(), s.pending.len()]
+            };
             if self.receiver.apply(&mut self.snapshot, delta).is_err() {
                 return ROk(FfiDeltaAnswer::Stale);
+            }
+            if delta.base != 0 {
+                // What crossed is what changed since the snapshot the policy last planned on:
+                // told to it when it is drops and arrivals only (always, when the driver
+                // vouches for stable jobs).
+                let [mut running, mut pending] = std::mem::take(&mut self.told);
+                let changes = Changes {
+                    running: list_changes(&delta.running.edits, before[0], &mut running)
+                        .then_some(running),
+                    pending: list_changes(&delta.pending.edits, before[1], &mut pending)
+                        .then_some(pending),
+                };
+                self.policy.expect_changes(&changes);
+                if let Changes {
+                    running: Some(r),
+                    pending: Some(p),
+                } = changes
+                {
+                    self.told = [r, p];
+                }
             }
             let s = self.receiver.snapshot(&self.snapshot);
             let plan = if starts {
@@ -228,6 +254,7 @@ extern "C" fn new_policy<P: NamedPolicy + Send + 'static>(
                 policy,
                 snapshot: OwnedSnapshot::default(),
                 receiver: DeltaReceiver::default(),
+                told: Default::default(),
             },
             TD_Opaque,
         ))

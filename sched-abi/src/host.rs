@@ -13,7 +13,9 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
-use sched_core::{validate, NamedPolicy, ParamError, Params, Plan, PlanError, Policy, Snapshot};
+use sched_core::{
+    validate, Changes, NamedPolicy, ParamError, Params, Plan, PlanError, Policy, Snapshot,
+};
 
 use crate::delta::{Continuity, QueueChanges};
 use crate::loader::{LoadedPolicy, PluginError};
@@ -34,6 +36,14 @@ pub trait HostedPolicy {
     /// Takes the driver's account of how the next call's queue differs from the last one's
     /// ([`QueueChanges`]); only a plugin's boundary has a use for it.
     fn expect_queue_changes(&mut self, _changes: &QueueChanges) {}
+    /// Takes the driver's word for how the next snapshot differs from the last one
+    /// ([`Changes`]): a linked policy is told it ([`Policy::expect_changes`]); a plugin's
+    /// boundary uses the queue's account and tells the plugin what crossed.
+    fn expect_changes(&mut self, changes: &Changes) {
+        if let Some(q) = &changes.pending {
+            self.expect_queue_changes(q);
+        }
+    }
     /// Takes back a plan the host is done with, so that a later answer may reuse its buffers
     /// (a plugin's plan is copied out of the boundary into one at every call).
     fn recycle(&mut self, _plan: Plan) {}
@@ -86,6 +96,10 @@ impl<T: HostedPolicy + ?Sized> HostedPolicy for Box<T> {
         (**self).expect_queue_changes(changes);
     }
 
+    fn expect_changes(&mut self, changes: &Changes) {
+        (**self).expect_changes(changes);
+    }
+
     fn recycle(&mut self, plan: Plan) {
         (**self).recycle(plan);
     }
@@ -110,6 +124,10 @@ impl<T: HostedPolicy + ?Sized> HostedPolicy for &mut T {
 
     fn expect_queue_changes(&mut self, changes: &QueueChanges) {
         (**self).expect_queue_changes(changes);
+    }
+
+    fn expect_changes(&mut self, changes: &Changes) {
+        (**self).expect_changes(changes);
     }
 }
 
@@ -197,6 +215,13 @@ impl HostedPolicy for Linked {
     fn recycle(&mut self, plan: Plan) {
         if let Some(policy) = self.policy.as_mut() {
             policy.recycle(plan);
+        }
+    }
+
+    fn expect_changes(&mut self, changes: &Changes) {
+        // Relative to what this instance was last called with: a fresh one is not told.
+        if let Some(policy) = self.policy.as_mut() {
+            policy.expect_changes(changes);
         }
     }
 }
@@ -434,6 +459,14 @@ impl<P: HostedPolicy> PolicyHost<P> {
     /// the driver keeps [`Continuity::StableJobs`].
     pub fn call_changed(&mut self, snapshot: &Snapshot<'_>, changes: &QueueChanges) -> Outcome<'_> {
         self.policy.expect_queue_changes(changes);
+        self.call(snapshot)
+    }
+
+    /// [`PolicyHost::call`] with the driver's word for how the snapshot differs from the last
+    /// one it gave ([`Changes`]): with [`Continuity::StableJobs`] it spares a plugin's boundary
+    /// the walk of a long queue, and a policy comparing what did not change.
+    pub fn call_told(&mut self, snapshot: &Snapshot<'_>, changes: &Changes) -> Outcome<'_> {
+        self.policy.expect_changes(changes);
         self.call(snapshot)
     }
 

@@ -500,6 +500,45 @@ impl Params {
     }
 }
 
+/// How one list of a snapshot (its running jobs, or its queue) differs from the same list in
+/// the previous snapshot a driver gave the same policy: the entries that left, by their
+/// positions in the previous list, and how many were appended at its end. Every other entry
+/// is the same job with the same content, but for a running job's holds clipped by time.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ListChanges {
+    /// Positions in the previous list of the entries no longer in it, increasing.
+    pub left: Vec<usize>,
+    /// Entries appended at the end since.
+    pub arrived: usize,
+}
+
+impl ListChanges {
+    /// Forgets the account.
+    pub fn clear(&mut self) {
+        self.left.clear();
+        self.arrived = 0;
+    }
+
+    /// Whether the account can describe a list of `before` entries becoming one of `after`:
+    /// positions increasing and in range, lengths that add up. (Whether the entries are the
+    /// ones said is the teller's word.)
+    pub fn fits(&self, before: usize, after: usize) -> bool {
+        self.left.windows(2).all(|w| w[0] < w[1])
+            && self.left.last().is_none_or(|&p| p < before)
+            && before - self.left.len() + self.arrived == after
+    }
+}
+
+/// What a driver vouches for about the next snapshot ([`Policy::expect_changes`]): how each
+/// of its lists differs from the previous snapshot's, when it knows (`None`: not told).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Changes {
+    /// The running jobs' list.
+    pub running: Option<ListChanges>,
+    /// The queue.
+    pub pending: Option<ListChanges>,
+}
+
 /// A scheduling policy.
 pub trait Policy {
     /// Answers a snapshot with a plan. Called by the driver whenever something changed, or at
@@ -525,6 +564,16 @@ pub trait Policy {
     /// them (the default drops it).
     fn recycle(&mut self, plan: Plan) {
         drop(plan);
+    }
+
+    /// Takes a driver's word, before a call, for how its snapshot differs from the previous
+    /// one this policy was called with ([`Changes`]), so that it need not compare what did not
+    /// change (a replay's calls each change one job of lists of dozens to thousands). It holds
+    /// for the next call only. Drivers tell only what they vouch for (esim's engine, and a
+    /// plugin's boundary from the changes that crossed it); a policy must be as correct when
+    /// never told, and the validator checks its plans against the snapshot either way.
+    fn expect_changes(&mut self, changes: &Changes) {
+        let _ = changes;
     }
 }
 

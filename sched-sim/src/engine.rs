@@ -26,7 +26,9 @@ use std::time::Instant;
 use sched_abi::{Borrowed, Check, Continuity, Failure, HostedPolicy, PolicyHost, QueueChanges};
 use sched_core::idmap::IdMap;
 use sched_core::metrics::{summarize, JobOutcome, Summary, DEFAULT_TAU};
-use sched_core::policy::{Pending, Plan, Policy, PoolSteps, Running, Snapshot};
+use sched_core::policy::{
+    Changes, ListChanges, Pending, Plan, Policy, PoolSteps, Running, Snapshot,
+};
 use sched_core::pool::Pool;
 use sched_core::request::{JobId, Request};
 use sched_core::time::{Duration, Time};
@@ -323,6 +325,9 @@ impl<'o> Simulation<'o> {
 }
 
 /// A job on the machine.
+/// A running job's origin when it started after the last call.
+const NEW: usize = usize::MAX;
+
 struct Active {
     /// Index into `Engine::jobs`.
     job: usize,
@@ -357,6 +362,12 @@ struct Engine<'o> {
     /// How the queue changed since the last call, for the plugin boundary (see
     /// [`QueueChanges`]): the queue is in submit order, so arrivals are appended.
     queue_changes: QueueChanges,
+    /// How the running list changed since the last call, told with the queue's to the policy
+    /// ([`Changes`]): ended jobs leave it in place, started ones are appended.
+    running_changes: ListChanges,
+    /// For each entry of `running`, its position in the list the last call saw (`NEW` for a
+    /// job started since).
+    running_origin: Vec<usize>,
     /// `(end, start order, job index)`, earliest first.
     ends: BinaryHeap<Reverse<(Time, u64, usize)>>,
     started: u64,
@@ -392,6 +403,8 @@ impl<'o> Engine<'o> {
             clipped_at: None,
             leaving: Vec::new(),
             queue_changes: QueueChanges::default(),
+            running_changes: ListChanges::default(),
+            running_origin: Vec::new(),
             ends: BinaryHeap::new(),
             started: 0,
             wake: None,
@@ -514,6 +527,10 @@ impl<'o> Engine<'o> {
             return;
         };
         self.running.remove(pos);
+        match self.running_origin.remove(pos) {
+            NEW => self.running_changes.arrived -= 1,
+            origin => self.running_changes.left.push(origin),
+        }
         let a = self.active.remove(pos);
         let reason = if now < a.end {
             EndReason::Killed
@@ -561,8 +578,24 @@ impl<'o> Engine<'o> {
             running: &self.running,
             pending: &self.pending[self.head..],
         };
-        let outcome = host.call_changed(&snapshot, &self.queue_changes);
-        self.queue_changes.clear();
+        // Several jobs may have ended since the last call, in any order of their positions.
+        self.running_changes.left.sort_unstable();
+        let changes = Changes {
+            running: Some(std::mem::take(&mut self.running_changes)),
+            pending: Some(std::mem::take(&mut self.queue_changes)),
+        };
+        let outcome = host.call_told(&snapshot, &changes);
+        if let Changes {
+            running: Some(mut running),
+            pending: Some(mut pending),
+        } = changes
+        {
+            running.clear();
+            pending.clear();
+            (self.running_changes, self.queue_changes) = (running, pending);
+        }
+        self.running_origin.clear();
+        self.running_origin.extend(0..self.running.len());
         self.counts.policy_calls += 1;
         if let (Some(o), Some(proposed)) = (self.sim.observer.as_deref_mut(), outcome.proposed) {
             let verdict = match outcome.verdict {
@@ -621,6 +654,8 @@ impl<'o> Engine<'o> {
                 .map(|h| sched_core::request::max_nodes(&h.steps))
                 .sum();
             let held = Footprint::of(&holds);
+            self.running_origin.push(NEW);
+            self.running_changes.arrived += 1;
             self.running.push(Running {
                 id: job.id,
                 user: job.user,

@@ -19,7 +19,7 @@
 
 use esched_rigid_common::book;
 pub use esched_rigid_common::Counters;
-use sched_core::{JobId, NamedPolicy, ParamError, Params, Plan, Policy, Snapshot, Time};
+use sched_core::{Changes, JobId, NamedPolicy, ParamError, Params, Plan, Policy, Snapshot, Time};
 
 /// Conservative backfilling, stateful and incremental.
 ///
@@ -81,6 +81,10 @@ impl Policy for Cbf {
 
     fn recycle(&mut self, plan: Plan) {
         self.book.recycle(plan);
+    }
+
+    fn expect_changes(&mut self, changes: &Changes) {
+        self.book.expect_changes(changes);
     }
 }
 

@@ -8,7 +8,9 @@ mod properties {
 
     use esched_cbf::Cbf;
     use proptest::prelude::*;
-    use sched_core::{JobId, Policy, Profile, Request, Shape, Snapshot, Time};
+    use sched_core::{
+        Changes, JobId, ListChanges, Policy, Profile, Request, Shape, Snapshot, Time,
+    };
 
     use crate::replay::{pools, replay, strategy::workload};
 
@@ -184,6 +186,73 @@ mod properties {
             prop_assert!(mismatch.is_none(), "{}", mismatch.unwrap_or_default());
             prop_assert_eq!(out.start, expected.start);
             prop_assert_eq!(out.rejected, expected.rejected);
+        }
+
+        /// Told how each snapshot's running jobs and queue differ from the last one's
+        /// (`Policy::expect_changes`, as esim's engine and a plugin's boundary tell it), CBF
+        /// answers every call as it does untold. Debug builds also check, at every call told,
+        /// that the book's running jobs are the snapshot's.
+        #[test]
+        fn told_changes_answer_as_untold((sizes, jobs) in workload(40, 2)) {
+            let pools = pools(&sizes);
+            let mut untold = Cbf::new();
+            let mut plans = Vec::new();
+            let expected = replay(&mut untold, &pools, &jobs, |_, plan| plans.push(plan.clone()));
+            let mut told = Told { cbf: Cbf::new(), last: None, told: 0 };
+            let mut call = 0;
+            let mut mismatch: Option<String> = None;
+            let out = replay(&mut told, &pools, &jobs, |snap, plan| {
+                if mismatch.is_none() && plans.get(call) != Some(plan) {
+                    mismatch = Some(format!("at {} (call {call}): told {plan:?}\nuntold {:?}", snap.now, plans.get(call)));
+                }
+                call += 1;
+            });
+            prop_assert!(mismatch.is_none(), "{}", mismatch.unwrap_or_default());
+            prop_assert_eq!(out.start, expected.start);
+            // The replay keeps the running list's order: most calls are told.
+            prop_assert!(2 * told.told + 2 >= out.calls, "told {} of {} calls", told.told, out.calls);
+        }
+    }
+
+    /// Tells CBF, before every call, how the snapshot differs from the last one (worked out
+    /// from the two lists of ids), when it is drops and arrivals at the end only.
+    struct Told {
+        cbf: Cbf,
+        last: Option<(Vec<JobId>, Vec<JobId>)>,
+        told: usize,
+    }
+
+    fn account(before: &[JobId], after: &[JobId]) -> Option<ListChanges> {
+        let mut c = ListChanges::default();
+        let mut j = 0;
+        for (k, id) in before.iter().enumerate() {
+            if after.get(j) == Some(id) {
+                j += 1;
+            } else {
+                c.left.push(k);
+            }
+        }
+        c.arrived = after.len() - j;
+        // Arrivals must be new ids.
+        (!after[j..].iter().any(|id| before.contains(id))).then_some(c)
+    }
+
+    impl Policy for Told {
+        fn plan(&mut self, snap: &Snapshot<'_>) -> sched_core::Plan {
+            let ids = (
+                snap.running.iter().map(|r| r.id).collect::<Vec<_>>(),
+                snap.pending.iter().map(|p| p.id).collect::<Vec<_>>(),
+            );
+            if let Some((running, pending)) = &self.last {
+                let changes = Changes {
+                    running: account(running, &ids.0),
+                    pending: account(pending, &ids.1),
+                };
+                self.told += usize::from(changes.running.is_some());
+                self.cbf.expect_changes(&changes);
+            }
+            self.last = Some(ids);
+            self.cbf.plan(snap)
         }
     }
 

@@ -5,7 +5,8 @@ use std::collections::VecDeque;
 
 use sched_core::idmap::IdMap;
 use sched_core::{
-    JobId, JobReason, Pending, Placement, Plan, Pool, PoolSteps, Request, Snapshot, Time,
+    Changes, JobId, JobReason, ListChanges, Pending, Placement, Plan, Pool, PoolSteps, Request,
+    Running, Snapshot, Time,
 };
 
 use crate::common::{
@@ -68,6 +69,23 @@ struct Freed {
     stack: Vec<(u64, Time)>,
 }
 
+/// A running job that ended (or vanished): before its expected end, it frees nodes the queue
+/// may use. A compression follows at every end all the same, as the pyss reference does: a
+/// compression refits one job at a time while the jobs behind keep their slots, so the one
+/// before may have left a hole that a job ahead can use now.
+fn release(
+    (cluster, freed_until, freed): (&mut Cluster, &mut Time, &mut Freed),
+    run: &Run,
+    now: Time,
+) {
+    let end = holds_end(&run.holds);
+    if end > now {
+        cluster.add_holds(&run.holds, now, -1);
+        *freed_until = (*freed_until).max(end);
+        freed.record(end);
+    }
+}
+
 impl Freed {
     /// Nodes freed somewhere before `end`.
     fn record(&mut self, end: Time) {
@@ -99,6 +117,12 @@ pub struct Book {
     in_order: bool,
     cluster: Cluster,
     running: IdMap<Run>,
+    /// The ids of the last snapshot's running jobs in its order: what a driver's account of
+    /// the next snapshot's changes refers to.
+    running_order: Vec<JobId>,
+    /// A driver's account of how the next snapshot's running jobs differ from the last ones
+    /// ([`Policy::expect_changes`](sched_core::Policy::expect_changes)), for one call.
+    told_running: Option<ListChanges>,
     /// Queue order; entries of started or vanished jobs stay as tombstones (`gone`) until they
     /// reach the front or outnumber the live ones, so that a start or a cancellation in the
     /// middle of a long queue costs O(1) instead of a shift and a re-index.
@@ -158,6 +182,17 @@ impl Book {
     pub fn plan_starts(&mut self, snap: &Snapshot<'_>) -> Plan {
         let plan = self.step(snap);
         self.answer_starts(plan, snap.now)
+    }
+
+    /// Takes a driver's account of how the next snapshot differs from the last one: with the
+    /// running jobs', the next call handles the jobs that ended or started without comparing
+    /// every running job (a tenth of a replay's instructions was that walk).
+    pub fn expect_changes(&mut self, changes: &Changes) {
+        match (&changes.running, &mut self.told_running) {
+            (Some(c), Some(kept)) => kept.clone_from(c),
+            (Some(c), kept) => *kept = Some(c.clone()),
+            (None, kept) => *kept = None,
+        }
     }
 
     /// Takes back an answer the driver is done with: the next one reuses its buffers.
@@ -232,78 +267,90 @@ impl Book {
         self.freed_until = now;
         self.freed.forget_before(now);
 
-        // The book's running jobs seen in the snapshot: when that is all of them, none ended
-        // and the map, whose walk costs its capacity rather than its length, is not walked.
-        let mut seen = 0;
-        for r in snap.running {
-            if let Some(run) = self.running.get_mut(&r.id) {
-                seen += usize::from(run.seen != call);
-                run.seen = call;
-                if !same_holds_from(&run.holds, &r.holds, now) {
-                    // A running job's time limit or shape changed (an admin's update): swap its
-                    // holds; a longer one may collide with reservations, checked below.
-                    self.cluster.add_holds(&run.holds, now, -1);
-                    self.cluster.add_holds(&r.holds, now, 1);
-                    run.holds.clone_from(&r.holds);
+        // A driver's account of the running jobs' changes: the jobs that ended are named by
+        // their positions in the last snapshot's list and the started ones are at the end of
+        // this one; every other job is as it was, so none is compared.
+        let told = self.told_running.take();
+        let told = told.as_ref().filter(|c| {
+            c.fits(self.running_order.len(), snap.running.len())
+                && snap.running[snap.running.len() - c.arrived..]
+                    .iter()
+                    .all(|r| !self.running.contains_key(&r.id))
+        });
+        if let Some(c) = told {
+            for &k in &c.left {
+                if let Some(run) = self.running.remove(&self.running_order[k]) {
+                    release(
+                        (&mut self.cluster, &mut self.freed_until, &mut self.freed),
+                        &run,
+                        now,
+                    );
+                    compress += 1;
+                }
+            }
+            let mut k = 0;
+            self.running_order.retain(|_| {
+                k += 1;
+                c.left.binary_search(&(k - 1)).is_err()
+            });
+            for r in &snap.running[snap.running.len() - c.arrived..] {
+                if !self.started(r, now) {
                     compress = compress.max(1);
-                    self.freed_until = Time::MAX;
-                    self.freed.record(Time::MAX);
                     check_capacity = true;
                 }
-                continue;
+                self.running_order.push(r.id);
             }
-            // A job we reserved that the driver has started: its reservation is already in the
-            // profile, unless it was started otherwise than reserved.
-            let mut as_reserved = false;
-            if let Some(entry) = self.take(r.id) {
-                if let Some((p, s)) = entry.slot {
-                    let (job, pool) = (&entry.job, self.cluster.pools[p].id);
-                    as_reserved =
-                        holds_one_interval(&r.holds, now, pool, s, job.walltime, job.nodes);
-                    if !as_reserved {
-                        self.cluster.add_job(p, s, job, now, -1);
-                    }
-                }
-            }
-            if !as_reserved {
-                // Unknown to us (started by another policy before a swap, or otherwise than
-                // reserved): count its holds and check they collide with nothing.
-                self.cluster.add_holds(&r.holds, now, 1);
-                compress = compress.max(1);
-                check_capacity = true;
-                self.freed_until = Time::MAX;
-                self.freed.record(Time::MAX);
-            }
-            self.running.insert(
-                r.id,
-                Run {
-                    holds: r.holds.clone(),
-                    seen: call,
-                },
+            debug_assert!(
+                self.running_order
+                    .iter()
+                    .eq(snap.running.iter().map(|r| &r.id))
+                    && snap.running.iter().all(|r| self
+                        .running
+                        .get(&r.id)
+                        .is_some_and(|run| same_holds_from(&run.holds, &r.holds, now))),
+                "a driver's account of the running jobs' changes was wrong"
             );
-            seen += 1;
-        }
-        let cluster = &mut self.cluster;
-        let freed_until = &mut self.freed_until;
-        let freed = &mut self.freed;
-        if self.running.len() > seen {
-            self.running.retain(|_, run| {
-                if run.seen == call {
-                    return true;
+        } else {
+            // The book's running jobs seen in the snapshot: when that is all of them, none
+            // ended and the map, whose walk costs its capacity rather than its length, is not
+            // walked.
+            let mut seen = 0;
+            for r in snap.running {
+                if let Some(run) = self.running.get_mut(&r.id) {
+                    seen += usize::from(run.seen != call);
+                    run.seen = call;
+                    if !same_holds_from(&run.holds, &r.holds, now) {
+                        // A running job's time limit or shape changed (an admin's update): swap
+                        // its holds; a longer one may collide with reservations, checked below.
+                        self.cluster.add_holds(&run.holds, now, -1);
+                        self.cluster.add_holds(&r.holds, now, 1);
+                        run.holds.clone_from(&r.holds);
+                        compress = compress.max(1);
+                        self.freed_until = Time::MAX;
+                        self.freed.record(Time::MAX);
+                        check_capacity = true;
+                    }
+                    continue;
                 }
-                // Ended: before its expected end, it frees nodes the queue may use. Compress at
-                // every end all the same, as the pyss reference does: a compression refits one job
-                // at a time while the jobs behind keep their slots, so the one before may have left
-                // a hole that a job ahead can use now.
-                let end = holds_end(&run.holds);
-                if end > now {
-                    cluster.add_holds(&run.holds, now, -1);
-                    *freed_until = (*freed_until).max(end);
-                    freed.record(end);
+                if !self.started(r, now) {
+                    compress = compress.max(1);
+                    check_capacity = true;
                 }
-                compress += 1;
-                false
-            });
+                seen += 1;
+            }
+            if self.running.len() > seen {
+                let freed = (&mut self.cluster, &mut self.freed_until, &mut self.freed);
+                self.running.retain(|_, run| {
+                    if run.seen == call {
+                        return true;
+                    }
+                    release((&mut *freed.0, &mut *freed.1, &mut *freed.2), run, now);
+                    compress += 1;
+                    false
+                });
+            }
+            self.running_order.clear();
+            self.running_order.extend(snap.running.iter().map(|r| r.id));
         }
 
         // One walk along the book's queue beside the snapshot's: a job that is the book's next
@@ -369,6 +416,36 @@ impl Book {
             return Update::Rebuild;
         }
         Update::Incremental { compress }
+    }
+
+    /// A running job new to the book: a job it reserved and the driver started as reserved
+    /// (its reservation is in the profile already), or any other (counted now, and checked to
+    /// collide with nothing: started by another policy before a swap, or otherwise than
+    /// reserved). Whether it was started as reserved.
+    fn started(&mut self, r: &Running, now: Time) -> bool {
+        let mut as_reserved = false;
+        if let Some(entry) = self.take(r.id) {
+            if let Some((p, s)) = entry.slot {
+                let (job, pool) = (&entry.job, self.cluster.pools[p].id);
+                as_reserved = holds_one_interval(&r.holds, now, pool, s, job.walltime, job.nodes);
+                if !as_reserved {
+                    self.cluster.add_job(p, s, job, now, -1);
+                }
+            }
+        }
+        if !as_reserved {
+            self.cluster.add_holds(&r.holds, now, 1);
+            self.freed_until = Time::MAX;
+            self.freed.record(Time::MAX);
+        }
+        self.running.insert(
+            r.id,
+            Run {
+                holds: r.holds.clone(),
+                seen: self.call,
+            },
+        );
+        as_reserved
     }
 
     /// Marks the entry of `id` gone and returns a copy of it.
@@ -696,6 +773,8 @@ impl Book {
         let now = snap.now;
         self.cluster = Cluster::new(snap.pools);
         self.running.clear();
+        self.running_order.clear();
+        self.running_order.extend(snap.running.iter().map(|r| r.id));
         for r in snap.running {
             self.cluster.add_holds(&r.holds, now, 1);
             self.running.insert(

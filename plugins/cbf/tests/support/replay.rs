@@ -60,7 +60,9 @@ pub fn replay<P: Policy>(
         now = t;
         if end == Some(t) {
             let i = running.iter().position(|r| r.1 == t).expect("an end at t");
-            running.swap_remove(i);
+            // In order, as esim's engine removes it (a driver's account of the changes can
+            // name it then).
+            running.remove(i);
         } else if arrival == Some(t) {
             let j = &jobs[next_job];
             pending.push(Pending {
