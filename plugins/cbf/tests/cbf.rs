@@ -209,8 +209,11 @@ mod properties {
             });
             prop_assert!(mismatch.is_none(), "{}", mismatch.unwrap_or_default());
             prop_assert_eq!(out.start, expected.start);
-            // The replay keeps the running list's order: most calls are told.
+            // The replay keeps the running list's order: most calls are told, and most accounts
+            // of the queue are used.
             prop_assert!(2 * told.told + 2 >= out.calls, "told {} of {} calls", told.told, out.calls);
+            let used = told.cbf.counters().told;
+            prop_assert!(3 * used + 3 >= out.calls as u64, "queue told {} of {} calls", used, out.calls);
         }
     }
 

@@ -27,6 +27,9 @@ pub struct Counters {
     /// Reservations a CBF compression asked whether they could move, by a scan bounded by
     /// their start, instead of refitting them (they could not; those that could are refitted).
     pub checks: u64,
+    /// Calls whose queue changes were taken from a driver's account instead of comparing the
+    /// queue with the book's ([`Book::expect_changes`]).
+    pub told: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -123,6 +126,14 @@ pub struct Book {
     /// A driver's account of how the next snapshot's running jobs differ from the last ones
     /// ([`Policy::expect_changes`](sched_core::Policy::expect_changes)), for one call.
     told_running: Option<ListChanges>,
+    /// The ids of the last snapshot's queue in its order, and the account of the next one's.
+    pending_order: Vec<JobId>,
+    told_pending: Option<ListChanges>,
+    /// What the last answer expects to leave the queue by the next call (the jobs it starts
+    /// and rejects), and its earliest later reservation: an account of the queue stands in
+    /// for comparing it only when the driver did both.
+    leaving: Vec<JobId>,
+    next_due: Option<Time>,
     /// Queue order; entries of started or vanished jobs stay as tombstones (`gone`) until they
     /// reach the front or outnumber the live ones, so that a start or a cancellation in the
     /// middle of a long queue costs O(1) instead of a shift and a re-index.
@@ -174,24 +185,47 @@ impl Book {
     /// Updates the book from `snap` and answers with every queued job's reservation.
     pub fn plan(&mut self, snap: &Snapshot<'_>) -> Plan {
         let plan = self.step(snap);
-        self.answer(plan, snap.now)
+        let plan = self.answer(plan, snap.now);
+        self.expect_leaving(&plan, snap.now);
+        plan
     }
 
     /// Updates the book from `snap` and answers with [`Book::plan`]'s answer reduced to what
     /// starts now ([`Plan::starts_only`]), without building the placements it would drop.
     pub fn plan_starts(&mut self, snap: &Snapshot<'_>) -> Plan {
         let plan = self.step(snap);
-        self.answer_starts(plan, snap.now)
+        let plan = self.answer_starts(plan, snap.now);
+        self.expect_leaving(&plan, snap.now);
+        plan
+    }
+
+    /// Notes what `plan` expects to leave the queue by the next call, and when the next
+    /// reservation falls due.
+    fn expect_leaving(&mut self, plan: &Plan, now: Time) {
+        self.leaving.clear();
+        self.leaving.extend(
+            plan.placements
+                .iter()
+                .filter(|p| p.start <= now)
+                .map(|p| p.job)
+                .chain(plan.rejects.iter().map(|r| r.job)),
+        );
+        self.next_due = plan.wake_at;
     }
 
     /// Takes a driver's account of how the next snapshot differs from the last one: with the
     /// running jobs', the next call handles the jobs that ended or started without comparing
     /// every running job (a tenth of a replay's instructions was that walk).
     pub fn expect_changes(&mut self, changes: &Changes) {
-        match (&changes.running, &mut self.told_running) {
-            (Some(c), Some(kept)) => kept.clone_from(c),
-            (Some(c), kept) => *kept = Some(c.clone()),
-            (None, kept) => *kept = None,
+        for (told, kept) in [
+            (&changes.running, &mut self.told_running),
+            (&changes.pending, &mut self.told_pending),
+        ] {
+            match (told, kept) {
+                (Some(c), Some(kept)) => kept.clone_from(c),
+                (Some(c), kept) => *kept = Some(c.clone()),
+                (None, kept) => *kept = None,
+            }
         }
     }
 
@@ -353,69 +387,132 @@ impl Book {
             self.running_order.extend(snap.running.iter().map(|r| r.id));
         }
 
-        // One walk along the book's queue beside the snapshot's: a job that is the book's next
-        // live entry needs no lookup, and the live entries the walk passes over are the jobs
-        // that left the queue (or, if one of them shows up later, the order changed).
-        let mut last_known: Option<u64> = None;
-        let mut cursor = 0;
-        for (k, p) in snap.pending.iter().enumerate() {
-            while self.queue.get(cursor).is_some_and(|e| e.gone) {
-                cursor += 1;
-            }
-            let seq = match self.queue.get(cursor) {
-                Some(e) if e.id == p.id => self.base + cursor as u64,
-                _ => {
-                    let Some(&seq) = self.pos.get(&p.id) else {
-                        match view(p, &self.cluster.pools) {
-                            Err(reason) => plan.rejects.push(JobReason { job: p.id, reason }),
-                            Ok((job, asked)) => new_jobs.push((k, job, asked)),
-                        }
-                        continue;
-                    };
-                    seq
+        // A driver's account of the queue's changes stands in for comparing it when the
+        // driver did what the last answer said: what it started and rejected left the queue,
+        // and no reservation fell due since without a call (either may leave a reservation in
+        // the past, which only the comparison below repairs, by a rebuild). The jobs that
+        // left are then named by their positions in the last queue, the new ones are at the
+        // end of this one, and every other is as it was.
+        let told = self.told_pending.take();
+        let told = told.as_ref().filter(|c| {
+            let len = snap.pending.len();
+            c.fits(self.pending_order.len(), len)
+                && self.next_due.is_none_or(|due| now <= due)
+                && self
+                    .leaving
+                    .iter()
+                    .all(|id| c.left.iter().any(|&k| self.pending_order[k] == *id))
+                && snap.pending[len - c.arrived..]
+                    .iter()
+                    .all(|p| !self.pos.contains_key(&p.id))
+        });
+        if let Some(c) = told {
+            self.counters.told += 1;
+            for &k in &c.left {
+                // Left without being seen running (those were taken above): cancelled, or
+                // started by the last plan and ended already.
+                let id = self.pending_order[k];
+                if self.pos.contains_key(&id) {
+                    self.vanish(id, now);
+                    compress += 1;
                 }
-            };
-            // A known job behind a new one, or two known jobs swapped: the queue order changed
-            // (a higher-priority arrival, a priority update). Incremental updates keep the old
-            // order's guarantees only, so start over in the new order.
-            if !new_jobs.is_empty() || last_known.is_some_and(|l| seq < l) {
-                return Update::Rebuild;
             }
-            last_known = Some(seq);
-            let i = (seq - self.base) as usize;
-            vanished.extend((cursor..i).filter(|&j| !self.queue[j].gone));
-            cursor = cursor.max(i + 1);
-            let e = &mut self.queue[i];
-            e.seen = call;
-            // A changed request or `--begin`, or a reservation that the driver did not start
-            // when it was due: no incremental step repairs those without moving later jobs.
-            if !same_request(p, e, &self.cluster.pools) || e.slot.is_some_and(|(_, s)| s < now) {
-                return Update::Rebuild;
-            }
-        }
-        vanished.extend((cursor..self.queue.len()).filter(|&j| !self.queue[j].gone));
-        for &i in vanished.iter() {
-            // Vanished from the queue without being seen running: cancelled, or started by the
-            // last plan and ended already. Its slot frees nodes; compress as at any end.
-            let id = self.queue[i].id;
-            if let Some(entry) = self.take(id) {
-                if let Some((p, s)) = entry.slot {
-                    self.cluster.add_job(p, s, &entry.job, now, -1);
-                    let end = s.saturating_add(entry.job.walltime);
-                    self.freed_until = self.freed_until.max(end);
-                    self.freed.record(end);
-                } else {
-                    self.freed_until = Time::MAX;
-                    self.freed.record(Time::MAX);
+            let mut k = 0;
+            self.pending_order.retain(|_| {
+                k += 1;
+                c.left.binary_search(&(k - 1)).is_err()
+            });
+            let first = snap.pending.len() - c.arrived;
+            for (k, p) in snap.pending.iter().enumerate().skip(first) {
+                match view(p, &self.cluster.pools) {
+                    Err(reason) => plan.rejects.push(JobReason { job: p.id, reason }),
+                    Ok((job, asked)) => new_jobs.push((k, job, asked)),
                 }
-                compress += 1;
+                self.pending_order.push(p.id);
             }
+            debug_assert!(
+                self.pending_order
+                    .iter()
+                    .eq(snap.pending.iter().map(|p| &p.id)),
+                "a driver's account of the queue's changes was wrong"
+            );
+        } else {
+            // One walk along the book's queue beside the snapshot's: a job that is the book's next
+            // live entry needs no lookup, and the live entries the walk passes over are the jobs
+            // that left the queue (or, if one of them shows up later, the order changed).
+            let mut last_known: Option<u64> = None;
+            let mut cursor = 0;
+            for (k, p) in snap.pending.iter().enumerate() {
+                while self.queue.get(cursor).is_some_and(|e| e.gone) {
+                    cursor += 1;
+                }
+                let seq = match self.queue.get(cursor) {
+                    Some(e) if e.id == p.id => self.base + cursor as u64,
+                    _ => {
+                        let Some(&seq) = self.pos.get(&p.id) else {
+                            match view(p, &self.cluster.pools) {
+                                Err(reason) => plan.rejects.push(JobReason { job: p.id, reason }),
+                                Ok((job, asked)) => new_jobs.push((k, job, asked)),
+                            }
+                            continue;
+                        };
+                        seq
+                    }
+                };
+                // A known job behind a new one, or two known jobs swapped: the queue order changed
+                // (a higher-priority arrival, a priority update). Incremental updates keep the old
+                // order's guarantees only, so start over in the new order.
+                if !new_jobs.is_empty() || last_known.is_some_and(|l| seq < l) {
+                    return Update::Rebuild;
+                }
+                last_known = Some(seq);
+                let i = (seq - self.base) as usize;
+                vanished.extend((cursor..i).filter(|&j| !self.queue[j].gone));
+                cursor = cursor.max(i + 1);
+                let e = &mut self.queue[i];
+                e.seen = call;
+                // A changed request or `--begin`, or a reservation that the driver did not start
+                // when it was due: no incremental step repairs those without moving later jobs.
+                if !same_request(p, e, &self.cluster.pools) || e.slot.is_some_and(|(_, s)| s < now)
+                {
+                    return Update::Rebuild;
+                }
+            }
+            vanished.extend((cursor..self.queue.len()).filter(|&j| !self.queue[j].gone));
+            for &i in vanished.iter() {
+                // Vanished from the queue without being seen running: cancelled, or started by the
+                // last plan and ended already.
+                let id = self.queue[i].id;
+                if self.pos.contains_key(&id) {
+                    self.vanish(id, now);
+                    compress += 1;
+                }
+            }
+            self.pending_order.clear();
+            self.pending_order.extend(snap.pending.iter().map(|p| p.id));
         }
         self.trim();
         if check_capacity && self.cluster.over_committed(now) {
             return Update::Rebuild;
         }
         Update::Incremental { compress }
+    }
+
+    /// A queued job that left the queue without starting: its slot frees nodes; the caller
+    /// compresses as at any end.
+    fn vanish(&mut self, id: JobId, now: Time) {
+        let Some(entry) = self.take(id) else {
+            return;
+        };
+        if let Some((p, s)) = entry.slot {
+            self.cluster.add_job(p, s, &entry.job, now, -1);
+            let end = s.saturating_add(entry.job.walltime);
+            self.freed_until = self.freed_until.max(end);
+            self.freed.record(end);
+        } else {
+            self.freed_until = Time::MAX;
+            self.freed.record(Time::MAX);
+        }
     }
 
     /// A running job new to the book: a job it reserved and the driver started as reserved
@@ -772,6 +869,11 @@ impl Book {
         self.counters.rebuilds += 1;
         let now = snap.now;
         self.cluster = Cluster::new(snap.pools);
+        // An account of this snapshot's changes is of no use to a plan from scratch.
+        self.told_running = None;
+        self.told_pending = None;
+        self.pending_order.clear();
+        self.pending_order.extend(snap.pending.iter().map(|p| p.id));
         self.running.clear();
         self.running_order.clear();
         self.running_order.extend(snap.running.iter().map(|r| r.id));
