@@ -22,7 +22,9 @@ use std::hash::BuildHasherDefault;
 
 use abi_stable::std_types::RVec;
 use sched_core::idmap::IdHasher;
-use sched_core::{JobId, ListChanges, Pending, Pool, PoolId, PoolSteps, Running, Snapshot, Step};
+use sched_core::{
+    Changes, JobId, ListChanges, Pending, Pool, PoolId, PoolSteps, Running, Snapshot, Step,
+};
 
 use crate::types::{
     FfiEdit, FfiListDelta, FfiPending, FfiPool, FfiPoolSteps, FfiRunning, FfiSnapshotDelta,
@@ -616,6 +618,9 @@ pub(crate) struct DeltaHost {
     /// The driver's account of the next call's queue, when `queue_told`.
     queue_changes: QueueChanges,
     queue_told: bool,
+    /// The driver's account of the next call's running jobs, when `running_told`.
+    running_changes: ListChanges,
+    running_told: bool,
     spare_pools: Vec<Pool>,
     spare_running: Vec<Running>,
     spare_pending: Vec<Pending>,
@@ -637,9 +642,22 @@ impl DeltaHost {
         self.queue_head = 0;
         // An account is relative to what the plugin held.
         self.queue_told = false;
+        self.running_told = false;
     }
 
     /// Takes the driver's account of how the next call's queue differs from the last one's.
+    /// Takes the driver's account of how the next call's lists differ from the last one's.
+    pub(crate) fn expect_changes(&mut self, changes: &Changes) {
+        if let Some(q) = &changes.pending {
+            self.expect_queue_changes(q);
+        }
+        if let Some(r) = &changes.running {
+            self.running_changes.left.clone_from(&r.left);
+            self.running_changes.arrived = r.arrived;
+            self.running_told = true;
+        }
+    }
+
     pub(crate) fn expect_queue_changes(&mut self, changes: &QueueChanges) {
         // Into the kept buffer: a derived `clone_from` allocates a new one.
         self.queue_changes.left.clone_from(&changes.left);
@@ -703,13 +721,26 @@ impl DeltaHost {
             }
             Continuity::StableJobs => {
                 let pending = &self.queue_ids[self.queue_head..];
-                diff_keys(
-                    &self.running_ids,
-                    s.running,
-                    &mut d.running.edits,
-                    ir,
-                    &mut self.scratch,
-                );
+                // The running jobs' account likewise, else their ids are diffed.
+                let told = std::mem::take(&mut self.running_told);
+                let used = told
+                    && self.generation != 0
+                    && queue_runs(
+                        &self.running_changes,
+                        self.running_ids.len(),
+                        s.running.len(),
+                        &mut d.running.edits,
+                        ir,
+                    );
+                if !used {
+                    diff_keys(
+                        &self.running_ids,
+                        s.running,
+                        &mut d.running.edits,
+                        ir,
+                        &mut self.scratch,
+                    );
+                }
                 // An account is for one call only.
                 let told = std::mem::take(&mut self.queue_told);
                 let used = told

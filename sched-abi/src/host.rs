@@ -70,6 +70,10 @@ impl HostedPolicy for LoadedPolicy {
         LoadedPolicy::expect_queue_changes(self, changes);
     }
 
+    fn expect_changes(&mut self, changes: &Changes) {
+        LoadedPolicy::expect_changes(self, changes);
+    }
+
     fn recycle(&mut self, plan: Plan) {
         LoadedPolicy::recycle(self, plan);
     }

@@ -14,7 +14,7 @@ use std::time::SystemTime;
 
 use abi_stable::library::{AbiHeaderRef, LibHeader, LibraryError, RawLibrary, RootModule};
 use abi_stable::std_types::{RErr, ROk, RString, Tuple2};
-use sched_core::{Params, Plan, Policy, Snapshot};
+use sched_core::{Changes, Params, Plan, Policy, Snapshot};
 
 use crate::delta::{BoundaryStats, Continuity, DeltaHost, QueueChanges};
 use crate::module::{AbiVersion, FfiError, FfiErrorKind, PolicyBox, PolicyMod_Ref, ABI_VERSION};
@@ -624,6 +624,13 @@ impl LoadedPolicy {
     /// Takes back a plan its host is done with: the next answer is copied into its buffers.
     pub fn recycle(&mut self, plan: Plan) {
         self.spare_plan = Some(plan);
+    }
+
+    /// Takes the driver's account of how the next call's lists differ from the last one's
+    /// ([`Changes`], used with [`Continuity::StableJobs`] only): the boundary builds the
+    /// delta from it instead of diffing the lists.
+    pub fn expect_changes(&mut self, changes: &Changes) {
+        self.delta.expect_changes(changes);
     }
 
     /// How the snapshots crossed the boundary so far.
