@@ -231,35 +231,10 @@ impl Chunked {
         (before, self.at((c, i)).map(|p| p.0))
     }
 
-    /// The earliest `t ≥ from` such that the profile stays `≤ limit` on `[t, t + duration)`
-    /// (clipped at the end of time), when one starts before `bound`; `duration > 0`. As the
-    /// flat scan, passing whole chunks where they cannot change its state.
-    pub(crate) fn earliest_fit_before(
-        &self,
-        from: Time,
-        duration: Duration,
-        limit: i64,
-        bound: Time,
-    ) -> Option<Time> {
-        self.run_start(from, duration, limit, bound, NEVER)
-    }
-
-    /// Whether a run where the profile stays `≤ limit` starts at some `t` in `[from, bound)`
-    /// and lasts `duration` or reaches `reach`; `from < bound ≤ reach`, `duration > 0`.
-    pub(crate) fn run_before(
-        &self,
-        from: Time,
-        duration: Duration,
-        limit: i64,
-        bound: Time,
-        reach: Time,
-    ) -> bool {
-        self.run_start(from, duration, limit, bound, reach)
-            .is_some()
-    }
-
-    /// The flat representation's scan ([`Scan`]) chunk by chunk, counting what it crosses.
-    fn run_start(
+    /// The flat representation's scan ([`Scan`], [`super::flat::Flat::run_start`]'s contract) chunk by
+    /// chunk, passing whole chunks where they cannot change its state and counting what it
+    /// crosses.
+    pub(crate) fn run_start(
         &self,
         from: Time,
         duration: Duration,

@@ -76,38 +76,13 @@ impl Flat {
         (before, self.points.get(i).map(|p| p.0))
     }
 
-    /// The earliest `t ≥ from` such that the profile stays `≤ limit` on `[t, t + duration)`
-    /// (clipped at the end of time), when one starts before `bound`; `duration > 0`. The scan
-    /// stops at the first change point at or after `bound` outside a free run.
-    pub(crate) fn earliest_fit_before(
-        &self,
-        from: Time,
-        duration: Duration,
-        limit: i64,
-        bound: Time,
-    ) -> Option<Time> {
-        self.run_start(from, duration, limit, bound, NEVER)
-    }
-
-    /// Whether a run where the profile stays `≤ limit` starts at some `t` in `[from, bound)`
-    /// and lasts `duration` or reaches `reach`; `from < bound ≤ reach`, `duration > 0`. One
-    /// scan, which stops at `bound` outside a run and at `reach` inside one.
-    pub(crate) fn run_before(
-        &self,
-        from: Time,
-        duration: Duration,
-        limit: i64,
-        bound: Time,
-        reach: Time,
-    ) -> bool {
-        self.run_start(from, duration, limit, bound, reach)
-            .is_some()
-    }
-
     /// The start of the first run from `from` on where the profile stays `≤ limit` for
-    /// `duration` or up to `reach`, when it starts before `bound`.
+    /// `duration` or up to `reach`, when it starts before `bound`; `from < bound ≤ reach`,
+    /// `duration > 0`. One scan, which stops at `bound` outside a run and at `reach` inside
+    /// one: with `reach` = `NEVER` it is the earliest fit before `bound` (windows clipped at
+    /// the end of time), otherwise whether a run starts before `bound`.
     #[inline]
-    fn run_start(
+    pub(crate) fn run_start(
         &self,
         from: Time,
         duration: Duration,
@@ -405,13 +380,13 @@ mod tests {
     #[test]
     fn fit_skips_short_gaps() {
         let f = Flat::from_sorted([(0, 5), (10, 1), (12, 5), (20, 0)].into_iter());
-        let fit = |from, duration, limit| f.earliest_fit_before(from, duration, limit, NEVER);
+        let fit = |from, duration, limit| f.run_start(from, duration, limit, NEVER, NEVER);
         assert_eq!(fit(0, 2, 1), Some(10));
         assert_eq!(fit(0, 3, 1), Some(20));
         assert_eq!(fit(11, 1, 1), Some(11));
         assert_eq!(fit(0, NEVER, 1), Some(20));
         assert_eq!(fit(0, 1, -1), None);
-        assert_eq!(f.earliest_fit_before(0, 3, 1, 20), None);
-        assert_eq!(f.earliest_fit_before(0, 3, 1, 21), Some(20));
+        assert_eq!(f.run_start(0, 3, 1, 20, NEVER), None);
+        assert_eq!(f.run_start(0, 3, 1, 21, NEVER), Some(20));
     }
 }

@@ -375,8 +375,8 @@ impl Profile {
             return Some(from);
         }
         match &self.repr {
-            Repr::Flat(f) => f.earliest_fit_before(from, duration, limit, NEVER),
-            Repr::Chunked(c) => c.earliest_fit_before(from, duration, limit, NEVER),
+            Repr::Flat(f) => f.run_start(from, duration, limit, NEVER, NEVER),
+            Repr::Chunked(c) => c.run_start(from, duration, limit, NEVER, NEVER),
             Repr::Tree(t) => t.earliest_fit(from, duration, limit),
         }
     }
@@ -398,8 +398,8 @@ impl Profile {
             return Some(from);
         }
         match &self.repr {
-            Repr::Flat(f) => f.earliest_fit_before(from, duration, limit, bound),
-            Repr::Chunked(c) => c.earliest_fit_before(from, duration, limit, bound),
+            Repr::Flat(f) => f.run_start(from, duration, limit, bound, NEVER),
+            Repr::Chunked(c) => c.run_start(from, duration, limit, bound, NEVER),
             Repr::Tree(t) => t.earliest_fit(from, duration, limit).filter(|&s| s < bound),
         }
     }
@@ -425,8 +425,8 @@ impl Profile {
             return true;
         }
         match &self.repr {
-            Repr::Flat(f) => f.run_before(from, duration, limit, bound, reach),
-            Repr::Chunked(c) => c.run_before(from, duration, limit, bound, reach),
+            Repr::Flat(f) => f.run_start(from, duration, limit, bound, reach).is_some(),
+            Repr::Chunked(c) => c.run_start(from, duration, limit, bound, reach).is_some(),
             // A run reaching `reach` needs the step before it free, and begins where the
             // last step above the limit before it ends.
             Repr::Tree(_) => {
