@@ -652,16 +652,13 @@ impl DeltaHost {
             self.expect_queue_changes(q);
         }
         if let Some(r) = &changes.running {
-            self.running_changes.left.clone_from(&r.left);
-            self.running_changes.arrived = r.arrived;
+            self.running_changes.clone_from(r);
             self.running_told = true;
         }
     }
 
     pub(crate) fn expect_queue_changes(&mut self, changes: &QueueChanges) {
-        // Into the kept buffer: a derived `clone_from` allocates a new one.
-        self.queue_changes.left.clone_from(&changes.left);
-        self.queue_changes.arrived = changes.arrived;
+        self.queue_changes.clone_from(changes);
         self.queue_told = true;
     }
 

@@ -504,7 +504,7 @@ impl Params {
 /// the previous snapshot a driver gave the same policy: the entries that left, by their
 /// positions in the previous list, and how many were appended at its end. Every other entry
 /// is the same job with the same content, but for a running job's holds clipped by time.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Debug, Default, PartialEq, Eq)]
 pub struct ListChanges {
     /// Positions in the previous list of the entries no longer in it, increasing.
     pub left: Vec<usize>,
@@ -512,11 +512,41 @@ pub struct ListChanges {
     pub arrived: usize,
 }
 
+impl Clone for ListChanges {
+    fn clone(&self) -> Self {
+        ListChanges {
+            left: self.left.clone(),
+            arrived: self.arrived,
+        }
+    }
+
+    /// Into the kept buffer (a derived `clone_from` allocates a new one): drivers and policies
+    /// copy an account at every call.
+    fn clone_from(&mut self, source: &Self) {
+        self.left.clone_from(&source.left);
+        self.arrived = source.arrived;
+    }
+}
+
 impl ListChanges {
     /// Forgets the account.
     pub fn clear(&mut self) {
         self.left.clear();
         self.arrived = 0;
+    }
+
+    /// Follows the account on `list`, a copy of the previous list (its ids, say): drops the
+    /// entries that left and appends `arrivals`, the new list's last `arrived` ones. The
+    /// account must fit `list` ([`ListChanges::fits`]).
+    pub fn apply<T>(&self, list: &mut Vec<T>, arrivals: impl IntoIterator<Item = T>) {
+        let mut left = self.left.iter().peekable();
+        let mut k = 0;
+        list.retain(|_| {
+            let gone = left.next_if_eq(&&k).is_some();
+            k += 1;
+            !gone
+        });
+        list.extend(arrivals);
     }
 
     /// Whether the account can describe a list of `before` entries becoming one of `after`:
@@ -589,6 +619,27 @@ pub trait NamedPolicy: Policy + Sized {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_account_applied_to_the_previous_list_gives_the_new_one() {
+        let c = ListChanges {
+            left: vec![0, 2, 3],
+            arrived: 2,
+        };
+        assert!(c.fits(5, 4));
+        let mut list = vec!['a', 'b', 'c', 'd', 'e'];
+        c.apply(&mut list, ['f', 'g']);
+        assert_eq!(list, ['b', 'e', 'f', 'g']);
+        assert!(!c.fits(3, 2), "a position past the list");
+        assert!(!ListChanges {
+            left: vec![1, 1],
+            arrived: 0
+        }
+        .fits(3, 1));
+        let mut kept = ListChanges::default();
+        kept.clone_from(&c);
+        assert_eq!(kept, c);
+    }
 
     #[test]
     fn params_refuse_unknown_keys_and_name_them() {

@@ -72,6 +72,36 @@ struct Freed {
     stack: Vec<(u64, Time)>,
 }
 
+/// A driver's account for the next call ([`Book::expect_changes`]), in a buffer kept from call
+/// to call (an account copied into a fresh one was two allocations per call).
+#[derive(Clone, Debug, Default)]
+struct Told {
+    account: ListChanges,
+    /// Whether `account` was told since it was last taken.
+    fresh: bool,
+}
+
+impl Told {
+    fn set(&mut self, told: Option<&ListChanges>) {
+        self.fresh = told.is_some();
+        if let Some(c) = told {
+            self.account.clone_from(c);
+        }
+    }
+
+    /// The account told for this call, if any: taken once.
+    fn take(&mut self) -> Option<ListChanges> {
+        std::mem::take(&mut self.fresh).then(|| std::mem::take(&mut self.account))
+    }
+
+    /// Gives back the buffer [`Told::take`] took (not as told: it holds for one call).
+    fn put_back(&mut self, buffer: Option<ListChanges>) {
+        if let Some(b) = buffer {
+            self.account = b;
+        }
+    }
+}
+
 /// A running job that ended (or vanished): before its expected end, it frees nodes the queue
 /// may use. A compression follows at every end all the same, as the pyss reference does: a
 /// compression refits one job at a time while the jobs behind keep their slots, so the one
@@ -125,10 +155,10 @@ pub struct Book {
     running_order: Vec<JobId>,
     /// A driver's account of how the next snapshot's running jobs differ from the last ones
     /// ([`Policy::expect_changes`](sched_core::Policy::expect_changes)), for one call.
-    told_running: Option<ListChanges>,
+    told_running: Told,
     /// The ids of the last snapshot's queue in its order, and the account of the next one's.
     pending_order: Vec<JobId>,
-    told_pending: Option<ListChanges>,
+    told_pending: Told,
     /// What the last answer expects to leave the queue by the next call (the jobs it starts
     /// and rejects), and its earliest later reservation: an account of the queue stands in
     /// for comparing it only when the driver did both.
@@ -217,16 +247,8 @@ impl Book {
     /// running jobs', the next call handles the jobs that ended or started without comparing
     /// every running job (a tenth of a replay's instructions was that walk).
     pub fn expect_changes(&mut self, changes: &Changes) {
-        for (told, kept) in [
-            (&changes.running, &mut self.told_running),
-            (&changes.pending, &mut self.told_pending),
-        ] {
-            match (told, kept) {
-                (Some(c), Some(kept)) => kept.clone_from(c),
-                (Some(c), kept) => *kept = Some(c.clone()),
-                (None, kept) => *kept = None,
-            }
-        }
+        self.told_running.set(changes.running.as_ref());
+        self.told_pending.set(changes.pending.as_ref());
     }
 
     /// Takes back an answer the driver is done with: the next one reuses its buffers.
@@ -304,8 +326,8 @@ impl Book {
         // A driver's account of the running jobs' changes: the jobs that ended are named by
         // their positions in the last snapshot's list and the started ones are at the end of
         // this one; every other job is as it was, so none is compared.
-        let told = self.told_running.take();
-        let told = told.as_ref().filter(|c| {
+        let account = self.told_running.take();
+        let told = account.as_ref().filter(|c| {
             c.fits(self.running_order.len(), snap.running.len())
                 && snap.running[snap.running.len() - c.arrived..]
                     .iter()
@@ -322,17 +344,13 @@ impl Book {
                     compress += 1;
                 }
             }
-            let mut k = 0;
-            self.running_order.retain(|_| {
-                k += 1;
-                c.left.binary_search(&(k - 1)).is_err()
-            });
-            for r in &snap.running[snap.running.len() - c.arrived..] {
+            let arrivals = &snap.running[snap.running.len() - c.arrived..];
+            c.apply(&mut self.running_order, arrivals.iter().map(|r| r.id));
+            for r in arrivals {
                 if !self.started(r, now) {
                     compress = compress.max(1);
                     check_capacity = true;
                 }
-                self.running_order.push(r.id);
             }
             debug_assert!(
                 self.running_order
@@ -386,6 +404,7 @@ impl Book {
             self.running_order.clear();
             self.running_order.extend(snap.running.iter().map(|r| r.id));
         }
+        self.told_running.put_back(account);
 
         // A driver's account of the queue's changes stands in for comparing it when the
         // driver did what the last answer said: what it started and rejected left the queue,
@@ -393,8 +412,8 @@ impl Book {
         // the past, which only the comparison below repairs, by a rebuild). The jobs that
         // left are then named by their positions in the last queue, the new ones are at the
         // end of this one, and every other is as it was.
-        let told = self.told_pending.take();
-        let told = told.as_ref().filter(|c| {
+        let account = self.told_pending.take();
+        let told = account.as_ref().filter(|c| {
             let len = snap.pending.len();
             c.fits(self.pending_order.len(), len)
                 && self.next_due.is_none_or(|due| now <= due)
@@ -417,18 +436,16 @@ impl Book {
                     compress += 1;
                 }
             }
-            let mut k = 0;
-            self.pending_order.retain(|_| {
-                k += 1;
-                c.left.binary_search(&(k - 1)).is_err()
-            });
             let first = snap.pending.len() - c.arrived;
+            c.apply(
+                &mut self.pending_order,
+                snap.pending[first..].iter().map(|p| p.id),
+            );
             for (k, p) in snap.pending.iter().enumerate().skip(first) {
                 match view(p, &self.cluster.pools) {
                     Err(reason) => plan.rejects.push(JobReason { job: p.id, reason }),
                     Ok((job, asked)) => new_jobs.push((k, job, asked)),
                 }
-                self.pending_order.push(p.id);
             }
             debug_assert!(
                 self.pending_order
@@ -491,6 +508,7 @@ impl Book {
             self.pending_order.clear();
             self.pending_order.extend(snap.pending.iter().map(|p| p.id));
         }
+        self.told_pending.put_back(account);
         self.trim();
         if check_capacity && self.cluster.over_committed(now) {
             return Update::Rebuild;
@@ -870,8 +888,8 @@ impl Book {
         let now = snap.now;
         self.cluster = Cluster::new(snap.pools);
         // An account of this snapshot's changes is of no use to a plan from scratch.
-        self.told_running = None;
-        self.told_pending = None;
+        self.told_running.take();
+        self.told_pending.take();
         self.pending_order.clear();
         self.pending_order.extend(snap.pending.iter().map(|p| p.id));
         self.running.clear();
