@@ -17,7 +17,7 @@ use sched_core::{
     validate, Changes, NamedPolicy, ParamError, Params, Plan, PlanError, Policy, Snapshot,
 };
 
-use crate::delta::{Continuity, QueueChanges};
+use crate::delta::Continuity;
 use crate::loader::{LoadedPolicy, PluginError};
 
 /// A policy the host can contain: a name for the logs and a plan call that reports panics.
@@ -33,17 +33,10 @@ pub trait HostedPolicy {
     /// Takes the driver's word for what consecutive snapshots keep ([`Continuity`]); only a
     /// plugin's boundary has a use for it.
     fn set_continuity(&mut self, _continuity: Continuity) {}
-    /// Takes the driver's account of how the next call's queue differs from the last one's
-    /// ([`QueueChanges`]); only a plugin's boundary has a use for it.
-    fn expect_queue_changes(&mut self, _changes: &QueueChanges) {}
     /// Takes the driver's word for how the next snapshot differs from the last one
     /// ([`Changes`]): a linked policy is told it ([`Policy::expect_changes`]); a plugin's
-    /// boundary uses the queue's account and tells the plugin what crossed.
-    fn expect_changes(&mut self, changes: &Changes) {
-        if let Some(q) = &changes.pending {
-            self.expect_queue_changes(q);
-        }
-    }
+    /// boundary builds the delta from it and tells the plugin what crossed.
+    fn expect_changes(&mut self, _changes: &Changes) {}
     /// Takes back a plan the host is done with, so that a later answer may reuse its buffers
     /// (a plugin's plan is copied out of the boundary into one at every call).
     fn recycle(&mut self, _plan: Plan) {}
@@ -64,10 +57,6 @@ impl HostedPolicy for LoadedPolicy {
 
     fn set_continuity(&mut self, continuity: Continuity) {
         LoadedPolicy::set_continuity(self, continuity);
-    }
-
-    fn expect_queue_changes(&mut self, changes: &QueueChanges) {
-        LoadedPolicy::expect_queue_changes(self, changes);
     }
 
     fn expect_changes(&mut self, changes: &Changes) {
@@ -96,10 +85,6 @@ impl<T: HostedPolicy + ?Sized> HostedPolicy for Box<T> {
         (**self).set_continuity(continuity);
     }
 
-    fn expect_queue_changes(&mut self, changes: &QueueChanges) {
-        (**self).expect_queue_changes(changes);
-    }
-
     fn expect_changes(&mut self, changes: &Changes) {
         (**self).expect_changes(changes);
     }
@@ -124,10 +109,6 @@ impl<T: HostedPolicy + ?Sized> HostedPolicy for &mut T {
 
     fn set_continuity(&mut self, continuity: Continuity) {
         (**self).set_continuity(continuity);
-    }
-
-    fn expect_queue_changes(&mut self, changes: &QueueChanges) {
-        (**self).expect_queue_changes(changes);
     }
 
     fn expect_changes(&mut self, changes: &Changes) {
@@ -456,14 +437,6 @@ impl<P: HostedPolicy> PolicyHost<P> {
     /// A plan the driver may act on: [`PolicyHost::call`]'s, copied.
     pub fn plan(&mut self, snapshot: &Snapshot<'_>) -> Plan {
         self.call(snapshot).plan.clone()
-    }
-
-    /// [`PolicyHost::call`] with the driver's account of how the queue changed since the last
-    /// call ([`QueueChanges`]), which spares a plugin's boundary the walk of a long queue when
-    /// the driver keeps [`Continuity::StableJobs`].
-    pub fn call_changed(&mut self, snapshot: &Snapshot<'_>, changes: &QueueChanges) -> Outcome<'_> {
-        self.policy.expect_queue_changes(changes);
-        self.call(snapshot)
     }
 
     /// [`PolicyHost::call`] with the driver's word for how the snapshot differs from the last

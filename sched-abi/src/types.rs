@@ -848,13 +848,9 @@ impl FfiPlan {
 
 impl From<&FfiPlan> for Plan {
     fn from(p: &FfiPlan) -> Self {
-        Plan {
-            placements: p.placements.iter().map(Placement::from).collect(),
-            kills: p.kills.iter().map(JobReason::from).collect(),
-            rejects: p.rejects.iter().map(JobReason::from).collect(),
-            wake_at: p.wake_at.into_option(),
-            views: p.views.iter().map(View::from).collect(),
-        }
+        let mut plan = Plan::default();
+        p.refill_into(&mut plan);
+        plan
     }
 }
 
