@@ -508,6 +508,37 @@ fn refill<'a, T, S: 'a>(
     out.truncate(k);
 }
 
+/// [`refill`] that moves the surplus entries of `out` to `kept` (a few at most) and takes
+/// entries from there to overwrite before making new ones.
+fn refill_keeping<'a, T, S: 'a>(
+    out: &mut RVec<T>,
+    kept: &mut Vec<T>,
+    src: impl Iterator<Item = &'a S>,
+    make: impl Fn(&S) -> T,
+    assign: impl Fn(&mut T, &S),
+) {
+    let mut k = 0;
+    for s in src {
+        match out.get_mut(k) {
+            Some(d) => assign(d, s),
+            None => match kept.pop() {
+                Some(mut d) => {
+                    assign(&mut d, s);
+                    out.push(d);
+                }
+                None => out.push(make(s)),
+            },
+        }
+        k += 1;
+    }
+    while out.len() > k {
+        match out.pop() {
+            Some(d) if kept.len() < GONE_KEPT => kept.push(d),
+            _ => {}
+        }
+    }
+}
+
 /// The runs of a queue's delta from the driver's account: `old` entries lose those at `c.left`
 /// and gain `c.arrived` at the end, giving `new`. Writes the runs to `edits` and the positions
 /// of the arrivals in the new queue to `inserted` (both cleared first); `false`, with nothing
@@ -549,6 +580,92 @@ fn queue_runs(
     }
     runs.finish();
     true
+}
+
+/// How many entries that left a list are kept for arrivals to reuse.
+const GONE_KEPT: usize = 16;
+
+/// Follows `c`, an account that fits `v[*head..]` with `items.len()` arrivals, on that list:
+/// the entries at `c.left` leave it (with `move_head`, those leaving its head only move
+/// `*head`, as [`apply_at`] does), and the arrivals are appended, each built in an entry that
+/// left (`assign`, reusing what it owns) or else anew (`make`). Left entries are kept in
+/// `gone` for that, a few at most.
+#[allow(clippy::too_many_arguments)]
+fn follow<T, I>(
+    v: &mut Vec<T>,
+    head: &mut usize,
+    move_head: bool,
+    c: &ListChanges,
+    items: &[I],
+    gone: &mut Vec<T>,
+    make: impl Fn(&I) -> T,
+    assign: impl Fn(&mut T, &I),
+) {
+    let base = *head;
+    let lead = if move_head {
+        c.left
+            .iter()
+            .enumerate()
+            .take_while(|&(k, &p)| k == p)
+            .count()
+    } else {
+        0
+    };
+    let rest = &c.left[lead..];
+    if rest.len() <= GONE_KEPT {
+        // Typically one job started or ended: one move of the entries behind it.
+        for (k, &p) in rest.iter().enumerate() {
+            let e = v.remove(base + p - k);
+            if gone.len() < GONE_KEPT {
+                gone.push(e);
+            }
+        }
+    } else {
+        // Many at once: one pass over the list. `at` is an entry's index in `v`, positions
+        // are relative to the live list `v[base..]`.
+        let mut left = rest.iter().peekable();
+        let mut at = 0;
+        v.retain(|_| {
+            let keep = at < base + lead || left.next_if_eq(&&(at - base)).is_none();
+            at += 1;
+            keep
+        });
+    }
+    *head = base + lead;
+    for item in items {
+        match gone.pop() {
+            Some(mut e) => {
+                assign(&mut e, item);
+                v.push(e);
+            }
+            None => v.push(make(item)),
+        }
+    }
+    if *head > 0 && *head >= v.len() - *head {
+        v.drain(..*head);
+        *head = 0;
+    }
+}
+
+/// Brings every running job's holds to `now`; a rigid job's one hold of one step, nearly
+/// every job of a replay, without a call.
+fn clip_all(running: &mut [Running], now: u64) {
+    for r in running {
+        if let [h] = r.holds.as_mut_slice() {
+            if h.start >= now {
+                continue;
+            }
+            if let [s] = h.steps.as_mut_slice() {
+                let end = h.start.saturating_add(s.duration);
+                if end > now {
+                    h.start = now;
+                    s.duration = end - now;
+                    continue;
+                }
+            }
+        }
+        r.clip_holds(now);
+    }
 }
 
 /// How the snapshots of a [`crate::LoadedPolicy`] crossed the boundary.
@@ -625,6 +742,8 @@ pub(crate) struct DeltaHost {
     spare_running: Vec<Running>,
     spare_pending: Vec<Pending>,
     delta: FfiSnapshotDelta,
+    /// Running jobs' FFI entries sent before, whose buffers the next ones reuse.
+    sent_running: Vec<FfiRunning>,
     inserted: [Vec<usize>; 3],
     scratch: DiffScratch,
     pub(crate) stats: BoundaryStats,
@@ -766,8 +885,11 @@ impl DeltaHost {
             |p| FfiPool::from(p),
             |o, p| *o = p.into(),
         );
-        refill(
+        // Most calls send no running job: what the last one sent is kept aside for the next
+        // to overwrite (a new entry is three allocations), not freed.
+        refill_keeping(
             &mut d.running.items,
+            &mut self.sent_running,
             ir.iter().map(|&k| &s.running[k]),
             |r| FfiRunning::from(r),
             assign_ffi_running,
@@ -878,7 +1000,8 @@ impl DeltaHost {
 
 /// The account ([`ListChanges`]) of `edits` applied to a list of `before` entries, into `out`:
 /// `false` when they do more than drop entries and append at the end (an entry changed in
-/// place crosses as dropped and inserted where it was). `edits` are ones that applied.
+/// place crosses as dropped and inserted where it was). The positions increase; whether they
+/// are within the list is for the caller to check.
 pub(crate) fn list_changes(edits: &[FfiEdit], before: usize, out: &mut ListChanges) -> bool {
     out.clear();
     let mut pos = 0usize;
@@ -909,6 +1032,10 @@ pub(crate) struct DeltaReceiver {
     spare_pools: Vec<Pool>,
     spare_running: Vec<Running>,
     spare_pending: Vec<Pending>,
+    /// Running jobs that left, kept for the next arrivals to reuse what they own (a rigid
+    /// job's holds are two allocations).
+    gone_running: Vec<Running>,
+    gone_pending: Vec<Pending>,
 }
 
 impl DeltaReceiver {
@@ -927,12 +1054,15 @@ impl DeltaReceiver {
     }
 
     /// Applies `d` to `snapshot`; `Err` (and the snapshot emptied) when `snapshot` is not the
-    /// delta's base or the delta does not fit it.
+    /// delta's base or the delta does not fit it. When the running jobs' or the queue's
+    /// change is drops and arrivals only, its account is written to `accounts` (running,
+    /// pending) and the flag is set: the list followed it, and the policy may be told it.
     pub(crate) fn apply(
         &mut self,
         snapshot: &mut OwnedSnapshot,
         d: &FfiSnapshotDelta,
-    ) -> Result<(), DeltaMismatch> {
+        accounts: &mut [ListChanges; 2],
+    ) -> Result<[bool; 2], DeltaMismatch> {
         if d.base != 0 && d.base != self.generation {
             return Err(DeltaMismatch);
         }
@@ -945,10 +1075,30 @@ impl DeltaReceiver {
         // Invalid until the delta is wholly applied.
         self.generation = 0;
         if d.clip_running {
-            for r in &mut snapshot.running {
-                r.clip_holds(d.now);
-            }
+            clip_all(&mut snapshot.running, d.now);
         }
+        let [running_told, pending_told] = accounts;
+        let before = [
+            snapshot.running.len(),
+            snapshot.pending.len() - self.pending_head.min(snapshot.pending.len()),
+        ];
+        // A delta from what the plugin held (not a whole snapshot) that only drops entries and
+        // appends at the end is the account of the change: the list follows it directly (one
+        // move per entry that left, the arrivals built in what left entries owned), and the
+        // policy is told the same account.
+        // (`list_changes` gives increasing positions; that they are in the list and that
+        // the arrivals are the items sent is checked here.)
+        let fits = |c: &ListChanges, before: usize, items: usize| {
+            c.left.last().is_none_or(|&p| p < before) && c.arrived == items
+        };
+        let told = [
+            d.base != 0
+                && list_changes(&d.running.edits, before[0], running_told)
+                && fits(running_told, before[0], d.running.items.len()),
+            d.base != 0
+                && list_changes(&d.pending.edits, before[1], pending_told)
+                && fits(pending_told, before[1], d.pending.items.len()),
+        ];
         let applied = apply(
             &mut snapshot.pools,
             &mut self.spare_pools,
@@ -958,37 +1108,65 @@ impl DeltaReceiver {
             |o, p| *o = p.into(),
         )
         .and_then(|()| {
-            apply(
-                &mut snapshot.running,
-                &mut self.spare_running,
-                &d.running.edits,
-                &d.running.items,
-                |r| Running::from(r),
-                assign_running_from_ffi,
-            )
+            if told[0] {
+                follow(
+                    &mut snapshot.running,
+                    &mut 0,
+                    false,
+                    running_told,
+                    &d.running.items,
+                    &mut self.gone_running,
+                    |r| Running::from(r),
+                    assign_running_from_ffi,
+                );
+                Ok(())
+            } else {
+                apply(
+                    &mut snapshot.running,
+                    &mut self.spare_running,
+                    &d.running.edits,
+                    &d.running.items,
+                    |r| Running::from(r),
+                    assign_running_from_ffi,
+                )
+            }
         })
         .and_then(|()| {
-            apply_at(
-                &mut snapshot.pending,
-                &mut self.pending_head,
-                true,
-                &mut self.spare_pending,
-                &d.pending.edits,
-                &d.pending.items,
-                |p| Pending::from(p),
-                |o, p| *o = p.into(),
-            )
+            if told[1] {
+                follow(
+                    &mut snapshot.pending,
+                    &mut self.pending_head,
+                    true,
+                    pending_told,
+                    &d.pending.items,
+                    &mut self.gone_pending,
+                    |p| Pending::from(p),
+                    |o, p| *o = p.into(),
+                );
+                Ok(())
+            } else {
+                apply_at(
+                    &mut snapshot.pending,
+                    &mut self.pending_head,
+                    true,
+                    &mut self.spare_pending,
+                    &d.pending.edits,
+                    &d.pending.items,
+                    |p| Pending::from(p),
+                    |o, p| *o = p.into(),
+                )
+            }
         });
-        if applied.is_err() {
+        if let Err(e) = applied {
             snapshot.pools.clear();
             snapshot.running.clear();
             snapshot.pending.clear();
             self.pending_head = 0;
-            return applied;
+            return Err(e);
         }
         snapshot.now = d.now;
         self.generation = d.generation;
-        Ok(())
+        Ok(told)
     }
 }
 
@@ -1063,6 +1241,41 @@ mod tests {
                 prop_assert_eq!(&v[head..], &new[..]);
                 prop_assert!(head == 0 || head < v.len() - head);
                 old = new;
+            }
+        }
+
+        /// Following an account (entries gone, entries appended) gives the list it describes,
+        /// with a moving head or without, one entry or many gone at once (a pass instead of
+        /// one move per entry), whatever the entries kept aside for reuse held.
+        #[test]
+        fn following_an_account_gives_the_list_it_describes(
+            steps in proptest::collection::vec(
+                (list(), proptest::collection::vec(any::<bool>(), 1..90)),
+                1..8,
+            ),
+            move_head in any::<bool>(),
+        ) {
+            let (mut v, mut head) = (Vec::new(), 0);
+            let mut gone = vec![E(999, 9); 3];
+            let mut want: Vec<E> = Vec::new();
+            for (arrivals, leaves) in &steps {
+                let mut c = ListChanges::default();
+                c.left.extend((0..want.len()).filter(|&k| leaves[k % leaves.len()]));
+                c.arrived = arrivals.len();
+                let kept: Vec<E> = want
+                    .iter()
+                    .enumerate()
+                    .filter(|(k, _)| !leaves[k % leaves.len()])
+                    .map(|(_, e)| e.clone())
+                    .collect();
+                want = kept.into_iter().chain(arrivals.iter().cloned()).collect();
+                follow(&mut v, &mut head, move_head, &c, arrivals, &mut gone, E::clone, |o, i| {
+                    *o = i.clone()
+                });
+                prop_assert_eq!(&v[head..], &want[..]);
+                prop_assert!(move_head || head == 0);
+                prop_assert!(head == 0 || head < v.len() - head);
+                prop_assert!(gone.len() <= GONE_KEPT);
             }
         }
 

@@ -12,7 +12,7 @@ use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RErr, ROk, RResult, RStr, RString};
 use sched_core::{Changes, ListChanges, NamedPolicy, ParamError, Params, Plan, Policy, Snapshot};
 
-use crate::delta::{list_changes, DeltaReceiver};
+use crate::delta::DeltaReceiver;
 use crate::module::{
     AbiVersion, FfiError, FfiErrorKind, FfiParams, FfiPolicy, FfiPolicy_TO, PolicyBox, PolicyMod,
     PolicyMod_Ref,
@@ -177,32 +177,24 @@ impl<P: Policy + Send + 'static> FfiPolicy for Exported<P> {
         out: &mut FfiPlan,
     ) -> RResult<FfiDeltaAnswer, FfiError> {
         guard(|| {
-            let before = {
-                let s = self.receiver.snapshot(&self.snapshot);
-                [s.running.len(), s.pending.len()]
-            };
-            if self.receiver.apply(&mut self.snapshot, delta).is_err() {
+            let Ok(told) = self
+                .receiver
+                .apply(&mut self.snapshot, delta, &mut self.told)
+            else {
                 return ROk(FfiDeltaAnswer::Stale);
-            }
+            };
             if delta.base != 0 {
                 // What crossed is what changed since the snapshot the policy last planned on:
                 // told to it when it is drops and arrivals only (always, when the driver
                 // vouches for stable jobs).
-                let [mut running, mut pending] = std::mem::take(&mut self.told);
+                let [running, pending] = std::mem::take(&mut self.told);
                 let changes = Changes {
-                    running: list_changes(&delta.running.edits, before[0], &mut running)
-                        .then_some(running),
-                    pending: list_changes(&delta.pending.edits, before[1], &mut pending)
-                        .then_some(pending),
+                    running: told[0].then_some(running),
+                    pending: told[1].then_some(pending),
                 };
                 self.policy.expect_changes(&changes);
-                if let Changes {
-                    running: Some(r),
-                    pending: Some(p),
-                } = changes
-                {
-                    self.told = [r, p];
-                }
+                let Changes { running, pending } = changes;
+                self.told = [running.unwrap_or_default(), pending.unwrap_or_default()];
             }
             let s = self.receiver.snapshot(&self.snapshot);
             let plan = if starts {

@@ -816,17 +816,19 @@ impl From<&Plan> for FfiPlan {
 impl FfiPlan {
     /// Overwrites `self` with `p`, reusing the lists' buffers.
     pub fn refill_from(&mut self, p: &Plan) {
-        self.placements.clear();
-        self.placements
-            .extend(p.placements.iter().map(FfiPlacement::from));
-        self.kills.clear();
-        self.kills.extend(p.kills.iter().map(FfiJobReason::from));
-        self.rejects.clear();
-        self.rejects
-            .extend(p.rejects.iter().map(FfiJobReason::from));
+        // Most answers of a replay start one job or none and kill, reject and show nothing:
+        // an empty list stays untouched (each clear and extend is a call through its vtable).
+        fn refill<A, B: for<'a> From<&'a A>>(dst: &mut RVec<B>, src: &[A]) {
+            if !(dst.is_empty() && src.is_empty()) {
+                dst.clear();
+                dst.extend(src.iter().map(B::from));
+            }
+        }
+        refill(&mut self.placements, &p.placements);
+        refill(&mut self.kills, &p.kills);
+        refill(&mut self.rejects, &p.rejects);
         self.wake_at = p.wake_at.into();
-        self.views.clear();
-        self.views.extend(p.views.iter().map(FfiView::from));
+        refill(&mut self.views, &p.views);
     }
 }
 
@@ -835,8 +837,10 @@ impl FfiPlan {
     /// when they are large enough.
     pub fn refill_into(&self, plan: &mut Plan) {
         fn refill<A, B: for<'a> From<&'a A>>(dst: &mut Vec<B>, src: &[A]) {
-            dst.clear();
-            dst.extend(src.iter().map(B::from));
+            if !(dst.is_empty() && src.is_empty()) {
+                dst.clear();
+                dst.extend(src.iter().map(B::from));
+            }
         }
         refill(&mut plan.placements, &self.placements);
         refill(&mut plan.kills, &self.kills);
