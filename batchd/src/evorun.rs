@@ -67,7 +67,7 @@ impl EvoRun {
         }
         Some(EvoRun {
             requested: requested.clone(),
-            scheduled: steps.clone(),
+            scheduled: steps.clone().into_vec(),
             step: 0,
             phase: StepPhase::Running,
             chosen: None,
@@ -138,7 +138,7 @@ impl EvoRun {
         PoolSteps {
             pool,
             start: now,
-            steps,
+            steps: steps.into(),
         }
     }
 

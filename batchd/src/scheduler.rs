@@ -113,7 +113,7 @@ pub async fn run_once_at(d: &Arc<Daemon>, wake_at: Option<u64>) -> (bool, Option
         wake_at = ?plan.wake_at,
         "policy run"
     );
-    (true, plan.wake_at.filter(|&t| t > now))
+    (true, plan.wake_at.into_option().filter(|&t| t > now))
 }
 
 /// Carries out a valid plan: starts what starts now, records expected starts, rejects and
@@ -143,7 +143,7 @@ async fn act(d: &Arc<Daemon>, snap: &SnapshotData, plan: &Plan) {
         }
         for p in &plan.placements {
             let id = p.job.0;
-            if let (Some(_), sched_core::Shape::CoAllocated { pools }, true) =
+            if let (sched_core::RSome(_), sched_core::Shape::CoAllocated { pools }, true) =
                 (p.claim_from, &p.shape, p.start > now)
             {
                 if let Err(why) = core.claim(id, pools) {
@@ -154,7 +154,7 @@ async fn act(d: &Arc<Daemon>, snap: &SnapshotData, plan: &Plan) {
                 core.expected.insert(id, p.start);
                 match &p.shape {
                     sched_core::Shape::Evolving { steps, .. } => {
-                        core.expected_ep.insert(id, steps.clone());
+                        core.expected_ep.insert(id, steps.to_vec());
                     }
                     // cbf, easy, fcfs and bicriteria place a moldable job as `Moldable`; a
                     // policy that places it as `Rigid` gets no expected configuration shown.
@@ -193,7 +193,7 @@ async fn act(d: &Arc<Daemon>, snap: &SnapshotData, plan: &Plan) {
         // A co-allocated job that could not start by its deadline has failed (the issue's
         // "ends FAILED with reason Deadline"); the RPP words those rejects `Deadline: …`.
         let (state, detail) = if r.reason.starts_with("Deadline") {
-            (JobState::Failed, r.reason.clone())
+            (JobState::Failed, r.reason.to_string())
         } else {
             (
                 JobState::Cancelled,

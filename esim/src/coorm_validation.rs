@@ -203,12 +203,12 @@ fn trace_view(v: &esched_launcher::View, p: &Platform, clock: Clock, job: u64) -
         available.push(PoolSteps {
             pool: q.id,
             start,
-            steps,
+            steps: steps.into(),
         });
     }
     Some(View {
         job: JobId(job),
-        available,
+        available: available.into(),
     })
 }
 

@@ -15,7 +15,8 @@
 //!   esim drives it: stable jobs and the driver's account of the queue's changes, so the host
 //!   neither compares nor walks the queue.
 //!
-//! `boundary/*` time the copies alone: snapshot to its FFI mirror and back, plan likewise.
+//! `boundary/*` time the copies alone: snapshot to its FFI mirror and back (a plan is not
+//! copied: since ABI 4.0 it crosses as it is).
 //!
 //! Run: `cargo bench -p sched-abi --bench boundary`. The cdylib is the one cargo builds for the
 //! dev-dependency on esched-cbf (next to this bench, in `deps/`).
@@ -23,12 +24,12 @@
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use sched_abi::types::{FfiPlan, FfiSnapshot, OwnedSnapshot};
+use sched_abi::types::{FfiSnapshot, OwnedSnapshot};
 use sched_abi::{Continuity, PolicyLibrary, QueueChanges};
 use sched_core::time::{HOUR, MINUTE};
 use sched_core::{
-    JobId, NamedPolicy, Params, Pending, Plan, Policy, Pool, PoolId, PoolSteps, Request, Running,
-    Shape, Snapshot,
+    JobId, NamedPolicy, Params, Pending, Policy, Pool, PoolId, PoolSteps, Request, Running, Shape,
+    Snapshot,
 };
 
 const NOW: u64 = 30 * 24 * HOUR;
@@ -251,9 +252,6 @@ fn bench(c: &mut Criterion) {
     g.sample_size(20);
     g.bench_function("snapshot_there_and_back", |bch| {
         bch.iter(|| OwnedSnapshot::from(&FfiSnapshot::from(&snap)))
-    });
-    g.bench_function("plan_there_and_back", |bch| {
-        bch.iter(|| Plan::from(&FfiPlan::from(&a)))
     });
     g.finish();
 }

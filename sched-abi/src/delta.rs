@@ -22,13 +22,10 @@ use std::hash::BuildHasherDefault;
 
 use abi_stable::std_types::RVec;
 use sched_core::idmap::IdHasher;
-use sched_core::{
-    Changes, JobId, ListChanges, Pending, Pool, PoolId, PoolSteps, Running, Snapshot, Step,
-};
+use sched_core::{Changes, JobId, ListChanges, Pending, Pool, PoolSteps, Running, Snapshot};
 
 use crate::types::{
-    FfiEdit, FfiListDelta, FfiPending, FfiPool, FfiPoolSteps, FfiRunning, FfiSnapshotDelta,
-    FfiStep, OwnedSnapshot,
+    FfiEdit, FfiListDelta, FfiPending, FfiPool, FfiRunning, FfiSnapshotDelta, OwnedSnapshot,
 };
 
 /// A delta whose runs do not fit the list they are applied to (more entries kept or dropped
@@ -422,15 +419,18 @@ fn assign_holds(dst: &mut Vec<PoolSteps>, src: &[PoolSteps]) {
     dst.truncate(src.len());
     for (k, h) in src.iter().enumerate() {
         match dst.get_mut(k) {
-            Some(d) => {
-                d.pool = h.pool;
-                d.start = h.start;
-                d.steps.clear();
-                d.steps.extend_from_slice(&h.steps);
-            }
+            Some(d) => assign_pool_steps(d, h),
             None => dst.push(h.clone()),
         }
     }
+}
+
+/// Overwrites `d` with `h`, reusing its steps' buffer.
+fn assign_pool_steps(d: &mut PoolSteps, h: &PoolSteps) {
+    d.pool = h.pool;
+    d.start = h.start;
+    d.steps.clear();
+    d.steps.extend(h.steps.iter().copied());
 }
 
 /// Overwrites `dst` with `src`, reusing the holds' buffers (a running job's holds change at
@@ -450,20 +450,9 @@ fn assign_running_from_ffi(dst: &mut Running, src: &FfiRunning) {
     dst.id = JobId(src.id);
     dst.user = src.user;
     dst.request = (&src.request).into();
-    dst.shape = (&src.shape).into();
+    dst.shape.clone_from(&src.shape);
     dst.start = src.start;
-    dst.holds.truncate(src.holds.len());
-    for (k, h) in src.holds.iter().enumerate() {
-        match dst.holds.get_mut(k) {
-            Some(d) => {
-                d.pool = PoolId(h.pool);
-                d.start = h.start;
-                d.steps.clear();
-                d.steps.extend(h.steps.iter().map(Step::from));
-            }
-            None => dst.holds.push(h.into()),
-        }
-    }
+    assign_holds(&mut dst.holds, &src.holds);
     dst.killable = src.killable;
 }
 
@@ -472,18 +461,13 @@ fn assign_ffi_running(dst: &mut FfiRunning, src: &Running) {
     dst.id = src.id.0;
     dst.user = src.user;
     dst.request = (&src.request).into();
-    dst.shape = (&src.shape).into();
+    dst.shape.clone_from(&src.shape);
     dst.start = src.start;
     dst.holds.truncate(src.holds.len());
     for (k, h) in src.holds.iter().enumerate() {
         match dst.holds.get_mut(k) {
-            Some(d) => {
-                d.pool = h.pool.0;
-                d.start = h.start;
-                d.steps.clear();
-                d.steps.extend(h.steps.iter().map(FfiStep::from));
-            }
-            None => dst.holds.push(FfiPoolSteps::from(h)),
+            Some(d) => assign_pool_steps(d, h),
+            None => dst.holds.push(h.clone()),
         }
     }
     dst.killable = src.killable;

@@ -17,7 +17,7 @@ use crate::module::{
     AbiVersion, FfiError, FfiErrorKind, FfiParams, FfiPolicy, FfiPolicy_TO, PolicyBox, PolicyMod,
     PolicyMod_Ref,
 };
-use crate::types::{FfiDeltaAnswer, FfiPlan, FfiSnapshot, FfiSnapshotDelta, OwnedSnapshot};
+use crate::types::{FfiDeltaAnswer, FfiSnapshot, FfiSnapshotDelta, OwnedSnapshot};
 
 /// Exports a policy type from a `cdylib` crate as an esched plugin.
 ///
@@ -162,11 +162,11 @@ struct Exported<P> {
 }
 
 impl<P: Policy + Send + 'static> FfiPolicy for Exported<P> {
-    fn plan(&mut self, snapshot: &FfiSnapshot, out: &mut FfiPlan) -> RResult<(), FfiError> {
+    fn plan(&mut self, snapshot: &FfiSnapshot, out: &mut Plan) -> RResult<(), FfiError> {
         self.answer(snapshot, out, P::plan)
     }
 
-    fn plan_starts(&mut self, snapshot: &FfiSnapshot, out: &mut FfiPlan) -> RResult<(), FfiError> {
+    fn plan_starts(&mut self, snapshot: &FfiSnapshot, out: &mut Plan) -> RResult<(), FfiError> {
         self.answer(snapshot, out, P::plan_starts)
     }
 
@@ -174,7 +174,7 @@ impl<P: Policy + Send + 'static> FfiPolicy for Exported<P> {
         &mut self,
         delta: &FfiSnapshotDelta,
         starts: bool,
-        out: &mut FfiPlan,
+        out: &mut Plan,
     ) -> RResult<FfiDeltaAnswer, FfiError> {
         guard(|| {
             let Ok(told) = self
@@ -202,8 +202,7 @@ impl<P: Policy + Send + 'static> FfiPolicy for Exported<P> {
             } else {
                 self.policy.plan(&s)
             };
-            out.refill_from(&plan);
-            self.policy.recycle(plan);
+            self.policy.recycle(std::mem::replace(out, plan));
             ROk(FfiDeltaAnswer::Planned)
         })
     }
@@ -213,16 +212,15 @@ impl<P: Policy> Exported<P> {
     fn answer(
         &mut self,
         snapshot: &FfiSnapshot,
-        out: &mut FfiPlan,
+        out: &mut Plan,
         call: fn(&mut P, &Snapshot<'_>) -> Plan,
     ) -> RResult<(), FfiError> {
         guard(|| {
             self.receiver.forget();
             self.snapshot.refill_from(snapshot);
             let plan = call(&mut self.policy, &self.snapshot.as_snapshot());
-            // The buffer's lists grow through their own vtables, i.e. the host's allocator.
-            out.refill_from(&plan);
-            self.policy.recycle(plan);
+            // The answer crosses as it is; the host's last buffer goes back to the policy.
+            self.policy.recycle(std::mem::replace(out, plan));
             ROk(())
         })
     }

@@ -10,6 +10,7 @@
 //! re-validated against the present snapshot (see [`PolicyHost::call`]). There is no other copy
 //! of this check-and-log in the drivers: they act on what the host answers.
 
+use abi_stable::std_types::RVec;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
@@ -38,7 +39,7 @@ pub trait HostedPolicy {
     /// boundary builds the delta from it and tells the plugin what crossed.
     fn expect_changes(&mut self, _changes: &Changes) {}
     /// Takes back a plan the host is done with, so that a later answer may reuse its buffers
-    /// (a plugin's plan is copied out of the boundary into one at every call).
+    /// (a plugin's goes back to the plugin's policy with the next call).
     fn recycle(&mut self, _plan: Plan) {}
 }
 
@@ -562,8 +563,8 @@ impl<P: HostedPolicy> PolicyHost<P> {
                     p
                 })
                 .collect(),
-            kills: Vec::new(),
-            rejects: Vec::new(),
+            kills: RVec::new(),
+            rejects: RVec::new(),
             wake_at: last.wake_at.filter(|&t| t > snapshot.now),
             views: last
                 .views
@@ -611,7 +612,7 @@ mod tests {
                         job: p.id,
                         start: s.now,
                         shape: Shape::rigid(PoolId(0), 1, 10),
-                        claim_from: None,
+                        claim_from: sched_core::RNone,
                     })
                     .collect(),
                 ..Plan::default()

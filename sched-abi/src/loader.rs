@@ -18,7 +18,7 @@ use sched_core::{Changes, Params, Plan, Policy, Snapshot};
 
 use crate::delta::{BoundaryStats, Continuity, DeltaHost, QueueChanges};
 use crate::module::{AbiVersion, FfiError, FfiErrorKind, PolicyBox, PolicyMod_Ref, ABI_VERSION};
-use crate::types::{FfiDeltaAnswer, FfiPlan, FfiSnapshot};
+use crate::types::{FfiDeltaAnswer, FfiSnapshot};
 
 /// Why a policy library could not be loaded or instantiated.
 #[derive(Debug, thiserror::Error)]
@@ -531,7 +531,7 @@ impl PolicyLibrary {
             params: params.clone(),
             policy: Some(policy),
             scratch: FfiSnapshot::default(),
-            scratch_plan: FfiPlan::default(),
+            scratch_plan: Plan::default(),
             spare_plan: None,
             deltas: true,
             delta: DeltaHost::default(),
@@ -560,10 +560,11 @@ pub struct LoadedPolicy {
     library: PolicyLibrary,
     params: Params,
     policy: Option<PolicyBox>,
-    /// The snapshot's and the plan's mirrors, kept to reuse their buffers from call to call.
+    /// The snapshot's mirror, kept to reuse its buffers from call to call.
     scratch: FfiSnapshot,
-    scratch_plan: FfiPlan,
-    /// A plan its host gave back ([`LoadedPolicy::recycle`]): the next answer's buffers.
+    /// Where the plugin puts its answer, swapping out what was there for its policy to reuse.
+    scratch_plan: Plan,
+    /// A plan its host gave back ([`LoadedPolicy::recycle`]): the next call's `scratch_plan`.
     spare_plan: Option<Plan>,
     /// Whether snapshots cross as deltas (unless a driver turns them off).
     deltas: bool,
@@ -621,7 +622,8 @@ impl LoadedPolicy {
         self.delta.expect_queue_changes(changes);
     }
 
-    /// Takes back a plan its host is done with: the next answer is copied into its buffers.
+    /// Takes back a plan its host is done with: it goes to the plugin's policy with the next
+    /// call, to build a later answer in.
     pub fn recycle(&mut self, plan: Plan) {
         self.spare_plan = Some(plan);
     }
@@ -693,9 +695,9 @@ impl LoadedPolicy {
         };
         match answer {
             ROk(()) => {
-                let mut plan = self.spare_plan.take().unwrap_or_default();
-                self.scratch_plan.refill_into(&mut plan);
-                Ok(plan)
+                // The answer is the plugin's plan itself, moved, not converted.
+                let spare = self.spare_plan.take().unwrap_or_default();
+                Ok(std::mem::replace(&mut self.scratch_plan, spare))
             }
             RErr(e) => {
                 if let Some(poisoned) = self.policy.take() {

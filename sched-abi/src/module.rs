@@ -5,7 +5,9 @@ use abi_stable::sabi_types::VersionStrings;
 use abi_stable::std_types::{RBox, RStr, RString, RVec, Tuple2};
 use abi_stable::{declare_root_module_statics, sabi_trait, StableAbi};
 
-use crate::types::{FfiDeltaAnswer, FfiPlan, FfiSnapshot, FfiSnapshotDelta};
+use sched_core::Plan;
+
+use crate::types::{FfiDeltaAnswer, FfiSnapshot, FfiSnapshotDelta};
 
 /// A version of the esched policy ABI: plugins and hosts of the same `major` work together.
 ///
@@ -37,11 +39,11 @@ impl std::fmt::Display for AbiVersion {
 }
 
 /// The ABI this build of `sched-abi` speaks.
-pub const ABI_VERSION: AbiVersion = AbiVersion { major: 3, minor: 0 };
+pub const ABI_VERSION: AbiVersion = AbiVersion { major: 4, minor: 0 };
 
 /// [`ABI_VERSION`] as text, for abi_stable's own version check; must agree with it (a unit test
 /// checks).
-const ABI_VERSION_STR: &str = "3.0.0";
+const ABI_VERSION_STR: &str = "4.0.0";
 
 /// What went wrong on the plugin's side of a call.
 #[repr(u8)]
@@ -72,13 +74,15 @@ pub struct FfiError {
 /// `Send` so a driver can run a slow plan off its async runtime.
 #[sabi_trait]
 pub trait FfiPolicy: Send {
-    /// [`sched_core::Policy::plan`] into `plan`, a buffer the host owns and reuses from call to
-    /// call (the policy overwrites it); a panic comes back as [`FfiErrorKind::Panic`].
+    /// [`sched_core::Policy::plan`] into `plan`: the policy's answer is swapped in, and the plan
+    /// `plan` held goes to [`sched_core::Policy::recycle`] (since ABI 4.0 a [`Plan`] crosses the
+    /// boundary as it is: its lists carry their own allocator, so either side may grow or free
+    /// them); a panic comes back as [`FfiErrorKind::Panic`].
     #[sabi(last_prefix_field)]
     fn plan(
         &mut self,
         snapshot: &FfiSnapshot,
-        plan: &mut FfiPlan,
+        plan: &mut Plan,
     ) -> abi_stable::std_types::RResult<(), FfiError>;
 
     /// [`sched_core::Policy::plan_starts`] into `plan` (since ABI 2.0): only what the driver
@@ -86,7 +90,7 @@ pub trait FfiPolicy: Send {
     fn plan_starts(
         &mut self,
         snapshot: &FfiSnapshot,
-        plan: &mut FfiPlan,
+        plan: &mut Plan,
     ) -> abi_stable::std_types::RResult<(), FfiError>;
 
     /// [`sched_core::Policy::plan_starts`] (`starts`) or [`sched_core::Policy::plan`] of the
@@ -97,7 +101,7 @@ pub trait FfiPolicy: Send {
         &mut self,
         delta: &FfiSnapshotDelta,
         starts: bool,
-        plan: &mut FfiPlan,
+        plan: &mut Plan,
     ) -> abi_stable::std_types::RResult<FfiDeltaAnswer, FfiError>;
 }
 

@@ -1,9 +1,14 @@
-//! FFI-safe mirrors of the policy contract, field by field, and lossless conversions both ways.
+//! FFI-safe mirrors of the snapshot's lists, field by field, and lossless conversions both
+//! ways.
 //!
 //! Every type here is `#[repr(C)]` (enums `#[repr(u8)]`) and derives [`StableAbi`], so the
 //! loader can check that a plugin was built against the same layout. They are plain data:
 //! owned `R*` containers, integers for ids, no references and no function pointers, so a value
 //! built on one side of the boundary is freed on the other without a shared allocator.
+//!
+//! What a plan holds needs no mirror (since ABI 4.0): sched-core lays [`sched_core::Plan`],
+//! its placements and shapes, [`Step`] and [`PoolSteps`] out for the boundary itself, so a
+//! plan crosses it as it is and the snapshot's mirrors use those types where they hold them.
 //!
 //! What may change, and how (see also `docs/plugins.md`):
 //! - these data types are frozen for a major ABI version: a new field, a new variant or a
@@ -16,9 +21,8 @@
 use abi_stable::std_types::{ROption, RString, RVec};
 use abi_stable::StableAbi;
 use sched_core::{
-    CoAllocated, Component, Evolving, JobId, JobReason, MoldConfig, Moldable, Pending, Placement,
-    Plan, Pool, PoolId, PoolSteps, Request, Rigid, Running, Shape, Snapshot, SpeedupModel, Step,
-    View,
+    CoAllocated, Component, Evolving, JobId, MoldConfig, Moldable, Pending, Pool, PoolId,
+    PoolSteps, Request, Rigid, Running, Shape, Snapshot, SpeedupModel, Step,
 };
 
 fn ropt<T, U>(o: Option<T>, f: impl FnOnce(T) -> U) -> ROption<U> {
@@ -31,34 +35,6 @@ fn rvec<'a, T: 'a, U>(v: impl IntoIterator<Item = &'a T>, f: impl FnMut(&'a T) -
 
 fn pool_id(p: &u32) -> PoolId {
     PoolId(*p)
-}
-
-/// [`Step`] across the boundary.
-#[repr(C)]
-#[derive(StableAbi, Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FfiStep {
-    /// [`Step::duration`].
-    pub duration: u64,
-    /// [`Step::nodes`].
-    pub nodes: u32,
-}
-
-impl From<&Step> for FfiStep {
-    fn from(s: &Step) -> Self {
-        FfiStep {
-            duration: s.duration,
-            nodes: s.nodes,
-        }
-    }
-}
-
-impl From<&FfiStep> for Step {
-    fn from(s: &FfiStep) -> Self {
-        Step {
-            duration: s.duration,
-            nodes: s.nodes,
-        }
-    }
 }
 
 /// [`Pool`] across the boundary.
@@ -176,7 +152,7 @@ pub struct FfiEvolving {
     /// [`Evolving::pool`].
     pub pool: ROption<u32>,
     /// [`Evolving::steps`].
-    pub steps: RVec<FfiStep>,
+    pub steps: RVec<Step>,
 }
 
 /// [`Component`] across the boundary.
@@ -236,7 +212,7 @@ impl From<&Request> for FfiRequest {
             }),
             Request::Evolving(e) => FfiRequest::Evolving(FfiEvolving {
                 pool: ropt(e.pool, |p| p.0),
-                steps: rvec(&e.steps, FfiStep::from),
+                steps: e.steps.iter().copied().collect(),
             }),
             Request::CoAllocated(c) => FfiRequest::CoAllocated(FfiCoAllocated {
                 components: rvec(&c.components, |c| FfiComponent {
@@ -275,7 +251,7 @@ impl From<&FfiRequest> for Request {
             }),
             FfiRequest::Evolving(e) => Request::Evolving(Evolving {
                 pool: e.pool.as_ref().map(pool_id).into_option(),
-                steps: e.steps.iter().map(Step::from).collect(),
+                steps: e.steps.to_vec(),
             }),
             FfiRequest::CoAllocated(c) => Request::CoAllocated(CoAllocated {
                 components: c
@@ -289,138 +265,6 @@ impl From<&FfiRequest> for Request {
                 walltime: c.walltime,
                 deadline: c.deadline.into_option(),
             }),
-        }
-    }
-}
-
-/// [`PoolSteps`] across the boundary.
-#[repr(C)]
-#[derive(StableAbi, Clone, Debug, PartialEq, Eq)]
-pub struct FfiPoolSteps {
-    /// [`PoolSteps::pool`].
-    pub pool: u32,
-    /// [`PoolSteps::start`].
-    pub start: u64,
-    /// [`PoolSteps::steps`].
-    pub steps: RVec<FfiStep>,
-}
-
-impl From<&PoolSteps> for FfiPoolSteps {
-    fn from(p: &PoolSteps) -> Self {
-        FfiPoolSteps {
-            pool: p.pool.0,
-            start: p.start,
-            steps: rvec(&p.steps, FfiStep::from),
-        }
-    }
-}
-
-impl From<&FfiPoolSteps> for PoolSteps {
-    fn from(p: &FfiPoolSteps) -> Self {
-        PoolSteps {
-            pool: PoolId(p.pool),
-            start: p.start,
-            steps: p.steps.iter().map(Step::from).collect(),
-        }
-    }
-}
-
-/// [`Shape`] across the boundary.
-#[repr(u8)]
-#[derive(StableAbi, Clone, Debug, PartialEq, Eq)]
-pub enum FfiShape {
-    /// [`Shape::Rigid`].
-    Rigid {
-        /// Where.
-        pool: u32,
-        /// How many nodes.
-        nodes: u32,
-        /// Time limit.
-        walltime: u64,
-    },
-    /// [`Shape::Moldable`].
-    Moldable {
-        /// Where.
-        pool: u32,
-        /// Chosen node count.
-        nodes: u32,
-        /// Walltime at that count.
-        walltime: u64,
-    },
-    /// [`Shape::Evolving`].
-    Evolving {
-        /// Where.
-        pool: u32,
-        /// The scheduled steps.
-        steps: RVec<FfiStep>,
-    },
-    /// [`Shape::CoAllocated`].
-    CoAllocated {
-        /// Pool of each component.
-        pools: RVec<u32>,
-    },
-}
-
-impl From<&Shape> for FfiShape {
-    fn from(s: &Shape) -> Self {
-        match s {
-            Shape::Rigid {
-                pool,
-                nodes,
-                walltime,
-            } => FfiShape::Rigid {
-                pool: pool.0,
-                nodes: *nodes,
-                walltime: *walltime,
-            },
-            Shape::Moldable {
-                pool,
-                nodes,
-                walltime,
-            } => FfiShape::Moldable {
-                pool: pool.0,
-                nodes: *nodes,
-                walltime: *walltime,
-            },
-            Shape::Evolving { pool, steps } => FfiShape::Evolving {
-                pool: pool.0,
-                steps: rvec(steps, FfiStep::from),
-            },
-            Shape::CoAllocated { pools } => FfiShape::CoAllocated {
-                pools: rvec(pools, |p| p.0),
-            },
-        }
-    }
-}
-
-impl From<&FfiShape> for Shape {
-    fn from(s: &FfiShape) -> Self {
-        match s {
-            FfiShape::Rigid {
-                pool,
-                nodes,
-                walltime,
-            } => Shape::Rigid {
-                pool: PoolId(*pool),
-                nodes: *nodes,
-                walltime: *walltime,
-            },
-            FfiShape::Moldable {
-                pool,
-                nodes,
-                walltime,
-            } => Shape::Moldable {
-                pool: PoolId(*pool),
-                nodes: *nodes,
-                walltime: *walltime,
-            },
-            FfiShape::Evolving { pool, steps } => Shape::Evolving {
-                pool: PoolId(*pool),
-                steps: steps.iter().map(Step::from).collect(),
-            },
-            FfiShape::CoAllocated { pools } => Shape::CoAllocated {
-                pools: pools.iter().map(pool_id).collect(),
-            },
         }
     }
 }
@@ -484,11 +328,11 @@ pub struct FfiRunning {
     /// [`Running::request`].
     pub request: FfiRequest,
     /// [`Running::shape`].
-    pub shape: FfiShape,
+    pub shape: Shape,
     /// [`Running::start`].
     pub start: u64,
     /// [`Running::holds`].
-    pub holds: RVec<FfiPoolSteps>,
+    pub holds: RVec<PoolSteps>,
     /// [`Running::killable`].
     pub killable: bool,
 }
@@ -499,9 +343,9 @@ impl From<&Running> for FfiRunning {
             id: r.id.0,
             user: r.user,
             request: (&r.request).into(),
-            shape: (&r.shape).into(),
+            shape: r.shape.clone(),
             start: r.start,
-            holds: rvec(&r.holds, FfiPoolSteps::from),
+            holds: r.holds.iter().cloned().collect(),
             killable: r.killable,
         }
     }
@@ -513,9 +357,9 @@ impl From<&FfiRunning> for Running {
             id: JobId(r.id),
             user: r.user,
             request: (&r.request).into(),
-            shape: (&r.shape).into(),
+            shape: r.shape.clone(),
             start: r.start,
-            holds: r.holds.iter().map(PoolSteps::from).collect(),
+            holds: r.holds.to_vec(),
             killable: r.killable,
         }
     }
@@ -693,171 +537,6 @@ impl From<&FfiSnapshot> for OwnedSnapshot {
     }
 }
 
-/// [`Placement`] across the boundary.
-#[repr(C)]
-#[derive(StableAbi, Clone, Debug, PartialEq, Eq)]
-pub struct FfiPlacement {
-    /// [`Placement::job`].
-    pub job: u64,
-    /// [`Placement::start`].
-    pub start: u64,
-    /// [`Placement::shape`].
-    pub shape: FfiShape,
-    /// [`Placement::claim_from`].
-    pub claim_from: ROption<u64>,
-}
-
-impl From<&Placement> for FfiPlacement {
-    fn from(p: &Placement) -> Self {
-        FfiPlacement {
-            job: p.job.0,
-            start: p.start,
-            shape: (&p.shape).into(),
-            claim_from: p.claim_from.into(),
-        }
-    }
-}
-
-impl From<&FfiPlacement> for Placement {
-    fn from(p: &FfiPlacement) -> Self {
-        Placement {
-            job: JobId(p.job),
-            start: p.start,
-            shape: (&p.shape).into(),
-            claim_from: p.claim_from.into_option(),
-        }
-    }
-}
-
-/// [`JobReason`] across the boundary.
-#[repr(C)]
-#[derive(StableAbi, Clone, Debug, PartialEq, Eq)]
-pub struct FfiJobReason {
-    /// [`JobReason::job`].
-    pub job: u64,
-    /// [`JobReason::reason`].
-    pub reason: RString,
-}
-
-impl From<&JobReason> for FfiJobReason {
-    fn from(r: &JobReason) -> Self {
-        FfiJobReason {
-            job: r.job.0,
-            reason: r.reason.as_str().into(),
-        }
-    }
-}
-
-impl From<&FfiJobReason> for JobReason {
-    fn from(r: &FfiJobReason) -> Self {
-        JobReason {
-            job: JobId(r.job),
-            reason: r.reason.to_string(),
-        }
-    }
-}
-
-/// [`View`] across the boundary.
-#[repr(C)]
-#[derive(StableAbi, Clone, Debug, PartialEq, Eq)]
-pub struct FfiView {
-    /// [`View::job`].
-    pub job: u64,
-    /// [`View::available`].
-    pub available: RVec<FfiPoolSteps>,
-}
-
-impl From<&View> for FfiView {
-    fn from(v: &View) -> Self {
-        FfiView {
-            job: v.job.0,
-            available: rvec(&v.available, FfiPoolSteps::from),
-        }
-    }
-}
-
-impl From<&FfiView> for View {
-    fn from(v: &FfiView) -> Self {
-        View {
-            job: JobId(v.job),
-            available: v.available.iter().map(PoolSteps::from).collect(),
-        }
-    }
-}
-
-/// [`Plan`] across the boundary.
-#[repr(C)]
-#[derive(StableAbi, Clone, Debug, Default, PartialEq, Eq)]
-pub struct FfiPlan {
-    /// [`Plan::placements`].
-    pub placements: RVec<FfiPlacement>,
-    /// [`Plan::kills`].
-    pub kills: RVec<FfiJobReason>,
-    /// [`Plan::rejects`].
-    pub rejects: RVec<FfiJobReason>,
-    /// [`Plan::wake_at`].
-    pub wake_at: ROption<u64>,
-    /// [`Plan::views`].
-    pub views: RVec<FfiView>,
-}
-
-impl From<&Plan> for FfiPlan {
-    fn from(p: &Plan) -> Self {
-        FfiPlan {
-            placements: rvec(&p.placements, FfiPlacement::from),
-            kills: rvec(&p.kills, FfiJobReason::from),
-            rejects: rvec(&p.rejects, FfiJobReason::from),
-            wake_at: p.wake_at.into(),
-            views: rvec(&p.views, FfiView::from),
-        }
-    }
-}
-
-impl FfiPlan {
-    /// Overwrites `self` with `p`, reusing the lists' buffers.
-    pub fn refill_from(&mut self, p: &Plan) {
-        // Most answers of a replay start one job or none and kill, reject and show nothing:
-        // an empty list stays untouched (each clear and extend is a call through its vtable).
-        fn refill<A, B: for<'a> From<&'a A>>(dst: &mut RVec<B>, src: &[A]) {
-            if !(dst.is_empty() && src.is_empty()) {
-                dst.clear();
-                dst.extend(src.iter().map(B::from));
-            }
-        }
-        refill(&mut self.placements, &p.placements);
-        refill(&mut self.kills, &p.kills);
-        refill(&mut self.rejects, &p.rejects);
-        self.wake_at = p.wake_at.into();
-        refill(&mut self.views, &p.views);
-    }
-}
-
-impl FfiPlan {
-    /// Copies the plan into `plan`, reusing its buffers: [`Plan::from`] without allocating
-    /// when they are large enough.
-    pub fn refill_into(&self, plan: &mut Plan) {
-        fn refill<A, B: for<'a> From<&'a A>>(dst: &mut Vec<B>, src: &[A]) {
-            if !(dst.is_empty() && src.is_empty()) {
-                dst.clear();
-                dst.extend(src.iter().map(B::from));
-            }
-        }
-        refill(&mut plan.placements, &self.placements);
-        refill(&mut plan.kills, &self.kills);
-        refill(&mut plan.rejects, &self.rejects);
-        plan.wake_at = self.wake_at.into_option();
-        refill(&mut plan.views, &self.views);
-    }
-}
-
-impl From<&FfiPlan> for Plan {
-    fn from(p: &FfiPlan) -> Self {
-        let mut plan = Plan::default();
-        p.refill_into(&mut plan);
-        plan
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -948,10 +627,13 @@ mod tests {
             }),
             (0u32..4, steps()).prop_map(|(p, steps)| Shape::Evolving {
                 pool: PoolId(p),
-                steps
+                steps: steps.into(),
             }),
-            proptest::collection::vec((0u32..4).prop_map(PoolId), 0..3)
-                .prop_map(|pools| Shape::CoAllocated { pools }),
+            proptest::collection::vec((0u32..4).prop_map(PoolId), 0..3).prop_map(|pools| {
+                Shape::CoAllocated {
+                    pools: pools.into(),
+                }
+            }),
         ]
     }
 
@@ -959,7 +641,7 @@ mod tests {
         (0u32..4, any::<u64>(), steps()).prop_map(|(p, start, steps)| PoolSteps {
             pool: PoolId(p),
             start,
-            steps,
+            steps: steps.into(),
         })
     }
 
@@ -1009,48 +691,6 @@ mod tests {
             )
     }
 
-    fn reason() -> impl Strategy<Value = JobReason> {
-        (any::<u64>(), ".{0,12}").prop_map(|(job, reason)| JobReason {
-            job: JobId(job),
-            reason,
-        })
-    }
-
-    fn plan() -> impl Strategy<Value = Plan> {
-        let placement = (
-            any::<u64>(),
-            any::<u64>(),
-            shape(),
-            proptest::option::of(any::<u64>()),
-        )
-            .prop_map(|(job, start, shape, claim_from)| Placement {
-                job: JobId(job),
-                start,
-                shape,
-                claim_from,
-            });
-        let view = (any::<u64>(), proptest::collection::vec(pool_steps(), 0..3)).prop_map(
-            |(job, available)| View {
-                job: JobId(job),
-                available,
-            },
-        );
-        (
-            proptest::collection::vec(placement, 0..5),
-            proptest::collection::vec(reason(), 0..3),
-            proptest::collection::vec(reason(), 0..3),
-            proptest::option::of(any::<u64>()),
-            proptest::collection::vec(view, 0..3),
-        )
-            .prop_map(|(placements, kills, rejects, wake_at, views)| Plan {
-                placements,
-                kills,
-                rejects,
-                wake_at,
-                views,
-            })
-    }
-
     proptest! {
         #[test]
         fn snapshot_round_trips(
@@ -1073,23 +713,12 @@ mod tests {
             back2.refill_from(&ffi);
             prop_assert_eq!(back2, back);
         }
-
-        #[test]
-        fn plan_round_trips(plan in plan()) {
-            let ffi = FfiPlan::from(&plan);
-            prop_assert_eq!(&Plan::from(&ffi), &plan);
-            let mut reused = FfiPlan::from(&Plan { wake_at: Some(3), ..plan.clone() });
-            reused.refill_from(&Plan::default());
-            prop_assert_eq!(&reused, &FfiPlan::default());
-            reused.refill_from(&plan);
-            prop_assert_eq!(reused, ffi);
-        }
     }
 
-    /// One hand-built value of every variant, so a new variant that proptest's strategies miss
-    /// still shows up here as a non-exhaustive match.
+    /// One hand-built value of every request kind, so a new kind that proptest's strategies
+    /// miss still shows up here as a non-exhaustive match.
     #[test]
-    fn every_request_kind_and_shape_round_trips() {
+    fn every_request_kind_round_trips() {
         let requests = [
             Request::Rigid(Rigid {
                 pool: Some(PoolId(2)),
@@ -1137,28 +766,6 @@ mod tests {
                 | Request::CoAllocated(_) => r.kind(),
             };
             assert_eq!(&Request::from(&FfiRequest::from(r)), r, "{kind}");
-        }
-        let shapes = [
-            Shape::Rigid {
-                pool: PoolId(0),
-                nodes: 1,
-                walltime: 2,
-            },
-            Shape::Moldable {
-                pool: PoolId(1),
-                nodes: 3,
-                walltime: 4,
-            },
-            Shape::Evolving {
-                pool: PoolId(2),
-                steps: vec![Step::new(1, 1)],
-            },
-            Shape::CoAllocated {
-                pools: vec![PoolId(0), PoolId(3)],
-            },
-        ];
-        for s in &shapes {
-            assert_eq!(&Shape::from(&FfiShape::from(s)), s);
         }
     }
 }

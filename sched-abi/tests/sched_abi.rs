@@ -663,7 +663,7 @@ mod delta {
         Ok(plan
             .rejects
             .first()
-            .map(|r| r.reason.clone())
+            .map(|r| r.reason.to_string())
             .unwrap_or_default())
     }
 

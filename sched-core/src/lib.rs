@@ -11,7 +11,9 @@
 //! - [`validate`]: the plan validator, the only thing between a policy and the nodes;
 //! - [`metrics`]: per-job and per-run figures.
 //!
-//! Architecture invariant: this crate does no I/O, no async and no FFI.
+//! Architecture invariant: this crate does no I/O, no async and no FFI. What a plan holds is
+//! laid out for the plugin boundary all the same (`#[repr(C)]`, abi_stable's `RVec`, `ROption`
+//! and `RString`, re-exported here): a plan crosses it as it is, moved, not converted.
 #![deny(missing_docs)]
 
 pub mod idmap;
@@ -39,3 +41,8 @@ pub use request::{
 };
 pub use time::{Duration, Time};
 pub use validate::{validate, PlanError, Violation};
+
+/// The containers of a [`Plan`] (abi_stable's, whose layout the plugin boundary checks), so
+/// that a policy needs no dependency of its own to build one.
+pub use abi_stable::rvec;
+pub use abi_stable::std_types::{RNone, ROption, RSome, RString, RVec};

@@ -7,6 +7,8 @@
 
 use std::collections::BTreeMap;
 
+use abi_stable::std_types::{ROption, RString, RVec};
+use abi_stable::StableAbi;
 use serde::{Deserialize, Serialize};
 
 use crate::pool::{Pool, PoolId};
@@ -15,14 +17,15 @@ use crate::time::Time;
 
 /// Nodes of one pool held over time: the EP `steps` delayed to `start`. Used for what a
 /// running job holds from now on, and for the availability profiles (CAPs) of views.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[repr(C)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, StableAbi)]
 pub struct PoolSteps {
     /// The pool.
     pub pool: PoolId,
     /// When the first step begins.
     pub start: Time,
     /// The steps, back to back; nothing is held after the last.
-    pub steps: Vec<Step>,
+    pub steps: RVec<Step>,
 }
 
 impl PoolSteps {
@@ -31,7 +34,7 @@ impl PoolSteps {
         PoolSteps {
             pool,
             start,
-            steps: vec![Step::new(end.saturating_sub(start), nodes)],
+            steps: abi_stable::rvec![Step::new(end.saturating_sub(start), nodes)],
         }
     }
 
@@ -65,15 +68,17 @@ impl PoolSteps {
             return false;
         }
         let mut t = self.start;
-        self.steps.retain_mut(|s| {
+        let mut w = 0;
+        for r in 0..self.steps.len() {
+            let s = self.steps[r];
             let end = t.saturating_add(s.duration);
-            let keep = end > now;
-            if keep {
-                s.duration = end - t.max(now);
+            if end > now {
+                self.steps[w] = Step::new(end - t.max(now), s.nodes);
+                w += 1;
             }
             t = end;
-            keep
-        });
+        }
+        self.steps.truncate(w);
         self.start = now;
         !self.steps.is_empty()
     }
@@ -167,7 +172,8 @@ impl Snapshot<'_> {
 }
 
 /// The shape a placement gives a job; it must honour the job's request.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[repr(u8)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, StableAbi)]
 pub enum Shape {
     /// A rigid job as requested, on `pool`.
     Rigid {
@@ -193,12 +199,12 @@ pub enum Shape {
         /// Where.
         pool: PoolId,
         /// The scheduled steps.
-        steps: Vec<Step>,
+        steps: RVec<Step>,
     },
     /// One pool per component of a co-allocated job, in component order; all start together.
     CoAllocated {
         /// Pool of each component.
-        pools: Vec<PoolId>,
+        pools: RVec<PoolId>,
     },
 }
 
@@ -228,7 +234,7 @@ impl Shape {
                 vec![PoolSteps {
                     pool: *pool,
                     start,
-                    steps: vec![Step::new(*walltime, *nodes)],
+                    steps: abi_stable::rvec![Step::new(*walltime, *nodes)],
                 }]
             }
             Shape::Evolving { pool, steps } => {
@@ -248,7 +254,7 @@ impl Shape {
                     .map(|(p, comp)| PoolSteps {
                         pool: *p,
                         start,
-                        steps: vec![Step::new(c.walltime, comp.nodes)],
+                        steps: abi_stable::rvec![Step::new(c.walltime, comp.nodes)],
                     })
                     .collect()
             }
@@ -257,7 +263,8 @@ impl Shape {
 }
 
 /// A decision to run a pending job at `start` with `shape`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[repr(C)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, StableAbi)]
 pub struct Placement {
     /// The job.
     pub job: JobId,
@@ -267,17 +274,19 @@ pub struct Placement {
     /// With what.
     pub shape: Shape,
     /// Nodes held idle from this time until `start` (KOALA's RPP claims components early);
-    /// `None` when nothing is claimed before the start.
-    pub claim_from: Option<Time>,
+    /// `RNone` when nothing is claimed before the start.
+    #[serde(default)]
+    pub claim_from: ROption<Time>,
 }
 
 /// A job and why something is done to it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[repr(C)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, StableAbi)]
 pub struct JobReason {
     /// The job.
     pub job: JobId,
     /// Why, for the logs and the job's record.
-    pub reason: String,
+    pub reason: RString,
 }
 
 /// The reason of a kill made to make room for another job (KOALA's GP priority: local jobs
@@ -298,6 +307,16 @@ pub fn kill_beneficiary(reason: &str) -> Option<JobId> {
 /// The duration of the last step of a CAP: "free forever after" (see [`View`]).
 pub const FOREVER: crate::time::Duration = crate::time::Duration::MAX;
 
+impl JobReason {
+    /// `job`, and why.
+    pub fn new(job: JobId, reason: impl Into<RString>) -> Self {
+        JobReason {
+            job,
+            reason: reason.into(),
+        }
+    }
+}
+
 /// A per-job view of the cluster (CooRM's CAPs, Klein & Pérez HPCC 2011 §III-A): what the job
 /// may count on, per pool, after the jobs ahead of it in the queue.
 ///
@@ -311,12 +330,13 @@ pub const FOREVER: crate::time::Duration = crate::time::Duration::MAX;
 ///
 /// Every pool of the snapshot has a CAP, in pool-id order, even when the job's request does not
 /// use it: a launcher chooses its pools from the view (§III-B).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[repr(C)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, StableAbi)]
 pub struct View {
     /// The job the view is for.
     pub job: JobId,
     /// Free nodes over time, per pool (the CAPs).
-    pub available: Vec<PoolSteps>,
+    pub available: RVec<PoolSteps>,
 }
 
 impl View {
@@ -345,18 +365,20 @@ pub fn cap_value_at(cap: &PoolSteps, t: Time) -> Option<u32> {
 }
 
 /// A policy's answer.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[repr(C)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, StableAbi)]
 pub struct Plan {
     /// Pending jobs placed now or later.
-    pub placements: Vec<Placement>,
+    pub placements: RVec<Placement>,
     /// Running jobs to kill (only killable ones).
-    pub kills: Vec<JobReason>,
+    pub kills: RVec<JobReason>,
     /// Pending jobs to refuse for good (e.g. a missed co-allocation deadline).
-    pub rejects: Vec<JobReason>,
+    pub rejects: RVec<JobReason>,
     /// When to call the policy again even if nothing happens.
-    pub wake_at: Option<Time>,
+    #[serde(default)]
+    pub wake_at: ROption<Time>,
     /// Views sent to the jobs' launchers.
-    pub views: Vec<View>,
+    pub views: RVec<View>,
 }
 
 impl Plan {
@@ -364,7 +386,7 @@ impl Plan {
     /// and `wake_at` is brought forward to the earliest of them, so that a driver which comes
     /// back at a plan's expected starts comes back at the same instants.
     pub fn starts_only(mut self, now: Time) -> Plan {
-        let mut earliest = self.wake_at;
+        let mut earliest = self.wake_at.into_option();
         self.placements.retain(|p| {
             if p.start > now {
                 earliest = Some(earliest.map_or(p.start, |w| w.min(p.start)));
@@ -373,7 +395,7 @@ impl Plan {
                 true
             }
         });
-        self.wake_at = earliest;
+        self.wake_at = earliest.into();
         self
     }
 }
@@ -620,6 +642,39 @@ pub trait NamedPolicy: Policy + Sized {
 mod tests {
     use super::*;
 
+    /// A plan's JSON is what it was with `Vec`, `Option` and `String` (batchd's answers, esim's
+    /// outputs): lists, `null` or a number, text; an absent optional field reads as none.
+    #[test]
+    fn a_plan_reads_and_writes_the_json_it_did_before_its_abi_layout() {
+        let plan = Plan {
+            placements: crate::rvec![Placement {
+                job: JobId(7),
+                start: 10,
+                shape: Shape::CoAllocated {
+                    pools: crate::rvec![PoolId(0), PoolId(2)],
+                },
+                claim_from: crate::RSome(5),
+            }],
+            rejects: crate::rvec![JobReason::new(JobId(8), "why")],
+            ..Plan::default()
+        };
+        let text = serde_json::to_string(&plan).expect("a plan serialises");
+        assert_eq!(
+            text,
+            r#"{"placements":[{"job":7,"start":10,"shape":{"CoAllocated":{"pools":[0,2]}},"claim_from":5}],"kills":[],"rejects":[{"job":8,"reason":"why"}],"wake_at":null,"views":[]}"#
+        );
+        assert_eq!(serde_json::from_str::<Plan>(&text).ok(), Some(plan));
+        let bare: Placement = serde_json::from_str(
+            r#"{"job":1,"start":2,"shape":{"Rigid":{"pool":0,"nodes":3,"walltime":4}}}"#,
+        )
+        .expect("claim_from may be absent");
+        assert_eq!(bare.claim_from, crate::RNone);
+        let bare: Plan =
+            serde_json::from_str(r#"{"placements":[],"kills":[],"rejects":[],"views":[]}"#)
+                .expect("wake_at may be absent");
+        assert_eq!(bare.wake_at, crate::RNone);
+    }
+
     #[test]
     fn an_account_applied_to_the_previous_list_gives_the_new_one() {
         let c = ListChanges {
@@ -665,7 +720,7 @@ mod tests {
         let mut h = PoolSteps {
             pool: PoolId(0),
             start: 10,
-            steps: vec![Step::new(5, 2), Step::new(10, 4), Step::new(3, 1)],
+            steps: crate::rvec![Step::new(5, 2), Step::new(10, 4), Step::new(3, 1)],
         };
         let later = h.clone();
         assert!(h.clone().clip_to(10) && later.clone().clip_to(3));

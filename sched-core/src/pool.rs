@@ -3,7 +3,20 @@
 use serde::{Deserialize, Serialize};
 
 /// Index of a pool in a snapshot's pool list.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[repr(transparent)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    abi_stable::StableAbi,
+)]
 pub struct PoolId(pub u32);
 
 impl std::fmt::Display for PoolId {

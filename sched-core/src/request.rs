@@ -7,7 +7,20 @@ use crate::pool::PoolId;
 use crate::time::{Duration, Time};
 
 /// A job's identifier (Slurm's job id, an SWF job number).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[repr(transparent)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    abi_stable::StableAbi,
+)]
 pub struct JobId(pub u64);
 
 impl std::fmt::Display for JobId {
@@ -17,7 +30,10 @@ impl std::fmt::Display for JobId {
 }
 
 /// One step of an evolution profile: `nodes` nodes for `duration` (Klein & Pérez §3.1).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[repr(C)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, abi_stable::StableAbi,
+)]
 pub struct Step {
     /// How long the step lasts.
     pub duration: Duration,

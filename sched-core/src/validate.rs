@@ -14,6 +14,7 @@
 //!   (most calls of a replay start nothing, and summing the running jobs' holds for them was
 //!   a tenth of the validator's work).
 
+use abi_stable::std_types::{RNone, RSome};
 use smallvec::{smallvec, SmallVec};
 
 use crate::idmap::IdSet;
@@ -180,7 +181,7 @@ pub fn validate(snapshot: &Snapshot<'_>, plan: &Plan) -> Result<(), PlanError> {
                 }
             }
         }
-        if let Some(c) = p.claim_from {
+        if let RSome(c) = p.claim_from {
             if c > p.start {
                 v.push(Violation::ClaimAfterStart {
                     job: p.job,
@@ -426,7 +427,7 @@ fn check_capacity<'a>(
                     nodes,
                     walltime,
                 },
-                None,
+                RNone,
             ) = (&p.shape, p.claim_from)
             {
                 let (a, end) = (p.start.max(now), p.start.saturating_add(*walltime));
@@ -438,7 +439,11 @@ fn check_capacity<'a>(
             // An early claim holds the first step's nodes from `claim_from` (or now) to the
             // start: counted as one interval with the first step, which halves the events of a
             // claimed placement (claimed jobs are re-planned at every call until they start).
-            let claim_at = p.claim_from.map(|c| c.max(now)).filter(|&a| a < p.start);
+            let claim_at = p
+                .claim_from
+                .into_option()
+                .map(|c| c.max(now))
+                .filter(|&a| a < p.start);
             for h in &p.shape.holds(&job.request, p.start) {
                 let mut t = h.start;
                 for (k, s) in h.steps.iter().enumerate() {
@@ -571,7 +576,7 @@ mod tests {
             job: JobId(id),
             start,
             shape: Shape::rigid(PoolId(0), nodes, walltime),
-            claim_from: None,
+            claim_from: RNone,
         }
     }
 
@@ -589,7 +594,7 @@ mod tests {
             pending: &pend,
         };
         let plan = Plan {
-            placements: vec![place(1, 0, 8, 10), place(2, 10, 8, 10)],
+            placements: crate::rvec![place(1, 0, 8, 10), place(2, 10, 8, 10)],
             ..Plan::default()
         };
         assert_eq!(validate(&snap, &plan), Ok(()));
@@ -609,7 +614,7 @@ mod tests {
             pending: &pend,
         };
         let plan = Plan {
-            placements: vec![place(1, 0, 5, 10), place(2, 9, 4, 10)],
+            placements: crate::rvec![place(1, 0, 5, 10), place(2, 9, 4, 10)],
             ..Plan::default()
         };
         let err = validate(&snap, &plan).unwrap_err();
@@ -644,7 +649,7 @@ mod tests {
             pending: &pend,
         };
         let mut plan = Plan {
-            placements: vec![place(1, 50, 4, 10)],
+            placements: crate::rvec![place(1, 50, 4, 10)],
             ..Plan::default()
         };
         assert!(validate(&snap, &plan).is_err());
@@ -680,7 +685,7 @@ mod tests {
             pending: &pend,
         };
         let mut plan = Plan {
-            wake_at: Some(60),
+            wake_at: Some(60).into(),
             ..Plan::default()
         };
         assert_eq!(validate(&snap, &plan), Ok(()));
@@ -719,8 +724,8 @@ mod tests {
             pending: &pend,
         };
         let with_claim = |c: Option<Time>| Plan {
-            placements: vec![Placement {
-                claim_from: c,
+            placements: crate::rvec![Placement {
+                claim_from: c.into(),
                 ..place(1, 200, 4, 10)
             }],
             ..Plan::default()
@@ -752,14 +757,14 @@ mod tests {
             pending: &pend,
         };
         let shape = |steps: Vec<Step>| Plan {
-            placements: vec![Placement {
+            placements: crate::rvec![Placement {
                 job: JobId(1),
                 start: 5,
                 shape: Shape::Evolving {
                     pool: PoolId(0),
-                    steps,
+                    steps: steps.into(),
                 },
-                claim_from: None,
+                claim_from: RNone,
             }],
             ..Plan::default()
         };
@@ -771,7 +776,7 @@ mod tests {
         assert!(validate(&snap, &shape(vec![Step::new(10, 3), Step::new(20, 4)])).is_err());
         // The rigid baseline: max nodes for the total duration.
         let rigid = Plan {
-            placements: vec![place(1, 0, 4, 30)],
+            placements: crate::rvec![place(1, 0, 4, 30)],
             ..Plan::default()
         };
         assert_eq!(validate(&snap, &rigid), Ok(()));
@@ -788,7 +793,7 @@ mod tests {
             pending: &pend,
         };
         let plan = Plan {
-            placements: vec![
+            placements: crate::rvec![
                 place(1, 50, 1, 10),
                 place(1, 100, 1, 10),
                 place(9, 100, 1, 1),
@@ -873,7 +878,7 @@ mod tests {
                                 pool: PoolId(*pool),
                                 steps: steps.iter().map(|&(d, n)| Step::new(d, n)).collect(),
                             },
-                            claim_from: *claim,
+                            claim_from: (*claim).into(),
                         })
                         .collect(),
                     ..Plan::default()
@@ -936,10 +941,10 @@ mod tests {
                                 } else {
                                     Shape::Evolving {
                                         pool: PoolId(pool),
-                                        steps: vec![Step::new(wall, nodes)],
+                                        steps: crate::rvec![Step::new(wall, nodes)],
                                     }
                                 },
-                                claim_from: None,
+                                claim_from: RNone,
                             })
                             .collect(),
                         ..Plan::default()

@@ -679,7 +679,7 @@ impl<'o> Engine<'o> {
         }
         self.remove_pending(&mut leaving);
         self.leaving = leaving;
-        let wake = plan.wake_at.filter(|&w| w > now);
+        let wake = plan.wake_at.into_option().filter(|&w| w > now);
         self.wake = match (wake, next_start) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -793,7 +793,7 @@ fn clip(h: &PoolSteps, now: Time) -> Option<PoolSteps> {
     (!steps.is_empty()).then_some(PoolSteps {
         pool: h.pool,
         start: now,
-        steps,
+        steps: steps.into(),
     })
 }
 
@@ -863,7 +863,7 @@ mod tests {
         let h = PoolSteps {
             pool: PoolId(0),
             start: 10,
-            steps: vec![Step::new(5, 2), Step::new(10, 4)],
+            steps: sched_core::rvec![Step::new(5, 2), Step::new(10, 4)],
         };
         assert_eq!(clip(&h, 5), Some(h.clone()));
         assert_eq!(
@@ -871,7 +871,7 @@ mod tests {
             Some(PoolSteps {
                 pool: PoolId(0),
                 start: 12,
-                steps: vec![Step::new(3, 2), Step::new(10, 4)]
+                steps: sched_core::rvec![Step::new(3, 2), Step::new(10, 4)]
             })
         );
         assert_eq!(
@@ -879,7 +879,7 @@ mod tests {
             Some(PoolSteps {
                 pool: PoolId(0),
                 start: 15,
-                steps: vec![Step::new(10, 4)]
+                steps: sched_core::rvec![Step::new(10, 4)]
             })
         );
         assert_eq!(clip(&h, 25), None);
@@ -891,22 +891,22 @@ mod tests {
             PoolSteps {
                 pool: PoolId(0),
                 start: 10,
-                steps: vec![Step::new(5, 2), Step::new(10, 4)],
+                steps: sched_core::rvec![Step::new(5, 2), Step::new(10, 4)],
             },
             PoolSteps {
                 pool: PoolId(1),
                 start: 12,
-                steps: vec![Step::new(0, 3), Step::new(4, 1)],
+                steps: sched_core::rvec![Step::new(0, 3), Step::new(4, 1)],
             },
             PoolSteps {
                 pool: PoolId(2),
                 start: 30,
-                steps: vec![Step::new(0, 7)],
+                steps: sched_core::rvec![Step::new(0, 7)],
             },
             PoolSteps {
                 pool: PoolId(0),
                 start: 11,
-                steps: vec![Step::new(9, 1)],
+                steps: sched_core::rvec![Step::new(9, 1)],
             },
         ];
         let instants = [0, 10, 12, 14, 16, 20, 25, 30, 31];
@@ -933,7 +933,7 @@ mod tests {
         let h = PoolSteps {
             pool: PoolId(0),
             start: 10,
-            steps: vec![Step::new(5, 2), Step::new(10, 4)],
+            steps: sched_core::rvec![Step::new(5, 2), Step::new(10, 4)],
         };
         assert_eq!(area(std::slice::from_ref(&h), 25), 50);
         assert_eq!(area(std::slice::from_ref(&h), 17), 18);

@@ -107,7 +107,7 @@ pub fn start(
     job.rec.nodes = counts.iter().map(|c| c.1).sum();
     job.rec.node_list = Some(hostlist::compress(&names));
     job.rec.shape = Some(sched_core::Shape::CoAllocated {
-        pools: pools.to_vec(),
+        pools: pools.to_vec().into(),
     });
     job.run = Some(RunState {
         pool: counts[0].0,
@@ -189,7 +189,7 @@ mod tests {
         let ps = PoolSteps {
             pool: PoolId(0),
             start: 1_000,
-            steps: vec![
+            steps: sched_core::rvec![
                 Step::new(500, 2),
                 Step::new(500, 2),
                 Step::new(1_000, 4),

@@ -250,7 +250,7 @@ mod tests {
         });
         let shape = Shape::Evolving {
             pool: PoolId(0),
-            steps,
+            steps: steps.into(),
         };
         c.start(1, &shape, 0, PathBuf::from("/j1")).unwrap();
         c.start(

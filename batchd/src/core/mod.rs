@@ -1142,7 +1142,7 @@ mod tests {
         c.claim(1, &pools).unwrap();
         assert_eq!(c.pools[1].free(), 1);
         let shape = Shape::CoAllocated {
-            pools: pools.to_vec(),
+            pools: pools.to_vec().into(),
         };
         let r = c.start(1, &shape, 5_000, PathBuf::new()).unwrap();
         assert_eq!(r.pool.as_deref(), Some("b,a"));
@@ -1152,7 +1152,7 @@ mod tests {
         // Two components in one pool get nodes of their own.
         add(&mut c, global(2));
         let shared = Shape::CoAllocated {
-            pools: vec![PoolId(0), PoolId(0)],
+            pools: sched_core::rvec![PoolId(0), PoolId(0)],
         };
         assert!(c.start(2, &shared, 5_000, PathBuf::new()).is_err());
         assert_eq!(c.pools[0].free(), 2);

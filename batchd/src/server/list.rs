@@ -372,7 +372,7 @@ mod tests {
             3,
             &Shape::Evolving {
                 pool: PoolId(0),
-                steps: steps.clone(),
+                steps: steps.clone().into(),
             },
             100,
             PathBuf::from("/j/3"),

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 
 use sched_core::time::HOUR;
 use sched_core::{
-    JobReason, NamedPolicy, ParamError, Params, Pending, Placement, Plan, Policy, PoolId, Profile, Shape,
+    JobReason, NamedPolicy, ParamError, Params, Pending, Placement, Plan, Policy, PoolId, Profile, RNone, Shape,
     Snapshot, Time,
 };
 
@@ -52,20 +52,20 @@ impl Policy for SjfEasy {
         let mut reserved: BTreeMap<PoolId, bool> = BTreeMap::new();
         for job in self.order(s) {
             let Some(r) = job.request.as_rigid() else {
-                plan.rejects.push(JobReason { job: job.id, reason: "the request offers no shape".into() });
+                plan.rejects.push(JobReason::new(job.id, "the request offers no shape"));
                 continue;
             };
             let pool_id = r.pool.unwrap_or(first_pool);
             let (Some(pool), Some(prof)) = (s.pool(pool_id), used.get_mut(&pool_id)) else {
-                plan.rejects.push(JobReason { job: job.id, reason: format!("no pool {pool_id}") });
+                plan.rejects.push(JobReason::new(job.id, format!("no pool {pool_id}")));
                 continue;
             };
             let cap = i64::from(pool.nodes);
             if r.nodes == 0 || i64::from(r.nodes) > cap {
-                plan.rejects.push(JobReason {
-                    job: job.id,
-                    reason: format!("asks for {} nodes, pool {} has {}", r.nodes, pool.name, pool.nodes),
-                });
+                plan.rejects.push(JobReason::new(
+                    job.id,
+                    format!("asks for {} nodes, pool {} has {}", r.nodes, pool.name, pool.nodes),
+                ));
                 continue;
             }
             let from = s.now.max(job.earliest_start).max(job.submit);
@@ -86,12 +86,12 @@ impl Policy for SjfEasy {
                     job: job.id,
                     start,
                     shape: Shape::rigid(pool_id, r.nodes, r.walltime),
-                    claim_from: None,
+                    claim_from: RNone,
                 });
             }
         }
         // A job held back by `--begin` needs a call when it may start, even if nothing happens.
-        plan.wake_at = s.pending.iter().map(|p| p.earliest_start).filter(|&t| t > s.now).min();
+        plan.wake_at = s.pending.iter().map(|p| p.earliest_start).filter(|&t| t > s.now).min().into();
         plan
     }
 }

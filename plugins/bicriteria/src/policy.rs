@@ -199,19 +199,20 @@ impl Policy for BiCriteria {
             let Some(pool) = snap.pool(pool_id) else {
                 plan.rejects.push(JobReason {
                     job: p.id,
-                    reason: format!("pool {} does not exist", pool_id.0),
+                    reason: format!("pool {} does not exist", pool_id.0).into(),
                 });
                 continue;
             };
             match configs(p) {
-                Err(reason) => plan.rejects.push(JobReason { job: p.id, reason }),
+                Err(reason) => plan.rejects.push(JobReason::new(p.id, reason)),
                 Ok(c) if !c.iter().any(|&(n, _)| n >= 1 && n <= pool.nodes) => {
                     plan.rejects.push(JobReason {
                         job: p.id,
                         reason: format!(
                             "no configuration fits pool {} ({} nodes)",
                             pool.name, pool.nodes
-                        ),
+                        )
+                        .into(),
                     })
                 }
                 Ok(c) => waiting.entry(pool_id).or_default().push((p, c)),
@@ -275,13 +276,13 @@ impl Policy for BiCriteria {
                     _ => Shape::rigid(pool.id, mb.nodes, mb.walltime),
                 };
                 if start > snap.now {
-                    plan.wake_at = Some(plan.wake_at.map_or(start, |w: Time| w.min(start)));
+                    plan.wake_at = Some(plan.wake_at.map_or(start, |w: Time| w.min(start))).into();
                 }
                 plan.placements.push(Placement {
                     job: mb.job,
                     start,
                     shape,
-                    claim_from: None,
+                    claim_from: sched_core::RNone,
                 });
             }
         }
@@ -289,7 +290,7 @@ impl Policy for BiCriteria {
         for p in snap.pending {
             if p.earliest_start > snap.now {
                 let t = p.earliest_start;
-                plan.wake_at = Some(plan.wake_at.map_or(t, |w: Time| w.min(t)));
+                plan.wake_at = Some(plan.wake_at.map_or(t, |w: Time| w.min(t))).into();
             }
         }
         plan

@@ -104,7 +104,7 @@ proptest! {
                 .map(|j| j.submit)
                 .filter(|&t| t > now)
                 .chain(running.iter().map(|(_, e)| *e))
-                .chain(plan.wake_at.filter(|&t| t > now))
+                .chain(plan.wake_at.into_option().filter(|&t| t > now))
                 .min();
             match next {
                 Some(t) => now = t,

@@ -170,7 +170,7 @@ fn begin_time_is_respected_and_wakes_the_driver() {
     let p = plan(&mut Cbf::new(), 0, &pools, &[], &[j]);
     assert_eq!(start_of(&p, 1), Some(500));
     assert_eq!(
-        p.wake_at,
+        p.wake_at.into_option(),
         Some(500),
         "no event would start a job waiting for its begin time"
     );
@@ -331,7 +331,7 @@ fn placements_are_rigid_shapes_of_the_request() {
             job: JobId(1),
             start: 0,
             shape: Shape::rigid(PoolId(0), 3, 7),
-            claim_from: None
+            claim_from: sched_core::RNone
         }]
     );
 }

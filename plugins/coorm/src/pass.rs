@@ -203,7 +203,7 @@ pub fn cap(cl: &Cluster, i: usize, now: Time) -> PoolSteps {
     PoolSteps {
         pool: cl.pools[i].id,
         start: now,
-        steps,
+        steps: steps.into(),
     }
 }
 
@@ -394,18 +394,19 @@ pub fn pass(
                     _ => Shape::rigid(components[0].0, components[0].1, *walltime),
                 };
                 if *start > now {
-                    out.plan.wake_at = Some(out.plan.wake_at.map_or(*start, |w| w.min(*start)));
+                    out.plan.wake_at =
+                        Some(out.plan.wake_at.map_or(*start, |w| w.min(*start))).into();
                 }
                 out.plan.placements.push(Placement {
                     job: e.job,
                     start: *start,
                     shape,
-                    claim_from: None,
+                    claim_from: sched_core::RNone,
                 });
             }
             Planned::Rejected(why) => out.plan.rejects.push(JobReason {
                 job: e.job,
-                reason: why.clone(),
+                reason: why.clone().into(),
             }),
             Planned::Never | Planned::Waiting => {}
         }

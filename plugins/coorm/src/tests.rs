@@ -76,7 +76,7 @@ fn view_is_the_profiles_before_the_job_and_ends_free_forever() {
     );
     // Launcher 3 wants all of pool 1 for 10: it fits before launcher 2 (backfilling).
     assert_eq!(start_of(&p, 3), Some(0));
-    assert_eq!(p.wake_at, Some(100));
+    assert_eq!(p.wake_at.into_option(), Some(100));
 }
 
 #[test]

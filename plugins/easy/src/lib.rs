@@ -55,7 +55,7 @@ impl Policy for Easy {
             let (job, options) = match Job::view(p, &cluster.pools) {
                 Ok(view) => view,
                 Err(reason) => {
-                    plan.rejects.push(JobReason { job: p.id, reason });
+                    plan.rejects.push(JobReason::new(p.id, reason));
                     continue;
                 }
             };
@@ -70,7 +70,7 @@ impl Policy for Easy {
             };
             if job.deadline.is_some_and(|d| d < now) {
                 let reason = job.missed_deadline(None).unwrap_or_default();
-                plan.rejects.push(JobReason { job: p.id, reason });
+                plan.rejects.push(JobReason::new(p.id, reason));
                 continue;
             }
             // Fits now: start. Behind the first waiting job this is the backfill, and the profile
@@ -83,7 +83,7 @@ impl Policy for Easy {
                         job: p.id,
                         start: now,
                         shape: job.shape(cluster.pools[i].id),
-                        claim_from: None,
+                        claim_from: sched_core::RNone,
                     });
                     continue;
                 }
@@ -96,7 +96,7 @@ impl Policy for Easy {
             // The first job that cannot start now: the only reservation.
             let slot = cluster.earliest(&job, now.max(job.earliest));
             if let Some(reason) = job.missed_deadline(slot.map(|s| s.1)) {
-                plan.rejects.push(JobReason { job: p.id, reason });
+                plan.rejects.push(JobReason::new(p.id, reason));
                 continue;
             }
             head_found = true;
@@ -110,10 +110,10 @@ impl Policy for Easy {
                 job: p.id,
                 start,
                 shape: job.shape(cluster.pools[i].id),
-                claim_from: None,
+                claim_from: sched_core::RNone,
             });
         }
-        plan.wake_at = wake;
+        plan.wake_at = wake.into();
         plan
     }
 }

@@ -132,7 +132,7 @@ fn begin_time_is_respected_and_wakes_the_driver() {
     later.earliest_start = 300;
     let p = plan(0, &pools, &[], &[later, job(2, 2, 10)]);
     assert_eq!((start_of(&p, 1), start_of(&p, 2)), (Some(300), Some(0)));
-    assert_eq!(p.wake_at, Some(300));
+    assert_eq!(p.wake_at.into_option(), Some(300));
 }
 
 #[test]

@@ -175,7 +175,7 @@ impl Policy for EvolvingPolicy {
                 Err(reason) => {
                     plan.rejects.push(JobReason {
                         job: job.id,
-                        reason,
+                        reason: reason.into(),
                     });
                     continue;
                 }
@@ -201,7 +201,7 @@ impl Policy for EvolvingPolicy {
                 };
                 plan.rejects.push(JobReason {
                     job: job.id,
-                    reason,
+                    reason: reason.into(),
                 });
                 continue;
             }
@@ -219,7 +219,7 @@ impl Policy for EvolvingPolicy {
             let shape = if w.evolving {
                 Shape::Evolving {
                     pool,
-                    steps: fitted.steps,
+                    steps: fitted.steps.into(),
                 }
             } else {
                 Shape::Rigid {
@@ -232,7 +232,7 @@ impl Policy for EvolvingPolicy {
                 job: job.id,
                 start,
                 shape,
-                claim_from: None,
+                claim_from: sched_core::RNone,
             });
         }
         // A start in the future happens at another job's end, except when --begin delayed it:
@@ -242,7 +242,8 @@ impl Policy for EvolvingPolicy {
             .iter()
             .map(|p| p.start)
             .filter(|&s| s > now)
-            .min();
+            .min()
+            .into();
         plan
     }
 }
@@ -315,13 +316,13 @@ mod tests {
             request: Request::evolving(vec![Step::new(100, 6), Step::new(50, 2)]),
             shape: Shape::Evolving {
                 pool: PoolId(0),
-                steps: vec![Step::new(100, 6), Step::new(50, 2)],
+                steps: sched_core::rvec![Step::new(100, 6), Step::new(50, 2)],
             },
             start: 0,
             holds: vec![sched_core::PoolSteps {
                 pool: PoolId(0),
                 start: 0,
-                steps: vec![Step::new(100, 6), Step::new(50, 2)],
+                steps: sched_core::rvec![Step::new(100, 6), Step::new(50, 2)],
             }],
             killable: false,
         }];
@@ -348,6 +349,6 @@ mod tests {
         assert_eq!(plan.placements[1].start, 10);
         assert_eq!(plan.rejects.len(), 1);
         assert_eq!(plan.rejects[0].job, JobId(4));
-        assert_eq!(plan.wake_at, Some(70));
+        assert_eq!(plan.wake_at.into_option(), Some(70));
     }
 }

@@ -110,13 +110,13 @@ mod invariants {
                 request: Request::evolving(steps.clone()),
                 shape: Shape::Evolving {
                     pool: PoolId(0),
-                    steps: steps.clone(),
+                    steps: steps.clone().into(),
                 },
                 start: *start,
                 holds: vec![PoolSteps {
                     pool: PoolId(0),
                     start: *start,
-                    steps: steps.clone(),
+                    steps: steps.clone().into(),
                 }],
                 killable: false,
             })
@@ -172,7 +172,7 @@ mod invariants {
                                 prop_assert_eq!(s.duration, r.duration, "step {} expanded", k);
                             }
                         }
-                        holds.push((p.start, steps.clone()));
+                        holds.push((p.start, steps.to_vec()));
                     }
                     (Request::Rigid(r), Shape::Rigid { nodes, walltime, .. }) => {
                         prop_assert_eq!((*nodes, *walltime), (r.nodes, r.walltime));

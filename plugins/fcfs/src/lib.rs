@@ -123,7 +123,7 @@ fn starts_now(snap: &Snapshot<'_>) -> Option<Plan> {
         let (job, options) = match Job::view(p, &cluster.pools) {
             Ok(view) => view,
             Err(reason) => {
-                plan.rejects.push(JobReason { job: p.id, reason });
+                plan.rejects.push(JobReason::new(p.id, reason));
                 continue;
             }
         };
@@ -139,7 +139,7 @@ fn starts_now(snap: &Snapshot<'_>) -> Option<Plan> {
                     job: p.id,
                     start: now,
                     shape: job.shape(cluster.pools[i].id),
-                    claim_from: None,
+                    claim_from: sched_core::RNone,
                 });
             }
             slot => {
@@ -147,7 +147,7 @@ fn starts_now(snap: &Snapshot<'_>) -> Option<Plan> {
                 // Nothing behind starts before it; a job that never fits (a hold that never
                 // ends) blocks the queue for good, with no wake-up.
                 blocked = true;
-                plan.wake_at = slot.map(|(_, start)| start);
+                plan.wake_at = slot.map(|(_, start)| start).into();
             }
         }
     }

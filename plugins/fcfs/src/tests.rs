@@ -166,5 +166,5 @@ fn moldable_jobs_start_with_the_same_configuration_with_or_without_the_book() {
     assert_eq!(shape_of(&full, 1), six);
     assert_eq!(shape_of(&starts, 1), six);
     assert_eq!(start_of(&full, 2), Some(50));
-    assert_eq!(starts.wake_at, Some(50));
+    assert_eq!(starts.wake_at.into_option(), Some(50));
 }

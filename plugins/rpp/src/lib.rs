@@ -28,7 +28,7 @@ use sched_core::idmap::IdMap;
 use sched_core::request::CoAllocated;
 use sched_core::{
     kill_reason_for, JobId, JobReason, NamedPolicy, ParamError, Params, Placement, Plan, Policy,
-    PoolId, PoolSteps, Request, Shape, Snapshot, Time,
+    PoolId, PoolSteps, RString, Request, Shape, Snapshot, Time,
 };
 
 /// Which of the two kinds of jobs wins when a global job's deadline comes and nodes are short
@@ -247,11 +247,8 @@ impl Call<'_, '_> {
         }
     }
 
-    fn reject(&mut self, job: JobId, reason: impl Into<String>) {
-        self.plan.rejects.push(JobReason {
-            job,
-            reason: reason.into(),
-        });
+    fn reject(&mut self, job: JobId, reason: impl Into<RString>) {
+        self.plan.rejects.push(JobReason::new(job, reason));
     }
 
     fn place(&mut self, job: JobId, start: Time, pools: &[usize], claim_from: Option<Time>) {
@@ -260,7 +257,7 @@ impl Call<'_, '_> {
             job,
             start,
             shape: Shape::CoAllocated { pools },
-            claim_from,
+            claim_from: claim_from.into(),
         });
     }
 
@@ -316,7 +313,8 @@ impl Call<'_, '_> {
                     reason: kill_reason_for(
                         job,
                         "preempted at a co-allocated job's start deadline (GP)",
-                    ),
+                    )
+                    .into(),
                 });
             }
         }
@@ -529,7 +527,7 @@ impl Policy for Rpp {
                     job: p.id,
                     start: now,
                     shape: Shape::rigid(snap.pools[pool].id, rigid.nodes, rigid.walltime),
-                    claim_from: None,
+                    claim_from: sched_core::RNone,
                 });
             } else {
                 blocked[pool] = true;
@@ -548,7 +546,8 @@ impl Policy for Rpp {
                 None => g.next.max(now + 1),
             })
             .filter(|&t| t > now)
-            .min();
+            .min()
+            .into();
         call.plan
     }
 }

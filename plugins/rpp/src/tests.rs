@@ -125,12 +125,12 @@ fn a_successful_try_claims_nodes_until_the_job_starts_at_its_deadline() {
     let pend = vec![global(1, 0, &[4, 4], 300, 1000)];
     let plan = call(&mut p, 0, &pools, &[], &pend);
     assert!(plan.placements.is_empty());
-    assert_eq!(plan.wake_at, Some(500));
+    assert_eq!(plan.wake_at.into_option(), Some(500));
     let plan = call(&mut p, 500, &pools, &[], &pend);
     assert_eq!(plan.placements.len(), 1);
     let pl = &plan.placements[0];
-    assert_eq!((pl.start, pl.claim_from), (1000, Some(500)));
-    assert_eq!(plan.wake_at, Some(1000));
+    assert_eq!((pl.start, pl.claim_from.into_option()), (1000, Some(500)));
+    assert_eq!(plan.wake_at.into_option(), Some(1000));
     // A local job of 4 nodes does not fit beside the 8 claimed nodes, one of 2 does.
     let mut pend2 = pend.clone();
     pend2.push(local(2, 600, 0, 4, 50));
@@ -147,7 +147,7 @@ fn a_successful_try_claims_nodes_until_the_job_starts_at_its_deadline() {
     );
     let plan = call(&mut p, 1000, &pools, &[], &pend);
     assert_eq!(plan.placements[0].start, 1000);
-    assert_eq!(plan.placements[0].claim_from, None);
+    assert_eq!(plan.placements[0].claim_from.into_option(), None);
 }
 
 #[test]
@@ -156,10 +156,19 @@ fn a_failed_try_wakes_at_the_next_try_time() {
     let run = vec![running(9, 0, 0, 8, 10_000)];
     let mut p = Rpp::new(config(0.5, None, Priority::Lp, None));
     let pend = vec![global(1, 0, &[4], 100, 1000)];
-    assert_eq!(call(&mut p, 0, &pools, &run, &pend).wake_at, Some(500));
-    assert_eq!(call(&mut p, 500, &pools, &run, &pend).wake_at, Some(750));
+    assert_eq!(
+        call(&mut p, 0, &pools, &run, &pend).wake_at.into_option(),
+        Some(500)
+    );
+    assert_eq!(
+        call(&mut p, 500, &pools, &run, &pend).wake_at.into_option(),
+        Some(750)
+    );
     // A call between tries (another job's event) tries nothing and keeps the schedule.
-    assert_eq!(call(&mut p, 600, &pools, &run, &pend).wake_at, Some(750));
+    assert_eq!(
+        call(&mut p, 600, &pools, &run, &pend).wake_at.into_option(),
+        Some(750)
+    );
 }
 
 #[test]

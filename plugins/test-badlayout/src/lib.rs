@@ -25,7 +25,8 @@ impl RootModule for PolicyMod_Ref {
     declare_root_module_statics! {PolicyMod_Ref}
     const BASE_NAME: &'static str = "esched_policy";
     const NAME: &'static str = "esched_policy";
-    const VERSION_STRINGS: VersionStrings = VersionStrings::new("3.0.0");
+    // The host's own version: only the layout may be what refuses it.
+    const VERSION_STRINGS: VersionStrings = VersionStrings::new("4.0.0");
 }
 
 /// The root module.

@@ -23,9 +23,9 @@ impl Policy for Echo {
             panic!("call {} of this instance: told to panic", self.calls);
         }
         Plan {
-            rejects: vec![JobReason {
+            rejects: sched_core::rvec![JobReason {
                 job: JobId(0),
-                reason: format!("{s:?}"),
+                reason: format!("{s:?}").into(),
             }],
             ..Plan::default()
         }

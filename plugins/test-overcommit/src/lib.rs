@@ -20,7 +20,7 @@ impl Policy for OverCommit {
                     job: p.id,
                     start: s.now.max(p.earliest_start).max(p.submit),
                     shape: Shape::rigid(r.pool.unwrap_or(PoolId(0)), r.nodes, r.walltime),
-                    claim_from: None,
+                    claim_from: sched_core::RNone,
                 })
             })
             .collect();

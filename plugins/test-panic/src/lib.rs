@@ -68,7 +68,7 @@ impl Policy for Panicky {
                     job: p.id,
                     start: s.now,
                     shape: Shape::rigid(pool, r.nodes, r.walltime),
-                    claim_from: None,
+                    claim_from: sched_core::RNone,
                 });
             }
         }

@@ -460,7 +460,7 @@ impl Driver<'_> {
         if let Err(error) = validate(&snap, &plan) {
             return Err(CoallocError::Refused { at: now, error });
         }
-        self.wake = plan.wake_at.filter(|&w| w > now);
+        self.wake = plan.wake_at.into_option().filter(|&w| w > now);
         let idx = |j: JobId| j.0 as usize;
         for k in &plan.kills {
             let i = idx(k.job);
@@ -493,7 +493,7 @@ impl Driver<'_> {
             let Shape::CoAllocated { pools } = &pl.shape else {
                 continue;
             };
-            if pl.start > now && pl.claim_from.is_some_and(|c| c <= now) {
+            if pl.start > now && pl.claim_from.into_option().is_some_and(|c| c <= now) {
                 self.claim_seen[i] = self.calls;
                 let same = self
                     .claimed
@@ -510,7 +510,7 @@ impl Driver<'_> {
                     let got = self.take(p.0, self.jobs[i].size, i, now)?;
                     procs.push((p.0, got));
                 }
-                self.jobs[i].placed_at = pl.claim_from;
+                self.jobs[i].placed_at = pl.claim_from.into_option();
                 self.claimed.insert(i, (now, procs));
             }
         }

@@ -182,9 +182,9 @@ mod tests {
                     pool: q.id,
                     start: 0,
                     steps: if f == q.nodes {
-                        vec![Step::new(FOREVER, f)]
+                        sched_core::rvec![Step::new(FOREVER, f)]
                     } else {
-                        vec![Step::new(1_000_000, f), Step::new(FOREVER, q.nodes)]
+                        sched_core::rvec![Step::new(1_000_000, f), Step::new(FOREVER, q.nodes)]
                     },
                 })
                 .collect(),

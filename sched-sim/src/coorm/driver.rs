@@ -32,8 +32,8 @@ use std::collections::{BinaryHeap, HashMap};
 use esched_coorm::pass::{pass, Ask, Config, Entry, Planned};
 use esched_coorm::select;
 use sched_core::{
-    CoAllocated, Component, Duration, JobId, PoolId, PoolSteps, Request, Running, Shape, Snapshot,
-    Time, View, FOREVER,
+    CoAllocated, Component, Duration, JobId, PoolId, PoolSteps, RSome, Request, Running, Shape,
+    Snapshot, Time, View, FOREVER,
 };
 
 use super::cem;
@@ -233,7 +233,7 @@ pub fn cap_from(cap: &PoolSteps, t: Time) -> PoolSteps {
     PoolSteps {
         pool: cap.pool,
         start: t.max(cap.start),
-        steps,
+        steps: steps.into(),
     }
 }
 
@@ -516,7 +516,7 @@ impl Sim<'_> {
             }
         }
         self.waiting = still;
-        if let Some(w) = out.plan.wake_at {
+        if let RSome(w) = out.plan.wake_at {
             self.due(w);
         }
         Ok(())

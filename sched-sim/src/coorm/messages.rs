@@ -187,7 +187,7 @@ mod tests {
             &PoolSteps {
                 pool: PoolId(0),
                 start: 0,
-                steps: vec![Step::new(FOREVER, 128)],
+                steps: sched_core::rvec![Step::new(FOREVER, 128)],
             },
         );
         let big = change_notify(
@@ -195,7 +195,7 @@ mod tests {
             &PoolSteps {
                 pool: PoolId(0),
                 start: 0,
-                steps: vec![Step::new(1000, 3), Step::new(FOREVER, 128)],
+                steps: sched_core::rvec![Step::new(1000, 3), Step::new(FOREVER, 128)],
             },
         );
         assert!(big.json > small.json && big.cdr == small.cdr + 20);
@@ -203,7 +203,7 @@ mod tests {
         let cap = PoolSteps {
             pool: PoolId(1),
             start: 1500,
-            steps: vec![Step::new(1000, 3), Step::new(FOREVER, 128)],
+            steps: sched_core::rvec![Step::new(1000, 3), Step::new(FOREVER, 128)],
         };
         let v: serde_json::Value = serde_json::from_str(&change_notify_json(&p, &cap)).unwrap();
         let steps = &v["changeNotify"]["cap"];

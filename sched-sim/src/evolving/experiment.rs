@@ -196,7 +196,7 @@ pub fn schedule_test(
                 .rejects
                 .iter()
                 .find(|r| r.job.0 as usize == i)
-                .map(|r| r.reason.clone());
+                .map(|r| r.reason.to_string());
             return Err(ExperimentError::NotPlaced {
                 variant: variant.name.clone(),
                 test,
@@ -205,7 +205,7 @@ pub fn schedule_test(
             });
         };
         let steps = match &p.shape {
-            Shape::Evolving { steps, .. } => steps.clone(),
+            Shape::Evolving { steps, .. } => steps.to_vec(),
             Shape::Rigid {
                 nodes, walltime, ..
             } => vec![Step::new(*walltime, *nodes)],

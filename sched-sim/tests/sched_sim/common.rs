@@ -42,7 +42,7 @@ impl Policy for TinyFcfs {
                 job: p.id,
                 start: s.now,
                 shape: Shape::rigid(pool, r.nodes, r.walltime),
-                claim_from: None,
+                claim_from: sched_core::RNone,
             });
         }
         plan

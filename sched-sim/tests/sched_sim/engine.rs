@@ -88,7 +88,7 @@ impl Policy for Greedy {
                     job: p.id,
                     start: s.now,
                     shape: Shape::rigid(PoolId(0), r.nodes, r.walltime),
-                    claim_from: None,
+                    claim_from: sched_core::RNone,
                 }
             })
             .collect();
@@ -173,7 +173,7 @@ fn wake_ups_and_planned_starts_bring_the_engine_back() {
             }
             if self.by_wake {
                 return Plan {
-                    wake_at: Some(100),
+                    wake_at: Some(100).into(),
                     ..Plan::default()
                 };
             }
@@ -184,7 +184,7 @@ fn wake_ups_and_planned_starts_bring_the_engine_back() {
                     job: p.id,
                     start: 100,
                     shape: Shape::rigid(PoolId(0), 1, 10),
-                    claim_from: None,
+                    claim_from: sched_core::RNone,
                 })
                 .collect();
             Plan {
@@ -219,7 +219,7 @@ fn kills_and_rejects_are_applied_and_counted() {
                         job: p.id,
                         start: s.now,
                         shape: Shape::rigid(PoolId(0), 4, 100),
-                        claim_from: None,
+                        claim_from: sched_core::RNone,
                     }),
                     _ => {}
                 }

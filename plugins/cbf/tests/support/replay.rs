@@ -93,7 +93,7 @@ pub fn replay<P: Policy>(
             panic!("at {now}: {e}\nsnapshot running {run:?}\npending {pending:?}\nplan {plan:?}");
         }
         check(&snap, &plan);
-        wake = plan.wake_at.filter(|&w| w > now);
+        wake = plan.wake_at.into_option().filter(|&w| w > now);
         for r in &plan.rejects {
             out.rejected[r.job.0 as usize] = true;
         }
@@ -129,7 +129,7 @@ pub fn replay<P: Policy>(
             job: JobId(u64::MAX),
             start: now,
             shape: Shape::rigid(PoolId(0), 1, 1),
-            claim_from: None,
+            claim_from: sched_core::RNone,
         });
         junk.rejects.push(JobReason {
             job: JobId(u64::MAX - 1),
@@ -139,7 +139,7 @@ pub fn replay<P: Policy>(
             job: JobId(u64::MAX - 2),
             reason: "junk".into(),
         });
-        junk.wake_at = Some(now);
+        junk.wake_at = Some(now).into();
         policy.recycle(junk);
     }
     assert!(
