@@ -110,7 +110,7 @@ pub async fn run_once_at(d: &Arc<Daemon>, wake_at: Option<u64>) -> (bool, Option
         placed = plan.placements.len(),
         snapshot = ?Duration::from_millis(now_ms().saturating_sub(real)).saturating_sub(planned_in),
         plan = ?planned_in,
-        wake_at = ?plan.wake_at,
+        wake_at = ?plan.wake_at.into_option(),
         "policy run"
     );
     (true, plan.wake_at.into_option().filter(|&t| t > now))

@@ -984,8 +984,8 @@ impl DeltaHost {
 
 /// The account ([`ListChanges`]) of `edits` applied to a list of `before` entries, into `out`:
 /// `false` when they do more than drop entries and append at the end (an entry changed in
-/// place crosses as dropped and inserted where it was). The positions increase; whether they
-/// are within the list is for the caller to check.
+/// place crosses as dropped and inserted where it was), or when they keep or drop past the
+/// list's `before` entries. The positions increase and are within the list.
 pub(crate) fn list_changes(edits: &[FfiEdit], before: usize, out: &mut ListChanges) -> bool {
     out.clear();
     let mut pos = 0usize;
@@ -993,9 +993,17 @@ pub(crate) fn list_changes(edits: &[FfiEdit], before: usize, out: &mut ListChang
         if out.arrived > 0 {
             return false;
         }
-        pos += e.keep as usize;
-        out.left.extend(pos..pos + e.drop as usize);
-        pos += e.drop as usize;
+        // Runs that keep or drop past the list's end do not describe it (they are applied
+        // before anything checks them: `apply_at` would refuse them as a mismatch).
+        let add = |at: usize, n: u64| usize::try_from(n).ok().and_then(|n| at.checked_add(n));
+        let Some((kept, end)) = add(pos, e.keep)
+            .and_then(|kept| Some((kept, add(kept, e.drop)?)))
+            .filter(|&(_, end)| end <= before)
+        else {
+            return false;
+        };
+        out.left.extend(kept..end);
+        pos = end;
         if e.insert > 0 {
             if pos != before {
                 return false;
@@ -1070,18 +1078,15 @@ impl DeltaReceiver {
         // appends at the end is the account of the change: the list follows it directly (one
         // move per entry that left, the arrivals built in what left entries owned), and the
         // policy is told the same account.
-        // (`list_changes` gives increasing positions; that they are in the list and that
-        // the arrivals are the items sent is checked here.)
-        let fits = |c: &ListChanges, before: usize, items: usize| {
-            c.left.last().is_none_or(|&p| p < before) && c.arrived == items
-        };
+        // (`list_changes` gives increasing positions within the list; that the arrivals are
+        // the items sent is checked here.)
         let told = [
             d.base != 0
                 && list_changes(&d.running.edits, before[0], running_told)
-                && fits(running_told, before[0], d.running.items.len()),
+                && running_told.arrived == d.running.items.len(),
             d.base != 0
                 && list_changes(&d.pending.edits, before[1], pending_told)
-                && fits(pending_told, before[1], d.pending.items.len()),
+                && pending_told.arrived == d.pending.items.len(),
         ];
         let applied = apply(
             &mut snapshot.pools,
@@ -1299,6 +1304,15 @@ mod tests {
         // An entry changed in place, or an insertion before the end.
         assert!(!list_changes(&[edit(1, 1, 1)], 3, &mut c));
         assert!(!list_changes(&[edit(3, 0, 1), edit(0, 1, 0)], 4, &mut c));
+        // Runs past the list's end, or whose lengths overflow: not an account of it.
+        assert!(!list_changes(&[edit(5, 0, 0)], 3, &mut c));
+        assert!(!list_changes(&[edit(2, 1, 0), edit(9, 0, 0)], 4, &mut c));
+        assert!(!list_changes(&[edit(1, 3, 0)], 3, &mut c));
+        assert!(!list_changes(
+            &[edit(u64::MAX, 1, 0), edit(u64::MAX, 1, 0)],
+            3,
+            &mut c
+        ));
     }
 
     #[test]

@@ -3,9 +3,9 @@
 //! The plugin boundary of esched: how a policy built as a shared library is found, checked,
 //! called and contained, without rebuilding batchd or esim.
 //!
-//! - [`types`]: FFI-safe mirrors of [`sched_core::Snapshot`] and [`sched_core::Plan`] (all four
-//!   request kinds, shapes, kills, rejects, the wake-up and per-job views), with lossless
-//!   conversions both ways;
+//! - [`types`]: FFI-safe mirrors of [`sched_core::Snapshot`]'s lists (all four request kinds),
+//!   with lossless conversions both ways; a [`sched_core::Plan`] needs none (ABI 4.0): sched-core
+//!   lays it out for the boundary, and it crosses as it is;
 //! - [`delta`]: delta snapshots (ABI 3.0): after the first call, only the lists' changes cross
 //!   the boundary, applied by the plugin to the snapshot it kept;
 //! - [`module`]: the root module a policy library exports (ABI version, name, constructor) and
@@ -24,7 +24,8 @@
 //! calls are synchronous.
 //!
 //! Architecture invariant: nothing of abi_stable appears in the signatures of [`loader`] and
-//! [`host`], which are all the drivers use.
+//! [`host`], which are all the drivers use, but the containers a [`sched_core::Plan`] is made of
+//! (`RVec`, `ROption`, `RString`, which sched-core re-exports).
 #![deny(missing_docs)]
 // abi_stable's derives name generated types `PolicyMod_Ref`, `FfiPolicy_TO`, and define impls
 // inside generated constants.
