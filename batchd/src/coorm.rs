@@ -26,7 +26,7 @@ use crate::record::JobRecord;
 pub fn publish(d: &Daemon, now: u64, plan: &Plan) {
     let (mut views, names) = {
         let core = d.core();
-        let names: Vec<String> = core.pools.iter().map(|p| p.pool.name.clone()).collect();
+        let names: Vec<String> = core.pools.iter().map(|p| p.pool.name.to_string()).collect();
         (crate::core::coorm::views_of(&core, now, plan), names)
     };
     d.sessions.notify(&mut views, &names, now);
@@ -47,7 +47,7 @@ pub fn started(d: &Arc<Daemon>, rec: JobRecord) {
             for &(p, _) in &run.components {
                 let pool = &core.pools[p];
                 out.push(StartedPool {
-                    pool: pool.pool.name.clone(),
+                    pool: pool.pool.name.to_string(),
                     nodes: pool.names(pool.map.nodes_of(JobId(id))),
                 });
             }

@@ -10,8 +10,8 @@ use batchd::core::coorm::cap;
 use esched_coorm::pass::Ask;
 use proptest::prelude::*;
 use sched_core::{
-    CoAllocated, Component, JobId, Pending, Pool, PoolId, PoolSteps, Request, Running, Shape,
-    Snapshot,
+    CoAllocated, Component, JobId, Pending, Pool, PoolId, PoolSteps, RNone, RSome, Request,
+    Running, Shape, Snapshot,
 };
 use sched_sim::coorm::driver::{launcher_views, Waiting};
 
@@ -101,7 +101,7 @@ proptest! {
             .pools
             .iter()
             .enumerate()
-            .map(|(i, &nodes)| Pool { id: PoolId(i as u32), name: format!("p{i}"), nodes })
+            .map(|(i, &nodes)| Pool { id: PoolId(i as u32), name: format!("p{i}").into(), nodes })
             .collect();
         let running: Vec<Running> = c
             .running
@@ -116,7 +116,7 @@ proptest! {
                     request: Request::rigid(nodes, end - start),
                     shape: Shape::rigid(pool, nodes, end - start),
                     start,
-                    holds: vec![PoolSteps::flat(pool, start, end, nodes)],
+                    holds: sched_core::rvec![PoolSteps::flat(pool, start, end, nodes)],
                     killable: true,
                 }
             })
@@ -134,7 +134,7 @@ proptest! {
                     Some((parts, d)) => (
                         parts
                             .iter()
-                            .map(|&(p, nodes)| Component { nodes, pool: Some(PoolId(p as u32)) })
+                            .map(|&(p, nodes)| Component { nodes, pool: RSome(PoolId(p as u32)) })
                             .collect(),
                         *d,
                     ),
@@ -146,7 +146,7 @@ proptest! {
                     submit: submit(k),
                     earliest_start: submit(k),
                     priority: 0,
-                    request: Request::CoAllocated(CoAllocated { components, walltime, deadline: None }),
+                    request: Request::CoAllocated(CoAllocated { components: components.into(), walltime, deadline: RNone }),
                     wants_view: true,
                 }
             })

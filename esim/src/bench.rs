@@ -82,7 +82,7 @@ pub fn workload(n: usize, nodes: u32, seed: u64) -> Workload {
             request: Request::rigid(k, wall),
             shape: Shape::rigid(pool, k, wall),
             start,
-            holds: vec![PoolSteps::flat(pool, NOW, start + wall, k)],
+            holds: sched_core::rvec![PoolSteps::flat(pool, NOW, start + wall, k)],
             killable: false,
         });
         busy += k;

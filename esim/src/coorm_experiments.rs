@@ -396,7 +396,7 @@ fn view_cost(jobs: &[SwfJob], hosts: u32) -> String {
                 request: Request::rigid(hosts / 16, end),
                 shape: Shape::rigid(pool, hosts / 16, end),
                 start: 0,
-                holds: vec![PoolSteps::flat(pool, 0, end, hosts / 16)],
+                holds: sched_core::rvec![PoolSteps::flat(pool, 0, end, hosts / 16)],
                 killable: false,
             }
         })

@@ -179,7 +179,7 @@ fn real_platform(pools: u32, hosts: u32) -> anyhow::Result<Platform> {
     );
     let mut p = Platform::paper(pools, hosts);
     for (i, q) in p.pools.iter_mut().enumerate() {
-        q.name = format!("c{}", (b'a' + i as u8) as char);
+        q.name = format!("c{}", (b'a' + i as u8) as char).into();
     }
     Ok(p)
 }
@@ -189,7 +189,7 @@ fn real_platform(pools: u32, hosts: u32) -> anyhow::Result<Platform> {
 fn trace_view(v: &esched_launcher::View, p: &Platform, clock: Clock, job: u64) -> Option<View> {
     let mut available = Vec::with_capacity(p.len());
     for q in &p.pools {
-        let cap = v.pools.get(&q.name)?;
+        let cap = v.pools.get(q.name.as_str())?;
         let first = cap.first()?;
         let start = clock.trace(first.from);
         let mut steps = Vec::with_capacity(cap.len());
@@ -328,7 +328,7 @@ fn follow(
                     pools: parts
                         .iter()
                         .map(|&(q, n)| PoolNodes {
-                            pool: p.pools[q.0 as usize].name.clone(),
+                            pool: p.pools[q.0 as usize].name.to_string(),
                             nodes: n,
                         })
                         .collect(),

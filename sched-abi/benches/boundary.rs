@@ -5,18 +5,18 @@
 //! - `fresh`: a new instance per call, so each call builds the whole schedule (what a policy
 //!   swap or a restart costs); the policy's own work dominates;
 //! - `warm`: repeated calls on the same snapshot by one instance, which only answers from its
-//!   kept schedule (O(queue)); here the boundary's O(queue) copies weigh the most.
+//!   kept schedule (O(queue)).
 //!
 //! - `incremental`: calls that alternate between two snapshots differing as a replay's do from
 //!   call to call (a job arrived at the end of the queue, then gone again), by one instance: the
-//!   policy updates its kept schedule, and since ABI 3.0 only the change crosses the boundary.
-//!   `starts` asks for `plan_starts` (esim), `plan` for the whole plan (batchd), whose 10,000
-//!   expected starts still cross back at every call. `plugin_vouched_*` is the plugin driven as
-//!   esim drives it: stable jobs and the driver's account of the queue's changes, so the host
-//!   neither compares nor walks the queue.
+//!   policy updates its kept schedule. `starts` asks for `plan_starts` (esim), `plan` for the
+//!   whole plan (batchd), whose 10,000 expected starts are built at every call. `*_told_*` is
+//!   the policy driven as esim drives it, told the driver's account of what changed, so that it
+//!   need not compare the queue with its own.
 //!
-//! `boundary/*` time the copies alone: snapshot to its FFI mirror and back (a plan is not
-//! copied: since ABI 4.0 it crosses as it is).
+//! Nothing of a snapshot is copied at the boundary (ABI 5.0: the plugin plans on the host's
+//! lists) and a plan crosses as it is (ABI 4.0), so plugin and linked differ by the calls
+//! through the vtable alone.
 //!
 //! Run: `cargo bench -p sched-abi --bench boundary`. The cdylib is the one cargo builds for the
 //! dev-dependency on esched-cbf (next to this bench, in `deps/`).
@@ -24,12 +24,11 @@
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use sched_abi::types::{FfiSnapshot, OwnedSnapshot};
-use sched_abi::{Continuity, PolicyLibrary, QueueChanges};
+use sched_abi::PolicyLibrary;
 use sched_core::time::{HOUR, MINUTE};
 use sched_core::{
-    JobId, NamedPolicy, Params, Pending, Policy, Pool, PoolId, PoolSteps, Request, Running, Shape,
-    Snapshot,
+    Changes, JobId, ListChanges, NamedPolicy, Params, Pending, Policy, Pool, PoolId, PoolSteps,
+    Request, Running, Shape, Snapshot,
 };
 
 const NOW: u64 = 30 * 24 * HOUR;
@@ -80,7 +79,7 @@ fn workload() -> Workload {
             request: Request::rigid(k, wall),
             shape: Shape::rigid(pool, k, wall),
             start,
-            holds: vec![PoolSteps::flat(pool, NOW, start + wall, k)],
+            holds: sched_core::rvec![PoolSteps::flat(pool, NOW, start + wall, k)],
             killable: false,
         });
         busy += k;
@@ -149,15 +148,25 @@ fn bench(c: &mut Criterion) {
     let mut warm_plugin = plugin();
     let _ = warm_plugin.try_plan(&snap);
     g.bench_function("plugin", |bch| bch.iter(|| warm_plugin.try_plan(&snap)));
-    // Vouched for as esim does (nothing changed): what is left is the plan crossing back.
-    let mut warm_vouched = plugin();
-    warm_vouched.set_continuity(Continuity::StableJobs);
-    let _ = warm_vouched.try_plan(&snap);
-    let unchanged = QueueChanges::default();
-    g.bench_function("plugin_vouched", |bch| {
+    // Told that nothing changed, as esim tells it.
+    let unchanged = Changes {
+        running: Some(ListChanges::default()),
+        pending: Some(ListChanges::default()),
+    };
+    let mut told_linked = linked();
+    told_linked.plan(&snap);
+    g.bench_function("linked_told", |bch| {
         bch.iter(|| {
-            warm_vouched.expect_queue_changes(&unchanged);
-            warm_vouched.try_plan(&snap)
+            told_linked.expect_changes(&unchanged);
+            told_linked.plan(&snap)
+        })
+    });
+    let mut told_plugin = plugin();
+    let _ = told_plugin.try_plan(&snap);
+    g.bench_function("plugin_told", |bch| {
+        bch.iter(|| {
+            told_plugin.expect_changes(&unchanged);
+            told_plugin.try_plan(&snap)
         })
     });
     g.finish();
@@ -205,32 +214,51 @@ fn bench(c: &mut Criterion) {
                 }
             })
         });
-        // As esim drives it: the driver vouches for stable jobs and gives its account of the
-        // queue's changes (an arrival at the end, then the same job leaving), so the host
-        // neither compares nor walks the queue.
-        let mut vouched = plugin();
-        vouched.set_continuity(Continuity::StableJobs);
-        let _ = vouched.try_plan(&snap);
+        // As esim drives it: told the driver's account of the queue's changes (an arrival at
+        // the end, then the same job leaving), so that the policy need not compare the queue.
         let accounts = [
-            QueueChanges {
-                left: vec![QUEUE],
-                arrived: 0,
+            Changes {
+                running: Some(ListChanges::default()),
+                pending: Some(ListChanges {
+                    left: vec![QUEUE],
+                    arrived: 0,
+                }),
             },
-            QueueChanges {
-                left: Vec::new(),
-                arrived: 1,
+            Changes {
+                running: Some(ListChanges::default()),
+                pending: Some(ListChanges {
+                    left: Vec::new(),
+                    arrived: 1,
+                }),
             },
         ];
+        let mut told_linked = linked();
+        told_linked.plan(&snap);
         let mut k = 0usize;
-        g.bench_function(format!("plugin_vouched_{what}"), |bch| {
+        g.bench_function(format!("linked_told_{what}"), |bch| {
             bch.iter(|| {
                 k += 1;
-                vouched.expect_queue_changes(&accounts[k % 2]);
+                told_linked.expect_changes(&accounts[k % 2]);
                 let s = &pair[k % 2];
                 if starts {
-                    vouched.try_plan_starts(s)
+                    told_linked.plan_starts(s)
                 } else {
-                    vouched.try_plan(s)
+                    told_linked.plan(s)
+                }
+            })
+        });
+        let mut told_plugin = plugin();
+        let _ = told_plugin.try_plan(&snap);
+        let mut k = 0usize;
+        g.bench_function(format!("plugin_told_{what}"), |bch| {
+            bch.iter(|| {
+                k += 1;
+                told_plugin.expect_changes(&accounts[k % 2]);
+                let s = &pair[k % 2];
+                if starts {
+                    told_plugin.try_plan_starts(s)
+                } else {
+                    told_plugin.try_plan(s)
                 }
             })
         });
@@ -246,13 +274,6 @@ fn bench(c: &mut Criterion) {
             assert_eq!(got.as_ref(), Ok(&want), "plugin and linked CBF disagree");
         }
     }
-    g.finish();
-
-    let mut g = c.benchmark_group("boundary_10000");
-    g.sample_size(20);
-    g.bench_function("snapshot_there_and_back", |bch| {
-        bch.iter(|| OwnedSnapshot::from(&FfiSnapshot::from(&snap)))
-    });
     g.finish();
 }
 

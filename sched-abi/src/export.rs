@@ -9,15 +9,14 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use abi_stable::prefix_type::PrefixTypeTrait;
 use abi_stable::sabi_trait::TD_Opaque;
-use abi_stable::std_types::{RErr, ROk, RResult, RStr, RString};
-use sched_core::{Changes, ListChanges, NamedPolicy, ParamError, Params, Plan, Policy, Snapshot};
+use abi_stable::std_types::{RErr, ROk, ROption, RResult, RStr, RString};
+use sched_core::{Changes, ListChanges, NamedPolicy, ParamError, Params, Plan, Policy};
 
-use crate::delta::DeltaReceiver;
 use crate::module::{
     AbiVersion, FfiError, FfiErrorKind, FfiParams, FfiPolicy, FfiPolicy_TO, PolicyBox, PolicyMod,
     PolicyMod_Ref,
 };
-use crate::types::{FfiDeltaAnswer, FfiSnapshot, FfiSnapshotDelta, OwnedSnapshot};
+use crate::types::{FfiChanges, FfiListChanges, FfiSnapshot};
 
 /// Exports a policy type from a `cdylib` crate as an esched plugin.
 ///
@@ -70,11 +69,23 @@ macro_rules! export_policy {
 /// name follows.
 pub(crate) const ROOT_SYMBOL_PREFIX: &str = "esched_policy_root_";
 
-thread_local! {
-    /// Set while the current thread runs plugin code under [`guard`].
-    static IN_GUARD: Cell<bool> = const { Cell::new(false) };
+/// What [`guard`] and the panic hook share on a thread.
+struct Guarded {
+    /// Set while the thread runs plugin code under [`guard`].
+    active: Cell<bool>,
     /// The last panic's message and location, recorded by the hook.
-    static LAST_PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
+    last_panic: RefCell<Option<String>>,
+}
+
+thread_local! {
+    // One thread-local, not two: in a shared library each access is a call to
+    // `__tls_get_addr`, and [`guard`] runs at every call of a replay.
+    static GUARDED: Guarded = const {
+        Guarded {
+            active: Cell::new(false),
+            last_panic: RefCell::new(None),
+        }
+    };
 }
 
 /// Installs, once per library, a panic hook that records a guarded panic's message and
@@ -85,7 +96,7 @@ fn install_panic_hook() {
     ONCE.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            if IN_GUARD.with(Cell::get) {
+            if GUARDED.with(|g| g.active.get()) {
                 let text = match info.location() {
                     Some(l) => format!(
                         "{} (at {}:{})",
@@ -95,7 +106,7 @@ fn install_panic_hook() {
                     ),
                     None => payload_text(info.payload()),
                 };
-                LAST_PANIC.with(|p| *p.borrow_mut() = Some(text));
+                GUARDED.with(|g| *g.last_panic.borrow_mut() = Some(text));
             } else {
                 previous(info);
             }
@@ -115,17 +126,19 @@ fn payload_text(payload: &(dyn std::any::Any + Send)) -> String {
 
 /// Runs `f`, turning a panic into an [`FfiError`] of kind [`FfiErrorKind::Panic`].
 pub fn guard<T>(f: impl FnOnce() -> RResult<T, FfiError>) -> RResult<T, FfiError> {
-    let outer = IN_GUARD.with(|g| g.replace(true));
-    LAST_PANIC.with(|p| p.borrow_mut().take());
+    let outer = GUARDED.with(|g| {
+        g.last_panic.borrow_mut().take();
+        g.active.replace(true)
+    });
     // The policy's state after a panic is not trusted: the host drops (leaks) the instance,
     // so unwind safety of what `f` touched does not matter.
     let result = catch_unwind(AssertUnwindSafe(f));
-    IN_GUARD.with(|g| g.set(outer));
+    GUARDED.with(|g| g.active.set(outer));
     match result {
         Ok(r) => r,
         Err(payload) => {
-            let message = LAST_PANIC
-                .with(|p| p.borrow_mut().take())
+            let message = GUARDED
+                .with(|g| g.last_panic.borrow_mut().take())
                 .unwrap_or_else(|| payload_text(&*payload));
             // Dropping the payload runs plugin code too; a payload whose destructor panics
             // would abort, so it is forgotten instead.
@@ -151,78 +164,62 @@ fn param_error(e: ParamError) -> FfiError {
     }
 }
 
-/// A policy behind the [`FfiPolicy`] vtable, with the buffers its snapshots are rebuilt in.
+/// A policy behind the [`FfiPolicy`] vtable.
 struct Exported<P> {
     policy: P,
-    /// The snapshot of the last call, kept for the next delta to apply to.
-    snapshot: OwnedSnapshot,
-    receiver: DeltaReceiver,
-    /// Buffers of the accounts told to the policy ([`Policy::expect_changes`]).
+    /// Buffers of the accounts told to the policy ([`Policy::expect_changes`]), running jobs'
+    /// and queue's, kept from call to call.
     told: [ListChanges; 2],
 }
 
 impl<P: Policy + Send + 'static> FfiPolicy for Exported<P> {
-    fn plan(&mut self, snapshot: &FfiSnapshot, out: &mut Plan) -> RResult<(), FfiError> {
-        self.answer(snapshot, out, P::plan)
-    }
-
-    fn plan_starts(&mut self, snapshot: &FfiSnapshot, out: &mut Plan) -> RResult<(), FfiError> {
-        self.answer(snapshot, out, P::plan_starts)
-    }
-
-    fn plan_delta(
+    fn plan(
         &mut self,
-        delta: &FfiSnapshotDelta,
+        snapshot: &FfiSnapshot<'_>,
+        changes: &FfiChanges<'_>,
         starts: bool,
         out: &mut Plan,
-    ) -> RResult<FfiDeltaAnswer, FfiError> {
+    ) -> RResult<(), FfiError> {
         guard(|| {
-            let Ok(told) = self
-                .receiver
-                .apply(&mut self.snapshot, delta, &mut self.told)
-            else {
-                return ROk(FfiDeltaAnswer::Stale);
-            };
-            if delta.base != 0 {
-                // What crossed is what changed since the snapshot the policy last planned on:
-                // told to it when it is drops and arrivals only (always, when the driver
-                // vouches for stable jobs).
-                let [running, pending] = std::mem::take(&mut self.told);
-                let changes = Changes {
-                    running: told[0].then_some(running),
-                    pending: told[1].then_some(pending),
-                };
-                self.policy.expect_changes(&changes);
-                let Changes { running, pending } = changes;
-                self.told = [running.unwrap_or_default(), pending.unwrap_or_default()];
+            if changes.running.is_some() || changes.pending.is_some() {
+                self.tell(changes);
             }
-            let s = self.receiver.snapshot(&self.snapshot);
+            // The host's own lists: nothing was copied to get here.
+            let s = snapshot.as_snapshot();
             let plan = if starts {
                 self.policy.plan_starts(&s)
             } else {
                 self.policy.plan(&s)
             };
+            // The answer crosses as it is; the host's last buffer goes back to the policy.
             self.policy.recycle(std::mem::replace(out, plan));
-            ROk(FfiDeltaAnswer::Planned)
+            ROk(())
         })
     }
 }
 
 impl<P: Policy> Exported<P> {
-    fn answer(
-        &mut self,
-        snapshot: &FfiSnapshot,
-        out: &mut Plan,
-        call: fn(&mut P, &Snapshot<'_>) -> Plan,
-    ) -> RResult<(), FfiError> {
-        guard(|| {
-            self.receiver.forget();
-            self.snapshot.refill_from(snapshot);
-            let plan = call(&mut self.policy, &self.snapshot.as_snapshot());
-            // The answer crosses as it is; the host's last buffer goes back to the policy.
-            self.policy.recycle(std::mem::replace(out, plan));
-            ROk(())
-        })
+    /// [`Policy::expect_changes`] with the host's account, copied into the kept buffers, lent
+    /// to the policy for the call and taken back.
+    fn tell(&mut self, changes: &FfiChanges<'_>) {
+        let [running, pending] = &mut self.told;
+        let lent = |from: ROption<FfiListChanges<'_>>, buffer: &mut ListChanges| {
+            from.into_option().map(|c| {
+                c.copy_into(buffer);
+                std::mem::take(buffer)
+            })
+        };
+        let told = Changes {
+            running: lent(changes.running, running),
+            pending: lent(changes.pending, pending),
+        };
+        self.policy.expect_changes(&told);
+        if let Some(r) = told.running {
+            self.told[0] = r;
+        }
+        if let Some(p) = told.pending {
+            self.told[1] = p;
+        }
     }
 }
 
@@ -242,8 +239,6 @@ extern "C" fn new_policy<P: NamedPolicy + Send + 'static>(
         ROk(FfiPolicy_TO::from_value(
             Exported {
                 policy,
-                snapshot: OwnedSnapshot::default(),
-                receiver: DeltaReceiver::default(),
                 told: Default::default(),
             },
             TD_Opaque,
@@ -274,6 +269,6 @@ mod tests {
         assert_eq!(e.kind, FfiErrorKind::Panic);
         assert!(e.message.as_str().starts_with("boom 42"), "{}", e.message);
         assert!(e.message.as_str().contains("export.rs"), "{}", e.message);
-        assert!(!IN_GUARD.with(Cell::get));
+        assert!(!GUARDED.with(|g| g.active.get()));
     }
 }

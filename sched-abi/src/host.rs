@@ -18,7 +18,6 @@ use sched_core::{
     validate, Changes, NamedPolicy, ParamError, Params, Plan, PlanError, Policy, Snapshot,
 };
 
-use crate::delta::Continuity;
 use crate::loader::{LoadedPolicy, PluginError};
 
 /// A policy the host can contain: a name for the logs and a plan call that reports panics.
@@ -31,12 +30,9 @@ pub trait HostedPolicy {
     fn try_plan_starts(&mut self, snapshot: &Snapshot<'_>) -> Result<Plan, PluginError> {
         self.try_plan(snapshot).map(|p| p.starts_only(snapshot.now))
     }
-    /// Takes the driver's word for what consecutive snapshots keep ([`Continuity`]); only a
-    /// plugin's boundary has a use for it.
-    fn set_continuity(&mut self, _continuity: Continuity) {}
     /// Takes the driver's word for how the next snapshot differs from the last one
-    /// ([`Changes`]): a linked policy is told it ([`Policy::expect_changes`]); a plugin's
-    /// boundary builds the delta from it and tells the plugin what crossed.
+    /// ([`Changes`]): the policy is told it ([`Policy::expect_changes`]), through the boundary
+    /// for a plugin's.
     fn expect_changes(&mut self, _changes: &Changes) {}
     /// Takes back a plan the host is done with, so that a later answer may reuse its buffers
     /// (a plugin's goes back to the plugin's policy with the next call).
@@ -54,10 +50,6 @@ impl HostedPolicy for LoadedPolicy {
 
     fn try_plan_starts(&mut self, snapshot: &Snapshot<'_>) -> Result<Plan, PluginError> {
         LoadedPolicy::try_plan_starts(self, snapshot)
-    }
-
-    fn set_continuity(&mut self, continuity: Continuity) {
-        LoadedPolicy::set_continuity(self, continuity);
     }
 
     fn expect_changes(&mut self, changes: &Changes) {
@@ -82,10 +74,6 @@ impl<T: HostedPolicy + ?Sized> HostedPolicy for Box<T> {
         (**self).try_plan_starts(snapshot)
     }
 
-    fn set_continuity(&mut self, continuity: Continuity) {
-        (**self).set_continuity(continuity);
-    }
-
     fn expect_changes(&mut self, changes: &Changes) {
         (**self).expect_changes(changes);
     }
@@ -106,10 +94,6 @@ impl<T: HostedPolicy + ?Sized> HostedPolicy for &mut T {
 
     fn try_plan_starts(&mut self, snapshot: &Snapshot<'_>) -> Result<Plan, PluginError> {
         (**self).try_plan_starts(snapshot)
-    }
-
-    fn set_continuity(&mut self, continuity: Continuity) {
-        (**self).set_continuity(continuity);
     }
 
     fn expect_changes(&mut self, changes: &Changes) {
@@ -400,13 +384,6 @@ impl<P: HostedPolicy> PolicyHost<P> {
         self.check = check;
     }
 
-    /// Takes the driver's word for what consecutive snapshots keep from one call to the next
-    /// ([`Continuity`]), until it says otherwise; the next call to a plugin sends the whole
-    /// snapshot. The validator still checks every plan against the snapshot itself.
-    pub fn set_continuity(&mut self, continuity: Continuity) {
-        self.policy.set_continuity(continuity);
-    }
-
     /// Logs the first `limit` failures one by one, then one line saying the rest are only
     /// counted (a replay of a trace may call a broken policy a hundred thousand times).
     /// `None`, the default, logs them all: a daemon's log must show each.
@@ -441,8 +418,7 @@ impl<P: HostedPolicy> PolicyHost<P> {
     }
 
     /// [`PolicyHost::call`] with the driver's word for how the snapshot differs from the last
-    /// one it gave ([`Changes`]): with [`Continuity::StableJobs`] it spares a plugin's boundary
-    /// the walk of a long queue, and a policy comparing what did not change.
+    /// one it gave ([`Changes`]): it spares a policy comparing what did not change.
     pub fn call_told(&mut self, snapshot: &Snapshot<'_>, changes: &Changes) -> Outcome<'_> {
         self.policy.expect_changes(changes);
         self.call(snapshot)

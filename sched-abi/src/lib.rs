@@ -3,11 +3,11 @@
 //! The plugin boundary of esched: how a policy built as a shared library is found, checked,
 //! called and contained, without rebuilding batchd or esim.
 //!
-//! - [`types`]: FFI-safe mirrors of [`sched_core::Snapshot`]'s lists (all four request kinds),
-//!   with lossless conversions both ways; a [`sched_core::Plan`] needs none (ABI 4.0): sched-core
-//!   lays it out for the boundary, and it crosses as it is;
-//! - [`delta`]: delta snapshots (ABI 3.0): after the first call, only the lists' changes cross
-//!   the boundary, applied by the plugin to the snapshot it kept;
+//! - [`types`]: what crosses with a call: a [`sched_core::Snapshot`]'s lists, borrowed (ABI
+//!   5.0), and a driver's account of what changed in them. Nothing is mirrored or converted:
+//!   sched-core lays out a snapshot's types (all four request kinds) and a
+//!   [`sched_core::Plan`] for the boundary, so the plugin plans on the host's lists, and a
+//!   plan crosses as it is, moved;
 //! - [`module`]: the root module a policy library exports (ABI version, name, constructor) and
 //!   the policy object it builds;
 //! - [`export_policy!`]: the one line that turns a `Policy + NamedPolicy` type into a plugin,
@@ -24,21 +24,19 @@
 //! calls are synchronous.
 //!
 //! Architecture invariant: nothing of abi_stable appears in the signatures of [`loader`] and
-//! [`host`], which are all the drivers use, but the containers a [`sched_core::Plan`] is made of
+//! [`host`], which are all the drivers use, but the containers sched-core's types are made of
 //! (`RVec`, `ROption`, `RString`, which sched-core re-exports).
 #![deny(missing_docs)]
 // abi_stable's derives name generated types `PolicyMod_Ref`, `FfiPolicy_TO`, and define impls
 // inside generated constants.
 #![allow(non_camel_case_types, non_local_definitions)]
 
-pub mod delta;
 mod export;
 pub mod host;
 pub mod loader;
 pub mod module;
 pub mod types;
 
-pub use delta::{BoundaryStats, Continuity, QueueChanges};
 pub use export::guard;
 pub use host::{
     Borrowed, Check, Failure, HostStats, HostTiming, HostedPolicy, Linked, Outcome, PolicyHost,

@@ -16,9 +16,8 @@ use abi_stable::library::{AbiHeaderRef, LibHeader, LibraryError, RawLibrary, Roo
 use abi_stable::std_types::{RErr, ROk, RString, Tuple2};
 use sched_core::{Changes, Params, Plan, Policy, Snapshot};
 
-use crate::delta::{BoundaryStats, Continuity, DeltaHost, QueueChanges};
 use crate::module::{AbiVersion, FfiError, FfiErrorKind, PolicyBox, PolicyMod_Ref, ABI_VERSION};
-use crate::types::{FfiDeltaAnswer, FfiSnapshot};
+use crate::types::{FfiChanges, FfiSnapshot};
 
 /// Why a policy library could not be loaded or instantiated.
 #[derive(Debug, thiserror::Error)]
@@ -530,11 +529,10 @@ impl PolicyLibrary {
             library: self.clone(),
             params: params.clone(),
             policy: Some(policy),
-            scratch: FfiSnapshot::default(),
             scratch_plan: Plan::default(),
             spare_plan: None,
-            deltas: true,
-            delta: DeltaHost::default(),
+            told: Changes::default(),
+            is_told: false,
         })
     }
 }
@@ -560,16 +558,15 @@ pub struct LoadedPolicy {
     library: PolicyLibrary,
     params: Params,
     policy: Option<PolicyBox>,
-    /// The snapshot's mirror, kept to reuse its buffers from call to call.
-    scratch: FfiSnapshot,
     /// Where the plugin puts its answer, swapping out what was there for its policy to reuse.
     scratch_plan: Plan,
     /// A plan its host gave back ([`LoadedPolicy::recycle`]): the next call's `scratch_plan`.
     spare_plan: Option<Plan>,
-    /// Whether snapshots cross as deltas (unless a driver turns them off).
-    deltas: bool,
-    /// The mirror of what the plugin holds, and the delta's buffers.
-    delta: DeltaHost,
+    /// The driver's account for the next call ([`LoadedPolicy::expect_changes`]), in buffers
+    /// kept from call to call.
+    told: Changes,
+    /// Whether `told` holds for the next call.
+    is_told: bool,
 }
 
 impl std::fmt::Debug for LoadedPolicy {
@@ -603,25 +600,6 @@ impl LoadedPolicy {
         self.call(snapshot, true)
     }
 
-    /// Sends snapshots as deltas (`true`, the default) or whole at every call, as before ABI
-    /// 3.0 (to measure the difference, or to rule deltas out).
-    pub fn set_snapshot_deltas(&mut self, on: bool) {
-        self.deltas = on;
-        self.delta.reset();
-    }
-
-    /// Takes the driver's word for what the following snapshots keep from one call to the
-    /// next ([`Continuity`]); the next call sends the whole snapshot.
-    pub fn set_continuity(&mut self, continuity: Continuity) {
-        self.delta.set_continuity(continuity);
-    }
-
-    /// Takes the driver's account of how the next call's queue differs from the last one's
-    /// ([`QueueChanges`], used with [`Continuity::StableJobs`] only).
-    pub fn expect_queue_changes(&mut self, changes: &QueueChanges) {
-        self.delta.expect_queue_changes(changes);
-    }
-
     /// Takes back a plan its host is done with: it goes to the plugin's policy with the next
     /// call, to build a later answer in.
     pub fn recycle(&mut self, plan: Plan) {
@@ -629,20 +607,20 @@ impl LoadedPolicy {
     }
 
     /// Takes the driver's account of how the next call's lists differ from the last one's
-    /// ([`Changes`], used with [`Continuity::StableJobs`] only): the boundary builds the
-    /// delta from it instead of diffing the lists.
+    /// ([`Policy::expect_changes`]), told to the plugin's policy with that call. An instance
+    /// rebuilt after a panic never planned on the last snapshot, so it is not told.
     pub fn expect_changes(&mut self, changes: &Changes) {
-        self.delta.expect_changes(changes);
-    }
-
-    /// How the snapshots crossed the boundary so far.
-    pub fn boundary_stats(&self) -> BoundaryStats {
-        self.delta.stats
+        // Field by field, into the kept buffers (a derived `clone_from` would allocate).
+        self.told.running.clone_from(&changes.running);
+        self.told.pending.clone_from(&changes.pending);
+        self.is_told = true;
     }
 
     fn call(&mut self, snapshot: &Snapshot<'_>, starts: bool) -> Result<Plan, PluginError> {
-        let policy = match &mut self.policy {
-            Some(p) => p,
+        // It holds for this call only, whatever happens to it.
+        let told = std::mem::take(&mut self.is_told);
+        let (policy, told) = match &mut self.policy {
+            Some(p) => (p, told),
             None => {
                 let fresh = self
                     .library
@@ -651,48 +629,21 @@ impl LoadedPolicy {
                         policy: self.library.name.clone(),
                         message,
                     })?;
-                // A fresh instance holds no snapshot.
-                self.delta.reset();
-                self.policy.insert(fresh)
+                (self.policy.insert(fresh), false)
             }
         };
-        let mut answer = None;
-        // A `Stale` answer means the plugin did not hold the delta's base: the second try is
-        // the whole snapshot (base 0), which a plugin always accepts.
-        for _ in 0..2 {
-            if !self.deltas {
-                break;
-            }
-            let delta = self.delta.prepare(snapshot);
-            match policy.plan_delta(delta, starts, &mut self.scratch_plan) {
-                ROk(FfiDeltaAnswer::Planned) => {
-                    self.delta.commit(snapshot);
-                    answer = Some(ROk(()));
-                    break;
-                }
-                ROk(FfiDeltaAnswer::Stale) => {
-                    self.delta.stats.stale += 1;
-                    self.delta.reset();
-                }
-                RErr(e) => {
-                    self.delta.reset();
-                    answer = Some(RErr(e));
-                    break;
-                }
-            }
-        }
-        let answer = match answer {
-            Some(a) => a,
-            None => {
-                self.delta.stats.whole += 1;
-                self.scratch.refill_from(snapshot);
-                if starts {
-                    policy.plan_starts(&self.scratch, &mut self.scratch_plan)
-                } else {
-                    policy.plan(&self.scratch, &mut self.scratch_plan)
-                }
-            }
+        let changes = if told {
+            FfiChanges::from(&self.told)
+        } else {
+            FfiChanges::NOT_TOLD
         };
+        // The host's lists, lent for the call.
+        let answer = policy.plan(
+            &FfiSnapshot::from(snapshot),
+            &changes,
+            starts,
+            &mut self.scratch_plan,
+        );
         match answer {
             ROk(()) => {
                 // The answer is the plugin's plan itself, moved, not converted.
@@ -700,6 +651,8 @@ impl LoadedPolicy {
                 Ok(std::mem::replace(&mut self.scratch_plan, spare))
             }
             RErr(e) => {
+                // Leaked, not dropped: its state is not trusted, and its destructor would run
+                // plugin code that may panic again, across the boundary.
                 if let Some(poisoned) = self.policy.take() {
                     std::mem::forget(poisoned);
                 }

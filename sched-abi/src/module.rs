@@ -7,7 +7,7 @@ use abi_stable::{declare_root_module_statics, sabi_trait, StableAbi};
 
 use sched_core::Plan;
 
-use crate::types::{FfiDeltaAnswer, FfiSnapshot, FfiSnapshotDelta};
+use crate::types::{FfiChanges, FfiSnapshot};
 
 /// A version of the esched policy ABI: plugins and hosts of the same `major` work together.
 ///
@@ -39,11 +39,11 @@ impl std::fmt::Display for AbiVersion {
 }
 
 /// The ABI this build of `sched-abi` speaks.
-pub const ABI_VERSION: AbiVersion = AbiVersion { major: 4, minor: 0 };
+pub const ABI_VERSION: AbiVersion = AbiVersion { major: 5, minor: 0 };
 
 /// [`ABI_VERSION`] as text, for abi_stable's own version check; must agree with it (a unit test
 /// checks).
-const ABI_VERSION_STR: &str = "4.0.0";
+const ABI_VERSION_STR: &str = "5.0.0";
 
 /// What went wrong on the plugin's side of a call.
 #[repr(u8)]
@@ -74,35 +74,24 @@ pub struct FfiError {
 /// `Send` so a driver can run a slow plan off its async runtime.
 #[sabi_trait]
 pub trait FfiPolicy: Send {
-    /// [`sched_core::Policy::plan`] into `plan`: the policy's answer is swapped in, and the plan
-    /// `plan` held goes to [`sched_core::Policy::recycle`] (since ABI 4.0 a [`Plan`] crosses the
-    /// boundary as it is: its lists carry their own allocator, so either side may grow or free
-    /// them); a panic comes back as [`FfiErrorKind::Panic`].
+    /// [`sched_core::Policy::plan_starts`] (`starts`) or [`sched_core::Policy::plan`] of the
+    /// host's snapshot, lent for the call (since ABI 5.0: nothing of it is copied), into
+    /// `plan`: the policy's answer is swapped in, and the plan `plan` held goes to
+    /// [`sched_core::Policy::recycle`] (since ABI 4.0 a [`Plan`] crosses the boundary as it
+    /// is: its lists carry their own allocator, so either side may grow or free them); a panic
+    /// comes back as [`FfiErrorKind::Panic`].
+    ///
+    /// `changes` is the driver's account of how the snapshot differs from the last one this
+    /// instance planned on, told to the policy first ([`sched_core::Policy::expect_changes`])
+    /// when it says anything (both lists `RNone`: not told).
     #[sabi(last_prefix_field)]
     fn plan(
         &mut self,
-        snapshot: &FfiSnapshot,
-        plan: &mut Plan,
-    ) -> abi_stable::std_types::RResult<(), FfiError>;
-
-    /// [`sched_core::Policy::plan_starts`] into `plan` (since ABI 2.0): only what the driver
-    /// acts on at once crosses the boundary, not a long queue's every expected start.
-    fn plan_starts(
-        &mut self,
-        snapshot: &FfiSnapshot,
-        plan: &mut Plan,
-    ) -> abi_stable::std_types::RResult<(), FfiError>;
-
-    /// [`sched_core::Policy::plan_starts`] (`starts`) or [`sched_core::Policy::plan`] of the
-    /// plugin's kept snapshot with `delta` applied, into `plan` (since ABI 3.0): only what
-    /// changed since the previous call crosses the boundary. A plugin that does not hold
-    /// `delta.base` answers [`FfiDeltaAnswer::Stale`] without planning.
-    fn plan_delta(
-        &mut self,
-        delta: &FfiSnapshotDelta,
+        snapshot: &FfiSnapshot<'_>,
+        changes: &FfiChanges<'_>,
         starts: bool,
         plan: &mut Plan,
-    ) -> abi_stable::std_types::RResult<FfiDeltaAnswer, FfiError>;
+    ) -> abi_stable::std_types::RResult<(), FfiError>;
 }
 
 /// An owned policy object from a plugin.

@@ -11,9 +11,10 @@
 //! - [`validate`]: the plan validator, the only thing between a policy and the nodes;
 //! - [`metrics`]: per-job and per-run figures.
 //!
-//! Architecture invariant: this crate does no I/O, no async and no FFI. What a plan holds is
-//! laid out for the plugin boundary all the same (`#[repr(C)]`, abi_stable's `RVec`, `ROption`
-//! and `RString`, re-exported here): a plan crosses it as it is, moved, not converted.
+//! Architecture invariant: this crate does no I/O, no async and no FFI. What a snapshot and a
+//! plan hold is laid out for the plugin boundary all the same (`#[repr(C)]`, abi_stable's
+//! `RVec`, `ROption` and `RString`, re-exported here): a plugin plans on the host's lists, lent,
+//! and its plan crosses back as it is, moved; nothing is converted.
 #![deny(missing_docs)]
 
 pub mod idmap;
@@ -42,7 +43,7 @@ pub use request::{
 pub use time::{Duration, Time};
 pub use validate::{validate, PlanError, Violation};
 
-/// The containers of a [`Plan`] (abi_stable's, whose layout the plugin boundary checks), so
-/// that a policy needs no dependency of its own to build one.
+/// The containers of a snapshot's entries and of a [`Plan`] (abi_stable's, whose layout the
+/// plugin boundary checks), so that a policy needs no dependency of its own to use them.
 pub use abi_stable::rvec;
 pub use abi_stable::std_types::{RNone, ROption, RSome, RString, RVec};

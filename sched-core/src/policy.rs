@@ -1,7 +1,8 @@
 //! The policy contract: a snapshot of the cluster and the queue in, a plan out.
 //!
 //! The same contract is driven by batchd (real processes) and esim (a virtual clock), in
-//! process or through the plugin ABI of `sched-abi`, which mirrors these types field by field.
+//! process or through the plugin ABI of `sched-abi`, which carries these types as they are: a
+//! snapshot's lists are lent to a plugin, its plan is moved back.
 //! A policy may keep state between calls but must give the same plan for the same snapshot and
 //! state: no clock, no randomness without a seed parameter.
 
@@ -85,7 +86,8 @@ impl PoolSteps {
 }
 
 /// A job waiting in the queue.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[repr(C)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, StableAbi)]
 pub struct Pending {
     /// The job.
     pub id: JobId,
@@ -107,7 +109,8 @@ pub struct Pending {
 }
 
 /// A job that holds nodes now.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[repr(C)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, StableAbi)]
 pub struct Running {
     /// The job.
     pub id: JobId,
@@ -121,7 +124,7 @@ pub struct Running {
     pub start: Time,
     /// The nodes it holds from now on, per pool, until its expected end (its walltime, or
     /// the rest of its scheduled EP).
-    pub holds: Vec<PoolSteps>,
+    pub holds: RVec<PoolSteps>,
     /// Whether a policy may kill it (a local job under KOALA's GP/LP priorities).
     pub killable: bool,
 }
@@ -138,7 +141,15 @@ impl Running {
             }
             return;
         }
-        self.holds.retain_mut(|h| h.clip_to(now));
+        // `RVec` has no `retain_mut`: a stable compaction in place.
+        let mut kept = 0;
+        for i in 0..self.holds.len() {
+            if self.holds[i].clip_to(now) {
+                self.holds.swap(kept, i);
+                kept += 1;
+            }
+        }
+        self.holds.truncate(kept);
     }
 
     /// When the job's holds end: its expected (latest) end.
@@ -641,6 +652,139 @@ pub trait NamedPolicy: Policy + Sized {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Queued and running jobs are stored by batchd and sent by the tools as JSON: laying them
+    /// out for the plugin boundary (ABI 5.0) must not change a byte of it, and what an older
+    /// writer left out still reads as absent. The texts are those of the types before.
+    #[test]
+    fn snapshot_entries_read_and_write_the_json_they_did_before_their_abi_layout() {
+        use crate::request::{
+            CoAllocated, Component, Evolving, MoldConfig, Moldable, Rigid, SpeedupModel,
+        };
+        use abi_stable::std_types::{RNone, RSome};
+        let requests = [
+            (
+                Request::Rigid(Rigid {
+                    pool: RSome(PoolId(2)),
+                    nodes: 3,
+                    walltime: 4,
+                }),
+                r#"{"Rigid":{"pool":2,"nodes":3,"walltime":4}}"#,
+            ),
+            (
+                Request::rigid(5, 60),
+                r#"{"Rigid":{"pool":null,"nodes":5,"walltime":60}}"#,
+            ),
+            (
+                Request::Moldable(Moldable {
+                    pool: RNone,
+                    configs: crate::rvec![MoldConfig {
+                        nodes: 2,
+                        walltime: 9
+                    }],
+                    model: RSome(SpeedupModel::Amdahl {
+                        work: 100,
+                        serial: 0.25,
+                    }),
+                    min_nodes: 1,
+                    max_nodes: 8,
+                    weight: 1.5,
+                }),
+                r#"{"Moldable":{"pool":null,"configs":[{"nodes":2,"walltime":9}],"model":{"Amdahl":{"work":100,"serial":0.25}},"min_nodes":1,"max_nodes":8,"weight":1.5}}"#,
+            ),
+            (
+                Request::Moldable(Moldable {
+                    pool: RSome(PoolId(0)),
+                    configs: RVec::new(),
+                    model: RSome(SpeedupModel::Linear { work: 7 }),
+                    min_nodes: 1,
+                    max_nodes: 2,
+                    weight: 1.0,
+                }),
+                r#"{"Moldable":{"pool":0,"configs":[],"model":{"Linear":{"work":7}},"min_nodes":1,"max_nodes":2,"weight":1.0}}"#,
+            ),
+            (
+                Request::Evolving(Evolving {
+                    pool: RSome(PoolId(1)),
+                    steps: crate::rvec![Step::new(5, 1), Step::new(7, 3)],
+                }),
+                r#"{"Evolving":{"pool":1,"steps":[{"duration":5,"nodes":1},{"duration":7,"nodes":3}]}}"#,
+            ),
+            (
+                Request::CoAllocated(CoAllocated {
+                    components: crate::rvec![
+                        Component {
+                            nodes: 2,
+                            pool: RNone
+                        },
+                        Component {
+                            nodes: 4,
+                            pool: RSome(PoolId(0))
+                        },
+                    ],
+                    walltime: 60,
+                    deadline: RSome(1000),
+                }),
+                r#"{"CoAllocated":{"components":[{"nodes":2,"pool":null},{"nodes":4,"pool":0}],"walltime":60,"deadline":1000}}"#,
+            ),
+            (
+                Request::CoAllocated(CoAllocated {
+                    components: RVec::new(),
+                    walltime: 60,
+                    deadline: RNone,
+                }),
+                r#"{"CoAllocated":{"components":[],"walltime":60,"deadline":null}}"#,
+            ),
+        ];
+        for (request, json) in &requests {
+            assert_eq!(&serde_json::to_string(request).unwrap(), json);
+            assert_eq!(&serde_json::from_str::<Request>(json).unwrap(), request);
+        }
+        // Optional fields left out read as absent, as they did when they were `Option`s.
+        let short: Request =
+            serde_json::from_str(r#"{"Rigid":{"nodes":5,"walltime":60}}"#).unwrap();
+        assert_eq!(short, Request::rigid(5, 60));
+        let short: Request =
+            serde_json::from_str(r#"{"CoAllocated":{"components":[{"nodes":2}],"walltime":60}}"#)
+                .unwrap();
+        let Request::CoAllocated(c) = short else {
+            panic!("not co-allocated: {short:?}");
+        };
+        assert_eq!((c.components[0].pool, c.deadline), (RNone, RNone));
+
+        let pending = Pending {
+            id: JobId(7),
+            user: 1,
+            submit: 2,
+            earliest_start: 3,
+            priority: -4,
+            request: requests[0].0.clone(),
+            wants_view: true,
+        };
+        let json = r#"{"id":7,"user":1,"submit":2,"earliest_start":3,"priority":-4,"request":{"Rigid":{"pool":2,"nodes":3,"walltime":4}},"wants_view":true}"#;
+        assert_eq!(serde_json::to_string(&pending).unwrap(), json);
+        assert_eq!(serde_json::from_str::<Pending>(json).unwrap(), pending);
+        let running = Running {
+            id: JobId(8),
+            user: 1,
+            request: requests[4].0.clone(),
+            shape: Shape::rigid(PoolId(1), 3, 12),
+            start: 5,
+            holds: crate::rvec![PoolSteps::flat(PoolId(1), 5, 17, 3)],
+            killable: true,
+        };
+        let json = r#"{"id":8,"user":1,"request":{"Evolving":{"pool":1,"steps":[{"duration":5,"nodes":1},{"duration":7,"nodes":3}]}},"shape":{"Rigid":{"pool":1,"nodes":3,"walltime":12}},"start":5,"holds":[{"pool":1,"start":5,"steps":[{"duration":12,"nodes":3}]}],"killable":true}"#;
+        assert_eq!(serde_json::to_string(&running).unwrap(), json);
+        assert_eq!(serde_json::from_str::<Running>(json).unwrap(), running);
+        let pool = Pool {
+            id: PoolId(1),
+            name: "batch".into(),
+            nodes: 16,
+        };
+        let json = r#"{"id":1,"name":"batch","nodes":16}"#;
+        assert_eq!(serde_json::to_string(&pool).unwrap(), json);
+        assert_eq!(serde_json::from_str::<Pool>(json).unwrap(), pool);
+    }
 
     /// A plan's JSON is what it was with `Vec`, `Option` and `String` (batchd's answers, esim's
     /// outputs): lists, `null` or a number, text; an absent optional field reads as none.

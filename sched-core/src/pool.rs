@@ -1,5 +1,6 @@
 //! Node pools: named sets of identical nodes (Slurm's partitions, KOALA's clusters).
 
+use abi_stable::std_types::RString;
 use serde::{Deserialize, Serialize};
 
 /// Index of a pool in a snapshot's pool list.
@@ -26,12 +27,13 @@ impl std::fmt::Display for PoolId {
 }
 
 /// A pool of `nodes` identical nodes.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[repr(C)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, abi_stable::StableAbi)]
 pub struct Pool {
     /// Stable identifier, used by requests and plans.
     pub id: PoolId,
     /// Human name (`debug`, `batch`, a KOALA cluster's name).
-    pub name: String,
+    pub name: RString,
     /// Number of nodes.
     pub nodes: u32,
 }

@@ -1,6 +1,12 @@
 //! What a job asks for. All four request kinds of the papers exist from day one, because the
-//! plugin ABI mirrors them and is hard to change later.
+//! plugin ABI carries them and is hard to change later.
+//!
+//! They are laid out for that boundary (`#[repr(C)]`, enums `#[repr(u8)]`, abi_stable's `RVec`
+//! and `ROption`): a plugin reads the host's requests where they are, not a copy. Their JSON is
+//! what it was with `Vec` and `Option`.
 
+use abi_stable::std_types::{RNone, ROption, RSome, RVec};
+use abi_stable::StableAbi;
 use serde::{Deserialize, Serialize};
 
 use crate::pool::PoolId;
@@ -61,10 +67,11 @@ pub fn max_nodes(steps: &[Step]) -> u32 {
 }
 
 /// A rigid request: `nodes` nodes for at most `walltime`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[repr(C)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, StableAbi)]
 pub struct Rigid {
     /// The pool asked for, or any pool the policy likes.
-    pub pool: Option<PoolId>,
+    pub pool: ROption<PoolId>,
     /// Node count.
     pub nodes: u32,
     /// Time limit; the job is killed when it runs out.
@@ -72,7 +79,8 @@ pub struct Rigid {
 }
 
 /// One configuration a moldable job accepts: `nodes` nodes for `walltime`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, StableAbi)]
 pub struct MoldConfig {
     /// Node count.
     pub nodes: u32,
@@ -82,7 +90,8 @@ pub struct MoldConfig {
 
 /// A run-time model p(k): the time a moldable job needs on `k` nodes (Dutot & Eyraud §2 use an
 /// arbitrary monotone p_i(k); these are the usual parametric families).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, StableAbi)]
 pub enum SpeedupModel {
     /// Amdahl's law: `p(k) = work · (serial + (1 − serial) / k)`, `serial` in `[0, 1]`.
     Amdahl {
@@ -114,14 +123,15 @@ impl SpeedupModel {
 }
 
 /// A moldable request: the policy picks one configuration before the start (Dutot & Eyraud).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[repr(C)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, StableAbi)]
 pub struct Moldable {
     /// The pool asked for, or any.
-    pub pool: Option<PoolId>,
+    pub pool: ROption<PoolId>,
     /// Explicit configurations offered (may be empty when `model` is given).
-    pub configs: Vec<MoldConfig>,
+    pub configs: RVec<MoldConfig>,
     /// A run-time model valid for every node count in `min_nodes..=max_nodes`.
-    pub model: Option<SpeedupModel>,
+    pub model: ROption<SpeedupModel>,
     /// Smallest node count the model may be used at.
     pub min_nodes: u32,
     /// Largest node count the model may be used at.
@@ -138,7 +148,7 @@ impl Moldable {
             return Some(c.walltime);
         }
         match self.model {
-            Some(m) if nodes >= self.min_nodes.max(1) && nodes <= self.max_nodes => {
+            RSome(m) if nodes >= self.min_nodes.max(1) && nodes <= self.max_nodes => {
                 Some(m.walltime(nodes))
             }
             _ => None,
@@ -147,8 +157,8 @@ impl Moldable {
 
     /// Every configuration offered, explicit ones first, then the model's, by node count.
     pub fn choices(&self) -> Vec<MoldConfig> {
-        let mut out = self.configs.clone();
-        if let Some(m) = self.model {
+        let mut out = self.configs.to_vec();
+        if let RSome(m) = self.model {
             for k in self.min_nodes.max(1)..=self.max_nodes {
                 if !self.configs.iter().any(|c| c.nodes == k) {
                     out.push(MoldConfig {
@@ -163,21 +173,23 @@ impl Moldable {
 }
 
 /// A fully-predictably evolving request: its node count changes by steps (Klein & Pérez).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[repr(C)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, StableAbi)]
 pub struct Evolving {
     /// The pool asked for, or any.
-    pub pool: Option<PoolId>,
+    pub pool: ROption<PoolId>,
     /// The requested EP, in order, without any leading delay.
-    pub steps: Vec<Step>,
+    pub steps: RVec<Step>,
 }
 
 /// One component of a co-allocated job.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, StableAbi)]
 pub struct Component {
     /// Node count of the component.
     pub nodes: u32,
-    /// A fixed pool (KOALA's "fixed" request), or `None` to let the policy place it.
-    pub pool: Option<PoolId>,
+    /// A fixed pool (KOALA's "fixed" request), or `RNone` to let the policy place it.
+    pub pool: ROption<PoolId>,
 }
 
 /// A multi-component job whose components must start together over several pools, before a
@@ -187,18 +199,20 @@ pub struct Component {
 /// on a fixed pool (the hosts it wants there), one walltime, no deadline (requests never fail).
 /// A launcher that subscribed and has sent no request yet is a CooRM job with **no
 /// components**: it reserves nothing, is never placed, and still gets its view at its rank.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[repr(C)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, StableAbi)]
 pub struct CoAllocated {
     /// The components, in order.
-    pub components: Vec<Component>,
+    pub components: RVec<Component>,
     /// Time limit, the same for every component.
     pub walltime: Duration,
     /// Latest start time allowed; a job that cannot start by then is rejected.
-    pub deadline: Option<Time>,
+    pub deadline: ROption<Time>,
 }
 
 /// What a job asks for.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[repr(u8)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, StableAbi)]
 pub enum Request {
     /// Fixed node count and time limit.
     Rigid(Rigid),
@@ -214,7 +228,7 @@ impl Request {
     /// A rigid request of `nodes` nodes for `walltime`, on any pool.
     pub fn rigid(nodes: u32, walltime: Duration) -> Self {
         Request::Rigid(Rigid {
-            pool: None,
+            pool: RNone,
             nodes,
             walltime,
         })
@@ -224,12 +238,12 @@ impl Request {
     /// run-time model, of weight `weight`.
     pub fn moldable(configs: &[(u32, Duration)], weight: f64) -> Self {
         Request::Moldable(Moldable {
-            pool: None,
+            pool: RNone,
             configs: configs
                 .iter()
                 .map(|&(nodes, walltime)| MoldConfig { nodes, walltime })
                 .collect(),
-            model: None,
+            model: RNone,
             min_nodes: 0,
             max_nodes: 0,
             weight,
@@ -238,16 +252,19 @@ impl Request {
 
     /// An evolving request of the given steps, on any pool.
     pub fn evolving(steps: Vec<Step>) -> Self {
-        Request::Evolving(Evolving { pool: None, steps })
+        Request::Evolving(Evolving {
+            pool: RNone,
+            steps: steps.into(),
+        })
     }
 
     /// The pool the request names, when it names one (co-allocated: the first fixed component).
     pub fn pool(&self) -> Option<PoolId> {
         match self {
-            Request::Rigid(r) => r.pool,
-            Request::Moldable(m) => m.pool,
-            Request::Evolving(e) => e.pool,
-            Request::CoAllocated(c) => c.components.iter().find_map(|c| c.pool),
+            Request::Rigid(r) => r.pool.into_option(),
+            Request::Moldable(m) => m.pool.into_option(),
+            Request::Evolving(e) => e.pool.into_option(),
+            Request::CoAllocated(c) => c.components.iter().find_map(|c| c.pool.into_option()),
         }
     }
 
@@ -269,7 +286,7 @@ impl Request {
                 walltime: total_duration(&e.steps),
             }),
             Request::CoAllocated(c) => Some(Rigid {
-                pool: None,
+                pool: RNone,
                 nodes: c.components.iter().map(|c| c.nodes).sum(),
                 walltime: c.walltime,
             }),
@@ -305,12 +322,12 @@ mod tests {
     #[test]
     fn moldable_explicit_config_beats_model() {
         let m = Moldable {
-            pool: None,
-            configs: vec![MoldConfig {
+            pool: RNone,
+            configs: abi_stable::rvec![MoldConfig {
                 nodes: 4,
                 walltime: 100,
             }],
-            model: Some(SpeedupModel::Linear { work: 1000 }),
+            model: RSome(SpeedupModel::Linear { work: 1000 }),
             min_nodes: 1,
             max_nodes: 8,
             weight: 1.0,

@@ -7,6 +7,7 @@ use crate::policy::{Pending, Plan, PoolSteps, Running, Shape};
 use crate::pool::{Pool, PoolId};
 use crate::request::{JobId, Request};
 use crate::time::{Duration, Time};
+use abi_stable::std_types::RSome;
 
 /// Pools of the given sizes, with ids `0..n` and names `p0`, `p1`…
 pub fn pools(sizes: &[u32]) -> Vec<Pool> {
@@ -15,7 +16,7 @@ pub fn pools(sizes: &[u32]) -> Vec<Pool> {
         .enumerate()
         .map(|(i, &nodes)| Pool {
             id: PoolId(i as u32),
-            name: format!("p{i}"),
+            name: format!("p{i}").into(),
             nodes,
         })
         .collect()
@@ -37,7 +38,7 @@ pub fn pending_rigid(id: u64, nodes: u32, walltime: Duration) -> Pending {
 /// `p` bound to pool `pool` (rigid requests only; others are returned unchanged).
 pub fn on_pool(pool: u32, mut p: Pending) -> Pending {
     if let Request::Rigid(r) = &mut p.request {
-        r.pool = Some(PoolId(pool));
+        r.pool = RSome(PoolId(pool));
     }
     p
 }
@@ -50,7 +51,7 @@ pub fn running_rigid(id: u64, pool: u32, nodes: u32, start: Time, end: Time) -> 
         request: Request::rigid(nodes, end - start),
         shape: Shape::rigid(PoolId(pool), nodes, end - start),
         start,
-        holds: vec![PoolSteps::flat(PoolId(pool), start, end, nodes)],
+        holds: abi_stable::rvec![PoolSteps::flat(PoolId(pool), start, end, nodes)],
         killable: false,
     }
 }

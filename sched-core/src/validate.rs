@@ -171,7 +171,7 @@ pub fn validate(snapshot: &Snapshot<'_>, plan: &Plan) -> Result<(), PlanError> {
             });
         }
         if let Request::CoAllocated(c) = &job.request {
-            if let Some(d) = c.deadline {
+            if let Some(d) = c.deadline.into_option() {
                 if p.start > d {
                     v.push(Violation::PastDeadline {
                         job: p.job,
@@ -256,7 +256,7 @@ pub fn check_shape(
                 walltime,
             },
         ) => {
-            pool_ok(*pool, r.pool)?;
+            pool_ok(*pool, r.pool.into_option())?;
             if (*nodes, *walltime) != (r.nodes, r.walltime) {
                 return Err(format!(
                     "rigid shape {nodes} nodes × {walltime} ms, request is {} × {}",
@@ -281,7 +281,7 @@ pub fn check_shape(
                 walltime,
             },
         ) => {
-            pool_ok(*pool, m.pool)?;
+            pool_ok(*pool, m.pool.into_option())?;
             match m.walltime_on(*nodes) {
                 Some(w) if w == *walltime => Ok(()),
                 Some(w) => Err(format!(
@@ -293,7 +293,7 @@ pub fn check_shape(
             }
         }
         (Request::Evolving(e), Shape::Evolving { pool, steps }) => {
-            pool_ok(*pool, e.pool)?;
+            pool_ok(*pool, e.pool.into_option())?;
             if steps.len() != e.steps.len() {
                 return Err(format!(
                     "scheduled EP has {} steps, requested {}",
@@ -329,7 +329,7 @@ pub fn check_shape(
                 walltime,
             },
         ) => {
-            pool_ok(*pool, e.pool)?;
+            pool_ok(*pool, e.pool.into_option())?;
             let want = request.as_rigid().map(|r| (r.nodes, r.walltime));
             if Some((*nodes, *walltime)) != want {
                 return Err(format!(
@@ -347,7 +347,7 @@ pub fn check_shape(
                 ));
             }
             for (p, comp) in pools.iter().zip(&c.components) {
-                pool_ok(*p, comp.pool)?;
+                pool_ok(*p, comp.pool.into_option())?;
             }
             Ok(())
         }
@@ -360,7 +360,7 @@ pub fn check_shape(
             },
         ) => {
             for comp in &c.components {
-                pool_ok(*pool, comp.pool)?;
+                pool_ok(*pool, comp.pool.into_option())?;
             }
             let total: u32 = c.components.iter().map(|c| c.nodes).sum();
             if (*nodes, *walltime) != (total, c.walltime) {
@@ -464,7 +464,7 @@ fn check_capacity<'a>(
         let p = snapshot.pool(pool);
         let nodes = p.map_or(0, |p| p.nodes);
         (used > i64::from(nodes)).then(|| Violation::OverCommit {
-            pool: p.map_or_else(|| pool.to_string(), |p| p.name.clone()),
+            pool: p.map_or_else(|| pool.to_string(), |p| p.name.to_string()),
             at,
             used: used as u64,
             nodes,
@@ -638,7 +638,7 @@ mod tests {
             request: Request::rigid(6, 100),
             shape: Shape::rigid(PoolId(0), 6, 100),
             start: 0,
-            holds: vec![PoolSteps::flat(PoolId(0), 0, 100, 6)],
+            holds: abi_stable::rvec![PoolSteps::flat(PoolId(0), 0, 100, 6)],
             killable: true,
         }];
         let pend = vec![pending(1, Request::rigid(4, 10))];
@@ -673,7 +673,7 @@ mod tests {
                 request: Request::rigid(n, 100),
                 shape: Shape::rigid(PoolId(0), n, 100),
                 start: 0,
-                holds: vec![PoolSteps::flat(PoolId(0), 0, 100, n)],
+                holds: abi_stable::rvec![PoolSteps::flat(PoolId(0), 0, 100, n)],
                 killable: false,
             })
             .collect();
@@ -685,7 +685,7 @@ mod tests {
             pending: &pend,
         };
         let mut plan = Plan {
-            wake_at: Some(60).into(),
+            wake_at: RSome(60),
             ..Plan::default()
         };
         assert_eq!(validate(&snap, &plan), Ok(()));
@@ -713,7 +713,7 @@ mod tests {
             request: Request::rigid(6, 100),
             shape: Shape::rigid(PoolId(0), 6, 100),
             start: 0,
-            holds: vec![PoolSteps::flat(PoolId(0), 0, 100, 6)],
+            holds: abi_stable::rvec![PoolSteps::flat(PoolId(0), 0, 100, 6)],
             killable: false,
         }];
         let pend = vec![pending(1, Request::rigid(4, 10))];
@@ -838,7 +838,7 @@ mod tests {
             ) {
                 let now: Time = 10;
                 let pools: Vec<Pool> = (0..2)
-                    .map(|i| Pool { id: PoolId(i), name: format!("p{i}"), nodes: 6 })
+                    .map(|i| Pool { id: PoolId(i), name: format!("p{i}").into(), nodes: 6 })
                     .collect();
                 let running: Vec<Running> = holds
                     .iter()
@@ -849,7 +849,7 @@ mod tests {
                         request: Request::rigid(1, 1),
                         shape: Shape::rigid(PoolId(*pool), 1, 1),
                         start: 0,
-                        holds: vec![PoolSteps {
+                        holds: abi_stable::rvec![PoolSteps {
                             pool: PoolId(*pool),
                             start: (now as i64 + off) as Time,
                             steps: steps.iter().map(|&(d, n)| Step::new(d, n)).collect(),
@@ -902,7 +902,7 @@ mod tests {
             ) {
                 let now: Time = 10;
                 let pools: Vec<Pool> = (0..2)
-                    .map(|i| Pool { id: PoolId(i), name: format!("p{i}"), nodes: 6 })
+                    .map(|i| Pool { id: PoolId(i), name: format!("p{i}").into(), nodes: 6 })
                     .collect();
                 let running: Vec<Running> = running
                     .iter()
@@ -913,7 +913,7 @@ mod tests {
                         request: Request::rigid(nodes, wall),
                         shape: Shape::rigid(PoolId(pool), nodes, wall),
                         start: now,
-                        holds: vec![PoolSteps::flat(PoolId(pool), now, now + wall, nodes)],
+                        holds: abi_stable::rvec![PoolSteps::flat(PoolId(pool), now, now + wall, nodes)],
                         killable: false,
                     })
                     .collect();

@@ -15,15 +15,16 @@
 //! move its start, others close the gap behind them), ends are a binary heap. The snapshot's
 //! running holds are clipped to the present in place, once per instant (the calls of one
 //! instant share them), which is O(running), bounded by the nodes, and allocates nothing.
-//! Through a plugin, the engine vouches that it never edits a job in place and gives its account
-//! of the queue's changes at every call ([`Continuity::StableJobs`], [`QueueChanges`]), so the
-//! boundary's work per call is what changed, not the queue.
+//! The engine gives the policy its account of how both lists changed at every call
+//! ([`Changes`]): a job never changes in place, so what changed is the jobs that left and
+//! arrived, and the policy's work per call need not be a pass over the queue (a plugin's is
+//! told it through the boundary, which lends the lists without copying them).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::Instant;
 
-use sched_abi::{Borrowed, Check, Continuity, Failure, HostedPolicy, PolicyHost, QueueChanges};
+use sched_abi::{Borrowed, Check, Failure, HostedPolicy, PolicyHost};
 use sched_core::idmap::IdMap;
 use sched_core::metrics::{summarize, JobOutcome, Summary, DEFAULT_TAU};
 use sched_core::policy::{
@@ -314,13 +315,7 @@ impl<'o> Simulation<'o> {
         jobs: Vec<SimJob>,
     ) -> Result<SimResults, SimError> {
         host.set_check(self.validate.into());
-        // The engine never edits a job in place: a queued job is as submitted, a running one
-        // as started (its holds only clipped by time), and ids are unique within a run. So the
-        // boundary may diff the lists by id alone; the promise ends with the run.
-        host.set_continuity(Continuity::StableJobs);
-        let result = Engine::new(self, jobs).and_then(|e| e.run(host));
-        host.set_continuity(Continuity::Compared);
-        result
+        Engine::new(self, jobs).and_then(|e| e.run(host))
     }
 }
 
@@ -359,9 +354,9 @@ struct Engine<'o> {
     clipped_at: Option<Time>,
     /// Positions in `pending` of the jobs a plan starts or rejects (reused between calls).
     leaving: Vec<usize>,
-    /// How the queue changed since the last call, for the plugin boundary (see
-    /// [`QueueChanges`]): the queue is in submit order, so arrivals are appended.
-    queue_changes: QueueChanges,
+    /// How the queue changed since the last call, told to the policy ([`Changes`]): the queue
+    /// is in submit order, so arrivals are appended.
+    queue_changes: ListChanges,
     /// How the running list changed since the last call, told with the queue's to the policy
     /// ([`Changes`]): ended jobs leave it in place, started ones are appended.
     running_changes: ListChanges,
@@ -402,7 +397,7 @@ impl<'o> Engine<'o> {
             active: Vec::new(),
             clipped_at: None,
             leaving: Vec::new(),
-            queue_changes: QueueChanges::default(),
+            queue_changes: ListChanges::default(),
             running_changes: ListChanges::default(),
             running_origin: Vec::new(),
             ends: BinaryHeap::new(),
@@ -662,7 +657,7 @@ impl<'o> Engine<'o> {
                 request: job.request.clone(),
                 shape: p.shape.clone(),
                 start: now,
-                holds,
+                holds: holds.into(),
                 killable: job.killable,
             });
             self.active.push(Active {
@@ -917,7 +912,7 @@ mod tests {
                 request: Request::rigid(1, 1),
                 shape: sched_core::Shape::rigid(PoolId(0), 1, 1),
                 start: 0,
-                holds: holds.clone(),
+                holds: holds.clone().into(),
                 killable: false,
             };
             for &now in instants.iter().skip(skip) {

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use batch_proto::{hostlist, CapStep, JobShape, JobState, PoolView};
-use sched_core::{CoAllocated, Component, JobId, Plan, PoolId, PoolSteps, Request};
+use sched_core::{CoAllocated, Component, JobId, Plan, PoolId, PoolSteps, RNone, RSome, Request};
 
 use super::{queue_key, Core, RunState};
 use crate::record::JobRecord;
@@ -44,12 +44,12 @@ pub fn request_of(core: &Core, rec: &JobRecord) -> Request {
             .filter_map(|p| {
                 Some(Component {
                     nodes: p.nodes,
-                    pool: Some(PoolId(core.pool_index(&p.pool)? as u32)),
+                    pool: RSome(PoolId(core.pool_index(&p.pool)? as u32)),
                 })
             })
             .collect(),
         walltime: *time_limit,
-        deadline: None,
+        deadline: RNone,
     })
 }
 
@@ -103,7 +103,7 @@ pub fn start(
     let job = core.jobs.get_mut(&id).ok_or("job is gone")?;
     job.rec.state = JobState::Running;
     job.rec.start = Some(now);
-    job.rec.pool = Some(first.clone());
+    job.rec.pool = Some(first.to_string());
     job.rec.nodes = counts.iter().map(|c| c.1).sum();
     job.rec.node_list = Some(hostlist::compress(&names));
     job.rec.shape = Some(sched_core::Shape::CoAllocated {
@@ -169,7 +169,7 @@ pub fn views_of(core: &Core, now: u64, plan: &Plan) -> HashMap<u64, JobView> {
                 .filter_map(|ps| {
                     let pool = core.pools.get(ps.pool.0 as usize)?;
                     Some(PoolView {
-                        pool: pool.pool.name.clone(),
+                        pool: pool.pool.name.to_string(),
                         steps: cap(ps),
                     })
                 })

@@ -15,7 +15,7 @@ use batch_proto::{hostlist, DepKind, Dependency, JobShape, JobState, PendingReas
 use sched_core::nodemap::{NodeId, NodeMap};
 use sched_core::{
     CoAllocated, Component, Evolving, JobId, MoldConfig, Moldable, Pending, Pool, PoolId,
-    PoolSteps, Request, Rigid, Running, Shape,
+    PoolSteps, RNone, Request, Rigid, Running, Shape,
 };
 
 use crate::evorun::{EvoRun, Saved};
@@ -191,7 +191,7 @@ impl Core {
                 .map(|(i, (name, nodes))| {
                     PoolState::new(Pool {
                         id: PoolId(i as u32),
-                        name: name.to_string(),
+                        name: name.to_string().into(),
                         nodes,
                     })
                 })
@@ -345,13 +345,13 @@ impl Core {
             .map(|i| PoolId(i as u32));
         match &rec.spec.shape {
             JobShape::Rigid { nodes, time_limit } => Request::Rigid(Rigid {
-                pool,
+                pool: pool.into(),
                 nodes: *nodes,
                 walltime: *time_limit,
             }),
             JobShape::Evolving { steps } => Request::Evolving(Evolving {
-                pool,
-                steps: steps.clone(),
+                pool: pool.into(),
+                steps: steps.clone().into(),
             }),
             JobShape::CoAllocated {
                 components,
@@ -359,10 +359,10 @@ impl Core {
             } => Request::CoAllocated(CoAllocated {
                 components: components
                     .iter()
-                    .map(|&nodes| Component { nodes, pool: None })
+                    .map(|&nodes| Component { nodes, pool: RNone })
                     .collect(),
                 walltime: *time_limit,
-                deadline: rec.spec.deadline,
+                deadline: rec.spec.deadline.into(),
             }),
             JobShape::Session { .. } => coorm::request_of(self, rec),
             JobShape::Moldable {
@@ -370,7 +370,7 @@ impl Core {
                 model,
                 weight,
             } => Request::Moldable(Moldable {
-                pool,
+                pool: pool.into(),
                 configs: configs
                     .iter()
                     .map(|c| MoldConfig {
@@ -378,7 +378,7 @@ impl Core {
                         walltime: c.walltime,
                     })
                     .collect(),
-                model: model.map(|m| m.model),
+                model: model.map(|m| m.model).into(),
                 min_nodes: model.map_or(0, |m| m.min_nodes),
                 max_nodes: model.map_or(0, |m| m.max_nodes),
                 weight: weight.unwrap_or(1.0),
@@ -507,7 +507,7 @@ impl Core {
                 request: self.request_of(&a.rec),
                 shape: shape.clone(),
                 start,
-                holds,
+                holds: holds.into(),
                 // A local job (KOALA, §2.1): a rigid job its owner bound to a pool with -p; a
                 // policy that kills (the RPP under GP) may kill only these.
                 killable: a.rec.spec.pool.is_some()
@@ -624,7 +624,7 @@ impl Core {
         let names = pool.names(&free);
         job.rec.state = JobState::Running;
         job.rec.start = Some(now);
-        job.rec.pool = Some(pool.pool.name.clone());
+        job.rec.pool = Some(pool.pool.name.to_string());
         job.rec.nodes = n;
         job.rec.node_list = Some(hostlist::compress(&names));
         job.rec.shape = Some(shape.clone());
@@ -755,8 +755,8 @@ impl Core {
         for (p, nodes) in &components {
             let pool = &self.pools[*p];
             names.extend(pool.names(nodes));
-            if !pool_names.contains(&pool.pool.name) {
-                pool_names.push(pool.pool.name.clone());
+            if !pool_names.iter().any(|n| n == pool.pool.name.as_str()) {
+                pool_names.push(pool.pool.name.to_string());
             }
         }
         let Some(job) = self.jobs.get_mut(&id) else {
@@ -792,7 +792,7 @@ impl Core {
             .iter()
             .filter_map(|(p, nodes)| {
                 let pool = self.pools.get(*p)?;
-                Some((pool.pool.name.clone(), pool.names(nodes)))
+                Some((pool.pool.name.to_string(), pool.names(nodes)))
             })
             .collect()
     }

@@ -47,7 +47,7 @@ pub fn handle(d: &Arc<Daemon>) -> Reply {
             PoolInfo {
                 cpus_per_node,
                 mem_per_node,
-                name: p.pool.name.clone(),
+                name: p.pool.name.to_string(),
                 total: p.pool.nodes,
                 max_time: settings
                     .config

@@ -226,7 +226,7 @@ async fn test_only(d: &Arc<Daemon>, caller: &Caller, spec: JobSpec) -> Reply {
                 .unwrap_or(snap.pending.len());
             snap.pending.insert(pos, core.pending_of(&rec, now));
         }
-        let pools: Vec<String> = core.pools.iter().map(|p| p.pool.name.clone()).collect();
+        let pools: Vec<String> = core.pools.iter().map(|p| p.pool.name.to_string()).collect();
         (snap, id, pools)
     };
     let planned = tokio::task::spawn_blocking(move || {

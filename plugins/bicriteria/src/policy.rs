@@ -24,7 +24,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use sched_core::{
     JobId, JobReason, NamedPolicy, ParamError, Params, Pending, Placement, Plan, Policy, PoolId,
-    Request, Running, Shape, Snapshot, Time,
+    RSome, Request, Running, Shape, Snapshot, Time,
 };
 
 use crate::bicrit::{bicrit, compaction_list, BiCritParams};
@@ -276,7 +276,7 @@ impl Policy for BiCriteria {
                     _ => Shape::rigid(pool.id, mb.nodes, mb.walltime),
                 };
                 if start > snap.now {
-                    plan.wake_at = Some(plan.wake_at.map_or(start, |w: Time| w.min(start))).into();
+                    plan.wake_at = RSome(plan.wake_at.map_or(start, |w: Time| w.min(start)));
                 }
                 plan.placements.push(Placement {
                     job: mb.job,
@@ -290,7 +290,7 @@ impl Policy for BiCriteria {
         for p in snap.pending {
             if p.earliest_start > snap.now {
                 let t = p.earliest_start;
-                plan.wake_at = Some(plan.wake_at.map_or(t, |w: Time| w.min(t))).into();
+                plan.wake_at = RSome(plan.wake_at.map_or(t, |w: Time| w.min(t)));
             }
         }
         plan
@@ -346,7 +346,7 @@ mod tests {
             request: a.request.clone(),
             shape: pl.shape.clone(),
             start: 0,
-            holds: pl.shape.holds(&a.request, 0),
+            holds: pl.shape.holds(&a.request, 0).into(),
             killable: false,
         };
         let mut b = pending_rigid(2, 2, 5_000);

@@ -90,7 +90,7 @@ proptest! {
                         request: jobs[i].request.clone(),
                         shape: pl.shape.clone(),
                         start: now,
-                        holds: pl.shape.holds(&jobs[i].request, now),
+                        holds: pl.shape.holds(&jobs[i].request, now).into(),
                         killable: false,
                     },
                     now + real,

@@ -1,6 +1,6 @@
 use sched_core::{
-    validate, JobId, NamedPolicy, Params, Pending, Placement, Plan, Policy, Pool, PoolId, Request,
-    Rigid, Running, Shape, Snapshot, Time,
+    validate, JobId, NamedPolicy, Params, Pending, Placement, Plan, Policy, Pool, PoolId, RNone,
+    RSome, Request, Rigid, Running, Shape, Snapshot, Time,
 };
 
 use crate::Cbf;
@@ -270,18 +270,18 @@ fn co_allocated_job_past_its_deadline_is_rejected() {
     let run = vec![running(9, 0, 4, 0, 100)];
     let co = |deadline| {
         Request::CoAllocated(CoAllocated {
-            components: vec![
+            components: sched_core::rvec![
                 Component {
                     nodes: 2,
-                    pool: None,
+                    pool: RNone,
                 },
                 Component {
                     nodes: 2,
-                    pool: None,
+                    pool: RNone,
                 },
             ],
             walltime: 10,
-            deadline: Some(deadline),
+            deadline: RSome(deadline),
         })
     };
     let pend = vec![
@@ -318,7 +318,7 @@ fn placements_are_rigid_shapes_of_the_request() {
     let pend = vec![Pending {
         wants_view: false,
         request: Request::Rigid(Rigid {
-            pool: None,
+            pool: RNone,
             nodes: 3,
             walltime: 7,
         }),

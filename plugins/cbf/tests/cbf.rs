@@ -56,7 +56,8 @@ mod properties {
                     .iter()
                     .enumerate()
                     .filter(|(i, q)| {
-                        q.nodes >= r.nodes && r.pool.is_none_or(|w| w.0 as usize == *i)
+                        q.nodes >= r.nodes
+                            && r.pool.into_option().is_none_or(|w| w.0 as usize == *i)
                     })
                     .filter_map(|(i, q)| {
                         used[i]

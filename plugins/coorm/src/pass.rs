@@ -3,8 +3,8 @@
 
 use esched_rigid_common::{Cluster, Job};
 use sched_core::{
-    Duration, JobId, JobReason, Pending, Placement, Plan, Pool, PoolId, PoolSteps, Request, Shape,
-    Snapshot, Step, Time, View, FOREVER,
+    Duration, JobId, JobReason, Pending, Placement, Plan, Pool, PoolId, PoolSteps, RSome, Request,
+    Shape, Snapshot, Step, Time, View, FOREVER,
 };
 
 /// One configuration of a moldable job: `nodes` nodes of `pool` for `walltime`.
@@ -73,7 +73,7 @@ impl Entry {
                     let components: Vec<(PoolId, u32)> = c
                         .components
                         .iter()
-                        .filter_map(|c| c.pool.map(|p| (p, c.nodes)))
+                        .filter_map(|c| c.pool.map(|p| (p, c.nodes)).into_option())
                         .collect();
                     match components
                         .iter()
@@ -92,7 +92,7 @@ impl Entry {
                 by_id.sort_by_key(|p| p.id);
                 let configs: Vec<Config> = by_id
                     .iter()
-                    .filter(|q| m.pool.is_none_or(|p| p == q.id))
+                    .filter(|q| m.pool.into_option().is_none_or(|p| p == q.id))
                     .flat_map(|q| {
                         m.choices().into_iter().map(move |c| Config {
                             pool: q.id,
@@ -394,8 +394,7 @@ pub fn pass(
                     _ => Shape::rigid(components[0].0, components[0].1, *walltime),
                 };
                 if *start > now {
-                    out.plan.wake_at =
-                        Some(out.plan.wake_at.map_or(*start, |w| w.min(*start))).into();
+                    out.plan.wake_at = RSome(out.plan.wake_at.map_or(*start, |w| w.min(*start)));
                 }
                 out.plan.placements.push(Placement {
                     job: e.job,

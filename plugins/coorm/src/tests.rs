@@ -2,7 +2,7 @@ use proptest::prelude::*;
 use sched_core::testkit::{pending_rigid, pools, running_rigid, start_of};
 use sched_core::{
     cap_value_at, validate, CoAllocated, Component, JobId, MoldConfig, Moldable, Pending, Plan,
-    Policy, Pool, PoolId, Request, Running, Snapshot, Time, View, FOREVER,
+    Policy, Pool, PoolId, RNone, RSome, Request, Running, Snapshot, Time, View, FOREVER,
 };
 
 use crate::pass::{pass, Ask, Config, Entry, Planned};
@@ -29,11 +29,11 @@ fn launcher(id: u64, parts: &[(u32, u32)], walltime: u64) -> Pending {
                 .iter()
                 .map(|&(p, n)| Component {
                     nodes: n,
-                    pool: Some(PoolId(p)),
+                    pool: RSome(PoolId(p)),
                 })
                 .collect(),
             walltime,
-            deadline: None,
+            deadline: RNone,
         }),
         ..pending_rigid(id, 1, 1)
     }
@@ -135,8 +135,8 @@ fn moldable_jobs_take_the_earliest_completing_configuration() {
     let run = vec![running_rigid(1, 0, 8, 0, 1000)];
     let m = Pending {
         request: Request::Moldable(Moldable {
-            pool: None,
-            configs: vec![
+            pool: RNone,
+            configs: sched_core::rvec![
                 MoldConfig {
                     nodes: 2,
                     walltime: 500,
@@ -146,7 +146,7 @@ fn moldable_jobs_take_the_earliest_completing_configuration() {
                     walltime: 100,
                 },
             ],
-            model: None,
+            model: RNone,
             min_nodes: 0,
             max_nodes: 0,
             weight: 1.0,

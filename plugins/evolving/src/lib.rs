@@ -124,7 +124,7 @@ fn want(request: &Request) -> Result<Want<'_>, String> {
         Request::Evolving(e) => Ok(Want {
             steps: WantSteps::Borrowed(&e.steps),
             evolving: true,
-            pool: e.pool,
+            pool: e.pool.into_option(),
         }),
         other => {
             let r = other
@@ -133,14 +133,14 @@ fn want(request: &Request) -> Result<Want<'_>, String> {
             // A co-allocated job packed into one pool must satisfy every fixed component.
             let pool = match other {
                 Request::CoAllocated(c) => {
-                    let mut fixed = c.components.iter().filter_map(|c| c.pool);
+                    let mut fixed = c.components.iter().filter_map(|c| c.pool.into_option());
                     let first = fixed.next();
                     if fixed.any(|p| Some(p) != first) {
                         return Err("co-allocated components fix different pools; one pool cannot hold them".into());
                     }
                     first
                 }
-                _ => r.pool,
+                _ => r.pool.into_option(),
             };
             Ok(Want {
                 steps: WantSteps::One([Step::new(r.walltime, r.nodes)]),
@@ -319,7 +319,7 @@ mod tests {
                 steps: sched_core::rvec![Step::new(100, 6), Step::new(50, 2)],
             },
             start: 0,
-            holds: vec![sched_core::PoolSteps {
+            holds: sched_core::rvec![sched_core::PoolSteps {
                 pool: PoolId(0),
                 start: 0,
                 steps: sched_core::rvec![Step::new(100, 6), Step::new(50, 2)],

@@ -113,7 +113,7 @@ mod invariants {
                     steps: steps.clone().into(),
                 },
                 start: *start,
-                holds: vec![PoolSteps {
+                holds: sched_core::rvec![PoolSteps {
                     pool: PoolId(0),
                     start: *start,
                     steps: steps.clone().into(),

@@ -5,8 +5,8 @@ use std::collections::VecDeque;
 
 use sched_core::idmap::IdMap;
 use sched_core::{
-    Changes, JobId, JobReason, ListChanges, Pending, Placement, Plan, Pool, PoolSteps, Request,
-    Running, Snapshot, Time,
+    Changes, JobId, JobReason, ListChanges, Pending, Placement, Plan, Pool, PoolSteps, RVec,
+    Request, Running, Snapshot, Time,
 };
 
 use crate::common::{
@@ -34,7 +34,7 @@ pub struct Counters {
 
 #[derive(Clone, Debug)]
 struct Run {
-    holds: Vec<PoolSteps>,
+    holds: RVec<PoolSteps>,
     seen: u64,
 }
 
@@ -377,7 +377,7 @@ impl Book {
                         // its holds; a longer one may collide with reservations, checked below.
                         self.cluster.add_holds(&run.holds, now, -1);
                         self.cluster.add_holds(&r.holds, now, 1);
-                        run.holds.clone_from(&r.holds);
+                        run.holds = r.holds.clone();
                         compress = compress.max(1);
                         self.freed_until = Time::MAX;
                         self.freed.record(Time::MAX);
@@ -986,7 +986,7 @@ fn same_request(p: &Pending, e: &Entry, pools: &[Pool]) -> bool {
         let j = &e.job;
         return !j.moldable
             && j.deadline.is_none()
-            && (j.pool, j.nodes, j.walltime) == (r.pool, r.nodes, r.walltime)
+            && (j.pool, j.nodes, j.walltime) == (r.pool.into_option(), r.nodes, r.walltime)
             && j.earliest == p.earliest_start.max(p.submit);
     }
     match (view(p, pools), &e.asked) {

@@ -54,7 +54,7 @@ impl Job {
         };
         let pool = match &p.request {
             Request::CoAllocated(c) => {
-                let mut fixed = c.components.iter().filter_map(|c| c.pool);
+                let mut fixed = c.components.iter().filter_map(|c| c.pool.into_option());
                 let first = fixed.next();
                 if let Some(other) = fixed.find(|q| Some(*q) != first) {
                     return Err(format!(
@@ -65,10 +65,10 @@ impl Job {
                 }
                 first
             }
-            _ => rigid.pool,
+            _ => rigid.pool.into_option(),
         };
         let deadline = match &p.request {
-            Request::CoAllocated(c) => c.deadline,
+            Request::CoAllocated(c) => c.deadline.into_option(),
             _ => None,
         };
         Job::checked(p, pools, &rigid, pool, deadline, false)
@@ -96,7 +96,7 @@ impl Job {
                 nodes: c.nodes,
                 walltime: c.walltime,
             };
-            match Job::checked(p, pools, &rigid, m.pool, None, true) {
+            match Job::checked(p, pools, &rigid, m.pool.into_option(), None, true) {
                 Ok(j) => out.push(j),
                 Err(e) => {
                     first_error.get_or_insert(e);

@@ -5,8 +5,8 @@ use esched_rigid_common::{Book, Job};
 use proptest::prelude::*;
 use sched_core::testkit::{pending_rigid, pools, running_rigid};
 use sched_core::{
-    validate, JobId, Moldable, Pending, Plan, Pool, PoolId, Request, Running, Shape, Snapshot,
-    SpeedupModel, Time,
+    validate, JobId, Moldable, Pending, Plan, Pool, PoolId, RNone, RSome, Request, Running, Shape,
+    Snapshot, SpeedupModel, Time,
 };
 
 fn moldable(id: u64, configs: &[(u32, u64)]) -> Pending {
@@ -125,9 +125,9 @@ fn a_model_offers_every_node_count_of_its_range() {
     // nodes complete earliest (p(8) = 100 + 900/8 = 212.5 → 213 ms).
     let mut p = moldable(1, &[]);
     p.request = Request::Moldable(Moldable {
-        pool: None,
-        configs: Vec::new(),
-        model: Some(SpeedupModel::Amdahl {
+        pool: RNone,
+        configs: Vec::new().into(),
+        model: RSome(SpeedupModel::Amdahl {
             work: 1000,
             serial: 0.1,
         }),

@@ -28,7 +28,7 @@ use sched_core::idmap::IdMap;
 use sched_core::request::CoAllocated;
 use sched_core::{
     kill_reason_for, JobId, JobReason, NamedPolicy, ParamError, Params, Placement, Plan, Policy,
-    PoolId, PoolSteps, RString, Request, Shape, Snapshot, Time,
+    PoolId, PoolSteps, RSome, RString, Request, Shape, Snapshot, Time,
 };
 
 /// Which of the two kinds of jobs wins when a global job's deadline comes and nodes are short
@@ -331,7 +331,7 @@ fn components(call: &Call<'_, '_>, c: &CoAllocated) -> Result<Vec<(u32, Option<u
     c.components
         .iter()
         .map(|comp| {
-            let fixed = match comp.pool {
+            let fixed = match comp.pool.into_option() {
                 Some(id) => Some(
                     call.pool_index(id)
                         .ok_or_else(|| format!("component on unknown {id}"))?,
@@ -385,7 +385,7 @@ impl Policy for Rpp {
                             continue;
                         }
                     };
-                    let Some(deadline) = c.deadline else {
+                    let RSome(deadline) = c.deadline else {
                         call.reject(p.id, "the RPP needs a start deadline (--deadline)");
                         continue;
                     };
@@ -504,7 +504,7 @@ impl Policy for Rpp {
                     continue;
                 }
             };
-            let Some(pool) = rigid.pool.and_then(|id| call.pool_index(id)) else {
+            let Some(pool) = rigid.pool.into_option().and_then(|id| call.pool_index(id)) else {
                 call.reject(p.id, "a local job must name a known pool (-p)");
                 continue;
             };

@@ -1,5 +1,5 @@
 use sched_core::request::{Component, Rigid};
-use sched_core::{validate, Pending, Pool, Running};
+use sched_core::{validate, Pending, Pool, RNone, Running};
 
 use super::*;
 
@@ -9,7 +9,7 @@ fn pools(sizes: &[u32]) -> Vec<Pool> {
         .enumerate()
         .map(|(i, &n)| Pool {
             id: PoolId(i as u32),
-            name: format!("c{i}"),
+            name: format!("c{i}").into(),
             nodes: n,
         })
         .collect()
@@ -26,10 +26,10 @@ fn global(id: u64, submit: Time, comps: &[u32], walltime: u64, deadline: Time) -
         request: Request::CoAllocated(CoAllocated {
             components: comps
                 .iter()
-                .map(|&nodes| Component { nodes, pool: None })
+                .map(|&nodes| Component { nodes, pool: RNone })
                 .collect(),
             walltime,
-            deadline: Some(deadline),
+            deadline: RSome(deadline),
         }),
     }
 }
@@ -43,7 +43,7 @@ fn local(id: u64, submit: Time, pool: u32, nodes: u32, walltime: u64) -> Pending
         earliest_start: submit,
         priority: 0,
         request: Request::Rigid(Rigid {
-            pool: Some(PoolId(pool)),
+            pool: RSome(PoolId(pool)),
             nodes,
             walltime,
         }),
@@ -55,13 +55,13 @@ fn running(id: u64, start: Time, pool: u32, nodes: u32, walltime: u64) -> Runnin
         id: JobId(id),
         user: 0,
         request: Request::Rigid(Rigid {
-            pool: Some(PoolId(pool)),
+            pool: RSome(PoolId(pool)),
             nodes,
             walltime,
         }),
         shape: Shape::rigid(PoolId(pool), nodes, walltime),
         start,
-        holds: vec![PoolSteps::flat(
+        holds: sched_core::rvec![PoolSteps::flat(
             PoolId(pool),
             start,
             start + walltime,

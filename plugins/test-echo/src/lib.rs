@@ -1,19 +1,24 @@
-//! A policy that says what it was given, for sched-abi's delta-snapshot tests: its plan is one
-//! reject, of job 0, whose reason is the `Debug` text of the snapshot it planned on, so a test
-//! can compare what the plugin saw with what the host had, field for field (`f64`s print
-//! exactly). The host's validator would refuse it; tests call the plugin without one.
+//! A policy that says what it was given, for sched-abi's borrowed-snapshot tests: its plan is
+//! two rejects, of job 0, whose reason is the `Debug` text of the snapshot it planned on, and of
+//! job 1, that of the account it was told before ([`Policy::expect_changes`], `None` when not
+//! told), so a test can compare what the plugin saw with what the host had, field for field
+//! (`f64`s print exactly). The host's validator would refuse it; tests call the plugin without
+//! one.
 //!
 //! `panic_every = N` panics on every Nth call of the instance (counted per instance, so the
-//! instance rebuilt after a panic starts counting again), to check that a fresh instance is
-//! sent the whole snapshot.
+//! instance rebuilt after a panic starts counting again), to check that a fresh instance plans
+//! on the host's snapshot and is not told an account of a snapshot it never saw.
 
-use sched_core::{JobId, JobReason, NamedPolicy, ParamError, Params, Plan, Policy, Snapshot};
+use sched_core::{
+    Changes, JobId, JobReason, NamedPolicy, ParamError, Params, Plan, Policy, Snapshot,
+};
 
-/// Echoes its snapshot.
+/// Echoes its snapshot and the account it was told.
 #[derive(Debug, Default)]
 pub struct Echo {
     panic_every: Option<u64>,
     calls: u64,
+    told: Option<Changes>,
 }
 
 impl Policy for Echo {
@@ -23,12 +28,16 @@ impl Policy for Echo {
             panic!("call {} of this instance: told to panic", self.calls);
         }
         Plan {
-            rejects: sched_core::rvec![JobReason {
-                job: JobId(0),
-                reason: format!("{s:?}").into(),
-            }],
+            rejects: sched_core::rvec![
+                JobReason::new(JobId(0), format!("{s:?}")),
+                JobReason::new(JobId(1), format!("{:?}", self.told.take())),
+            ],
             ..Plan::default()
         }
+    }
+
+    fn expect_changes(&mut self, changes: &Changes) {
+        self.told = Some(changes.clone());
     }
 
     // `plan_starts` is the default: it keeps rejects, so both calls echo.
@@ -43,6 +52,7 @@ impl NamedPolicy for Echo {
         Ok(Echo {
             panic_every: (panic_every > 0).then_some(panic_every),
             calls: 0,
+            told: None,
         })
     }
 }

@@ -59,7 +59,9 @@ impl Policy for Panicky {
             let Some(r) = p.request.as_rigid() else {
                 continue;
             };
-            if r.pool.is_some_and(|q| q != pool) || p.earliest_start.max(p.submit) > s.now {
+            if r.pool.into_option().is_some_and(|q| q != pool)
+                || p.earliest_start.max(p.submit) > s.now
+            {
                 continue;
             }
             if u64::from(r.nodes) <= free {

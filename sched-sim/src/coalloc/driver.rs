@@ -25,8 +25,8 @@ use serde::Serialize;
 use sched_core::request::{CoAllocated, Component, Rigid};
 use sched_core::time::{as_secs_f64, Time};
 use sched_core::{
-    kill_beneficiary, validate, JobId, Pending, PlanError, Policy, Pool, PoolId, PoolSteps,
-    Request, Running, Shape, Snapshot,
+    kill_beneficiary, validate, JobId, Pending, PlanError, Policy, Pool, PoolId, PoolSteps, RNone,
+    RSome, Request, Running, Shape, Snapshot,
 };
 
 use super::trace::{secs_to_ms, CoallocTrace, TraceError, TraceId, TraceJob};
@@ -186,7 +186,7 @@ pub fn replay(trace: &CoallocTrace, policy: &mut dyn Policy) -> Result<CoallocRu
     let pools: Vec<Pool> = (0..p.clusters)
         .map(|c| Pool {
             id: PoolId(c),
-            name: format!("cluster{c}"),
+            name: format!("cluster{c}").into(),
             nodes: p.procs,
         })
         .collect();
@@ -204,7 +204,7 @@ pub fn replay(trace: &CoallocTrace, policy: &mut dyn Policy) -> Result<CoallocRu
             } => (
                 JobRun::new(false, cluster, ms(submit), None, ms(runtime), size, 1),
                 Request::Rigid(Rigid {
-                    pool: Some(PoolId(cluster)),
+                    pool: RSome(PoolId(cluster)),
                     nodes: size,
                     walltime: ms(runtime),
                 }),
@@ -229,15 +229,15 @@ pub fn replay(trace: &CoallocTrace, policy: &mut dyn Policy) -> Result<CoallocRu
                 // §2.1: unordered jobs, every component of one size; the run time is known
                 // exactly (the paper's model has no estimates), so it is the walltime.
                 Request::CoAllocated(CoAllocated {
-                    components: vec![
+                    components: sched_core::rvec![
                         Component {
                             nodes: size,
-                            pool: None
+                            pool: RNone
                         };
                         components as usize
                     ],
                     walltime: ms(runtime),
-                    deadline: Some(ms(deadline)),
+                    deadline: RSome(ms(deadline)),
                 }),
             ),
         };
@@ -568,7 +568,7 @@ impl Driver<'_> {
                 request,
                 shape: pl.shape.clone(),
                 start: now,
-                holds,
+                holds: holds.into(),
                 // §2.1: local jobs may be killed; whether they are is the policy's (GP/LP).
                 killable: !self.jobs[i].global,
             });

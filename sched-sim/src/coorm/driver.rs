@@ -32,8 +32,8 @@ use std::collections::{BinaryHeap, HashMap};
 use esched_coorm::pass::{pass, Ask, Config, Entry, Planned};
 use esched_coorm::select;
 use sched_core::{
-    CoAllocated, Component, Duration, JobId, PoolId, PoolSteps, RSome, Request, Running, Shape,
-    Snapshot, Time, View, FOREVER,
+    CoAllocated, Component, Duration, JobId, PoolId, PoolSteps, RNone, RSome, Request, Running,
+    Shape, Snapshot, Time, View, FOREVER,
 };
 
 use super::cem;
@@ -414,16 +414,16 @@ impl Sim<'_> {
                 .iter()
                 .map(|&(i, n)| Component {
                     nodes: n,
-                    pool: Some(self.p.pools[i].id),
+                    pool: RSome(self.p.pools[i].id),
                 })
                 .collect();
             Running {
                 id: JobId(self.apps[a].id),
                 user: 0,
                 request: Request::CoAllocated(CoAllocated {
-                    components: comps,
+                    components: comps.into(),
                     walltime: until.saturating_sub(start),
-                    deadline: None,
+                    deadline: RNone,
                 }),
                 shape: Shape::CoAllocated {
                     pools: parts.iter().map(|&(i, _)| self.p.pools[i].id).collect(),

@@ -30,7 +30,7 @@ impl Platform {
         let pools = (0..n_c)
             .map(|i| Pool {
                 id: PoolId(i),
-                name: format!("c{}", i + 1),
+                name: format!("c{}", i + 1).into(),
                 nodes: n_h,
             })
             .collect();

@@ -41,7 +41,7 @@ fn work() -> impl Strategy<Value = Work> {
                         user: (i % 3) as u32,
                         submit: submit * 1000,
                         request: Request::Rigid(sched_core::Rigid {
-                            pool,
+                            pool: pool.into(),
                             nodes,
                             walltime,
                         }),

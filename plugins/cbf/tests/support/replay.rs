@@ -7,8 +7,8 @@
 
 use sched_core::policy::Pending;
 use sched_core::{
-    validate, JobId, JobReason, Placement, Plan, Policy, Pool, PoolId, Request, Rigid, Running,
-    Shape, Snapshot, Time,
+    validate, JobId, JobReason, Placement, Plan, Policy, Pool, PoolId, RSome, Request, Rigid,
+    Running, Shape, Snapshot, Time,
 };
 
 pub use sched_core::testkit::pools;
@@ -73,7 +73,7 @@ pub fn replay<P: Policy>(
                 earliest_start: j.submit,
                 priority: 0,
                 request: Request::Rigid(Rigid {
-                    pool: j.pool.map(PoolId),
+                    pool: j.pool.map(PoolId).into(),
                     nodes: j.nodes,
                     walltime: j.walltime,
                 }),
@@ -114,7 +114,7 @@ pub fn replay<P: Policy>(
                     request: job.request.clone(),
                     shape: p.shape.clone(),
                     start: now,
-                    holds,
+                    holds: holds.into(),
                     killable: false,
                 },
                 now + runtime,
@@ -139,7 +139,7 @@ pub fn replay<P: Policy>(
             job: JobId(u64::MAX - 2),
             reason: "junk".into(),
         });
-        junk.wake_at = Some(now).into();
+        junk.wake_at = RSome(now);
         policy.recycle(junk);
     }
     assert!(
