@@ -140,7 +140,7 @@ mod tests {
             request: Request::rigid(6, 100),
             shape: Shape::rigid(PoolId(0), 6, 100),
             start: 0,
-            holds: vec![PoolSteps::flat(PoolId(0), 0, 100, 6)],
+            holds: sched_core::rvec![PoolSteps::flat(PoolId(0), 0, 100, 6)],
             killable: false,
         }];
         // Queue order: a long 4-node job, a 10-node job, a short 4-node one, a 2-node one of 200.
