@@ -382,8 +382,8 @@ fn coalloc_refuses_bad_traces_in_one_line() {
     }
 }
 
-/// Through the plugin, the engine's deltas (stable jobs, its account of the queue's changes,
-/// both checked at every call in this debug build) give every job the start the linked policy
+/// Through the plugin, told the engine's account of what changed at every call (checked
+/// against CBF's own book in this debug build), every job gets the start the linked policy
 /// gives it, in both event orders.
 #[test]
 fn plugins_replay_as_the_linked_policies() {

@@ -96,7 +96,9 @@ fn install_panic_hook() {
     ONCE.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            if GUARDED.with(|g| g.active.get()) {
+            // `try_with`: a panic while the thread's locals are torn down must not panic again
+            // here (that would abort); it is not a guarded one.
+            if GUARDED.try_with(|g| g.active.get()).unwrap_or(false) {
                 let text = match info.location() {
                     Some(l) => format!(
                         "{} (at {}:{})",

@@ -11,7 +11,9 @@ use crate::types::{FfiChanges, FfiSnapshot};
 
 /// A version of the esched policy ABI: plugins and hosts of the same `major` work together.
 ///
-/// The rule: a change to any data type of [`crate::types`] (a field, a variant) or to the
+/// The rule: a change to any data type of [`crate::types`], or of sched-core's that cross the
+/// boundary as they are (`Plan` and what it holds, `Pool`, `Pending`, `Running`, `Request` and
+/// its kinds: a field, a variant), or to the
 /// methods of [`FfiPolicy`] (abi_stable checks a trait object's vtable exactly: a 3.0 host
 /// refused a 2.0 plugin lacking one appended method as a layout mismatch) bumps `major`; a
 /// function appended to [`PolicyMod`] after its `last_prefix_field` bumps `minor`. A host reads

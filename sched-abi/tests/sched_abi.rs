@@ -18,7 +18,7 @@ mod common {
         "esched-test-notpolicy",
         "esched-test-badlayout",
         "esched-test-echo",
-        // For the plugin-vs-linked comparisons of the delta tests.
+        // For the plugin-vs-linked comparisons of the borrowed-snapshot tests.
         "esched-cbf",
         "esched-easy",
         "esched-fcfs",

@@ -49,9 +49,7 @@ impl PoolSteps {
     /// `now`, with the steps (or parts of steps) that end after it. `false` when nothing is held
     /// after `now` (the steps are then empty). A hold that begins at or after `now` is left as
     /// it is. This is how a driver brings a running job's holds to the present between calls
-    /// (esim's engine, instant after instant: clipping what was clipped is clipping the whole),
-    /// and how the plugin boundary's deltas bring the kept snapshot's holds along without
-    /// sending them.
+    /// (esim's engine, instant after instant: clipping what was clipped is clipping the whole).
     #[inline]
     pub fn clip_to(&mut self, now: Time) -> bool {
         if self.start >= now {
@@ -632,9 +630,9 @@ pub trait Policy {
     /// Takes a driver's word, before a call, for how its snapshot differs from the previous
     /// one this policy was called with ([`Changes`]), so that it need not compare what did not
     /// change (a replay's calls each change one job of lists of dozens to thousands). It holds
-    /// for the next call only. Drivers tell only what they vouch for (esim's engine, and a
-    /// plugin's boundary from the changes that crossed it); a policy must be as correct when
-    /// never told, and the validator checks its plans against the snapshot either way.
+    /// for the next call only. Drivers tell only what they vouch for (esim's engine does, through
+    /// the plugin boundary to a plugin's policy; batchd does not); a policy must be as correct
+    /// when never told, and the validator checks its plans against the snapshot either way.
     fn expect_changes(&mut self, changes: &Changes) {
         let _ = changes;
     }

@@ -191,7 +191,7 @@ impl Core {
                 .map(|(i, (name, nodes))| {
                     PoolState::new(Pool {
                         id: PoolId(i as u32),
-                        name: name.to_string().into(),
+                        name: name.into(),
                         nodes,
                     })
                 })

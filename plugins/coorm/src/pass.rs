@@ -73,7 +73,7 @@ impl Entry {
                     let components: Vec<(PoolId, u32)> = c
                         .components
                         .iter()
-                        .filter_map(|c| c.pool.map(|p| (p, c.nodes)).into_option())
+                        .filter_map(|c| c.pool.into_option().map(|p| (p, c.nodes)))
                         .collect();
                     match components
                         .iter()

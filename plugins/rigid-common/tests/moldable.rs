@@ -126,7 +126,7 @@ fn a_model_offers_every_node_count_of_its_range() {
     let mut p = moldable(1, &[]);
     p.request = Request::Moldable(Moldable {
         pool: RNone,
-        configs: Vec::new().into(),
+        configs: sched_core::RVec::new(),
         model: RSome(SpeedupModel::Amdahl {
             work: 1000,
             serial: 0.1,
