@@ -966,29 +966,6 @@ mod borrowed {
         }
     }
 
-    /// The account of how `new` differs from `prev` (ids, as of the last call) when one can
-    /// describe it (entries left, the rest in order, arrivals appended), as esim tells it.
-    fn account(prev: &[JobId], new: &[JobId]) -> Option<ListChanges> {
-        let mut left = Vec::new();
-        let mut kept = 0;
-        for (k, id) in prev.iter().enumerate() {
-            if new.get(kept) == Some(id) {
-                kept += 1;
-            } else {
-                left.push(k);
-            }
-        }
-        // What is past the kept entries must be new jobs, not ones moved back.
-        let arrived = &new[kept..];
-        arrived
-            .iter()
-            .all(|id| !prev.contains(id))
-            .then_some(ListChanges {
-                left,
-                arrived: arrived.len(),
-            })
-    }
-
     /// A driver of rigid jobs (as esim): arrivals, the plan's starts carried out, jobs ending
     /// at or before their walltime, now and then a pool resized or a queue reordered; both
     /// policies are told the same account of each call's changes when one describes them.
@@ -1027,8 +1004,8 @@ mod borrowed {
             }
             if k > 0 {
                 let changes = Changes {
-                    running: account(&prev_running, &ids(&s.running)),
-                    pending: account(&prev_pending, &qids(&s.pending)),
+                    running: sched_core::testkit::account(&prev_running, &ids(&s.running)),
+                    pending: sched_core::testkit::account(&prev_pending, &qids(&s.pending)),
                 };
                 told += usize::from(changes.running.is_some() && changes.pending.is_some());
                 linked.expect_changes(&changes);

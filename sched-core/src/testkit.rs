@@ -3,7 +3,7 @@
 //! with the `testkit` feature (`sched-core = { workspace = true, features = ["testkit"] }` in
 //! their `[dev-dependencies]`).
 
-use crate::policy::{Pending, Plan, PoolSteps, Running, Shape};
+use crate::policy::{ListChanges, Pending, Plan, PoolSteps, Running, Shape};
 use crate::pool::{Pool, PoolId};
 use crate::request::{JobId, Request};
 use crate::time::{Duration, Time};
@@ -73,4 +73,22 @@ pub fn pool_of(plan: &Plan, id: u64) -> Option<PoolId> {
 
 fn placement(plan: &Plan, id: u64) -> Option<&crate::policy::Placement> {
     plan.placements.iter().find(|p| p.job == JobId(id))
+}
+
+/// The account of how a list of job ids became `after` from `before`, as a driver that never
+/// edits a job in place tells it ([`ListChanges`]: the positions that left, the entries
+/// appended), when one describes the change: the kept entries in order, then only new ids.
+pub fn account(before: &[JobId], after: &[JobId]) -> Option<ListChanges> {
+    let mut c = ListChanges::default();
+    let mut j = 0;
+    for (k, id) in before.iter().enumerate() {
+        if after.get(j) == Some(id) {
+            j += 1;
+        } else {
+            c.left.push(k);
+        }
+    }
+    c.arrived = after.len() - j;
+    // Arrivals must be new ids, not ones moved back.
+    (!after[j..].iter().any(|id| before.contains(id))).then_some(c)
 }

@@ -8,9 +8,7 @@ mod properties {
 
     use esched_cbf::Cbf;
     use proptest::prelude::*;
-    use sched_core::{
-        Changes, JobId, ListChanges, Policy, Profile, Request, Shape, Snapshot, Time,
-    };
+    use sched_core::{Changes, JobId, Policy, Profile, Request, Shape, Snapshot, Time};
 
     use crate::replay::{pools, replay, strategy::workload};
 
@@ -234,21 +232,6 @@ mod properties {
         call: usize,
     }
 
-    fn account(before: &[JobId], after: &[JobId]) -> Option<ListChanges> {
-        let mut c = ListChanges::default();
-        let mut j = 0;
-        for (k, id) in before.iter().enumerate() {
-            if after.get(j) == Some(id) {
-                j += 1;
-            } else {
-                c.left.push(k);
-            }
-        }
-        c.arrived = after.len() - j;
-        // Arrivals must be new ids.
-        (!after[j..].iter().any(|id| before.contains(id))).then_some(c)
-    }
-
     impl Policy for Told {
         fn plan(&mut self, snap: &Snapshot<'_>) -> sched_core::Plan {
             let ids = (
@@ -259,8 +242,8 @@ mod properties {
             self.call += 1;
             if let (Some((running, pending)), false) = (&self.last, skip) {
                 let changes = Changes {
-                    running: account(running, &ids.0),
-                    pending: account(pending, &ids.1),
+                    running: sched_core::testkit::account(running, &ids.0),
+                    pending: sched_core::testkit::account(pending, &ids.1),
                 };
                 self.told += usize::from(changes.running.is_some());
                 self.cbf.expect_changes(&changes);
