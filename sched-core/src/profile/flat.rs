@@ -37,7 +37,7 @@ impl Flat {
 
     /// Index of the first point with key `≥ t`.
     fn first_at_or_after(&self, t: Time) -> usize {
-        self.points.partition_point(|p| p.0 < t)
+        gallop(&self.points, |k| k < t)
     }
 
     /// Value of the step before index `i` (0 before the first point).
@@ -50,20 +50,20 @@ impl Flat {
     }
 
     pub(crate) fn value_at(&self, t: Time) -> i64 {
-        self.value_before(self.points.partition_point(|p| p.0 <= t))
+        self.value_before(gallop(&self.points, |k| k <= t))
     }
 
     /// The largest value held by a key in `[t0, t1)`, if any key lies there.
     pub(crate) fn max_of_keys(&self, t0: Time, t1: Time) -> Option<i64> {
         let lo = self.first_at_or_after(t0);
-        let hi = lo + self.points[lo..].partition_point(|p| p.0 < t1);
+        let hi = lo + gallop(&self.points[lo..], |k| k < t1);
         self.points[lo..hi].iter().map(|p| p.1).max()
     }
 
     /// The last key of `[t0, t1)` whose value exceeds `limit`, as `(key, next key or NEVER)`.
     pub(crate) fn last_key_above(&self, t0: Time, t1: Time, limit: i64) -> Option<(Time, Time)> {
         let lo = self.first_at_or_after(t0);
-        let hi = lo + self.points[lo..].partition_point(|p| p.0 < t1);
+        let hi = lo + gallop(&self.points[lo..], |k| k < t1);
         let i = lo + self.points[lo..hi].iter().rposition(|p| p.1 > limit)?;
         let next = self.points.get(i + 1).map_or(NEVER, |p| p.0);
         Some((self.points[i].0, next))
@@ -90,7 +90,7 @@ impl Flat {
         bound: Time,
         reach: Time,
     ) -> Option<Time> {
-        let i = self.points.partition_point(|p| p.0 <= from);
+        let i = gallop(&self.points, |k| k <= from);
         let value = self.value_before(i);
         let mut scan = Scan::new(from, value, duration, limit, bound, reach);
         scan.follow(&self.points[i..])
@@ -109,7 +109,7 @@ impl Flat {
         let hi = if t1 == NEVER {
             self.points.len()
         } else {
-            let hi = lo + self.points[lo..].partition_point(|p| p.0 < t1);
+            let hi = lo + gallop(&self.points[lo..], |k| k < t1);
             if self.points.get(hi).is_none_or(|p| p.0 != t1) {
                 let v = self.value_before(hi);
                 self.points.insert(hi, (t1, v));
@@ -146,7 +146,7 @@ impl Flat {
         let hi = if end == NEVER {
             self.points.len()
         } else {
-            lo + self.points[lo..].partition_point(|p| p.0 <= end)
+            lo + gallop(&self.points[lo..], |k| k <= end)
         };
         // The merge writes in place: the points from `lo` on move `gap` slots right first, one
         // per boundary, so that the output (one point per old point or boundary at most) never
@@ -311,6 +311,24 @@ impl Scan {
     }
 }
 
+/// The number of leading `points` whose key satisfies `before` (true, then false along the
+/// keys), by a galloping search from the front: keys 1, 2, 4, 8, … until one fails, then a
+/// binary search in the last stretch. Most lookups of a replay fall at or near `now`, where the
+/// profile begins once the past is forgotten, so they take a comparison or two instead of a
+/// whole binary search (which was a fifth of a replay's fit checks); one far off costs at most
+/// twice a binary search.
+#[inline]
+fn gallop(points: &[(Time, i64)], before: impl Fn(Time) -> bool) -> usize {
+    let (mut lo, mut hi) = (0, 1);
+    while hi <= points.len() && before(points[hi - 1].0) {
+        lo = hi;
+        hi *= 2;
+    }
+    // Every key before `lo` passes; the one at `hi - 1`, if any, fails.
+    let end = (hi - 1).min(points.len());
+    lo + points[lo..end].partition_point(|p| before(p.0))
+}
+
 /// Checks the normal form of a profile's change points: keys strictly increasing, none at
 /// [`NEVER`], none repeating the value before it (0 before the first).
 pub(super) fn check_normal_form(points: impl Iterator<Item = (Time, i64)>) -> Result<(), String> {
@@ -333,6 +351,26 @@ pub(super) fn check_normal_form(points: impl Iterator<Item = (Time, i64)>) -> Re
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The galloping search finds what a binary search finds, for every length up to a few
+    /// doublings and every probe around every key.
+    #[test]
+    fn gallop_is_partition_point() {
+        for n in 0..40 {
+            let points: Vec<(Time, i64)> = (0..n).map(|k| (10 * k as Time + 5, 1)).collect();
+            for t in 0..10 * n as Time + 10 {
+                assert_eq!(
+                    gallop(&points, |k| k <= t),
+                    points.partition_point(|p| p.0 <= t),
+                    "n={n} t={t}"
+                );
+                assert_eq!(
+                    gallop(&points, |k| k < t),
+                    points.partition_point(|p| p.0 < t)
+                );
+            }
+        }
+    }
 
     #[test]
     fn add_merges_and_splits_steps() {
