@@ -4,7 +4,8 @@
 //! with `;` are header comments, of which `MaxNodes` and `MaxProcs` are read. Files may be
 //! plain or gzip-compressed: gzip is detected by its magic bytes (`1f 8b`), whatever the name.
 //! The file is read line by line, so a large trace is never held as text; a compressed one
-//! is inflated by a second thread a few blocks ahead of the parser.
+//! is inflated by a second thread a few blocks ahead of the parser, and a large plain one is
+//! read as two halves by two threads.
 //!
 //! # Field mapping
 //!
@@ -36,7 +37,7 @@
 
 use std::fmt;
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
@@ -230,7 +231,12 @@ pub fn read_path(path: &Path, opts: &ReadOptions) -> Result<Trace, SwfError> {
     let mut raw = BufReader::with_capacity(BLOCK, file);
     let gz = raw.fill_buf().map_err(io)?.starts_with(&[0x1f, 0x8b]);
     if !gz {
-        return read(raw, path, opts);
+        let len = raw.get_ref().metadata().map_err(io)?.len();
+        if len < SPLIT_MIN {
+            return read(raw, path, opts);
+        }
+        let lines = read_halves(raw, path, len)?;
+        return trace_of(lines, path, opts);
     }
     std::thread::scope(|scope| {
         // A few blocks in flight; the parser hands each block back to be refilled.
@@ -240,6 +246,51 @@ pub fn read_path(path: &Path, opts: &ReadOptions) -> Result<Trace, SwfError> {
         // When the parser stops early (a malformed line), dropping its `Blocks` ends the
         // inflater at its next send.
         read(Blocks::new(full_rx, empty_tx), path, opts)
+    })
+}
+
+/// The size from which a plain trace is read as two halves, one per thread: below it, a
+/// thread's start is not worth it (a megabyte is about 8,000 lines, a millisecond's reading).
+const SPLIT_MIN: u64 = 1 << 20;
+
+/// Reads the plain trace `head` (of `len` bytes, not yet consumed) as two halves in parallel:
+/// a second thread reads from the first line that begins after the middle (by its own handle
+/// of the file), this one up to it. Parsing is nearly all of reading a plain trace, so that
+/// halves its time on two cores; the lines, their numbers and the first error are those of one
+/// pass, and neither half is held whole as text.
+fn read_halves(head: BufReader<File>, path: &Path, len: u64) -> Result<Lines, SwfError> {
+    let io = |error| SwfError::Io {
+        path: path.to_path_buf(),
+        error,
+    };
+    let middle = len / 2;
+    let mut tail = File::open(path).map_err(io)?;
+    tail.seek(SeekFrom::Start(middle)).map_err(io)?;
+    let mut tail = BufReader::with_capacity(BLOCK, tail);
+    // The rest of the line the middle falls in belongs to the first half.
+    let rest = tail.skip_until(b'\n').map_err(io)?;
+    let boundary = middle + rest as u64;
+    std::thread::scope(|scope| {
+        let tail = scope.spawn(move || read_lines(tail, path));
+        let first = read_lines(head.take(boundary), path);
+        // A panic while reading the second half is this thread's.
+        let second = tail
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        let mut lines = first?;
+        match second {
+            Ok(later) => lines.append(later),
+            // The first error of the file: the first half read without one.
+            Err(SwfError::Malformed { path, line, reason }) => {
+                return Err(SwfError::Malformed {
+                    path,
+                    line: line + lines.count,
+                    reason,
+                })
+            }
+            Err(e) => return Err(e),
+        }
+        Ok(lines)
     })
 }
 
@@ -331,6 +382,35 @@ impl BufRead for Blocks {
 
 /// Reads an SWF trace from `reader`; `path` names it in messages.
 pub fn read<R: BufRead>(reader: R, path: &Path, opts: &ReadOptions) -> Result<Trace, SwfError> {
+    let lines = read_lines(reader, path)?;
+    trace_of(lines, path, opts)
+}
+
+/// The lines of a trace, or of a stretch of one, as read.
+struct Lines {
+    header: Header,
+    /// The job lines, in order.
+    parsed: Vec<Result<SwfJob, SkipReason>>,
+    /// Lines read, of any kind.
+    count: usize,
+}
+
+impl Lines {
+    /// Appends the lines that follow these; `later` numbered its lines from 1.
+    fn append(&mut self, mut later: Lines) {
+        for job in later.parsed.iter_mut().flatten() {
+            job.line += self.count;
+        }
+        self.parsed.append(&mut later.parsed);
+        self.count += later.count;
+        // A header line read later overrides an earlier one, as in one pass.
+        self.header.max_nodes = later.header.max_nodes.or(self.header.max_nodes);
+        self.header.max_procs = later.header.max_procs.or(self.header.max_procs);
+    }
+}
+
+/// Reads the lines of `reader` to its end, numbered from 1; `path` names it in messages.
+fn read_lines<R: BufRead>(reader: R, path: &Path) -> Result<Lines, SwfError> {
     let mut header = Header::default();
     let mut parsed: Vec<Result<SwfJob, SkipReason>> = Vec::new();
     let mut bytes: Vec<u8> = Vec::new();
@@ -382,6 +462,16 @@ pub fn read<R: BufRead>(reader: R, path: &Path, opts: &ReadOptions) -> Result<Tr
         reader.read_until(b'\n', &mut bytes).map_err(io)?;
         line(&bytes)?;
     }
+    Ok(Lines {
+        header,
+        parsed,
+        count: line_no,
+    })
+}
+
+/// The trace of the lines read.
+fn trace_of(lines: Lines, path: &Path, opts: &ReadOptions) -> Result<Trace, SwfError> {
+    let Lines { header, parsed, .. } = lines;
     let nodes = opts
         .nodes
         .or_else(|| header.machine_size())
@@ -889,5 +979,72 @@ mod tests {
             matches!(&err, SwfError::Io { path, .. } if path == &cut),
             "{err}"
         );
+    }
+
+    /// A plain trace large enough to be read as two halves reads as in one pass: the same
+    /// jobs with the same line numbers, a header line of the second half overriding the
+    /// first's, and the first malformed line of the file named by its number, whichever half
+    /// it falls in.
+    #[test]
+    fn a_large_plain_trace_read_in_halves_reads_as_in_one_pass() {
+        let mut text = String::from(HEAD);
+        let mut id = 1;
+        while text.len() < 3 * SPLIT_MIN as usize / 2 {
+            text.push_str(&format!(
+                "{id} {} 0 {} {} -1 -1 8 {} -1 1 {} 1 -1 -1 -1 -1 -1\n",
+                id * 7,
+                1 + id % 977,
+                1 + id % 89,
+                200 + id % 13,
+                id % 31
+            ));
+            match id % 5000 {
+                0 => text.push_str(";  a comment between jobs\n\n"),
+                2500 if text.len() > SPLIT_MIN as usize => text.push_str("; MaxProcs: 90\n"),
+                _ => {}
+            }
+            id += 1;
+        }
+        // The last line without its newline.
+        text.push_str(&format!("{id} 1 0 5 1 -1 -1 1 5 -1 1 1 1 -1 -1 -1 -1 -1"));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("trace.swf");
+        let read_both = |text: &str| {
+            std::fs::write(&path, text).unwrap();
+            let halves = read_path(&path, &ReadOptions::default());
+            let one = read_str(text, &ReadOptions::default());
+            (halves, one)
+        };
+        let (halves, one) = read_both(&text);
+        let (halves, one) = (halves.unwrap(), one.unwrap());
+        assert_eq!(halves.header.max_procs, Some(90));
+        assert!(halves.jobs.iter().any(|j| j.nodes > 64));
+        assert_eq!(halves.jobs.len(), id);
+        assert_eq!(
+            (
+                halves.jobs,
+                halves.lines,
+                halves.header,
+                halves.nodes,
+                halves.skipped
+            ),
+            (one.jobs, one.lines, one.header, one.nodes, one.skipped)
+        );
+
+        let malformed = |r: Result<Trace, SwfError>| match r {
+            Err(SwfError::Malformed { line, .. }) => line,
+            other => panic!("not malformed: {other:?}"),
+        };
+        let lines: Vec<&str> = text.lines().collect();
+        let n = lines.len();
+        for bad in [[n - 10, n - 5], [n / 4, n - 5]] {
+            let mut edited = lines.clone();
+            for &k in &bad {
+                edited[k] = "1 2 three";
+            }
+            let (halves, one) = read_both(&edited.join("\n"));
+            assert_eq!(malformed(halves), bad[0] + 1);
+            assert_eq!(malformed(one), bad[0] + 1);
+        }
     }
 }
