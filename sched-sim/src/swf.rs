@@ -389,8 +389,10 @@ pub fn read<R: BufRead>(reader: R, path: &Path, opts: &ReadOptions) -> Result<Tr
 /// The lines of a trace, or of a stretch of one, as read.
 struct Lines {
     header: Header,
-    /// The job lines, in order.
-    parsed: Vec<Result<SwfJob, SkipReason>>,
+    /// The jobs of the job lines, in order, but those skipped (counted in `skipped`; not yet
+    /// those larger than the machine, whose size the header may give on a later line).
+    jobs: Vec<SwfJob>,
+    skipped: Skipped,
     /// Lines read, of any kind.
     count: usize,
 }
@@ -398,10 +400,13 @@ struct Lines {
 impl Lines {
     /// Appends the lines that follow these; `later` numbered its lines from 1.
     fn append(&mut self, mut later: Lines) {
-        for job in later.parsed.iter_mut().flatten() {
+        for job in &mut later.jobs {
             job.line += self.count;
         }
-        self.parsed.append(&mut later.parsed);
+        self.jobs.append(&mut later.jobs);
+        for (reason, n) in later.skipped.reasons() {
+            *self.skipped.slot(reason) += n;
+        }
         self.count += later.count;
         // A header line read later overrides an earlier one, as in one pass.
         self.header.max_nodes = later.header.max_nodes.or(self.header.max_nodes);
@@ -412,7 +417,14 @@ impl Lines {
 /// Reads the lines of `reader` to its end, numbered from 1; `path` names it in messages.
 fn read_lines<R: BufRead>(reader: R, path: &Path) -> Result<Lines, SwfError> {
     let mut header = Header::default();
-    let mut parsed: Vec<Result<SwfJob, SkipReason>> = Vec::new();
+    // Jobs kept as they are read, not as `Result`s sorted out later: a replay's memory is
+    // touched page by page, and each new page costs a fault (a microsecond and more here).
+    let mut jobs: Vec<SwfJob> = Vec::new();
+    let mut skipped = Skipped::default();
+    let mut keep = |job: Result<SwfJob, SkipReason>| match job {
+        Ok(j) => jobs.push(j),
+        Err(r) => skipped.count(r),
+    };
     let mut bytes: Vec<u8> = Vec::new();
     let mut reader = reader;
     let mut line_no = 0usize;
@@ -430,7 +442,7 @@ fn read_lines<R: BufRead>(reader: R, path: &Path) -> Result<Lines, SwfError> {
         // A job line of plain integers is read from its bytes in one pass; anything else
         // (comments, blank lines, decimals, odd tokens, invalid UTF-8) goes the way of text.
         if let Some(f) = plain_fields(bytes) {
-            parsed.push(job_from_fields(&f, line_no).map_err(malformed)?);
+            keep(job_from_fields(&f, line_no).map_err(malformed)?);
             return Ok(());
         }
         // Only header comments may hold free text; keep what is readable of it.
@@ -443,7 +455,7 @@ fn read_lines<R: BufRead>(reader: R, path: &Path) -> Result<Lines, SwfError> {
             read_header(comment, &mut header);
             return Ok(());
         }
-        parsed.push(parse_job(line, line_no).map_err(malformed)?);
+        keep(parse_job(line, line_no).map_err(malformed)?);
         Ok(())
     };
     loop {
@@ -464,35 +476,42 @@ fn read_lines<R: BufRead>(reader: R, path: &Path) -> Result<Lines, SwfError> {
     }
     Ok(Lines {
         header,
-        parsed,
+        jobs,
+        skipped,
         count: line_no,
     })
 }
 
 /// The trace of the lines read.
 fn trace_of(lines: Lines, path: &Path, opts: &ReadOptions) -> Result<Trace, SwfError> {
-    let Lines { header, parsed, .. } = lines;
+    let Lines {
+        header,
+        mut jobs,
+        mut skipped,
+        ..
+    } = lines;
     let nodes = opts
         .nodes
         .or_else(|| header.machine_size())
         .ok_or_else(|| SwfError::NoMachineSize {
             path: path.to_path_buf(),
         })?;
+    let lines = jobs.len() + skipped.total();
+    jobs.retain(|j| {
+        let fits = j.nodes <= nodes;
+        if !fits {
+            skipped.count(SkipReason::TooLarge);
+        }
+        fits
+    });
     let mut trace = Trace {
         path: path.to_path_buf(),
         header,
         nodes,
-        jobs: Vec::new(),
-        skipped: Skipped::default(),
-        lines: parsed.len(),
+        jobs,
+        skipped,
+        lines,
     };
-    for job in parsed {
-        match job {
-            Err(r) => trace.skipped.count(r),
-            Ok(j) if j.nodes > nodes => trace.skipped.count(SkipReason::TooLarge),
-            Ok(j) => trace.jobs.push(j),
-        }
-    }
     if let Some(limit) = opts.limit {
         trace.jobs.truncate(limit);
     }
