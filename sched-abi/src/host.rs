@@ -12,12 +12,13 @@
 
 use abi_stable::std_types::RVec;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use sched_core::{
     validate, Changes, NamedPolicy, ParamError, Params, Plan, PlanError, Policy, Snapshot,
 };
 
+use crate::clock::Clock;
 use crate::loader::{LoadedPolicy, PluginError};
 
 /// A policy the host can contain: a name for the logs and a plan call that reports panics.
@@ -334,7 +335,9 @@ pub struct PolicyHost<P: HostedPolicy = Box<dyn HostedPolicy + Send>> {
     error: Option<PluginError>,
     plan_error: Option<PlanError>,
     stats: HostStats,
-    timing: HostTiming,
+    clock: Clock,
+    /// Time spent so far, in the clock's ticks: in the policy, then in the validator.
+    ticks: (u64, u64),
     last_failure: Option<String>,
 }
 
@@ -368,7 +371,8 @@ impl<P: HostedPolicy> PolicyHost<P> {
             error: None,
             plan_error: None,
             stats: HostStats::default(),
-            timing: HostTiming::default(),
+            clock: Clock::new(),
+            ticks: (0, 0),
             last_failure: None,
         }
     }
@@ -404,7 +408,10 @@ impl<P: HostedPolicy> PolicyHost<P> {
 
     /// Time spent so far.
     pub fn timing(&self) -> HostTiming {
-        self.timing
+        HostTiming {
+            policy: self.clock.duration(self.ticks.0),
+            validate: self.clock.duration(self.ticks.1),
+        }
     }
 
     /// The message of the last failure (panic, error or refusal), if any.
@@ -437,19 +444,19 @@ impl<P: HostedPolicy> PolicyHost<P> {
     /// Nothing is copied on the path of a valid plan: the answer borrows the host.
     pub fn call(&mut self, snapshot: &Snapshot<'_>) -> Outcome<'_> {
         self.stats.calls += 1;
-        let t0 = Instant::now();
+        let t0 = self.clock.now();
         let result = match self.check {
             Check::Full => self.policy.try_plan(snapshot),
             Check::Starts => self.policy.try_plan_starts(snapshot),
         };
         // One clock reading ends the policy's time and starts the validator's: a replay makes
         // a hundred thousand calls, and each reading is a measurable part of a small one.
-        let t1 = Instant::now();
-        self.timing.policy += t1 - t0;
+        let t1 = self.clock.now();
+        self.ticks.0 += t1.saturating_sub(t0);
         match result {
             Ok(plan) => {
                 let verdict = validate(snapshot, &plan);
-                self.timing.validate += t1.elapsed();
+                self.ticks.1 += self.clock.now().saturating_sub(t1);
                 match verdict {
                     Ok(()) => {
                         if let Some(old) = self.last_valid.replace(plan) {
@@ -483,9 +490,9 @@ impl<P: HostedPolicy> PolicyHost<P> {
                 self.plan_error = None;
             }
         }
-        let t = Instant::now();
+        let t = self.clock.now();
         self.fallback = self.fallback(snapshot);
-        self.timing.validate += t.elapsed();
+        self.ticks.1 += self.clock.now().saturating_sub(t);
         let verdict = match (&self.error, &self.plan_error) {
             (Some(e), _) => Err(Failure::Failed(e)),
             (None, Some(e)) => Err(Failure::Refused(e)),

@@ -31,6 +31,7 @@
 // inside generated constants.
 #![allow(non_camel_case_types, non_local_definitions)]
 
+mod clock;
 mod export;
 pub mod host;
 pub mod loader;
