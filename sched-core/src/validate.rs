@@ -108,6 +108,15 @@ pub struct PlanError {
 
 /// Checks `plan` against `snapshot`; `Ok` when the driver may act on it.
 pub fn validate(snapshot: &Snapshot<'_>, plan: &Plan) -> Result<(), PlanError> {
+    // A plan naming no job asks nothing of the snapshot: half of a replay's calls (an arrival
+    // that cannot start) answer so, and the lookups below cost a few hundred instructions.
+    if plan.placements.is_empty()
+        && plan.rejects.is_empty()
+        && plan.views.is_empty()
+        && plan.kills.is_empty()
+    {
+        return Ok(());
+    }
     let mut v = Vec::new();
     // Only the jobs the plan names are looked up, by one pass over the queue with a binary
     // search in the plan's sorted ids: drivers validate every plan, and hashing a long queue
