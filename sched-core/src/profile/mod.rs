@@ -170,7 +170,17 @@ impl Profile {
     /// Moves to the representation that fits: chunks above `flat_max` points (the tree with
     /// [`Large::Tree`]), the tree once a chunked profile's scans have crossed most of it over a
     /// window of queries (checked here, at edits), flat again at a quarter of `flat_max`.
+    #[inline]
     fn switch(&mut self) {
+        // Inline for a flat profile within its limit, the common case after an edit.
+        if matches!(&self.repr, Repr::Flat(f) if f.len() <= self.flat_max) {
+            return;
+        }
+        self.switch_large();
+    }
+
+    #[inline(never)]
+    fn switch_large(&mut self) {
         match &self.repr {
             Repr::Flat(f) if f.len() > self.flat_max => {
                 let points = f.points().iter().copied();
