@@ -38,6 +38,25 @@ pub trait HostedPolicy {
     /// Takes back a plan the host is done with, so that a later answer may reuse its buffers
     /// (a plugin's goes back to the plugin's policy with the next call).
     fn recycle(&mut self, _plan: Plan) {}
+    /// One call: [`HostedPolicy::expect_changes`] with `changes` when given, then
+    /// [`HostedPolicy::try_plan_starts`] (`starts`) or [`HostedPolicy::try_plan`]. A plugin's
+    /// host lends the account to the plugin for this call instead of copying it to keep until
+    /// the next one.
+    fn try_call(
+        &mut self,
+        snapshot: &Snapshot<'_>,
+        changes: Option<&Changes>,
+        starts: bool,
+    ) -> Result<Plan, PluginError> {
+        if let Some(c) = changes {
+            self.expect_changes(c);
+        }
+        if starts {
+            self.try_plan_starts(snapshot)
+        } else {
+            self.try_plan(snapshot)
+        }
+    }
 }
 
 impl HostedPolicy for LoadedPolicy {
@@ -59,6 +78,15 @@ impl HostedPolicy for LoadedPolicy {
 
     fn recycle(&mut self, plan: Plan) {
         LoadedPolicy::recycle(self, plan);
+    }
+
+    fn try_call(
+        &mut self,
+        snapshot: &Snapshot<'_>,
+        changes: Option<&Changes>,
+        starts: bool,
+    ) -> Result<Plan, PluginError> {
+        LoadedPolicy::call_told(self, snapshot, changes, starts)
     }
 }
 
@@ -82,6 +110,15 @@ impl<T: HostedPolicy + ?Sized> HostedPolicy for Box<T> {
     fn recycle(&mut self, plan: Plan) {
         (**self).recycle(plan);
     }
+
+    fn try_call(
+        &mut self,
+        snapshot: &Snapshot<'_>,
+        changes: Option<&Changes>,
+        starts: bool,
+    ) -> Result<Plan, PluginError> {
+        (**self).try_call(snapshot, changes, starts)
+    }
 }
 
 impl<T: HostedPolicy + ?Sized> HostedPolicy for &mut T {
@@ -99,6 +136,19 @@ impl<T: HostedPolicy + ?Sized> HostedPolicy for &mut T {
 
     fn expect_changes(&mut self, changes: &Changes) {
         (**self).expect_changes(changes);
+    }
+
+    fn recycle(&mut self, plan: Plan) {
+        (**self).recycle(plan);
+    }
+
+    fn try_call(
+        &mut self,
+        snapshot: &Snapshot<'_>,
+        changes: Option<&Changes>,
+        starts: bool,
+    ) -> Result<Plan, PluginError> {
+        (**self).try_call(snapshot, changes, starts)
     }
 }
 
@@ -427,8 +477,7 @@ impl<P: HostedPolicy> PolicyHost<P> {
     /// [`PolicyHost::call`] with the driver's word for how the snapshot differs from the last
     /// one it gave ([`Changes`]): it spares a policy comparing what did not change.
     pub fn call_told(&mut self, snapshot: &Snapshot<'_>, changes: &Changes) -> Outcome<'_> {
-        self.policy.expect_changes(changes);
-        self.call(snapshot)
+        self.call_with(snapshot, Some(changes))
     }
 
     /// Calls the policy and answers with what the driver may act on, and why.
@@ -443,12 +492,18 @@ impl<P: HostedPolicy> PolicyHost<P> {
     ///
     /// Nothing is copied on the path of a valid plan: the answer borrows the host.
     pub fn call(&mut self, snapshot: &Snapshot<'_>) -> Outcome<'_> {
+        self.call_with(snapshot, None)
+    }
+
+    /// [`PolicyHost::call`], the policy told `changes` first when given.
+    fn call_with(&mut self, snapshot: &Snapshot<'_>, changes: Option<&Changes>) -> Outcome<'_> {
         self.stats.calls += 1;
         let t0 = self.clock.now();
-        let result = match self.check {
-            Check::Full => self.policy.try_plan(snapshot),
-            Check::Starts => self.policy.try_plan_starts(snapshot),
+        let starts = match self.check {
+            Check::Full => false,
+            Check::Starts => true,
         };
+        let result = self.policy.try_call(snapshot, changes, starts);
         // One clock reading ends the policy's time and starts the validator's: a replay makes
         // a hundred thousand calls, and each reading is a measurable part of a small one.
         let t1 = self.clock.now();

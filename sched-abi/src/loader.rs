@@ -592,12 +592,12 @@ impl LoadedPolicy {
 
     /// [`Policy::plan`] through the boundary, with a panic as an error.
     pub fn try_plan(&mut self, snapshot: &Snapshot<'_>) -> Result<Plan, PluginError> {
-        self.call(snapshot, false)
+        self.call_told(snapshot, None, false)
     }
 
     /// [`Policy::plan_starts`] through the boundary, with a panic as an error.
     pub fn try_plan_starts(&mut self, snapshot: &Snapshot<'_>) -> Result<Plan, PluginError> {
-        self.call(snapshot, true)
+        self.call_told(snapshot, None, true)
     }
 
     /// Takes back a plan its host is done with: it goes to the plugin's policy with the next
@@ -616,9 +616,18 @@ impl LoadedPolicy {
         self.is_told = true;
     }
 
-    fn call(&mut self, snapshot: &Snapshot<'_>, starts: bool) -> Result<Plan, PluginError> {
-        // It holds for this call only, whatever happens to it.
-        let told = std::mem::take(&mut self.is_told);
+    /// [`LoadedPolicy::try_plan_starts`] (`starts`) or [`LoadedPolicy::try_plan`], the plugin's
+    /// policy told `changes`, lent for the call, or else the account
+    /// [`LoadedPolicy::expect_changes`] kept, if any.
+    pub fn call_told(
+        &mut self,
+        snapshot: &Snapshot<'_>,
+        changes: Option<&Changes>,
+        starts: bool,
+    ) -> Result<Plan, PluginError> {
+        // A kept account holds for this call only, whatever happens to it.
+        let kept = std::mem::take(&mut self.is_told);
+        let told = changes.is_some() || kept;
         let (policy, told) = match &mut self.policy {
             Some(p) => (p, told),
             None => {
@@ -632,10 +641,10 @@ impl LoadedPolicy {
                 (self.policy.insert(fresh), false)
             }
         };
-        let changes = if told {
-            FfiChanges::from(&self.told)
-        } else {
-            FfiChanges::NOT_TOLD
+        let changes = match (told, changes) {
+            (false, _) => FfiChanges::NOT_TOLD,
+            (true, Some(lent)) => FfiChanges::from(lent),
+            (true, None) => FfiChanges::from(&self.told),
         };
         // The host's lists, lent for the call.
         let answer = policy.plan(

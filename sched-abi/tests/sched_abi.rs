@@ -657,15 +657,17 @@ mod borrowed {
 
     /// What the echo plugin saw: the reason of its one reject.
     /// What the echo plugin saw: the reasons of its two rejects (the snapshot, the account).
+    /// The echo's answer to `s`, told `lent` with the call when given.
     fn echo(
         p: &mut LoadedPolicy,
         s: &Snapshot<'_>,
         starts: bool,
+        lent: Option<&Changes>,
     ) -> Result<(String, String), PluginError> {
-        let plan = if starts {
-            p.try_plan_starts(s)?
-        } else {
-            p.try_plan(s)?
+        let plan = match (lent, starts) {
+            (Some(_), _) => p.call_told(s, lent, starts)?,
+            (None, true) => p.try_plan_starts(s)?,
+            (None, false) => p.try_plan(s)?,
         };
         let reason = |k: usize| {
             plan.rejects
@@ -942,13 +944,15 @@ mod borrowed {
                     running: list(op.b % 3 != 0, op.a),
                     pending: list(op.b % 2 == 0, op.a / 4),
                 };
+                // Not told, told ahead of the call (kept), or lent with it.
                 let tell = op.c % 4 != 0;
-                if tell {
+                let lend = op.c % 4 == 3;
+                if tell && !lend {
                     p.expect_changes(&changes);
                 }
                 let told = tell && !fresh && (changes.running.is_some() || changes.pending.is_some());
                 let snap = s.snapshot();
-                match echo(&mut p, &snap, k % 3 == 0) {
+                match echo(&mut p, &snap, k % 3 == 0, lend.then_some(&changes)) {
                     Ok((seen, heard)) => {
                         prop_assert_eq!(seen, format!("{snap:?}"), "call {}", k + 1);
                         let want = if told { format!("{:?}", Some(&changes)) } else { "None".into() };
