@@ -139,9 +139,15 @@ pub fn validate(snapshot: &Snapshot<'_>, plan: &Plan) -> Result<(), PlanError> {
     // the head of the queue. (A queue naming one id twice is the driver's bug; the first
     // entry is the one checked.)
     let mut missing = wanted.len();
+    // Most entries passed over lie outside the named ids' range (a plan of starts names one
+    // job, found a dozen entries deep on average in a replay): two comparisons, no search.
+    let named = wanted.first().zip(wanted.last()).map(|(&a, &b)| a..=b);
     for p in snapshot.pending {
         if missing == 0 {
             break;
+        }
+        if !named.as_ref().is_some_and(|r| r.contains(&p.id)) {
+            continue;
         }
         if let Ok(k) = wanted.binary_search(&p.id) {
             if found[k].is_none() {
