@@ -37,7 +37,7 @@
 
 use std::fmt;
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
+use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
@@ -221,22 +221,27 @@ impl Trace {
 ///
 /// A compressed trace is inflated by a second thread, a block ahead of the parser: inflating
 /// is a third of reading a trace, and a replay's whole run is often not much longer than its
-/// reading (a quarter of a second for KTH-SP2).
+/// reading (a quarter of a second for KTH-SP2). A plain regular file of a mebibyte or more is
+/// read as two halves by two threads.
 pub fn read_path(path: &Path, opts: &ReadOptions) -> Result<Trace, SwfError> {
     let io = |error| SwfError::Io {
         path: path.to_path_buf(),
         error,
     };
     let file = File::open(path).map_err(io)?;
-    let mut raw = BufReader::with_capacity(BLOCK, file);
+    let mut raw = BufReader::with_capacity(BLOCK, &file);
     let gz = raw.fill_buf().map_err(io)?.starts_with(&[0x1f, 0x8b]);
     if !gz {
-        let len = raw.get_ref().metadata().map_err(io)?.len();
-        if len < SPLIT_MIN {
-            return read(raw, path, opts);
+        // Not a pipe or a device: their sizes say nothing, and they cannot be read twice.
+        #[cfg(unix)]
+        {
+            let meta = file.metadata().map_err(io)?;
+            if meta.is_file() && meta.len() >= SPLIT_MIN {
+                let lines = read_halves(raw, &file, path, meta.len())?;
+                return trace_of(lines, path, opts);
+            }
         }
-        let lines = read_halves(raw, path, len)?;
-        return trace_of(lines, path, opts);
+        return read(raw, path, opts);
     }
     std::thread::scope(|scope| {
         // A few blocks in flight; the parser hands each block back to be refilled.
@@ -253,25 +258,34 @@ pub fn read_path(path: &Path, opts: &ReadOptions) -> Result<Trace, SwfError> {
 /// thread's start is not worth it (a megabyte is about 8,000 lines, a millisecond's reading).
 const SPLIT_MIN: u64 = 1 << 20;
 
-/// Reads the plain trace `head` (of `len` bytes, not yet consumed) as two halves in parallel:
-/// a second thread reads from the first line that begins after the middle (by its own handle
-/// of the file), this one up to it. Parsing is nearly all of reading a plain trace, so that
+/// Reads the plain trace `file` of `len` bytes as two halves in parallel: a second thread reads
+/// from the first line that begins after the middle, this one (through `head`, the file's
+/// reader, not yet consumed) up to it. Parsing is nearly all of reading a plain trace, so that
 /// halves its time on two cores; the lines, their numbers and the first error are those of one
-/// pass, and neither half is held whole as text.
-fn read_halves(head: BufReader<File>, path: &Path, len: u64) -> Result<Lines, SwfError> {
+/// pass, and neither half is held whole as text. Both read the one open file, each at its own
+/// position; with no second thread to be had (a process limit), one pass.
+#[cfg(unix)]
+fn read_halves(
+    head: BufReader<&File>,
+    file: &File,
+    path: &Path,
+    len: u64,
+) -> Result<Lines, SwfError> {
     let io = |error| SwfError::Io {
         path: path.to_path_buf(),
         error,
     };
     let middle = len / 2;
-    let mut tail = File::open(path).map_err(io)?;
-    tail.seek(SeekFrom::Start(middle)).map_err(io)?;
-    let mut tail = BufReader::with_capacity(BLOCK, tail);
+    let mut tail = BufReader::with_capacity(BLOCK, ReadAt { file, pos: middle });
     // The rest of the line the middle falls in belongs to the first half.
     let rest = tail.skip_until(b'\n').map_err(io)?;
     let boundary = middle + rest as u64;
     std::thread::scope(|scope| {
-        let tail = scope.spawn(move || read_lines(tail, path));
+        let spawned =
+            std::thread::Builder::new().spawn_scoped(scope, move || read_lines(tail, path));
+        let Ok(tail) = spawned else {
+            return read_lines(head, path);
+        };
         let first = read_lines(head.take(boundary), path);
         // A panic while reading the second half is this thread's.
         let second = tail
@@ -292,6 +306,23 @@ fn read_halves(head: BufReader<File>, path: &Path, len: u64) -> Result<Lines, Sw
         }
         Ok(lines)
     })
+}
+
+/// A reader of `file` from `pos` on by positioned reads, which leave the file's own offset
+/// alone: the two halves of [`read_halves`] read the one open file side by side.
+#[cfg(unix)]
+struct ReadAt<'f> {
+    file: &'f File,
+    pos: u64,
+}
+
+#[cfg(unix)]
+impl Read for ReadAt<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = std::os::unix::fs::FileExt::read_at(self.file, buf, self.pos)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
 }
 
 /// Size of the blocks read from a trace file or inflated from it.
@@ -1065,5 +1096,44 @@ mod tests {
             assert_eq!(malformed(halves), bad[0] + 1);
             assert_eq!(malformed(one), bad[0] + 1);
         }
+
+        // The middle at a line's start, on a newline, inside a line, and inside a malformed
+        // line: a comment of the right length at the top moves it there.
+        let padded = |pad: usize| format!(";{}\n{text}", " ".repeat(pad));
+        let at = |t: &str| {
+            let b = t.as_bytes();
+            let m = b.len() / 2;
+            match (b[m - 1], b[m]) {
+                (b'\n', _) => 0,
+                (_, b'\n') => 1,
+                _ => 2,
+            }
+        };
+        let mut cases = [None; 3];
+        for pad in 0..300 {
+            cases[at(&padded(pad))].get_or_insert(pad);
+        }
+        for (case, pad) in cases.into_iter().enumerate() {
+            let Some(pad) = pad else {
+                panic!("no padding puts the middle in case {case}");
+            };
+            let t = padded(pad);
+            let (halves, one) = read_both(&t);
+            let (halves, one) = (halves.unwrap(), one.unwrap());
+            assert_eq!(
+                (&halves.jobs, halves.lines),
+                (&one.jobs, one.lines),
+                "case {case}"
+            );
+        }
+        let t = padded(cases[2].unwrap_or_default());
+        let middle = t.len() / 2;
+        let bad = t[..middle].matches('\n').count();
+        let mut lines: Vec<String> = t.lines().map(String::from).collect();
+        // Same length, so that the middle stays inside it.
+        lines[bad].replace_range(..1, "x");
+        let (halves, one) = read_both(&lines.join("\n"));
+        assert_eq!(malformed(halves), bad + 1);
+        assert_eq!(malformed(one), bad + 1);
     }
 }
