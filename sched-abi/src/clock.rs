@@ -1,14 +1,19 @@
 //! The clock that times a host's calls.
 //!
 //! A replay calls its policy about 10⁵ times, a few microseconds a call, and the host reads the
-//! clock three times a call (before the policy, between it and the validator, after the
-//! validator). Through the vDSO, `Instant::now` costs about 18 ns a reading on this project's
-//! machines: 4 % of a KTH-SP2 replay. The processor's time-stamp counter costs 7 ns. Where it
-//! runs at a constant rate whatever the core's frequency and sleep states (the invariant TSC
-//! that `cpuid` announces, which Linux calls `constant_tsc`/`nonstop_tsc`), this clock counts
-//! its ticks, and turns a sum of ticks into time by the rate the counter ran at against
-//! `Instant` since the clock was made: no calibration up front, and the longer the host lives,
-//! the closer the rate. Anywhere else the ticks are `Instant`'s nanoseconds.
+//! clock three times a call with a valid plan (before the policy, between it and the validator,
+//! after the validator; five with a fallback). Through the vDSO, `Instant::now` costs about
+//! 18 ns a reading on this project's machines: 4 % of a KTH-SP2 replay. The processor's
+//! time-stamp counter costs 7 ns. Where it runs at a constant rate whatever the core's frequency
+//! and sleep states (the invariant TSC that `cpuid` announces, which Linux calls
+//! `constant_tsc`/`nonstop_tsc`) and the kernel keeps time by it too (its clocksource is `tsc`:
+//! it found the counters in step across the processors and stable under the hypervisor), this
+//! clock counts its ticks, and turns a sum of ticks into time by the rate the counter ran at
+//! against `Instant` since the clock was made: no calibration up front, and the longer the host
+//! lives, the closer the rate. Anywhere else the ticks are `Instant`'s nanoseconds.
+//!
+//! So a time read early in a host's life is rougher than one read later, and the same ticks
+//! read twice may give times a little apart: figures to report, never to decide by.
 
 use std::time::{Duration, Instant};
 
@@ -23,7 +28,7 @@ pub(crate) struct Clock {
 impl Clock {
     /// A clock starting now, on the time-stamp counter if it is invariant.
     pub(crate) fn new() -> Self {
-        let tsc_origin = tsc::invariant().then(tsc::read);
+        let tsc_origin = (tsc::invariant() && kernel_keeps_time_by_tsc()).then(tsc::read);
         Clock {
             origin: Instant::now(),
             tsc_origin,
@@ -54,6 +59,13 @@ impl Clock {
     }
 }
 
+/// Whether the kernel's clocksource is the time-stamp counter (Linux; false where it cannot be
+/// told).
+fn kernel_keeps_time_by_tsc() -> bool {
+    std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+        .is_ok_and(|s| s.trim() == "tsc")
+}
+
 #[cfg(target_arch = "x86_64")]
 mod tsc {
     use std::arch::x86_64::{__cpuid, _rdtsc};
@@ -63,11 +75,11 @@ mod tsc {
         // `cpuid` exists on every x86-64 processor; the extended leaf is read only when the
         // processor says it has it.
         #[allow(unused_unsafe)]
-        let (max, edx) = unsafe {
+        let edx = unsafe {
             let max = __cpuid(0x8000_0000).eax;
-            (max, (max >= 0x8000_0007).then(|| __cpuid(0x8000_0007).edx))
+            (max >= 0x8000_0007).then(|| __cpuid(0x8000_0007).edx)
         };
-        max >= 0x8000_0007 && edx.is_some_and(|edx| edx & (1 << 8) != 0)
+        edx.is_some_and(|edx| edx & (1 << 8) != 0)
     }
 
     #[inline]
