@@ -86,7 +86,7 @@ impl HostedPolicy for LoadedPolicy {
         changes: Option<&Changes>,
         starts: bool,
     ) -> Result<Plan, PluginError> {
-        LoadedPolicy::call_told(self, snapshot, changes, starts)
+        LoadedPolicy::try_call_lent(self, snapshot, changes, starts)
     }
 }
 
@@ -475,7 +475,9 @@ impl<P: HostedPolicy> PolicyHost<P> {
     }
 
     /// [`PolicyHost::call`] with the driver's word for how the snapshot differs from the last
-    /// one it gave ([`Changes`]): it spares a policy comparing what did not change.
+    /// one it gave ([`Changes`]): it spares a policy comparing what did not change. The policy
+    /// is told it within the call ([`HostedPolicy::try_call`]), so its time counts as the
+    /// policy's.
     pub fn call_told(&mut self, snapshot: &Snapshot<'_>, changes: &Changes) -> Outcome<'_> {
         self.call_with(snapshot, Some(changes))
     }

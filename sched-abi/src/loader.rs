@@ -592,12 +592,12 @@ impl LoadedPolicy {
 
     /// [`Policy::plan`] through the boundary, with a panic as an error.
     pub fn try_plan(&mut self, snapshot: &Snapshot<'_>) -> Result<Plan, PluginError> {
-        self.call_told(snapshot, None, false)
+        self.try_call_lent(snapshot, None, false)
     }
 
     /// [`Policy::plan_starts`] through the boundary, with a panic as an error.
     pub fn try_plan_starts(&mut self, snapshot: &Snapshot<'_>) -> Result<Plan, PluginError> {
-        self.call_told(snapshot, None, true)
+        self.try_call_lent(snapshot, None, true)
     }
 
     /// Takes back a plan its host is done with: it goes to the plugin's policy with the next
@@ -619,7 +619,7 @@ impl LoadedPolicy {
     /// [`LoadedPolicy::try_plan_starts`] (`starts`) or [`LoadedPolicy::try_plan`], the plugin's
     /// policy told `changes`, lent for the call, or else the account
     /// [`LoadedPolicy::expect_changes`] kept, if any.
-    pub fn call_told(
+    pub fn try_call_lent(
         &mut self,
         snapshot: &Snapshot<'_>,
         changes: Option<&Changes>,

@@ -655,9 +655,8 @@ mod borrowed {
         Shape, Snapshot, SpeedupModel, Step,
     };
 
-    /// What the echo plugin saw: the reason of its one reject.
-    /// What the echo plugin saw: the reasons of its two rejects (the snapshot, the account).
-    /// The echo's answer to `s`, told `lent` with the call when given.
+    /// What the echo plugin saw of `s`, told `lent` with the call when given: the reasons of its
+    /// two rejects (the snapshot, the account).
     fn echo(
         p: &mut LoadedPolicy,
         s: &Snapshot<'_>,
@@ -665,7 +664,7 @@ mod borrowed {
         lent: Option<&Changes>,
     ) -> Result<(String, String), PluginError> {
         let plan = match (lent, starts) {
-            (Some(_), _) => p.call_told(s, lent, starts)?,
+            (Some(_), _) => p.try_call_lent(s, lent, starts)?,
             (None, true) => p.try_plan_starts(s)?,
             (None, false) => p.try_plan(s)?,
         };

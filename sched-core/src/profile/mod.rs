@@ -443,7 +443,8 @@ impl Profile {
         }
     }
 
-    /// [`Profile::run_before`] past the flat representation.
+    /// [`Profile::run_before`] past the flat representation (a flat one is answered too, as
+    /// it would be inline).
     #[inline(never)]
     fn run_before_large(
         &self,
