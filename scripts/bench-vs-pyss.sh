@@ -17,11 +17,16 @@
 # python2.7 with PYENV_VERSION=2.7.18), ESIM_ARGS (more esim options, e.g. --linked).
 # esim runs with `--events per-event`, the order of events pyss uses.
 set -euo pipefail
+# Runs are timed by bash's own clock: reading it starts no process. (A `date` run by `$(...)`
+# between two commands was counted in the first one's time: about 1.5 ms of esim's 70 on
+# KTH-SP2.) The C locale, for this shell only, keeps its decimal separator a dot.
+[ -n "${EPOCHREALTIME:-}" ] || { echo "bench-vs-pyss: needs bash 5 or later (EPOCHREALTIME)" >&2; exit 2; }
+LC_ALL=C
 cd "$(dirname "$0")/.."
 repo=$PWD
 
 if [ $# -lt 1 ] || [ $# -gt 2 ]; then
-    sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 fi
 pyss_dir=$(cd "$1" && pwd)
@@ -60,11 +65,6 @@ cargo build --release -q -p esim -p "esched-$policy"
 esim=${CARGO_TARGET_DIR:-target}/release/esim
 python2=${PYTHON2:-python2.7}
 
-# Bash's own clock: reading it starts no process. (A `date` run by `$(...)` between two
-# commands was counted in the first one's time: about 1.5 ms of esim's 70 on KTH-SP2.) The C
-# locale keeps its decimal separator a dot.
-export LC_ALL=C
-[ -n "${EPOCHREALTIME:-}" ] || { echo "bench-vs-pyss: needs bash 5 or later (EPOCHREALTIME)" >&2; exit 2; }
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 echo "trace $trace ($procs processors), policy $policy / pyss $scheduler, $runs runs each, alternating"
