@@ -26,7 +26,8 @@ pub(crate) struct Clock {
 }
 
 impl Clock {
-    /// A clock starting now, on the time-stamp counter if it is invariant.
+    /// A clock starting now, on the time-stamp counter if it is invariant and the kernel keeps
+    /// time by it.
     pub(crate) fn new() -> Self {
         let tsc_origin = (tsc::invariant() && kernel_keeps_time_by_tsc()).then(tsc::read);
         Clock {

@@ -237,7 +237,7 @@ pub fn read_path(path: &Path, opts: &ReadOptions) -> Result<Trace, SwfError> {
         {
             let meta = file.metadata().map_err(io)?;
             if meta.is_file() && meta.len() >= SPLIT_MIN {
-                let lines = read_halves(raw, &file, path, meta.len())?;
+                let lines = read_halves(raw, path, meta.len())?;
                 return trace_of(lines, path, opts);
             }
         }
@@ -258,19 +258,15 @@ pub fn read_path(path: &Path, opts: &ReadOptions) -> Result<Trace, SwfError> {
 /// thread's start is not worth it (a megabyte is about 8,000 lines, a millisecond's reading).
 const SPLIT_MIN: u64 = 1 << 20;
 
-/// Reads the plain trace `file` of `len` bytes as two halves in parallel: a second thread reads
-/// from the first line that begins after the middle, this one (through `head`, the file's
-/// reader, not yet consumed) up to it. Parsing is nearly all of reading a plain trace, so that
+/// Reads the plain trace of `len` bytes that `head` reads (not yet consumed) as two halves in
+/// parallel: a second thread reads from the first line that begins after the middle, this one
+/// up to it. Parsing is nearly all of reading a plain trace, so that
 /// halves its time on two cores; the lines, their numbers and the first error are those of one
 /// pass, and neither half is held whole as text. Both read the one open file, each at its own
 /// position; with no second thread to be had (a process limit), one pass.
 #[cfg(unix)]
-fn read_halves(
-    head: BufReader<&File>,
-    file: &File,
-    path: &Path,
-    len: u64,
-) -> Result<Lines, SwfError> {
+fn read_halves(head: BufReader<&File>, path: &Path, len: u64) -> Result<Lines, SwfError> {
+    let file: &File = head.get_ref();
     let io = |error| SwfError::Io {
         path: path.to_path_buf(),
         error,
