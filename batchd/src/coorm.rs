@@ -65,6 +65,12 @@ pub fn started(d: &Arc<Daemon>, rec: JobRecord) {
             pools,
         }),
     );
+    end_at_duration(d, id, start, end);
+}
+
+/// Ends running session job `id` (started at `start`) at `end` unless `done` or a cancel
+/// came first (§III-A: "the RMS shall kill an application exceeding its allocation").
+fn end_at_duration(d: &Arc<Daemon>, id: u64, start: u64, end: u64) {
     let d = Arc::clone(d);
     tokio::spawn(async move {
         tokio::time::sleep(std::time::Duration::from_millis(
@@ -87,6 +93,57 @@ pub fn started(d: &Arc<Daemon>, rec: JobRecord) {
             .await;
         }
     });
+}
+
+/// Session job `id`, started before batchd's restart, is re-attached to its nodes: its
+/// launcher's connection is gone, so, as when a launcher disconnects after its start, the
+/// job keeps its nodes until its duration ends (TIMEOUT). One that had said `done` (COMPLETING,
+/// its time limit cut to the fair-start delay's end) ends COMPLETED then, its end at the
+/// `done`.
+pub fn adopted(d: &Arc<Daemon>, id: u64) {
+    let Some((state, start, limit)) = d
+        .core()
+        .jobs
+        .get(&id)
+        .map(|a| (a.rec.state, a.rec.start.unwrap_or(0), a.rec.time_limit()))
+    else {
+        return;
+    };
+    let end = start.saturating_add(limit);
+    if state == JobState::Running {
+        tracing::info!(
+            job = id,
+            "launcher session's job re-attached; it ends at its duration"
+        );
+        return end_at_duration(d, id, start, end);
+    }
+    let fair_start = d.settings().config.coorm.fair_start_ms;
+    let done = end.saturating_sub(fair_start).max(start);
+    let d = Arc::clone(d);
+    tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_millis(
+            end.saturating_sub(now_ms()),
+        ))
+        .await;
+        complete(&d, id, done).await;
+    });
+}
+
+/// Ends session job `id`, done at `at`, COMPLETED, once its fair-start delay is over.
+async fn complete(d: &Arc<Daemon>, id: u64, at: u64) {
+    let rec = d.core().finish(id, |r| {
+        r.state = JobState::Completed;
+        r.end = Some(at);
+        r.exit_code = Some(0);
+        r.signal = Some(0);
+    });
+    if let Some(rec) = rec {
+        tracing::info!(job = id, "launcher session done; nodes freed");
+        d.nodes_freed();
+        if let Err(e) = d.store.commit(rec).await {
+            tracing::error!(job = id, "cannot store the end of the session's job: {e}");
+        }
+    }
 }
 
 /// Ends session job `id` now (running or pending) in `state`, frees its nodes and tells its
@@ -138,19 +195,7 @@ pub fn done_running(d: &Arc<Daemon>, id: u64, fair_start_ms: u64) {
     let d = Arc::clone(d);
     tokio::spawn(async move {
         tokio::time::sleep(std::time::Duration::from_millis(fair_start_ms)).await;
-        let rec = d.core().finish(id, |r| {
-            r.state = JobState::Completed;
-            r.end = Some(at);
-            r.exit_code = Some(0);
-            r.signal = Some(0);
-        });
-        if let Some(rec) = rec {
-            tracing::info!(job = id, "launcher session done; nodes freed");
-            d.nodes_freed();
-            if let Err(e) = d.store.commit(rec).await {
-                tracing::error!(job = id, "cannot store the end of the session's job: {e}");
-            }
-        }
+        complete(&d, id, at).await;
     });
 }
 

@@ -242,7 +242,7 @@ pub fn apply_status(r: &mut JobRecord, status: Option<&Status>) {
             r.state = match s.outcome {
                 Outcome::Timeout => JobState::Timeout,
                 Outcome::Cancelled => JobState::Cancelled,
-                Outcome::StartFailed => JobState::Failed,
+                Outcome::StartFailed | Outcome::Lost => JobState::Failed,
                 Outcome::Exited if s.exit_code == 0 && s.signal == 0 => JobState::Completed,
                 Outcome::Exited => JobState::Failed,
             };

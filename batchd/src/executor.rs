@@ -16,7 +16,8 @@ use nix::unistd::Pid;
 use crate::core::JobFiles;
 use crate::daemon::Daemon;
 use crate::launch::{
-    files, now_ms, read_json, read_pid, write_job_files, write_json, Launch, Status,
+    files, now_ms, read_json, read_pid, read_pids, write_job_files, write_json, Launch, Outcome,
+    Status,
 };
 use crate::record::JobRecord;
 
@@ -326,14 +327,61 @@ async fn watch_child(d: Arc<Daemon>, id: u64, mut child: tokio::process::Child, 
         Ok(_) => {}
         Err(e) => tracing::warn!(job = id, "waiting for the supervisor: {e}"),
     }
-    let status = read_status(&dir);
+    let mut status = read_status(&dir);
     if status.is_none() {
         // The directory goes once the end is stored: keep the supervisor's last word.
         let said = std::fs::read_to_string(dir.join(files::LOG)).unwrap_or_default();
         let last = said.lines().last().unwrap_or("");
         tracing::warn!(job = id, log = %crate::logging::quoted(last), "the supervisor left no status");
+        status = stop_leftovers(&d, id, &dir).await;
     }
     d.job_ended(id, status).await;
+}
+
+/// Stops what is left of job `id`'s processes once its supervisor is gone without a status
+/// (killed, or dead while the daemon was away), as a cancel would: SIGTERM, SIGKILL after the
+/// grace period. The job keeps its nodes until then. Returns the status to record when there
+/// was something to stop (`None`: nothing was left, the plain "no status" end).
+async fn stop_leftovers(d: &Daemon, id: u64, dir: &Path) -> Option<Status> {
+    let uid = d.core().jobs.get(&id).map(|a| a.rec.uid)?;
+    let sessions = read_pids(&dir.join(files::JOB_PID));
+    if sessions.is_empty() {
+        return None;
+    }
+    let grace = Duration::from_millis(d.settings().config.grace_period_ms);
+    let stopped = crate::procs::stop_sessions(&sessions, uid, grace).await;
+    if stopped == 0 {
+        return None;
+    }
+    tracing::warn!(
+        job = id,
+        processes = stopped,
+        "the job's supervisor is gone without recording its end; what was left of the job is stopped"
+    );
+    Some(Status {
+        outcome: Outcome::Lost,
+        exit_code: 0,
+        signal: Signal::SIGKILL as i32,
+        end_ms: now_ms(),
+        detail: Some(format!(
+            "the job's supervisor ended without recording an exit status; batchd stopped the \
+             {stopped} process(es) left of the job"
+        )),
+    })
+}
+
+/// Kills job `dir`'s supervisor, if it lives, and every process left of the job (owned by
+/// `uid`) at once: for a running job that cannot be re-attached at start-up, whose end is
+/// recorded before the daemon serves. Blocking.
+pub fn kill_lost(dir: &Path, uid: u32) {
+    if let Some(pid) = read_pid(&dir.join(files::SUPERVISOR_PID)).filter(|&p| supervisor_alive(p)) {
+        let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+    }
+    let sessions = read_pids(&dir.join(files::JOB_PID));
+    let killed = crate::procs::kill_sessions_now(&sessions, uid);
+    if killed > 0 {
+        tracing::warn!(dir = %dir.display(), processes = killed, "killed the processes of a job that cannot be re-attached");
+    }
 }
 
 fn read_status(dir: &Path) -> Option<Status> {
@@ -373,7 +421,10 @@ pub async fn watch_adopted(d: Arc<Daemon>, id: u64, dir: PathBuf) {
         let alive = read_pid(&dir.join(files::SUPERVISOR_PID)).is_some_and(supervisor_alive);
         if !alive {
             // It may have written the status between the two checks.
-            let st = read_status(&dir);
+            let st = match read_status(&dir) {
+                Some(st) => Some(st),
+                None => stop_leftovers(&d, id, &dir).await,
+            };
             return d.job_ended(id, st).await;
         }
         tokio::time::sleep(ADOPTED_POLL).await;
@@ -389,12 +440,26 @@ pub fn cancel(d: &Daemon, id: u64) -> Result<(), String> {
         .map_err(|e| format!("cannot signal the supervisor of job {id}: {e}"))
 }
 
-/// Sends `signal` to job `id`'s whole process group.
+/// Sends `signal` to job `id`'s process groups: every component's of a co-allocated job.
 pub fn signal(d: &Daemon, id: u64, signal: i32) -> Result<(), String> {
     let sig = Signal::try_from(signal).map_err(|_| format!("invalid signal {signal}"))?;
-    let pgid = read_pid(&d.job_dir(id).join(files::JOB_PID))
-        .ok_or_else(|| format!("job {id} has not started its process yet"))?;
-    kill(Pid::from_raw(-pgid), sig).map_err(|e| format!("cannot signal job {id}: {e}"))
+    let groups = read_pids(&d.job_dir(id).join(files::JOB_PID));
+    if groups.is_empty() {
+        return Err(format!("job {id} has not started its process yet"));
+    }
+    // A component whose group is already gone does not make the others' signal fail.
+    let mut reached = false;
+    let mut last = None;
+    for g in groups {
+        match kill(Pid::from_raw(-g), sig) {
+            Ok(()) => reached = true,
+            Err(e) => last = Some(e),
+        }
+    }
+    match (reached, last) {
+        (false, Some(e)) => Err(format!("cannot signal job {id}: {e}")),
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]

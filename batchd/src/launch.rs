@@ -19,7 +19,8 @@ pub mod files {
     pub const SCRIPT: &str = "script";
     /// The supervisor's pid, written by the supervisor at start.
     pub const SUPERVISOR_PID: &str = "supervisor.pid";
-    /// The job's pid (= its process group and session id), written after the fork.
+    /// The job's pids, one a line, one per component's process (each the id of its process
+    /// group and session), written after the fork.
     pub const JOB_PID: &str = "job.pid";
     /// The outcome, written once the job's process has ended.
     pub const STATUS: &str = "status.json";
@@ -110,6 +111,9 @@ pub enum Outcome {
     Cancelled,
     /// It could not be started.
     StartFailed,
+    /// Its supervisor was gone without recording the end; the daemon stopped what was left
+    /// of its processes (never written by a supervisor).
+    Lost,
 }
 
 /// The supervisor's record of the end.
@@ -218,6 +222,18 @@ pub fn read_pid(path: &Path) -> Option<i32> {
         .parse()
         .ok()
         .filter(|&p: &i32| p > 0)
+}
+
+/// The pids listed in `path`, one a line (`job.pid`); empty when there is none.
+pub fn read_pids(path: &Path) -> Vec<i32> {
+    std::fs::read_to_string(path)
+        .map(|t| {
+            t.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .filter(|&p: &i32| p > 0)
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Milliseconds since the Unix epoch, now.

@@ -16,7 +16,8 @@
 //!    is acknowledged), [`launch`] (the job directory's files and the clock), [`scheduler`]
 //!    (snapshot → policy → validator → act, coalesced to one run per interval), [`executor`]
 //!    and [`supervise`] (each job under a small supervisor process that outlives the daemon,
-//!    enforces the walltime and records the exit status), [`evolve`] (carries out an evolving
+//!    enforces the walltime and records the exit status), [`procs`] (a job's processes in
+//!    `/proc`, stopped when its supervisor is gone), [`evolve`] (carries out an evolving
 //!    job's resizes), `server` (the socket API of `batch-proto`, one file per verb),
 //!    [`recovery`] (start-up after a restart or a crash), [`policy`], [`state`], [`logging`],
 //!    [`coorm`] and [`sessions`] (CooRM launcher sessions; their connection is
@@ -39,6 +40,7 @@ pub mod executor;
 pub mod launch;
 pub mod logging;
 pub mod policy;
+pub mod procs;
 pub mod record;
 pub mod recovery;
 pub mod scheduler;
@@ -172,6 +174,7 @@ struct Started {
     listener: UnixListener,
     store_thread: StoreThread,
     adopted: Vec<u64>,
+    sessions: Vec<u64>,
     socket: PathBuf,
     socket_file: SocketFile,
     lock: state::StateLock,
@@ -226,6 +229,11 @@ async fn start(config: Config, config_path: Option<PathBuf>) -> Result<Started, 
         })?;
     let mut core = core::Core::new(config.pools.iter().map(|p| (p.name.as_str(), p.nodes)));
     let recovered = recovery::restore(&mut core, loaded, &state_dir);
+    // Before their directories (and pid files) are swept: a job recorded as ended leaves no
+    // process behind.
+    for (dir, uid) in &recovered.to_stop {
+        executor::kill_lost(dir, *uid);
+    }
     recovery::sweep_job_dirs(&core, &state_dir);
     for rec in recovered.lost.into_iter().chain(recovered.requeued) {
         store.commit(rec).await.map_err(|source| Error::Store {
@@ -235,7 +243,7 @@ async fn start(config: Config, config_path: Option<PathBuf>) -> Result<Started, 
     }
     tracing::info!(
         pending = recovered.pending,
-        running = recovered.adopted.len(),
+        running = recovered.adopted.len() + recovered.sessions.len(),
         next_id = core.next_id,
         policy = policy.name(),
         "state loaded"
@@ -251,6 +259,7 @@ async fn start(config: Config, config_path: Option<PathBuf>) -> Result<Started, 
         listener,
         store_thread,
         adopted: recovered.adopted,
+        sessions: recovered.sessions,
         socket,
         socket_file,
         lock,
@@ -265,11 +274,15 @@ async fn serve(started: Started, stop: impl std::future::Future<Output = ()>) ->
         listener,
         store_thread,
         adopted,
+        sessions,
         socket,
         socket_file,
         lock,
         nofile,
     } = started;
+    for id in sessions {
+        coorm::adopted(&daemon, id);
+    }
     for id in adopted {
         tokio::spawn(executor::watch_adopted(
             Arc::clone(&daemon),

@@ -2,11 +2,17 @@
 //! supervisors.
 //!
 //! Pending jobs return to the queue (queue order is recomputed from priority and id). A job
-//! the database says is running is re-attached to its nodes and watched: if its supervisor
-//! left a status file, the job ended while the daemon was away and its end is recorded now; if
-//! the supervisor still lives, the daemon waits for it; if neither, the job is recorded FAILED.
-//! A job stored as running whose supervisor never started (the daemon died between storing
-//! the start and spawning the supervisor) never ran: it goes back to the queue.
+//! the database says is running is re-attached to its nodes, every component of one that
+//! spans pools, and watched (`executor::watch_adopted`): if its supervisor left a status
+//! file, the job ended while the daemon was away and its end is recorded then; if the
+//! supervisor still lives, the daemon waits for it; if neither, what is left of the job's
+//! processes is stopped before the job is recorded FAILED, its nodes held until then. A job
+//! stored as running whose supervisor never started (the daemon died between storing the
+//! start and spawning the supervisor) never ran: it goes back to the queue. A running job
+//! that cannot have its nodes back (its pool left the config) is stopped, its processes
+//! killed, before it is recorded FAILED: no job recorded as ended leaves processes behind.
+//! A launcher session's running job keeps its nodes until its duration ends, as after its
+//! launcher disconnects; a waiting one is cancelled, its connection being gone.
 
 use std::path::Path;
 
@@ -22,8 +28,13 @@ use crate::store::Loaded;
 pub struct Recovered {
     /// Running jobs to watch.
     pub adopted: Vec<u64>,
+    /// Running launcher sessions' jobs, re-attached: they end at their duration.
+    pub sessions: Vec<u64>,
     /// Jobs that could not be re-attached, with their final record to store.
     pub lost: Vec<JobRecord>,
+    /// Of `lost`, those that were running: their processes must be stopped before their end
+    /// is stored (their directories and their users' uids).
+    pub to_stop: Vec<(std::path::PathBuf, u32)>,
     /// Pending jobs back in the queue.
     pub pending: usize,
     /// Jobs stored as running that never started, back in the queue: their records to store.
@@ -49,6 +60,16 @@ fn requeue(mut rec: JobRecord) -> JobRecord {
     rec
 }
 
+/// `rec`, running but impossible to re-attach (`why`), as it is recorded: FAILED.
+fn lost_record(core: &mut Core, mut rec: JobRecord, why: &str) -> JobRecord {
+    tracing::error!(job = rec.id, "cannot re-attach the running job: {why}");
+    rec.state = JobState::Failed;
+    rec.end = Some(now_ms());
+    rec.detail = Some(format!("lost at daemon restart: {why}"));
+    core.finished.insert(rec.id, JobState::Failed);
+    rec
+}
+
 /// Fills `core` from what the store loaded.
 pub fn restore(core: &mut Core, loaded: Loaded, state_dir: &Path) -> Recovered {
     let mut out = Recovered::default();
@@ -61,18 +82,25 @@ pub fn restore(core: &mut Core, loaded: Loaded, state_dir: &Path) -> Recovered {
         let id = rec.id;
         let dir = state_dir.join("jobs").join(id.to_string());
         match rec.state {
-            // A launcher's session does not survive the daemon: its connection is gone.
-            _ if crate::core::coorm::is_session(&rec) => {
+            // A waiting launcher's session does not survive the daemon: its connection is gone.
+            JobState::Pending if crate::core::coorm::is_session(&rec) => {
                 let mut rec = rec;
-                let _ = std::fs::remove_dir_all(&dir);
-                rec.state = match rec.state {
-                    JobState::Pending => JobState::Cancelled,
-                    _ => JobState::Failed,
-                };
+                rec.state = JobState::Cancelled;
                 rec.end = Some(now_ms());
                 rec.detail = Some("its launcher session ended when batchd stopped".into());
                 core.finished.insert(id, rec.state);
                 out.lost.push(rec);
+            }
+            // A started one keeps its nodes until its duration ends, as when its launcher
+            // disconnects after the start (it runs no process of batchd's).
+            _ if crate::core::coorm::is_session(&rec) => {
+                match core.adopt(rec, dir, Default::default(), now_ms()) {
+                    Ok(()) => out.sessions.push(id),
+                    Err(lost) => {
+                        let (rec, why) = *lost;
+                        out.lost.push(lost_record(core, rec, &why));
+                    }
+                }
             }
             JobState::Pending => {
                 core.insert(Active { rec, run: None });
@@ -101,13 +129,9 @@ pub fn restore(core: &mut Core, loaded: Loaded, state_dir: &Path) -> Recovered {
                         out.adopted.push(id)
                     }
                     Err(lost) => {
-                        let (mut rec, why) = *lost;
-                        tracing::error!(job = id, "cannot re-attach the running job: {why}");
-                        rec.state = JobState::Failed;
-                        rec.end = Some(now_ms());
-                        rec.detail = Some(format!("lost at daemon restart: {why}"));
-                        core.finished.insert(id, JobState::Failed);
-                        out.lost.push(rec);
+                        let (rec, why) = *lost;
+                        out.to_stop.push((dir, rec.uid));
+                        out.lost.push(lost_record(core, rec, &why));
                     }
                 }
             }

@@ -93,10 +93,10 @@ pub fn supervise(job_dir: &Path) -> i32 {
             .map(|c| Pid::from_raw(c.id() as i32))
             .collect(),
     );
-    let pgid = groups[0];
-    if let Err(e) =
-        crate::launch::write_atomic(&job_dir.join(files::JOB_PID), pgid.to_string().as_bytes())
-    {
+    // Every component's group (= session): signals reach each, and a daemon finding this
+    // supervisor gone stops them all.
+    let ids: String = groups.iter().map(|g| format!("{g}\n")).collect();
+    if let Err(e) = crate::launch::write_atomic(&job_dir.join(files::JOB_PID), ids.as_bytes()) {
         eprintln!("batchd supervise: cannot write job pid: {e}");
     }
     let outcome = Arc::new(AtomicU8::new(NONE));
@@ -228,33 +228,10 @@ fn warn_job(groups: &[Pid], signal: i32, batch_only: bool) {
         }
         return;
     }
-    for pid in group_members(groups) {
-        let _ = kill(pid, sig);
+    let leaders: Vec<i32> = groups.iter().map(|g| g.as_raw()).collect();
+    for pid in crate::procs::group_members(&leaders) {
+        let _ = kill(Pid::from_raw(pid), sig);
     }
-}
-
-/// The processes whose process group is one of `groups`, the groups' leaders left out.
-fn group_members(groups: &[Pid]) -> Vec<Pid> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|&pid| !groups.iter().any(|g| g.as_raw() == pid))
-        .filter(|&pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .ok()
-                .and_then(|stat| process_group(&stat))
-                .is_some_and(|pgrp| groups.iter().any(|g| g.as_raw() == pgrp))
-        })
-        .map(Pid::from_raw)
-        .collect()
-}
-
-/// The process group in a `/proc/PID/stat` line: the third field after the command name,
-/// which ends at the last `)` (a name may hold spaces and parentheses).
-fn process_group(stat: &str) -> Option<i32> {
-    let (_, rest) = stat.rsplit_once(')')?;
-    rest.split_whitespace().nth(2)?.parse().ok()
 }
 
 /// Records a job that could not be started.
@@ -445,24 +422,4 @@ fn spawn_job(
         )
     })?;
     Ok((child, notes, kept))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_process_group_is_read_after_the_command_name() {
-        assert_eq!(process_group("42 (sh) S 1 42 42 0 -1"), Some(42));
-        assert_eq!(process_group("43 (a) b (c)) R 42 40 40 0"), Some(40));
-        assert_eq!(process_group("garbage"), None);
-    }
-
-    #[test]
-    fn our_own_group_has_us_unless_we_lead_it() {
-        let me = nix::unistd::getpid();
-        let group = nix::unistd::getpgrp();
-        let members = group_members(&[group]);
-        assert_eq!(members.contains(&me), me != group);
-    }
 }

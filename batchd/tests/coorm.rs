@@ -15,7 +15,8 @@ use esched_launcher::{Error, Event, Launcher, SessionFilter, SessionRequest, Vie
 struct Cluster {
     dir: tempfile::TempDir,
     socket: PathBuf,
-    _daemon: DaemonHandle,
+    config: Config,
+    daemon: Option<DaemonHandle>,
 }
 
 fn pool(name: &str, nodes: u32, speed: f64) -> PoolConfig {
@@ -59,12 +60,21 @@ impl Cluster {
             std::fs::write(&p, c.to_toml()).unwrap();
             p
         });
-        let daemon = batchd::spawn(c, path).unwrap();
+        let daemon = batchd::spawn(c.clone(), path).unwrap();
         Cluster {
             dir,
             socket,
-            _daemon: daemon,
+            config: c,
+            daemon: Some(daemon),
         }
+    }
+
+    /// Stops batchd and starts it again on the same state.
+    fn restart(&mut self) {
+        if let Some(d) = self.daemon.take() {
+            d.stop();
+        }
+        self.daemon = Some(batchd::spawn(self.config.clone(), None).unwrap());
     }
 
     fn client(&self) -> Client {
@@ -399,4 +409,35 @@ fn a_reconfigure_that_changes_the_links_tells_waiting_launchers_to_pull_them_aga
         ]
     );
     assert_eq!(l.inter_cluster_info().unwrap()[0].latency_ms, 25.0);
+}
+
+#[test]
+fn a_started_session_keeps_its_nodes_over_a_restart_until_its_duration_ends() {
+    let mut c = Cluster::new(200);
+    let mut l = c.launcher();
+    l.request(req(&[("a", 2), ("b", 1)], 3_000)).unwrap();
+    let job = l.job();
+    let start = loop {
+        match l.next_event(Some(Duration::from_secs(20))).unwrap() {
+            Event::Started(s) => break s,
+            Event::ViewChanged(_) => {}
+        }
+    };
+    assert_eq!(c.show(job).node_list.as_deref(), Some("a[001-002],b001"));
+    c.restart();
+    let j = c.show(job);
+    assert_eq!(j.state, JobState::Running, "{j:?}");
+    assert_eq!(j.node_list.as_deref(), Some("a[001-002],b001"));
+    // Its nodes are still its own: a job of the whole of `a` waits for the session's end.
+    let whole = c.submit("a", 4, "true");
+    while c.show(job).state == JobState::Running {
+        assert_eq!(c.show(whole).state, JobState::Pending);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let end = c.wait_state(job, JobState::Timeout);
+    assert!(
+        end.end_time.unwrap() >= start.end,
+        "ended before its duration: {end:?}"
+    );
+    c.wait_state(whole, JobState::Completed);
 }

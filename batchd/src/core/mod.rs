@@ -860,8 +860,11 @@ impl Core {
 
     /// Re-attaches a running job found in the database at start-up (`now`) to its nodes.
     ///
-    /// `saved` is what an evolving job's directory says: the order its nodes came in (the
-    /// record's host list is sorted, and the first node must stay the first) and its progress.
+    /// `saved` is what the job's directory says: the order its nodes came in (the node file;
+    /// the record's host list is sorted, and an evolving job's first node must stay the
+    /// first, a co-allocated job's components keep their own nodes) and an evolving job's
+    /// progress. A job that spans pools (a co-allocated job, a launcher session's) gets every
+    /// component back ([`Core::adopt_components`]).
     pub fn adopt(
         &mut self,
         mut rec: JobRecord,
@@ -869,6 +872,10 @@ impl Core {
         saved: Saved,
         now: u64,
     ) -> Result<(), Box<(JobRecord, String)>> {
+        if let Some(Shape::CoAllocated { pools }) = &rec.shape {
+            let pools = pools.to_vec();
+            return self.adopt_components(rec, job_dir, saved.nodes.as_deref(), &pools);
+        }
         let pool_idx = match rec.pool.as_deref().and_then(|p| self.pool_index(p)) {
             Some(i) => i,
             None => return Err(Box::new((rec, "its pool is no longer configured".into()))),
@@ -918,6 +925,168 @@ impl Core {
             }),
         });
         Ok(())
+    }
+
+    /// Re-attaches running job `rec`, started with one component on each of `pools`: every
+    /// component to its own nodes, all or nothing (a component that cannot have its nodes back
+    /// gives back those of the others).
+    fn adopt_components(
+        &mut self,
+        rec: JobRecord,
+        job_dir: PathBuf,
+        ordered: Option<&[String]>,
+        pools: &[PoolId],
+    ) -> Result<(), Box<(JobRecord, String)>> {
+        let lost = |rec: JobRecord, why: String| Err(Box::new((rec, why)));
+        let counts: Vec<u32> = match &rec.spec.shape {
+            JobShape::CoAllocated { components, .. } => components.clone(),
+            JobShape::Session { pools, .. } => pools.iter().map(|p| p.nodes).collect(),
+            _ => {
+                return lost(
+                    rec,
+                    "its record has a co-allocated shape but not a co-allocated request".into(),
+                )
+            }
+        };
+        if counts.len() != pools.len() {
+            return lost(rec, "its components do not match its shape".into());
+        }
+        let parts = match self.component_nodes(&rec, ordered, pools, &counts) {
+            Ok(p) => p,
+            Err(why) => return lost(rec, why),
+        };
+        let job = JobId(rec.id);
+        let mut components: Vec<(usize, Vec<NodeId>)> = Vec::with_capacity(parts.len());
+        for (p, names) in parts {
+            let pool = &mut self.pools[p];
+            let idx: Option<Vec<NodeId>> = names
+                .iter()
+                .map(|n| pool.node_index(n).filter(|&i| pool.map.owner(i).is_none()))
+                .collect();
+            let claimed = match idx {
+                Some(idx) => pool
+                    .map
+                    .claim(job, &idx)
+                    .map(|()| idx)
+                    .map_err(|e| e.to_string()),
+                None => Err(format!(
+                    "a node of {} is not free in pool {}",
+                    hostlist::compress(&names),
+                    pool.pool.name
+                )),
+            };
+            match claimed {
+                Ok(idx) => components.push((p, idx)),
+                Err(why) => {
+                    for (p, _) in &components {
+                        self.pools[*p].map.release_all(job);
+                    }
+                    return lost(rec, why);
+                }
+            }
+        }
+        let cancelling = rec.state == JobState::Completing;
+        self.insert(Active {
+            rec,
+            run: Some(RunState {
+                pool: components.first().map_or(0, |c| c.0),
+                job_dir,
+                cancelling,
+                evolving: None,
+                components,
+            }),
+        });
+        Ok(())
+    }
+
+    /// Each component's pool and node names, in component order, for re-attaching `rec`
+    /// (placed on `pools`, `counts` nodes each). The node file (`ordered`) lists them in
+    /// component order and is the one source that tells apart two components in one pool;
+    /// without it (a launcher session's job has no node file) the record's host list is split
+    /// by pool, each component's pool known by name (so that a reordered config does not
+    /// matter): a session's request names them, a co-allocated job's record lists them in
+    /// the order of their first component (`a,b`).
+    fn component_nodes(
+        &self,
+        rec: &JobRecord,
+        ordered: Option<&[String]>,
+        pools: &[PoolId],
+        counts: &[u32],
+    ) -> Result<Vec<(usize, Vec<String>)>, String> {
+        let total: usize = counts.iter().map(|&n| n as usize).sum();
+        let owner = |name: &str| self.pools.iter().position(|p| p.node_index(name).is_some());
+        if let Some(names) = ordered.filter(|n| n.len() == total) {
+            let mut out = Vec::with_capacity(counts.len());
+            let mut rest = names;
+            for &n in counts {
+                let (mine, more) = rest.split_at(n as usize);
+                rest = more;
+                let Some(p) = mine.first().and_then(|m| owner(m)) else {
+                    return Err(format!(
+                        "node {} is in no configured pool",
+                        mine.first().map_or("", String::as_str)
+                    ));
+                };
+                if let Some(stray) = mine.iter().find(|m| self.pools[p].node_index(m).is_none()) {
+                    return Err(format!(
+                        "its node file puts {stray} in a component of pool {}",
+                        self.pools[p].pool.name
+                    ));
+                }
+                out.push((p, mine.to_vec()));
+            }
+            return Ok(out);
+        }
+        let Some(Ok(names)) = rec.node_list.as_deref().map(hostlist::expand) else {
+            return Err("its node list is unreadable".into());
+        };
+        let mut by_pool: HashMap<usize, std::collections::VecDeque<String>> = HashMap::new();
+        for n in names {
+            let p = owner(&n).ok_or_else(|| format!("node {n} is in no configured pool"))?;
+            by_pool.entry(p).or_default().push_back(n);
+        }
+        let wanted = self.component_pool_names(rec, pools)?;
+        let mut out = Vec::with_capacity(counts.len());
+        for (name, &n) in wanted.iter().zip(counts) {
+            let p = self
+                .pool_index(name)
+                .ok_or_else(|| format!("its pool {name} is no longer configured"))?;
+            let have = by_pool.entry(p).or_default();
+            if have.len() < n as usize {
+                return Err(format!("its node list has too few nodes of pool {name}"));
+            }
+            out.push((p, have.drain(..n as usize).collect()));
+        }
+        Ok(out)
+    }
+
+    /// The name of each component's pool of running job `rec`, placed on `pools`.
+    fn component_pool_names(
+        &self,
+        rec: &JobRecord,
+        pools: &[PoolId],
+    ) -> Result<Vec<String>, String> {
+        if let JobShape::Session { pools: asked, .. } = &rec.spec.shape {
+            return Ok(asked.iter().map(|p| p.pool.clone()).collect());
+        }
+        // `start_coallocated` names the pools in the order of their first component.
+        let listed: Vec<&str> = rec.pool.as_deref().unwrap_or("").split(',').collect();
+        let mut seen: Vec<PoolId> = Vec::new();
+        for p in pools {
+            if !seen.contains(p) {
+                seen.push(*p);
+            }
+        }
+        if listed.len() != seen.len() {
+            return Err("its pools do not match its components".into());
+        }
+        Ok(pools
+            .iter()
+            .map(|p| {
+                let rank = seen.iter().position(|s| s == p).unwrap_or(0);
+                listed[rank].to_string()
+            })
+            .collect())
     }
 
     /// Removes job `id` from the active set with its final fields applied by `finish`, freeing
@@ -1193,6 +1362,104 @@ mod tests {
         assert_eq!(holds, vec![(1, 3), (0, 2)]);
         c.finish(1, |r| r.state = JobState::Completed);
         assert_eq!((c.pools[0].free(), c.pools[1].free()), (4, 4));
+    }
+
+    /// Job `id` of `global`'s shape started on `pools` in a fresh two-pool core, stopped as a
+    /// restart stops it: its record and its node file.
+    fn started_record(id: u64, pools: &[PoolId], other: bool) -> (JobRecord, Vec<String>) {
+        let mut c = Core::new([("a", 8), ("b", 4)]);
+        if other {
+            // Another job first, so the job's nodes are not the lowest.
+            add(&mut c, rec(9));
+            c.start(9, &Shape::rigid(PoolId(0), 1, 1000), 0, PathBuf::new())
+                .unwrap();
+        }
+        add(&mut c, global(id));
+        let shape = Shape::CoAllocated {
+            pools: pools.to_vec().into(),
+        };
+        let r = c.start(id, &shape, 5_000, PathBuf::new()).unwrap();
+        let file = c.components_of(id).into_iter().flat_map(|c| c.1).collect();
+        (r, file)
+    }
+
+    #[test]
+    fn a_restart_gives_each_component_of_a_coallocated_job_its_own_nodes() {
+        // Both components in pool a: only the node file tells them apart.
+        let (r, file) = started_record(1, &[PoolId(0), PoolId(0)], true);
+        assert_eq!(r.node_list.as_deref(), Some("a[002-006]"));
+        let mut c = Core::new([("a", 8), ("b", 4)]);
+        let saved = Saved {
+            nodes: Some(file.clone()),
+            progress: None,
+        };
+        c.adopt(r.clone(), PathBuf::from("/j"), saved, 6_000)
+            .unwrap();
+        assert_eq!(
+            c.components_of(1),
+            vec![
+                ("a".to_string(), file[..3].to_vec()),
+                ("a".to_string(), file[3..].to_vec()),
+            ]
+        );
+        assert_eq!((c.pools[0].free(), c.pools[1].free()), (3, 4));
+        let snap = c.snapshot(6_000, 0);
+        let holds: Vec<(u32, u32)> = snap.running[0]
+            .holds
+            .iter()
+            .map(|h| (h.pool.0, h.steps[0].nodes))
+            .collect();
+        assert_eq!(holds, vec![(0, 3), (0, 2)]);
+        c.finish(1, |r| r.state = JobState::Completed);
+        assert_eq!(c.pools[0].free(), 8);
+
+        // Two pools, and a config whose pools come in another order: the names decide, with
+        // the node file or without it (the record's list split by pool).
+        let (r, file) = started_record(2, &[PoolId(1), PoolId(0)], false);
+        assert_eq!(r.pool.as_deref(), Some("b,a"));
+        for saved in [Some(file), None] {
+            let mut c = Core::new([("b", 4), ("a", 8)]);
+            let saved = Saved {
+                nodes: saved,
+                progress: None,
+            };
+            c.adopt(r.clone(), PathBuf::from("/j"), saved, 6_000)
+                .unwrap();
+            assert_eq!(
+                c.components_of(2),
+                vec![
+                    (
+                        "b".to_string(),
+                        vec!["b001".into(), "b002".into(), "b003".into()]
+                    ),
+                    ("a".to_string(), vec!["a001".into(), "a002".into()]),
+                ]
+            );
+            assert_eq!((c.pools[0].free(), c.pools[1].free()), (1, 6));
+        }
+    }
+
+    #[test]
+    fn a_component_that_cannot_have_its_nodes_back_gives_back_the_others() {
+        let (r, file) = started_record(1, &[PoolId(0), PoolId(1)], false);
+        let saved = || Saved {
+            nodes: Some(file.clone()),
+            progress: None,
+        };
+        // Pool b is gone from the config.
+        let mut c = Core::new([("a", 8)]);
+        let err = c.adopt(r.clone(), PathBuf::new(), saved(), 0).unwrap_err();
+        assert!(err.1.contains("no configured pool"), "{}", err.1);
+        assert_eq!(c.pools[0].free(), 8);
+        // A node of b is another job's: a's nodes are given back too.
+        let mut c = Core::new([("a", 8), ("b", 4)]);
+        add(&mut c, rec(7));
+        c.start(7, &Shape::rigid(PoolId(1), 1, 1000), 0, PathBuf::new())
+            .unwrap();
+        let err = c.adopt(r, PathBuf::new(), saved(), 0).unwrap_err();
+        assert!(err.1.contains("not free in pool b"), "{}", err.1);
+        assert_eq!((c.pools[0].free(), c.pools[1].free()), (8, 3));
+        assert!(!c.jobs.contains_key(&1));
     }
 
     #[test]

@@ -1,0 +1,317 @@
+//! Restarts that keep every running job, whatever its kind: a co-allocated job over two pools
+//! (each component re-attached, its nodes given to no one else), a job whose supervisor died
+//! while batchd was down (its processes stopped before its end is recorded), a job whose pool
+//! left the config (killed, not orphaned), and a signal that reaches every component.
+
+use super::*;
+use batch_proto::{InfoRequest, JobShape};
+use batchd::config::PoolConfig;
+use std::process::{Child, Command, Stdio};
+
+fn pool(name: &str, nodes: u32) -> PoolConfig {
+    PoolConfig {
+        name: name.into(),
+        nodes,
+        max_time: Default::default(),
+        speed: 1.0,
+        cpus_per_node: 1,
+        mem_per_node: None,
+    }
+}
+
+/// Two pools of 4 nodes, `site-a` and `site-b`, under the RPP.
+fn two_sites(dir: &Path) -> Config {
+    let mut c = config(dir);
+    c.pools = vec![pool("site-a", 4), pool("site-b", 4)];
+    c.policy.name = "rpp".into();
+    c
+}
+
+/// A co-allocated job of two components of 2 nodes running `script` (60 s limit), whose start
+/// deadline is `within_ms` from now.
+fn coallocated(dir: &Path, script: &str, within_ms: u64) -> JobSpec {
+    let mut s = JobSpec::new(
+        format!("#!/bin/sh\n{script}\n"),
+        dir.to_str().unwrap(),
+        1,
+        60_000,
+    );
+    s.shape = JobShape::CoAllocated {
+        components: vec![2, 2],
+        time_limit: 60_000,
+    };
+    s.deadline = Some(batchd::launch::now_ms() + within_ms);
+    s.environment = vec![("PATH".into(), "/usr/bin:/bin".into())];
+    s
+}
+
+/// The real batchd on `config` (written to a file in `dir`), its log in `dir/batchd.log`.
+fn real_batchd(dir: &Path, config: &Config) -> Child {
+    let file = dir.join("batchd.toml");
+    std::fs::write(&file, config.to_toml()).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_batchd"))
+        .arg("--config")
+        .arg(&file)
+        .stderr(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(dir.join("batchd.log"))
+                .unwrap(),
+        )
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let sock = config.socket.as_ref().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Client::connect(sock).is_err() {
+        assert!(Instant::now() < deadline, "batchd never listened");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
+}
+
+fn show_on(sock: &Path, id: u64) -> JobInfo {
+    Client::connect(sock)
+        .unwrap()
+        .jobs(&Request::ShowJob(ShowJobRequest { id }))
+        .unwrap()
+        .remove(0)
+}
+
+fn wait_on(sock: &Path, id: u64, what: &str, done: impl Fn(&JobInfo) -> bool) -> JobInfo {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let j = show_on(sock, id);
+        if done(&j) {
+            return j;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "job {id} never became {what}: {j:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `(allocated, idle)` nodes of each pool.
+fn node_counts(sock: &Path) -> Vec<(u32, u32)> {
+    match Client::connect(sock)
+        .unwrap()
+        .request(&Request::Info(InfoRequest {}))
+        .unwrap()
+    {
+        Response::Info(i) => i
+            .pools
+            .iter()
+            .map(|p| (p.allocated, p.total - p.allocated - p.reserved))
+            .collect(),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Whether process `pid` is gone (or a zombie nobody reaped yet: it runs nothing).
+fn gone(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|s| s == "Z" || s == "X"),
+    }
+}
+
+fn pids(file: &Path) -> Vec<i32> {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+#[test]
+fn a_coallocated_job_survives_kill_9_of_batchd_and_keeps_its_nodes() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = two_sites(dir.path());
+    let sock = cfg.socket.clone().unwrap();
+    let mut daemon = real_batchd(dir.path(), &cfg);
+    let spec = coallocated(
+        dir.path(),
+        "sleep 4; echo \"done $ESCHED_COMPONENT\"",
+        1_000,
+    );
+    let job = submit_on(&mut Client::connect(&sock).unwrap(), spec);
+    let before = wait_on(&sock, job, "running", |j| j.state == JobState::Running);
+    let pidfile = dir.path().join(format!("state/jobs/{job}/job.pid"));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while pids(&pidfile).is_empty() {
+        assert!(Instant::now() < deadline, "no job.pid");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(pids(&pidfile).len(), 2, "one process group per component");
+
+    daemon.kill().unwrap();
+    daemon.wait().unwrap();
+    let mut daemon = real_batchd(dir.path(), &cfg);
+
+    let after = show_on(&sock, job);
+    assert_eq!(after.state, JobState::Running, "{after:?}");
+    assert_eq!(after.node_list, before.node_list);
+    assert_eq!(node_counts(&sock), vec![(2, 2), (2, 2)]);
+    // A local job of the whole of site-a must wait for the co-allocated job's end.
+    let mut local = cluster_spec(dir.path(), "true", 4);
+    local.pool = Some("site-a".into());
+    let local = submit_on(&mut Client::connect(&sock).unwrap(), local);
+    while show_on(&sock, job).state == JobState::Running {
+        assert_eq!(
+            show_on(&sock, local).state,
+            JobState::Pending,
+            "a job was placed on the nodes of a running co-allocated job"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let end = wait_on(&sock, job, "ended", |j| j.state.is_finished());
+    assert_eq!(end.state, JobState::Completed, "{end:?}");
+    let out = std::fs::read_to_string(dir.path().join(format!("esched-{job}.out"))).unwrap();
+    assert!(
+        out.contains("done 0") && out.contains("done 1"),
+        "both components ran to their end: {out}"
+    );
+    let ran = wait_on(&sock, local, "ended", |j| j.state.is_finished());
+    assert_eq!(ran.state, JobState::Completed);
+    daemon.kill().unwrap();
+    daemon.wait().unwrap();
+}
+
+/// A rigid job of `nodes` nodes running `script` in `dir`.
+fn cluster_spec(dir: &Path, script: &str, nodes: u32) -> JobSpec {
+    let mut s = JobSpec::new(
+        format!("#!/bin/sh\n{script}\n"),
+        dir.to_str().unwrap(),
+        nodes,
+        60_000,
+    );
+    s.environment = vec![("PATH".into(), "/usr/bin:/bin".into())];
+    s
+}
+
+#[test]
+fn a_job_whose_supervisor_died_while_batchd_was_down_leaves_no_process() {
+    let mut c = Cluster::new();
+    let job = c.submit(c.spec("sleep 60 & sleep 60; wait"));
+    c.wait_state(job, JobState::Running);
+    let jobdir = c.path(&format!("state/jobs/{job}"));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let group = loop {
+        if let Some(&g) = pids(&jobdir.join("job.pid")).first() {
+            break g;
+        }
+        assert!(Instant::now() < deadline, "no job.pid");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let supervisor = pids(&jobdir.join("supervisor.pid"))[0];
+    c.stop();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(supervisor),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !gone(supervisor) {
+        assert!(Instant::now() < deadline, "the supervisor did not die");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!gone(group), "the job runs on without its supervisor");
+    c.boot();
+    let end = c.wait_for(job, "ended", |j| j.state.is_finished());
+    assert_eq!(end.state, JobState::Failed, "{end:?}");
+    let detail = end.detail.unwrap_or_default();
+    assert!(detail.contains("stopped"), "{detail}");
+    assert!(gone(group), "the job's shell was left running");
+    // Nothing of the job's session is left: its two sleeps included.
+    let left: Vec<i32> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| !gone(pid))
+        .filter(|&pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| {
+                    let (_, rest) = s.rsplit_once(')')?;
+                    rest.split_whitespace().nth(3)?.parse::<i32>().ok()
+                })
+                == Some(group)
+        })
+        .collect();
+    assert!(left.is_empty(), "processes of the job left: {left:?}");
+}
+
+#[test]
+fn a_running_job_whose_pool_left_the_config_is_killed_before_it_is_recorded_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path());
+    cfg.pools = vec![pool("debug", 4), pool("gone", 4)];
+    let mut c = Cluster {
+        dir,
+        config: cfg,
+        config_path: None,
+        daemon: None,
+    };
+    c.boot();
+    let mut spec = c.spec("sleep 60");
+    spec.pool = Some("gone".into());
+    let job = c.submit(spec);
+    c.wait_state(job, JobState::Running);
+    let jobdir = c.path(&format!("state/jobs/{job}"));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while pids(&jobdir.join("job.pid")).is_empty() {
+        assert!(Instant::now() < deadline, "no job.pid");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let group = pids(&jobdir.join("job.pid"))[0];
+    let supervisor = pids(&jobdir.join("supervisor.pid"))[0];
+    c.stop();
+    c.config.pools.truncate(1);
+    c.boot();
+    let end = c.show(job);
+    assert_eq!(end.state, JobState::Failed, "{end:?}");
+    assert!(
+        end.detail
+            .as_deref()
+            .is_some_and(|d| d.contains("lost at daemon restart")),
+        "{end:?}"
+    );
+    assert!(gone(group), "the job's process was left running");
+    assert!(gone(supervisor), "its supervisor was left running");
+}
+
+#[test]
+fn a_signal_reaches_every_component_of_a_coallocated_job() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Cluster {
+        config: two_sites(dir.path()),
+        dir,
+        config_path: None,
+        daemon: None,
+    };
+    c.boot();
+    let script = "trap 'echo got > sig-$ESCHED_COMPONENT' USR1\n\
+                  i=0; while [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done";
+    let job = c.submit(coallocated(c.dir.path(), script, 500));
+    c.wait_state(job, JobState::Running);
+    // The traps are set once the shells run: signal until both answered.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !(c.path("sig-0").exists() && c.path("sig-1").exists()) {
+        assert!(
+            Instant::now() < deadline,
+            "a component never got the signal"
+        );
+        match c.cancel(vec![job], Some(nix::sys::signal::Signal::SIGUSR1 as i32)) {
+            Response::Acted(r) => assert_eq!(r.done, vec![job], "{r:?}"),
+            other => panic!("{other:?}"),
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    c.cancel(vec![job], None);
+    c.wait_state(job, JobState::Cancelled);
+}
