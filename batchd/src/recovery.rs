@@ -12,7 +12,9 @@
 //! that cannot have its nodes back (its pool left the config) is stopped, its processes
 //! killed, before it is recorded FAILED: no job recorded as ended leaves processes behind.
 //! A launcher session's running job keeps its nodes until its duration ends, as after its
-//! launcher disconnects; a waiting one is cancelled, its connection being gone.
+//! launcher disconnects; a waiting one is cancelled, its connection being gone. A pending
+//! co-allocated job whose record keeps a claim's pools gets its claim back once every running
+//! job has its nodes.
 
 use std::path::Path;
 
@@ -37,7 +39,8 @@ pub struct Recovered {
     pub to_stop: Vec<(std::path::PathBuf, u32)>,
     /// Pending jobs back in the queue.
     pub pending: usize,
-    /// Jobs stored as running that never started, back in the queue: their records to store.
+    /// Jobs stored as running that never started, back in the queue, and pending jobs whose
+    /// claim could not be made again: their records to store.
     pub requeued: Vec<JobRecord>,
 }
 
@@ -73,6 +76,8 @@ fn lost_record(core: &mut Core, mut rec: JobRecord, why: &str) -> JobRecord {
 /// Fills `core` from what the store loaded.
 pub fn restore(core: &mut Core, loaded: Loaded, state_dir: &Path) -> Recovered {
     let mut out = Recovered::default();
+    // Pending co-allocated jobs whose record keeps a claim's pools.
+    let mut claimed = Vec::new();
     core.next_id = loaded.next_id;
     core.finished = loaded.finished;
     for e in &loaded.unreadable {
@@ -103,6 +108,9 @@ pub fn restore(core: &mut Core, loaded: Loaded, state_dir: &Path) -> Recovered {
                 }
             }
             JobState::Pending => {
+                if rec.shape.is_some() {
+                    claimed.push(id);
+                }
                 core.insert(Active { rec, run: None });
                 out.pending += 1;
             }
@@ -135,6 +143,12 @@ pub fn restore(core: &mut Core, loaded: Loaded, state_dir: &Path) -> Recovered {
                     }
                 }
             }
+        }
+    }
+    // Claims last: the nodes running jobs hold are theirs already, whatever their ids.
+    for id in claimed {
+        if let Some(rec) = core.restore_claim(id) {
+            out.requeued.push(rec);
         }
     }
     out

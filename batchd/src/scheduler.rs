@@ -138,7 +138,9 @@ async fn act(d: &Arc<Daemon>, snap: &SnapshotData, plan: &Plan) {
         let claimed: Vec<u64> = core.claims.keys().copied().collect();
         for id in claimed {
             if !plan.placements.iter().any(|p| p.job.0 == id) {
-                core.unclaim(id);
+                if let Some(rec) = core.unclaim(id) {
+                    d.store.write(rec);
+                }
             }
         }
         for p in &plan.placements {
@@ -146,8 +148,11 @@ async fn act(d: &Arc<Daemon>, snap: &SnapshotData, plan: &Plan) {
             if let (sched_core::RSome(_), sched_core::Shape::CoAllocated { pools }, true) =
                 (p.claim_from, &p.shape, p.start > now)
             {
-                if let Err(why) = core.claim(id, pools) {
-                    tracing::warn!(job = id, "cannot claim nodes: {why}");
+                // Stored, so that a restart keeps the claim (`Core::restore_claim`).
+                match core.claim(id, pools) {
+                    Ok(Some(rec)) => d.store.write(rec),
+                    Ok(None) => {}
+                    Err(why) => tracing::warn!(job = id, "cannot claim nodes: {why}"),
                 }
             }
             if p.start > now {

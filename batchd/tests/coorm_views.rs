@@ -148,6 +148,7 @@ proptest! {
                     priority: 0,
                     request: Request::CoAllocated(CoAllocated { components: components.into(), walltime, deadline: RNone }),
                     wants_view: true,
+                    claimed: Default::default(),
                 }
             })
             .collect();

@@ -96,6 +96,7 @@ pub fn workload(n: usize, nodes: u32, seed: u64) -> Workload {
             id += 1;
             Pending {
                 wants_view: false,
+                claimed: Default::default(),
                 id: JobId(id),
                 user: rng.gen_range(0..100),
                 submit,

@@ -412,6 +412,7 @@ fn view_cost(jobs: &[SwfJob], hosts: u32) -> String {
                 priority: 0,
                 request: Request::rigid(j.nodes.clamp(1, hosts), j.walltime.max(1000)),
                 wants_view: views,
+                claimed: Default::default(),
             })
             .collect()
     };

@@ -91,6 +91,7 @@ fn workload() -> Workload {
             let submit = NOW - (QUEUE as u64 - i) * MINUTE;
             Pending {
                 wants_view: false,
+                claimed: Default::default(),
                 id: JobId(id + i + 1),
                 user: rng.gen_range(0..100),
                 submit,

@@ -663,6 +663,7 @@ mod tests {
     fn job(id: u64) -> Pending {
         Pending {
             wants_view: false,
+            claimed: Default::default(),
             id: JobId(id),
             user: 0,
             submit: 0,

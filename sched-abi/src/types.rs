@@ -135,6 +135,7 @@ mod tests {
             priority: 4,
             request: Request::rigid(2, 60),
             wants_view: true,
+            claimed: Default::default(),
         }];
         let snap = Snapshot {
             now: 5,

@@ -345,6 +345,7 @@ mod loading {
         let pending = (1..=3)
             .map(|i| Pending {
                 wants_view: false,
+                claimed: Default::default(),
                 id: JobId(i),
                 user: 0,
                 submit: 0,
@@ -426,6 +427,7 @@ mod loading {
             .enumerate()
             .map(|(i, r)| Pending {
                 wants_view: false,
+                claimed: Default::default(),
                 id: JobId(i as u64),
                 user: 1,
                 submit: 0,
@@ -465,6 +467,7 @@ mod containment {
     fn job(id: u64, nodes: u32) -> Pending {
         Pending {
             wants_view: false,
+            claimed: Default::default(),
             id: JobId(id),
             user: 0,
             submit: 0,
@@ -789,6 +792,7 @@ mod borrowed {
                 priority: i64::from(op.c % 4) - 1,
                 request: request(op.c, op.a, op.b),
                 wants_view: op.b % 3 == 0,
+                claimed: Default::default(),
             }
         }
 
@@ -997,6 +1001,7 @@ mod borrowed {
                     priority: 0,
                     request: Request::rigid(1 + (a >> n) % 12, 5 + (b >> n) % 60),
                     wants_view: false,
+                    claimed: Default::default(),
                 });
             }
             if c % 11 == 0 {

@@ -104,6 +104,14 @@ pub struct Pending {
     /// nothing when nobody asks. Absent from older serialised snapshots, hence `false`.
     #[serde(default)]
     pub wants_view: bool,
+    /// The pools of the nodes the driver already holds for this job, one per component, kept
+    /// from an earlier plan's claim (a placement with `claim_from`: KOALA's RPP claims a
+    /// co-allocated job's nodes at a successful try and holds them idle until its start);
+    /// empty when it holds none. A policy that keeps state between calls learns from it the
+    /// claims it made before it was (re)built: after a restart of the driver, or a swap of
+    /// policy. Absent from older serialised snapshots, hence empty.
+    #[serde(default)]
+    pub claimed: RVec<PoolId>,
 }
 
 /// A job that holds nodes now.
@@ -758,6 +766,7 @@ mod tests {
             priority: -4,
             request: requests[0].0.clone(),
             wants_view: true,
+            claimed: Default::default(),
         };
         let json = r#"{"id":7,"user":1,"submit":2,"earliest_start":3,"priority":-4,"request":{"Rigid":{"pool":2,"nodes":3,"walltime":4}},"wants_view":true}"#;
         assert_eq!(serde_json::to_string(&pending).unwrap(), json);

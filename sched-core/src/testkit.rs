@@ -26,6 +26,7 @@ pub fn pools(sizes: &[u32]) -> Vec<Pool> {
 pub fn pending_rigid(id: u64, nodes: u32, walltime: Duration) -> Pending {
     Pending {
         wants_view: false,
+        claimed: Default::default(),
         id: JobId(id),
         user: 0,
         submit: 0,

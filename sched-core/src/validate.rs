@@ -577,6 +577,7 @@ mod tests {
     fn pending(id: u64, req: Request) -> Pending {
         Pending {
             wants_view: false,
+            claimed: Default::default(),
             id: JobId(id),
             user: 0,
             submit: 0,

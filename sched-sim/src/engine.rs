@@ -435,6 +435,7 @@ impl<'o> Engine<'o> {
         }
         self.pending.push(Pending {
             wants_view: false,
+            claimed: Default::default(),
             id: j.id,
             user: j.user,
             submit: j.submit,

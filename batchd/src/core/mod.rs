@@ -326,6 +326,11 @@ impl Core {
         Pending {
             // Only launcher sessions ask for views (CooRM §III-A): nobody else pays for them.
             wants_view: coorm::is_session(rec),
+            claimed: self
+                .claims
+                .get(&rec.id)
+                .map(|c| c.iter().map(|(p, _)| PoolId(*p as u32)).collect())
+                .unwrap_or_default(),
             id: JobId(rec.id),
             user: rec.uid,
             submit,
@@ -655,9 +660,12 @@ impl Core {
 
     /// Claims nodes for pending co-allocated job `id` placed on `pools` (one per component),
     /// unless it holds a claim already: the lowest free nodes of each pool, all or nothing.
-    pub fn claim(&mut self, id: u64, pools: &[PoolId]) -> Result<(), String> {
+    /// Returns the job's record to store when it claims anew: the record keeps the claim's
+    /// pools as its shape, so that a restart claims the same pools again
+    /// ([`Core::restore_claim`]) and tells the policy, new, what its predecessor claimed.
+    pub fn claim(&mut self, id: u64, pools: &[PoolId]) -> Result<Option<JobRecord>, String> {
         if self.claims.contains_key(&id) {
-            return Ok(());
+            return Ok(None);
         }
         let Some(JobShape::CoAllocated { components, .. }) =
             self.jobs.get(&id).map(|a| &a.rec.spec.shape)
@@ -695,7 +703,33 @@ impl Core {
             }
         }
         self.claims.insert(id, got);
-        Ok(())
+        let Some(a) = self.jobs.get_mut(&id) else {
+            return Ok(None);
+        };
+        a.rec.shape = Some(Shape::CoAllocated {
+            pools: pools.to_vec().into(),
+        });
+        Ok(Some(a.rec.clone()))
+    }
+
+    /// Claims again, at start-up, the nodes of pending job `id` whose stored record holds a
+    /// claim's pools ([`Core::claim`]); call it once every running job has its nodes back.
+    /// The nodes are the lowest free ones of those pools, not necessarily the same as
+    /// before: nothing runs on claimed nodes, only their count per pool matters. Returns the
+    /// record to store when the claim cannot be made again (its pools left the config, say):
+    /// the claim is dropped and the policy tries the job again.
+    pub fn restore_claim(&mut self, id: u64) -> Option<JobRecord> {
+        let a = self.jobs.get_mut(&id)?;
+        let Some(Shape::CoAllocated { pools }) = a.rec.shape.take() else {
+            return None;
+        };
+        match self.claim(id, &pools) {
+            Ok(_) => None,
+            Err(why) => {
+                tracing::warn!(job = id, "its claim cannot be made again ({why}); dropped");
+                self.jobs.get(&id).map(|a| a.rec.clone())
+            }
+        }
     }
 
     /// Running job `id` is killed by the policy (`why`): its nodes go back to the pools at
@@ -718,16 +752,21 @@ impl Core {
         self.preempted.insert(id, why);
     }
 
-    /// Gives back the nodes pending job `id` claimed, if any.
-    pub fn unclaim(&mut self, id: u64) {
-        let Some(claim) = self.claims.remove(&id) else {
-            return;
-        };
+    /// Gives back the nodes pending job `id` claimed, if any; returns its record to store
+    /// when it had a claim (the claim's pools are no longer its shape).
+    pub fn unclaim(&mut self, id: u64) -> Option<JobRecord> {
+        let claim = self.claims.remove(&id)?;
         for (p, _) in claim {
             if let Some(pool) = self.pools.get_mut(p) {
                 pool.map.release_all(JobId(id));
             }
         }
+        let a = self.jobs.get_mut(&id)?;
+        if a.rec.state != JobState::Pending {
+            return None;
+        }
+        a.rec.shape = None;
+        Some(a.rec.clone())
     }
 
     /// Starts co-allocated job `id` with one component on each of `pools`: on the nodes it
@@ -1460,6 +1499,55 @@ mod tests {
         assert!(err.1.contains("not free in pool b"), "{}", err.1);
         assert_eq!((c.pools[0].free(), c.pools[1].free()), (8, 3));
         assert!(!c.jobs.contains_key(&1));
+    }
+
+    #[test]
+    fn a_claim_is_kept_in_the_record_claimed_again_at_a_restart_and_told_to_the_policy() {
+        let mut c = two_pools();
+        add(&mut c, global(1));
+        let stored = c.claim(1, &[PoolId(1), PoolId(0)]).unwrap().unwrap();
+        assert_eq!(
+            stored.shape,
+            Some(Shape::CoAllocated {
+                pools: sched_core::rvec![PoolId(1), PoolId(0)]
+            })
+        );
+        assert_eq!(c.claim(1, &[PoolId(1), PoolId(0)]).unwrap(), None);
+        let told = &c.snapshot(0, 0).pending[0];
+        assert_eq!(told.claimed.to_vec(), vec![PoolId(1), PoolId(0)]);
+
+        // A restart: a running job first takes b001, then the claim is made again.
+        let mut fresh = two_pools();
+        add(&mut fresh, rec(5));
+        fresh
+            .start(5, &Shape::rigid(PoolId(1), 1, 1000), 0, PathBuf::new())
+            .unwrap();
+        fresh.insert(Active {
+            rec: stored.clone(),
+            run: None,
+        });
+        assert_eq!(fresh.restore_claim(1), None);
+        assert_eq!((fresh.pools[0].free(), fresh.pools[1].free()), (2, 0));
+        assert_eq!(fresh.reason_of(0, 1), Some(PendingReason::Reserved));
+        assert_eq!(
+            fresh.snapshot(0, 0).pending[0].claimed.to_vec(),
+            vec![PoolId(1), PoolId(0)]
+        );
+        // Given back: the record forgets it.
+        let back = fresh.unclaim(1).unwrap();
+        assert_eq!(back.shape, None);
+        assert!(fresh.snapshot(0, 0).pending[0].claimed.is_empty());
+
+        // A claim that no longer fits (a pool gone) is dropped, the record to store without it.
+        let mut small = Core::new([("a", 4)]);
+        small.insert(Active {
+            rec: stored,
+            run: None,
+        });
+        let dropped = small.restore_claim(1).unwrap();
+        assert_eq!(dropped.shape, None);
+        assert!(small.claims.is_empty());
+        assert_eq!(small.pools[0].free(), 4);
     }
 
     #[test]

@@ -315,3 +315,56 @@ fn a_signal_reaches_every_component_of_a_coallocated_job() {
     c.cancel(vec![job], None);
     c.wait_state(job, JobState::Cancelled);
 }
+
+#[test]
+fn a_claim_survives_a_restart_and_the_job_starts_at_its_deadline_on_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Cluster {
+        config: two_sites(dir.path()),
+        dir,
+        config_path: None,
+        daemon: None,
+    };
+    c.boot();
+    // The RPP's first try comes at 70 % of the way to the deadline and claims the nodes.
+    let job = c.submit(coallocated(c.dir.path(), "sleep 1", 3_000));
+    let reserved = |c: &Cluster| {
+        let info = match c.client().request(&Request::Info(InfoRequest {})).unwrap() {
+            Response::Info(i) => i,
+            other => panic!("{other:?}"),
+        };
+        info.pools.iter().map(|p| p.reserved).sum::<u32>()
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while reserved(&c) != 4 {
+        assert!(
+            Instant::now() < deadline,
+            "the job's nodes were never claimed"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    c.stop();
+    c.boot();
+    let j = c.show(job);
+    assert_eq!(
+        (j.state, j.reason),
+        (JobState::Pending, Some(PendingReason::Reserved)),
+        "{j:?}"
+    );
+    assert_eq!(reserved(&c), 4, "the claim is held again after the restart");
+    // A local job of the whole of site-a cannot take the claimed nodes.
+    let mut local = c.spec("true");
+    local.pool = Some("site-a".into());
+    local.shape = JobShape::Rigid {
+        nodes: 4,
+        time_limit: 60_000,
+    };
+    let local = c.submit(local);
+    let started = c.wait_for(job, "running", |j| j.state != JobState::Pending);
+    assert_eq!(started.state, JobState::Running, "{started:?}");
+    let deadline_ms = c.show(job).start_time.unwrap();
+    assert_eq!(c.show(local).state, JobState::Pending);
+    c.wait_state(job, JobState::Completed);
+    let ran = c.wait_for(local, "ended", |j| j.state.is_finished());
+    assert!(ran.start_time.unwrap() >= deadline_ms);
+}

@@ -127,7 +127,7 @@ mod tests {
     use sched_core::{validate, JobId, Pool, PoolSteps, Request, Running};
 
     fn job(id: u64, nodes: u32, wall: u64) -> Pending {
-        Pending { wants_view: false, id: JobId(id), user: 0, submit: 0, earliest_start: 0, priority: 0, request: Request::rigid(nodes, wall) }
+        Pending { wants_view: false, claimed: Default::default(), id: JobId(id), user: 0, submit: 0, earliest_start: 0, priority: 0, request: Request::rigid(nodes, wall) }
     }
 
     #[test]

@@ -306,6 +306,7 @@ mod tests {
     fn moldable(id: u64, submit: Time, weight: f64, cfgs: &[(u32, u64)]) -> Pending {
         Pending {
             wants_view: false,
+            claimed: Default::default(),
             id: JobId(id),
             user: 0,
             submit,
@@ -383,6 +384,7 @@ mod tests {
             moldable(2, 0, 1.0, &[(8, 1_000)]),
             Pending {
                 wants_view: false,
+                claimed: Default::default(),
                 request: Request::evolving(vec![sched_core::Step::new(10, 1)]),
                 ..pending_rigid(3, 1, 1)
             },

@@ -59,7 +59,7 @@ proptest! {
                 .iter()
                 .enumerate()
                 .filter(|(i, j)| j.submit <= now && !started.contains_key(i) && !rejected.contains(i))
-                .map(|(i, j)| Pending { wants_view: false,
+                .map(|(i, j)| Pending { wants_view: false, claimed: Default::default(),
                     id: JobId(i as u64),
                     user: 0,
                     submit: j.submit,

@@ -24,6 +24,7 @@ fn queue(n: usize) -> Vec<Pending> {
             let walltime = rng.gen_range(MINUTE..=24 * HOUR);
             Pending {
                 wants_view: false,
+                claimed: Default::default(),
                 id: JobId(i as u64),
                 user: 0,
                 submit: 0,

@@ -252,6 +252,7 @@ fn evolving_jobs_are_planned_as_their_rigid_baseline() {
     let pend = vec![
         Pending {
             wants_view: false,
+            claimed: Default::default(),
             request: Request::evolving(vec![Step::new(50, 2), Step::new(100, 8)]),
             ..job(1, 0, 0)
         },
@@ -287,11 +288,13 @@ fn co_allocated_job_past_its_deadline_is_rejected() {
     let pend = vec![
         Pending {
             wants_view: false,
+            claimed: Default::default(),
             request: co(50),
             ..job(1, 0, 0)
         },
         Pending {
             wants_view: false,
+            claimed: Default::default(),
             request: co(100),
             ..job(2, 0, 0)
         },
@@ -317,6 +320,7 @@ fn placements_are_rigid_shapes_of_the_request() {
     let pools = pools(&[4]);
     let pend = vec![Pending {
         wants_view: false,
+        claimed: Default::default(),
         request: Request::Rigid(Rigid {
             pool: RNone,
             nodes: 3,

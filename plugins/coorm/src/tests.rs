@@ -24,6 +24,7 @@ fn plan(now: Time, pools: &[Pool], run: &[Running], pend: &[Pending]) -> Plan {
 fn launcher(id: u64, parts: &[(u32, u32)], walltime: u64) -> Pending {
     Pending {
         wants_view: true,
+        claimed: Default::default(),
         request: Request::CoAllocated(CoAllocated {
             components: parts
                 .iter()

@@ -259,6 +259,7 @@ mod tests {
     fn pending(id: u64, request: Request) -> Pending {
         Pending {
             wants_view: false,
+            claimed: Default::default(),
             id: JobId(id),
             user: 0,
             submit: 0,

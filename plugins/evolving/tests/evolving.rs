@@ -127,6 +127,7 @@ mod invariants {
             .enumerate()
             .map(|(i, (r, begin))| Pending {
                 wants_view: false,
+                claimed: Default::default(),
                 id: JobId(i as u64),
                 user: 0,
                 submit: 0,

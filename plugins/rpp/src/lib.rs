@@ -390,10 +390,18 @@ impl Policy for Rpp {
                         continue;
                     };
                     let submit = p.submit.max(p.earliest_start);
+                    // Nodes the driver holds for the job from a claim this instance did not
+                    // make (it was rebuilt: a restart of the driver, a swap of policy): the
+                    // claim stands, as §2.2's claimed processors stay with their job until D.
+                    // Counted from now: when it began is the driver's, not ours, to know.
+                    let kept: Option<Vec<usize>> = (!p.claimed.is_empty()
+                        && p.claimed.len() == comps.len())
+                    .then(|| p.claimed.iter().map(|&id| call.pool_index(id)).collect())
+                    .flatten();
                     self.jobs.entry(p.id).or_insert(Global {
                         next: self.config.first_try(submit, deadline),
                         tries: 0,
-                        claim: None,
+                        claim: kept.map(|pools| (pools, now)),
                         seen: epoch,
                         settled: 0,
                         comps,

@@ -18,6 +18,7 @@ fn pools(sizes: &[u32]) -> Vec<Pool> {
 fn global(id: u64, submit: Time, comps: &[u32], walltime: u64, deadline: Time) -> Pending {
     Pending {
         wants_view: false,
+        claimed: Default::default(),
         id: JobId(id),
         user: 0,
         submit,
@@ -37,6 +38,7 @@ fn global(id: u64, submit: Time, comps: &[u32], walltime: u64, deadline: Time) -
 fn local(id: u64, submit: Time, pool: u32, nodes: u32, walltime: u64) -> Pending {
     Pending {
         wants_view: false,
+        claimed: Default::default(),
         id: JobId(id),
         user: 0,
         submit,
@@ -271,4 +273,41 @@ fn a_call_after_the_deadline_fails_the_job_as_a_deadline_failure() {
     let mut p = Rpp::new(Config::default());
     let plan = call(&mut p, 2000, &pools, &[], &pend[..1]);
     assert!(plan.rejects[0].reason.starts_with("Deadline"), "{plan:?}");
+}
+
+#[test]
+fn a_rebuilt_policy_keeps_the_claims_the_driver_holds() {
+    let ps = pools(&[4, 4]);
+    // Claimed by an earlier instance: 3 nodes of c1 and 2 of c0, held by the driver.
+    let mut g = global(1, 0, &[3, 2], 100, 1_000);
+    g.claimed = sched_core::rvec![PoolId(1), PoolId(0)];
+    let waiting = local(2, 0, 1, 2, 50);
+    let mut fresh = Rpp::new(config(0.7, None, Priority::Gp, None));
+    let plan = call(&mut fresh, 400, &ps, &[], &[g.clone(), waiting.clone()]);
+    let placed = plan.placements.iter().find(|p| p.job == JobId(1)).unwrap();
+    assert_eq!(placed.start, 1_000, "a claimed job starts at its deadline");
+    assert_eq!(
+        placed.shape,
+        Shape::CoAllocated {
+            pools: sched_core::rvec![PoolId(1), PoolId(0)]
+        }
+    );
+    assert_eq!(placed.claim_from, RSome(400));
+    // The claimed nodes are not idle: c1 has one left, too few for the local job of 2.
+    assert!(
+        plan.placements
+            .iter()
+            .all(|p| p.job != JobId(2) || p.start >= 1_000),
+        "{plan:?}"
+    );
+    // At D it starts on its claimed pools.
+    let plan = call(&mut fresh, 1_000, &ps, &[], &[g, waiting]);
+    let started = plan.placements.iter().find(|p| p.job == JobId(1)).unwrap();
+    assert_eq!(started.start, 1_000);
+    assert_eq!(
+        started.shape,
+        Shape::CoAllocated {
+            pools: sched_core::rvec![PoolId(1), PoolId(0)]
+        }
+    );
 }

@@ -359,6 +359,7 @@ impl Driver<'_> {
                 self.state[i] = St::Pending;
                 let job = Pending {
                     wants_view: false,
+                    claimed: Default::default(),
                     id: JobId(i as u64),
                     user: 0,
                     submit: now,

@@ -146,6 +146,7 @@ pub fn schedule_test(
             };
             Pending {
                 wants_view: false,
+                claimed: Default::default(),
                 id: JobId(i as u64),
                 user: 0,
                 submit: 0,

@@ -67,6 +67,7 @@ pub fn replay<P: Policy>(
             let j = &jobs[next_job];
             pending.push(Pending {
                 wants_view: false,
+                claimed: Default::default(),
                 id: JobId(next_job as u64),
                 user: 0,
                 submit: j.submit,
