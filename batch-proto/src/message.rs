@@ -567,6 +567,9 @@ pub enum ErrorKind {
     PolicyLoad,
     /// The daemon failed internally (e.g. its database).
     Internal,
+    /// Not now: the policy gave no answer within its time budget, or as many such requests
+    /// as the daemon runs at once are running; the same request may succeed later.
+    Busy,
 }
 
 /// A failed request.
