@@ -558,34 +558,41 @@ impl<P: HostedPolicy> PolicyHost<P> {
         // a hundred thousand calls, and each reading is a measurable part of a small one.
         let t1 = self.clock.now();
         self.ticks.0 += t1.saturating_sub(t0);
-        let abandoned = self.share.as_ref().and_then(|s| s.abandoned());
+        // Set once the share is told the call ended: `Some((budget, took))` when the driver
+        // abandoned it at its budget.
+        let mut ended = false;
+        let mut late = None;
         match result {
-            Ok(plan) if abandoned.is_some() => {
-                // Nobody waits for this answer: it was made for a snapshot the driver has
-                // moved past, and acting on it later could undo what was done meanwhile.
-                self.policy.recycle(plan);
-                self.error = None;
-                self.plan_error = None;
-            }
             Ok(plan) => {
                 let verdict = validate(snapshot, &plan);
                 self.ticks.1 += self.clock.now().saturating_sub(t1);
                 match verdict {
                     Ok(()) => {
-                        if let Some(old) = self.last_valid.replace(plan) {
-                            self.policy.recycle(old);
-                        }
-                        let Some(plan) = &self.last_valid else {
-                            unreachable!("the valid plan was just kept")
-                        };
+                        // Kept unless the driver abandoned the call meanwhile: then nobody
+                        // waits for it, it was made for a snapshot the driver has moved past,
+                        // and acting on it later could undo what was done meanwhile. The share
+                        // decides under its lock, so that it never hands out a plan the host
+                        // dropped.
                         if let Some(share) = &self.share {
-                            share.end(self.stats, Some(plan));
+                            late = share.end(self.stats, Some(&plan));
+                            ended = true;
                         }
-                        return Outcome {
-                            proposed: Some(plan),
-                            verdict: Ok(()),
-                            plan,
-                        };
+                        if late.is_none() {
+                            if let Some(old) = self.last_valid.replace(plan) {
+                                self.policy.recycle(old);
+                            }
+                            let Some(plan) = &self.last_valid else {
+                                unreachable!("the valid plan was just kept")
+                            };
+                            return Outcome {
+                                proposed: Some(plan),
+                                verdict: Ok(()),
+                                plan,
+                            };
+                        }
+                        self.policy.recycle(plan);
+                        self.error = None;
+                        self.plan_error = None;
                     }
                     Err(err) => {
                         self.stats.refusals += 1;
@@ -609,26 +616,27 @@ impl<P: HostedPolicy> PolicyHost<P> {
         let t = self.clock.now();
         self.fallback = self.fallback(snapshot);
         self.ticks.1 += self.clock.now().saturating_sub(t);
-        let took = self.share.as_ref().map(|s| s.end(self.stats, None));
-        let verdict = match (&self.error, &self.plan_error, abandoned) {
+        if !ended {
+            late = self.share.as_ref().and_then(|s| s.end(self.stats, None));
+        }
+        if let Some((budget, took)) = late {
+            let name = self.policy.name();
+            tracing::warn!(
+                policy = %name,
+                "policy `{name}`: the call abandoned at its time budget of {} ms returned after {} ms; its plan is dropped",
+                budget.as_millis(),
+                took.as_millis()
+            );
+        }
+        let verdict = match (&self.error, &self.plan_error, late) {
             (Some(e), _, _) => Err(Failure::Failed(e)),
             (None, Some(e), _) => Err(Failure::Refused(e)),
-            (None, None, Some(budget)) => {
-                let took = took.unwrap_or_default();
-                let name = self.policy.name();
-                tracing::warn!(
-                    policy = %name,
-                    "policy `{name}`: the call abandoned at its time budget of {} ms returned after {} ms; its plan is dropped",
-                    budget.as_millis(),
-                    took.as_millis()
-                );
-                Err(Failure::Abandoned { budget, took })
-            }
+            (None, None, Some((budget, took))) => Err(Failure::Abandoned { budget, took }),
             // One of the three is set on every path that reaches here.
             (None, None, None) => Ok(()),
         };
         Outcome {
-            proposed: (self.error.is_none() && abandoned.is_none()).then_some(&self.refused),
+            proposed: self.plan_error.is_some().then_some(&self.refused),
             verdict,
             plan: &self.fallback,
         }
@@ -745,32 +753,28 @@ impl Shared {
         EndGuard(Arc::clone(self))
     }
 
-    /// The budget the call in flight was abandoned at, if it was.
-    fn abandoned(&self) -> Option<Duration> {
-        self.lock().running.and_then(|r| r.abandoned)
-    }
-
-    /// The host's call is over: publishes its counters and, when it gave one, its new valid
-    /// plan; answers how long the call took since its dispatch.
-    fn end(&self, stats: HostStats, valid: Option<&Plan>) -> Duration {
+    /// The host's call is over: records how long it took since its dispatch, publishes the
+    /// counters and, when it gave one, its new valid plan, unless the driver abandoned the
+    /// call: then the plan is not published and the answer is the budget it was abandoned at
+    /// and how long it took.
+    fn end(&self, stats: HostStats, valid: Option<&Plan>) -> Option<(Duration, Duration)> {
         // The copy is made before the lock is taken: a driver reading the share waits only
         // for the swap.
         let valid = valid.map(|p| Arc::new(p.clone()));
         let mut st = self.lock();
-        let took = st
-            .running
-            .take()
-            .map_or(Duration::ZERO, |r| r.since.elapsed());
+        let running = st.running.take();
+        let took = running.map_or(Duration::ZERO, |r| r.since.elapsed());
+        let abandoned = running.and_then(|r| r.abandoned);
         st.stats = HostStats {
             timeouts: st.stats.timeouts,
             ..stats
         };
-        if valid.is_some() {
+        if abandoned.is_none() && valid.is_some() {
             st.last_valid = valid;
         }
         st.times.last = Some(took);
         st.times.longest = Some(st.times.longest.map_or(took, |l| l.max(took)));
-        took
+        abandoned.map(|budget| (budget, took))
     }
 }
 

@@ -1200,6 +1200,7 @@ mod shared {
 
         // Job 3 arrives and the call hangs on another thread, as a driver runs it.
         hold.store(true, Ordering::SeqCst);
+        entered.store(false, Ordering::SeqCst);
         assert!(share.dispatch());
         let host = Arc::new(Mutex::new(host));
         let worker = {
@@ -1269,7 +1270,11 @@ mod shared {
             (stats.calls, stats.timeouts, stats.refusals, stats.panics),
             (2, 1, 0, 0)
         );
-        assert!(share.call_times().longest >= Some(Duration::from_millis(1)));
+        assert!(
+            share.call_times().longest >= Some(Duration::from_millis(1)),
+            "{:?}",
+            share.call_times()
+        );
 
         // The next call is the policy's again.
         assert!(share.dispatch());
@@ -1326,11 +1331,13 @@ mod shared {
                 let run = (busy > 0).then(|| running(100 + k as u64, busy, now + end + 1));
                 let running = run.into_iter().collect::<Vec<_>>();
                 let s = Snapshot { now, pools: &pools, running: &running, pending: &q };
+                let before = share.fallback(&s);
                 prop_assert!(share.dispatch());
                 if abandon {
                     let plan = share.abandon(&s, Duration::from_millis(5)).unwrap();
                     prop_assert_eq!(validate(&s, &plan), Ok(()));
                     prop_assert!(plan.placements.iter().all(|p| q.iter().any(|j| j.id == p.job)));
+                    prop_assert_eq!(&plan, &before);
                     abandons += 1;
                 }
                 let answer = host.plan(&s);
@@ -1338,6 +1345,10 @@ mod shared {
                 prop_assert!(share.in_flight().is_none());
                 let fallback = share.fallback(&s);
                 prop_assert_eq!(validate(&s, &fallback), Ok(()));
+                if abandon {
+                    // The abandoned call's plan was dropped: the fallback did not move.
+                    prop_assert_eq!(&fallback, &before);
+                }
             }
             prop_assert_eq!(share.stats().timeouts, abandons);
             prop_assert_eq!(host.stats().timeouts, abandons);
