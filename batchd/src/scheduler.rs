@@ -109,7 +109,7 @@ pub async fn run_once_at(d: &Arc<Daemon>, wake_at: Option<u64>) -> (bool, Option
         }
     } else {
         // A call abandoned at its budget still runs: no second one meanwhile.
-        (policy.share.fallback(&snap.view()), false)
+        (Arc::new(policy.share.fallback(&snap.view())), false)
     };
     let planned_in = snapped.elapsed();
     act(d, &snap, &plan).await;
@@ -134,10 +134,10 @@ async fn call(
     policy: &InForce,
     snap: &Arc<SnapshotData>,
     budget: Duration,
-) -> Option<Plan> {
+) -> Option<Arc<Plan>> {
     let host = Arc::clone(&policy.host);
     let view = Arc::clone(snap);
-    let mut running = tokio::task::spawn_blocking(move || lock(&host).plan(&view.view()));
+    let mut running = tokio::task::spawn_blocking(move || lock(&host).plan_shared(&view.view()));
     let joined = match tokio::time::timeout(budget, &mut running).await {
         Ok(joined) => joined,
         Err(_) => match policy.share.abandon(&snap.view(), budget) {
@@ -148,7 +148,7 @@ async fn call(
                     let _ = running.await;
                     d.reschedule();
                 });
-                return Some(fallback);
+                return Some(Arc::new(fallback));
             }
             // It returned between the timer and the abandon: its answer stands.
             None => running.await,

@@ -520,6 +520,21 @@ impl<P: HostedPolicy> PolicyHost<P> {
         self.call(snapshot).plan.clone()
     }
 
+    /// [`PolicyHost::plan`] for a shared host ([`PolicyHost::share`]): a valid plan comes as
+    /// the very copy the host published to its share, so a call copies its plan once, as
+    /// `plan` does; a fallback is copied as `plan` copies it.
+    pub fn plan_shared(&mut self, snapshot: &Snapshot<'_>) -> Arc<Plan> {
+        let outcome = self.call(snapshot);
+        if outcome.verdict.is_err() {
+            return Arc::new(outcome.plan.clone());
+        }
+        let published = self
+            .share
+            .as_ref()
+            .and_then(|s| s.lock().last_valid.clone());
+        published.unwrap_or_else(|| Arc::new(self.last_valid.clone().unwrap_or_default()))
+    }
+
     /// [`PolicyHost::call`] with the driver's word for how the snapshot differs from the last
     /// one it gave ([`Changes`]): it spares a policy comparing what did not change. The policy
     /// is told it within the call ([`HostedPolicy::try_call`]), so its time counts as the
@@ -769,11 +784,16 @@ impl Shared {
             timeouts: st.stats.timeouts,
             ..stats
         };
-        if abandoned.is_none() && valid.is_some() {
-            st.last_valid = valid;
-        }
+        let old = if abandoned.is_none() && valid.is_some() {
+            std::mem::replace(&mut st.last_valid, valid)
+        } else {
+            None
+        };
         st.times.last = Some(took);
         st.times.longest = Some(st.times.longest.map_or(took, |l| l.max(took)));
+        drop(st);
+        // A long plan's memory is given back outside the lock.
+        drop(old);
         abandoned.map(|budget| (budget, took))
     }
 }

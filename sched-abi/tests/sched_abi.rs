@@ -1278,7 +1278,7 @@ mod shared {
 
         // The next call is the policy's again.
         assert!(share.dispatch());
-        let plan = host.lock().unwrap().plan(&s3);
+        let plan = host.lock().unwrap().plan_shared(&s3);
         assert_eq!(placed(&plan), vec![(2, 30), (3, 30)]);
         assert_eq!(placed(&share.fallback(&s3)), vec![(2, 30), (3, 30)]);
         assert!(share.in_flight().is_none());
@@ -1340,8 +1340,14 @@ mod shared {
                     prop_assert_eq!(&plan, &before);
                     abandons += 1;
                 }
-                let answer = host.plan(&s);
+                let answer = host.plan_shared(&s);
                 prop_assert_eq!(validate(&s, &answer), Ok(()));
+                if !abandon {
+                    // Valid, the answer is the share's copy (its fallback against the same
+                    // snapshot is the plan itself: starts ahead, no kills or rejects); refused,
+                    // the host's fallback and the share's are one.
+                    prop_assert_eq!(&*answer, &share.fallback(&s));
+                }
                 prop_assert!(share.in_flight().is_none());
                 let fallback = share.fallback(&s);
                 prop_assert_eq!(validate(&s, &fallback), Ok(()));
