@@ -84,6 +84,8 @@ pub enum Request {
     View(ViewRequest),
     /// Put running or finished batch jobs back in the queue (`econtrol requeue`).
     Requeue(RequeueRequest),
+    /// The daemon's figures (`econtrol show stats`, Slurm's `sdiag`).
+    Stats(StatsRequest),
 }
 
 impl Request {
@@ -110,6 +112,7 @@ impl Request {
             Request::Done(_) => "done",
             Request::View(_) => "view",
             Request::Requeue(_) => "requeue",
+            Request::Stats(_) => "stats",
         }
     }
 }
@@ -335,6 +338,10 @@ pub struct AcctRequest {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReconfigureRequest {}
 
+/// Ask for the daemon's figures.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatsRequest {}
+
 /// The nodes a running evolving job frees when its current step ends and the next one holds
 /// fewer. Only while the job is told it is releasing (its step file says so); the count must
 /// be exactly the difference; a second request replaces the first.
@@ -419,6 +426,8 @@ pub enum Response {
     View(ViewReply),
     /// The request failed.
     Error(ErrorReply),
+    /// The daemon's figures.
+    Stats(DaemonStats),
 }
 
 /// The daemon's versions.
@@ -545,6 +554,53 @@ pub struct ReconfigureReply {
     pub config: Option<String>,
 }
 
+/// The daemon's figures (`econtrol show stats`, in the spirit of Slurm's `sdiag`). Times are
+/// ms since the epoch, durations ms. The policy's counters count from `policy_since`: the
+/// start, or the reconfigure that put the policy in force.
+///
+/// Every field has a default, so that fields added later (add, never rename) leave older
+/// answers readable.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DaemonStats {
+    /// When the daemon started.
+    pub started: EpochMs,
+    /// When these figures were taken (the daemon's clock).
+    pub now: EpochMs,
+    /// The policy in force.
+    pub policy: String,
+    /// When it came into force.
+    pub policy_since: EpochMs,
+    /// How long one plan may take (`[policy] time_budget_ms`).
+    pub time_budget_ms: u64,
+    /// Plans asked of the policy (its calls).
+    pub policy_calls: u64,
+    /// Calls that panicked.
+    pub policy_panics: u64,
+    /// Calls that failed otherwise (an instance that could not be rebuilt after a panic).
+    pub policy_errors: u64,
+    /// Plans the validator refused.
+    pub refused_plans: u64,
+    /// Calls abandoned at the time budget.
+    pub policy_timeouts: u64,
+    /// How long the call in flight has run, if one is.
+    pub call_running_ms: Option<u64>,
+    /// Whether the call in flight was abandoned at its budget (it runs on; until it returns
+    /// the scheduler acts on the last valid plan without calling the policy).
+    pub call_past_budget: bool,
+    /// The latest call's time, from its dispatch to its validated answer (an abandoned one's
+    /// too, once it returned), with microseconds as a fraction.
+    pub last_plan_ms: Option<f64>,
+    /// The longest call's time, as `last_plan_ms`.
+    pub longest_plan_ms: Option<f64>,
+    /// `--test-only` plans abandoned at the time budget since the start.
+    pub test_only_timeouts: u64,
+    /// Pending jobs.
+    pub pending: u64,
+    /// Running jobs.
+    pub running: u64,
+}
+
 /// Kinds of error, for the tools to choose an exit code or a message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -567,6 +623,9 @@ pub enum ErrorKind {
     PolicyLoad,
     /// The daemon failed internally (e.g. its database).
     Internal,
+    /// Not now: the policy gave no answer within its time budget, or as many such requests
+    /// as the daemon runs at once are running; the same request may succeed later.
+    Busy,
 }
 
 /// A failed request.
@@ -742,6 +801,7 @@ mod tests {
                 ..Default::default()
             }),
             Request::Reconfigure(ReconfigureRequest {}),
+            Request::Stats(StatsRequest {}),
         ];
         for r in &reqs {
             round_trip(r);
@@ -838,10 +898,34 @@ mod tests {
                 config: None,
             }),
             Response::Error(ErrorReply::version_mismatch(2, 1)),
+            Response::Error(ErrorReply::new(ErrorKind::Busy, "later")),
+            Response::Stats(DaemonStats {
+                started: 1,
+                now: 2,
+                policy: "cbf".into(),
+                policy_timeouts: 3,
+                call_running_ms: Some(4),
+                call_past_budget: true,
+                last_plan_ms: Some(0.125),
+                ..Default::default()
+            }),
         ];
         for r in &resps {
             round_trip(r);
         }
+    }
+
+    /// Stats are read by tools of other builds: fields left out (a daemon older than a field,
+    /// or newer fields a tool does not know) never fail the answer.
+    #[test]
+    fn stats_take_defaults_and_ignore_unknown_fields() {
+        let s: Response =
+            serde_json::from_str(r#"{"Stats":{"policy":"easy","pending":2,"later_field":1}}"#)
+                .unwrap();
+        let Response::Stats(s) = s else { panic!() };
+        assert_eq!((s.policy.as_str(), s.pending), ("easy", 2));
+        assert_eq!((s.policy_timeouts, s.call_running_ms), (0, None));
+        assert_eq!(ErrorKind::Busy, serde_json::from_str("\"busy\"").unwrap());
     }
 
     #[test]

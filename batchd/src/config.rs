@@ -179,10 +179,24 @@ pub struct PolicyConfig {
     /// A policy name (`cbf`, `easy`, `fcfs`, …, looked up in the plugin directory) or a path
     /// to a policy library.
     pub name: String,
+    /// How long one plan may take, in ms: a call still running then is abandoned and the
+    /// last valid plan acted on (docs/batchd.md, *Scheduling*). Before `params`: TOML writes
+    /// a table's plain keys before its sub-tables.
+    #[serde(default = "default_time_budget")]
+    pub time_budget_ms: u64,
     /// The policy's parameters; values are scalars, passed to the policy as text.
     #[serde(default)]
     pub params: BTreeMap<String, toml::Value>,
 }
+
+/// 5 s: half of Slurm's default `MessageTimeout` (10 s), which is what Slurm's main scheduling
+/// loop derives its own time limit (`max_sched_time`) from.
+fn default_time_budget() -> u64 {
+    5_000
+}
+
+/// The longest budget a config may give, in ms (10 minutes).
+pub const MAX_TIME_BUDGET_MS: u64 = 600_000;
 
 /// The whole configuration.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -293,6 +307,7 @@ fn default_pools() -> Vec<PoolConfig> {
 fn default_policy() -> PolicyConfig {
     PolicyConfig {
         name: "cbf".into(),
+        time_budget_ms: default_time_budget(),
         params: BTreeMap::new(),
     }
 }
@@ -480,6 +495,13 @@ impl Config {
         if self.policy.name.trim().is_empty() {
             return Err(ConfigError::key(file, "policy.name", "empty policy name"));
         }
+        if !(1..=MAX_TIME_BUDGET_MS).contains(&self.policy.time_budget_ms) {
+            return Err(ConfigError::key(
+                file,
+                "policy.time_budget_ms",
+                format!("must be in 1..={MAX_TIME_BUDGET_MS}"),
+            ));
+        }
         for (k, v) in &self.policy.params {
             if matches!(v, toml::Value::Array(_) | toml::Value::Table(_)) {
                 return Err(ConfigError::key(
@@ -664,6 +686,7 @@ mod tests {
             (c.repolicy_interval_ms, c.grace_period_ms, c.sync),
             (100, 30_000, Sync::Full)
         );
+        assert_eq!(c.policy.time_budget_ms, 5_000);
     }
 
     #[test]
@@ -721,6 +744,8 @@ mod tests {
             ("[[pool]]\nname=\"a1\"\nnodes=1\n[policy]\nname=\"cbf\"\n", "pool[0].name"),
             ("pool = []\n[policy]\nname=\"cbf\"\n", "`pool`"),
             ("[[pool]]\nname=\"a\"\nnodes=1\n[policy]\nname=\"cbf\"\nparams={x=[1]}\n", "policy.params.x"),
+            ("[policy]\nname=\"cbf\"\ntime_budget_ms=0\n", "policy.time_budget_ms"),
+            ("[policy]\nname=\"cbf\"\ntime_budget_ms=600001\n", "policy.time_budget_ms"),
         ];
         for (text, key) in cases {
             let e = Config::parse(text, "f").unwrap_err().to_string();

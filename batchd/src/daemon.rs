@@ -3,7 +3,8 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Mutex, MutexGuard, RwLock};
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use batch_proto::JobState;
 use tokio::sync::Notify;
@@ -11,7 +12,7 @@ use tokio::sync::Notify;
 use crate::config::Config;
 use crate::core::Core;
 use crate::launch::{now_ms, Outcome, Status};
-use crate::policy::BoxedPolicy;
+use crate::policy::{BoxedPolicy, InForce};
 use crate::record::JobRecord;
 use crate::store::Store;
 
@@ -32,10 +33,9 @@ pub struct Daemon {
     pub core: Mutex<Core>,
     /// The database.
     pub store: Store,
-    /// The policy in force (called on a blocking thread).
-    pub policy: Mutex<BoxedPolicy>,
-    /// Its name.
-    pub policy_name: RwLock<String>,
+    /// The policy in force (called on a blocking thread); swapped whole by a reconfigure,
+    /// never waiting for the old host's lock.
+    pub policy: RwLock<InForce>,
     /// Settings.
     pub settings: RwLock<Settings>,
     /// Wakes the scheduler loop.
@@ -48,8 +48,19 @@ pub struct Daemon {
     pub euid: u32,
     /// Open CooRM launcher sessions.
     pub sessions: crate::sessions::Sessions,
+    /// `--test-only` plans running (a stuck one holds its slot until its thread returns).
+    pub test_only_slots: Arc<tokio::sync::Semaphore>,
+    /// `--test-only` plans abandoned at the time budget since the start.
+    pub test_only_timeouts: AtomicU64,
+    /// When the daemon started, ms since the epoch.
+    pub started: u64,
     users: Mutex<HashMap<u32, String>>,
 }
+
+/// `--test-only` plans that may run at once: each is a fresh policy instance planning the whole
+/// queue on a blocking thread, and one that never ends keeps its thread, so the cap bounds the
+/// threads a user can leave stuck.
+pub const TEST_ONLY_SLOTS: usize = 4;
 
 /// Locks a mutex, recovering it if a thread panicked while holding it: the data is plain
 /// state that every operation leaves consistent between statements that matter.
@@ -66,18 +77,20 @@ impl Daemon {
         settings: Settings,
         state_dir: PathBuf,
     ) -> Daemon {
-        let name = policy.name().to_string();
+        let started = now_ms();
         Daemon {
             core: Mutex::new(core),
             store,
-            policy: Mutex::new(policy),
-            policy_name: RwLock::new(name),
+            policy: RwLock::new(InForce::new(policy, started)),
             settings: RwLock::new(settings),
             kick: Notify::new(),
             freed: Notify::new(),
             state_dir,
             euid: nix::unistd::geteuid().as_raw(),
             sessions: Default::default(),
+            test_only_slots: Arc::new(tokio::sync::Semaphore::new(TEST_ONLY_SLOTS)),
+            test_only_timeouts: AtomicU64::new(0),
+            started,
             users: Mutex::new(HashMap::new()),
         }
     }
@@ -95,12 +108,23 @@ impl Daemon {
             .clone()
     }
 
-    /// The name of the policy in force.
-    pub fn policy_name(&self) -> String {
-        self.policy_name
+    /// The policy in force.
+    pub fn policy(&self) -> InForce {
+        self.policy
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
+    }
+
+    /// Puts `policy` in force. The old host is not locked: a call still running on it ends
+    /// on its own, and the host goes with it.
+    pub fn set_policy(&self, policy: InForce) {
+        *self.policy.write().unwrap_or_else(|p| p.into_inner()) = policy;
+    }
+
+    /// The name of the policy in force.
+    pub fn policy_name(&self) -> String {
+        self.policy().share.name().to_string()
     }
 
     /// Asks for a policy run.

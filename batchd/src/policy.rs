@@ -10,8 +10,14 @@
 //! Either way the result is a [`sched_abi::PolicyHost`]: panics are caught (`sched_abi`'s
 //! export macro, or [`sched_abi::Linked`]) and every plan is validated there, with the last
 //! valid plan used when a call fails; the scheduler acts on what the host answers.
+//!
+//! The policy in force is an [`InForce`]: the host behind a lock that only the call running on
+//! it holds, and the host's [`HostShare`], which the scheduler, a reconfigure and the stats read
+//! without that lock, so that a call that never ends blocks none of them.
 
-use sched_abi::{HostedPolicy, Linked, LoadError, PolicyHost};
+use std::sync::{Arc, Mutex};
+
+use sched_abi::{HostShare, HostedPolicy, Linked, LoadError, PolicyHost};
 use sched_core::{NamedPolicy, Params};
 
 use crate::config::Config;
@@ -20,6 +26,29 @@ use crate::config::Config;
 pub type BoxedPolicy = PolicyHost;
 
 type Hosted = Box<dyn HostedPolicy + Send>;
+
+/// The policy in force: cheap to clone, one per start or reconfigure.
+#[derive(Clone, Debug)]
+pub struct InForce {
+    /// The host, locked for the length of a call (on a blocking thread).
+    pub host: Arc<Mutex<BoxedPolicy>>,
+    /// Its last valid plan, counters and call in flight, readable while a call runs.
+    pub share: HostShare,
+    /// When it came into force, ms since the epoch: its counters count from then.
+    pub since: u64,
+}
+
+impl InForce {
+    /// Puts `host` in force from `since`.
+    pub fn new(mut host: BoxedPolicy, since: u64) -> InForce {
+        let share = host.share();
+        InForce {
+            host: Arc::new(Mutex::new(host)),
+            share,
+            since,
+        }
+    }
+}
 
 fn linked<P: NamedPolicy + Send + 'static>(params: &Params) -> Result<Hosted, String> {
     Linked::named::<P>(params)

@@ -9,6 +9,15 @@
 //! validates every plan; a panic, an error or a refused plan is logged there with the policy's
 //! name, and the host answers with the last valid plan, re-validated against this snapshot. The
 //! loop acts on the host's answer and has no check of its own.
+//!
+//! A call has a time budget (`[policy] time_budget_ms`). A call still running then is
+//! abandoned through the host's `HostShare`, which logs and counts it and answers with the
+//! same fallback the host gives on a failure; the loop acts on that and goes on. A thread
+//! cannot be stopped, so the call runs on; until it returns, later runs act on the share's
+//! fallback without calling the policy (one call in flight at most, so stuck calls do not pile
+//! up), and its return asks for a run. The blocking thread holds the host and the snapshot,
+//! never the daemon, so that a stuck call does not keep the daemon (and its database) from
+//! shutting down.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,6 +28,7 @@ use sched_core::Plan;
 use crate::core::SnapshotData;
 use crate::daemon::{lock, Daemon};
 use crate::launch::now_ms;
+use crate::policy::InForce;
 
 /// Runs the loop until the task is dropped.
 pub async fn run(d: Arc<Daemon>) {
@@ -88,32 +98,69 @@ pub async fn run_once_at(d: &Arc<Daemon>, wake_at: Option<u64>) -> (bool, Option
         }
         snap
     };
-    let d2 = Arc::clone(d);
+    let snap = Arc::new(snap);
+    let policy = d.policy();
     let snapped = Instant::now();
-    let planned = tokio::task::spawn_blocking(move || {
-        let plan = lock(&d2.policy).plan(&snap.view());
-        (snap, plan)
-    })
-    .await;
-    let planned_in = snapped.elapsed();
-    let (snap, plan) = match planned {
-        Ok(x) => x,
-        Err(e) => {
-            tracing::error!("policy call failed: {e}");
-            return (true, None);
+    let (plan, called) = if policy.share.dispatch() {
+        let budget = Duration::from_millis(d.settings().config.policy.time_budget_ms);
+        match call(d, &policy, &snap, budget).await {
+            Some(plan) => (plan, true),
+            None => return (true, None),
         }
+    } else {
+        // A call abandoned at its budget still runs: no second one meanwhile.
+        (Arc::new(policy.share.fallback(&snap.view())), false)
     };
+    let planned_in = snapped.elapsed();
     act(d, &snap, &plan).await;
     tracing::debug!(
         pending = snap.pending.len(),
         running = snap.running.len(),
         placed = plan.placements.len(),
+        called,
         snapshot = ?Duration::from_millis(now_ms().saturating_sub(real)).saturating_sub(planned_in),
         plan = ?planned_in,
         wake_at = ?plan.wake_at.into_option(),
         "policy run"
     );
     (true, plan.wake_at.into_option().filter(|&t| t > now))
+}
+
+/// One policy call, dispatched on the share, on a blocking thread, waited for at most `budget`;
+/// then abandoned, and the share's fallback is the answer. `None` when the thread failed
+/// outside the host's containment (logged).
+async fn call(
+    d: &Arc<Daemon>,
+    policy: &InForce,
+    snap: &Arc<SnapshotData>,
+    budget: Duration,
+) -> Option<Arc<Plan>> {
+    let host = Arc::clone(&policy.host);
+    let view = Arc::clone(snap);
+    let mut running = tokio::task::spawn_blocking(move || lock(&host).plan_shared(&view.view()));
+    let joined = match tokio::time::timeout(budget, &mut running).await {
+        Ok(joined) => joined,
+        Err(_) => match policy.share.abandon(&snap.view(), budget) {
+            Some(fallback) => {
+                // Its return frees the policy for the next run, which should come at once.
+                let d = Arc::clone(d);
+                tokio::spawn(async move {
+                    let _ = running.await;
+                    d.reschedule();
+                });
+                return Some(Arc::new(fallback));
+            }
+            // It returned between the timer and the abandon: its answer stands.
+            None => running.await,
+        },
+    };
+    match joined {
+        Ok(plan) => Some(plan),
+        Err(e) => {
+            tracing::error!(policy = %policy.share.name(), "policy call failed: {e}");
+            None
+        }
+    }
 }
 
 /// Carries out a valid plan: starts what starts now, records expected starts, rejects and

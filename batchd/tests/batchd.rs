@@ -15,6 +15,8 @@ use batchd::{Config, DaemonHandle};
 
 #[path = "batchd/bounds.rs"]
 mod bounds;
+#[path = "batchd/budget.rs"]
+mod budget;
 #[path = "batchd/containment.rs"]
 mod containment;
 

@@ -9,10 +9,18 @@
 //! and the reason, counts it ([`HostStats`]), and answers with the last valid plan instead,
 //! re-validated against the present snapshot (see [`PolicyHost::call`]). There is no other copy
 //! of this check-and-log in the drivers: they act on what the host answers.
+//!
+//! A driver that runs the host's calls on another thread and must not wait for ever on one
+//! (batchd: a call has a time budget) takes a [`HostShare`] from [`PolicyHost::share`]: a
+//! cloneable handle on the host's last valid plan and counters that answers with the same
+//! fallback while the host is busy, counts a call the driver abandons at its budget, and keeps
+//! at most one call in flight. Sharing is opt-in: a host without a share (esim's) pays one
+//! branch a call for it.
 
 use abi_stable::std_types::RVec;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use sched_core::{
     validate, Changes, NamedPolicy, ParamError, Params, Plan, PlanError, Policy, Snapshot,
@@ -320,6 +328,9 @@ pub struct HostStats {
     pub errors: u64,
     /// Plans the validator refused.
     pub refusals: u64,
+    /// Calls the driver abandoned at their time budget ([`HostShare::abandon`]; only a shared
+    /// host has any).
+    pub timeouts: u64,
 }
 
 /// Where a host's calls spent their time (wall clock, summed over calls).
@@ -353,6 +364,14 @@ pub enum Failure<'h> {
     Failed(&'h PluginError),
     /// The validator refused the plan.
     Refused(&'h PlanError),
+    /// The driver abandoned the call at its time budget before it returned
+    /// ([`HostShare::abandon`]): whatever it answered is dropped, unjudged.
+    Abandoned {
+        /// The budget it was abandoned at.
+        budget: Duration,
+        /// How long it ran, from its dispatch to its answer.
+        took: Duration,
+    },
 }
 
 /// The answer of one [`PolicyHost::call`].
@@ -389,6 +408,8 @@ pub struct PolicyHost<P: HostedPolicy = Box<dyn HostedPolicy + Send>> {
     /// Time spent so far, in the clock's ticks: in the policy, then in the validator.
     ticks: (u64, u64),
     last_failure: Option<String>,
+    /// What the host's [`HostShare`]s see, once one was asked for.
+    share: Option<Arc<Shared>>,
 }
 
 impl<P: HostedPolicy> std::fmt::Debug for PolicyHost<P> {
@@ -424,6 +445,7 @@ impl<P: HostedPolicy> PolicyHost<P> {
             clock: Clock::new(),
             ticks: (0, 0),
             last_failure: None,
+            share: None,
         }
     }
 
@@ -453,7 +475,31 @@ impl<P: HostedPolicy> PolicyHost<P> {
 
     /// Failure counters so far.
     pub fn stats(&self) -> HostStats {
-        self.stats
+        match &self.share {
+            // Timeouts are counted by the share: the host is busy when one happens.
+            Some(share) => HostStats {
+                timeouts: share.lock().stats.timeouts,
+                ..self.stats
+            },
+            None => self.stats,
+        }
+    }
+
+    /// A handle on this host's last valid plan and counters, for a driver that runs its calls
+    /// on another thread (see [`HostShare`]). Every call publishes to it from then on (a copy
+    /// of each valid plan, the counters); a host never shared does neither.
+    pub fn share(&mut self) -> HostShare {
+        let shared = self.share.get_or_insert_with(|| {
+            Arc::new(Shared {
+                name: self.policy.name().to_string(),
+                state: Mutex::new(SharedState {
+                    last_valid: self.last_valid.clone().map(Arc::new),
+                    stats: self.stats,
+                    ..SharedState::default()
+                }),
+            })
+        });
+        HostShare(Arc::clone(shared))
     }
 
     /// Time spent so far.
@@ -472,6 +518,21 @@ impl<P: HostedPolicy> PolicyHost<P> {
     /// A plan the driver may act on: [`PolicyHost::call`]'s, copied.
     pub fn plan(&mut self, snapshot: &Snapshot<'_>) -> Plan {
         self.call(snapshot).plan.clone()
+    }
+
+    /// [`PolicyHost::plan`] for a shared host ([`PolicyHost::share`]): a valid plan comes as
+    /// the very copy the host published to its share, so a call copies its plan once, as
+    /// `plan` does; a fallback is copied as `plan` copies it.
+    pub fn plan_shared(&mut self, snapshot: &Snapshot<'_>) -> Arc<Plan> {
+        let outcome = self.call(snapshot);
+        if outcome.verdict.is_err() {
+            return Arc::new(outcome.plan.clone());
+        }
+        let published = self
+            .share
+            .as_ref()
+            .and_then(|s| s.lock().last_valid.clone());
+        published.unwrap_or_else(|| Arc::new(self.last_valid.clone().unwrap_or_default()))
     }
 
     /// [`PolicyHost::call`] with the driver's word for how the snapshot differs from the last
@@ -500,6 +561,8 @@ impl<P: HostedPolicy> PolicyHost<P> {
     /// [`PolicyHost::call`], the policy told `changes` first when given.
     fn call_with(&mut self, snapshot: &Snapshot<'_>, changes: Option<&Changes>) -> Outcome<'_> {
         self.stats.calls += 1;
+        // Cleared at the end of the call, or by this guard if the call unwinds past the host.
+        let _guard = self.share.as_ref().map(Shared::begin);
         let t0 = self.clock.now();
         let starts = match self.check {
             Check::Full => false,
@@ -510,23 +573,41 @@ impl<P: HostedPolicy> PolicyHost<P> {
         // a hundred thousand calls, and each reading is a measurable part of a small one.
         let t1 = self.clock.now();
         self.ticks.0 += t1.saturating_sub(t0);
+        // Set once the share is told the call ended: `Some((budget, took))` when the driver
+        // abandoned it at its budget.
+        let mut ended = false;
+        let mut late = None;
         match result {
             Ok(plan) => {
                 let verdict = validate(snapshot, &plan);
                 self.ticks.1 += self.clock.now().saturating_sub(t1);
                 match verdict {
                     Ok(()) => {
-                        if let Some(old) = self.last_valid.replace(plan) {
-                            self.policy.recycle(old);
+                        // Kept unless the driver abandoned the call meanwhile: then nobody
+                        // waits for it, it was made for a snapshot the driver has moved past,
+                        // and acting on it later could undo what was done meanwhile. The share
+                        // decides under its lock, so that it never hands out a plan the host
+                        // dropped.
+                        if let Some(share) = &self.share {
+                            late = share.end(self.stats, Some(&plan));
+                            ended = true;
                         }
-                        let Some(plan) = &self.last_valid else {
-                            unreachable!("the valid plan was just kept")
-                        };
-                        return Outcome {
-                            proposed: Some(plan),
-                            verdict: Ok(()),
-                            plan,
-                        };
+                        if late.is_none() {
+                            if let Some(old) = self.last_valid.replace(plan) {
+                                self.policy.recycle(old);
+                            }
+                            let Some(plan) = &self.last_valid else {
+                                unreachable!("the valid plan was just kept")
+                            };
+                            return Outcome {
+                                proposed: Some(plan),
+                                verdict: Ok(()),
+                                plan,
+                            };
+                        }
+                        self.policy.recycle(plan);
+                        self.error = None;
+                        self.plan_error = None;
                     }
                     Err(err) => {
                         self.stats.refusals += 1;
@@ -550,14 +631,27 @@ impl<P: HostedPolicy> PolicyHost<P> {
         let t = self.clock.now();
         self.fallback = self.fallback(snapshot);
         self.ticks.1 += self.clock.now().saturating_sub(t);
-        let verdict = match (&self.error, &self.plan_error) {
-            (Some(e), _) => Err(Failure::Failed(e)),
-            (None, Some(e)) => Err(Failure::Refused(e)),
-            // Both are set above, one of them on every path that reaches here.
-            (None, None) => Ok(()),
+        if !ended {
+            late = self.share.as_ref().and_then(|s| s.end(self.stats, None));
+        }
+        if let Some((budget, took)) = late {
+            let name = self.policy.name();
+            tracing::warn!(
+                policy = %name,
+                "policy `{name}`: the call abandoned at its time budget of {} ms returned after {} ms; its plan is dropped",
+                budget.as_millis(),
+                took.as_millis()
+            );
+        }
+        let verdict = match (&self.error, &self.plan_error, late) {
+            (Some(e), _, _) => Err(Failure::Failed(e)),
+            (None, Some(e), _) => Err(Failure::Refused(e)),
+            (None, None, Some((budget, took))) => Err(Failure::Abandoned { budget, took }),
+            // One of the three is set on every path that reaches here.
+            (None, None, None) => Ok(()),
         };
         Outcome {
-            proposed: self.error.is_none().then_some(&self.refused),
+            proposed: self.plan_error.is_some().then_some(&self.refused),
             verdict,
             plan: &self.fallback,
         }
@@ -582,44 +676,253 @@ impl<P: HostedPolicy> PolicyHost<P> {
     }
 
     fn fallback(&self, snapshot: &Snapshot<'_>) -> Plan {
-        let Some(last) = &self.last_valid else {
-            return Plan::default();
-        };
-        let pending: std::collections::HashSet<_> = snapshot.pending.iter().map(|p| p.id).collect();
-        let running: std::collections::HashSet<_> = snapshot.running.iter().map(|r| r.id).collect();
-        let plan = Plan {
-            placements: last
-                .placements
-                .iter()
-                .filter(|p| pending.contains(&p.job))
-                .map(|p| {
-                    let mut p = p.clone();
-                    if p.start < snapshot.now {
-                        // An expected start that has passed means "start now"; a claim that
-                        // began earlier begins now too.
-                        p.start = snapshot.now;
-                        p.claim_from = p.claim_from.map(|c| c.max(snapshot.now));
-                    }
-                    p
-                })
-                .collect(),
-            kills: RVec::new(),
-            rejects: RVec::new(),
-            wake_at: last.wake_at.filter(|&t| t > snapshot.now),
-            views: last
-                .views
-                .iter()
-                .filter(|v| pending.contains(&v.job) || running.contains(&v.job))
-                .cloned()
-                .collect(),
-        };
-        match validate(snapshot, &plan) {
-            Ok(()) => plan,
-            Err(err) => {
-                tracing::warn!(policy = %self.policy.name(), "last valid plan no longer fits ({err}); using an empty plan");
-                Plan::default()
-            }
+        fallback_of(self.policy.name(), self.last_valid.as_ref(), snapshot)
+    }
+}
+
+/// The fallback of [`PolicyHost::call`] made of `last`, the last valid plan of policy `name`
+/// (see there): the one reduction and re-validation, for the host and its shares.
+fn fallback_of(name: &str, last: Option<&Plan>, snapshot: &Snapshot<'_>) -> Plan {
+    let Some(last) = last else {
+        return Plan::default();
+    };
+    let pending: std::collections::HashSet<_> = snapshot.pending.iter().map(|p| p.id).collect();
+    let running: std::collections::HashSet<_> = snapshot.running.iter().map(|r| r.id).collect();
+    let plan = Plan {
+        placements: last
+            .placements
+            .iter()
+            .filter(|p| pending.contains(&p.job))
+            .map(|p| {
+                let mut p = p.clone();
+                if p.start < snapshot.now {
+                    // An expected start that has passed means "start now"; a claim that
+                    // began earlier begins now too.
+                    p.start = snapshot.now;
+                    p.claim_from = p.claim_from.map(|c| c.max(snapshot.now));
+                }
+                p
+            })
+            .collect(),
+        kills: RVec::new(),
+        rejects: RVec::new(),
+        wake_at: last.wake_at.filter(|&t| t > snapshot.now),
+        views: last
+            .views
+            .iter()
+            .filter(|v| pending.contains(&v.job) || running.contains(&v.job))
+            .cloned()
+            .collect(),
+    };
+    match validate(snapshot, &plan) {
+        Ok(()) => plan,
+        Err(err) => {
+            tracing::warn!(policy = %name, "last valid plan no longer fits ({err}); using an empty plan");
+            Plan::default()
         }
+    }
+}
+
+/// What a shared host publishes for its [`HostShare`]s.
+struct Shared {
+    /// The policy's name, for the logs.
+    name: String,
+    /// Held only to read or publish, never across a policy call.
+    state: Mutex<SharedState>,
+}
+
+#[derive(Default)]
+struct SharedState {
+    /// A copy of the host's last valid plan.
+    last_valid: Option<Arc<Plan>>,
+    /// The host's counters as of its last call; `timeouts` is counted here.
+    stats: HostStats,
+    /// The call in flight, from its dispatch to its answer.
+    running: Option<Running>,
+    times: CallTimes,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Running {
+    since: Instant,
+    /// The budget the driver abandoned it at.
+    abandoned: Option<Duration>,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, SharedState> {
+        // The state is plain values, each written whole: a panic elsewhere leaves it usable.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The host begins a call: in flight from now, unless the driver dispatched it earlier.
+    fn begin(self: &Arc<Self>) -> EndGuard {
+        let mut st = self.lock();
+        st.stats.calls += 1;
+        if st.running.is_none() {
+            st.running = Some(Running {
+                since: Instant::now(),
+                abandoned: None,
+            });
+        }
+        EndGuard(Arc::clone(self))
+    }
+
+    /// The host's call is over: records how long it took since its dispatch, publishes the
+    /// counters and, when it gave one, its new valid plan, unless the driver abandoned the
+    /// call: then the plan is not published and the answer is the budget it was abandoned at
+    /// and how long it took.
+    fn end(&self, stats: HostStats, valid: Option<&Plan>) -> Option<(Duration, Duration)> {
+        // The copy is made before the lock is taken: a driver reading the share waits only
+        // for the swap.
+        let valid = valid.map(|p| Arc::new(p.clone()));
+        let mut st = self.lock();
+        let running = st.running.take();
+        let took = running.map_or(Duration::ZERO, |r| r.since.elapsed());
+        let abandoned = running.and_then(|r| r.abandoned);
+        st.stats = HostStats {
+            timeouts: st.stats.timeouts,
+            ..stats
+        };
+        let old = if abandoned.is_none() && valid.is_some() {
+            std::mem::replace(&mut st.last_valid, valid)
+        } else {
+            None
+        };
+        st.times.last = Some(took);
+        st.times.longest = Some(st.times.longest.map_or(took, |l| l.max(took)));
+        drop(st);
+        // A long plan's memory is given back outside the lock.
+        drop(old);
+        abandoned.map(|budget| (budget, took))
+    }
+}
+
+/// Ends a shared host's call if it unwinds past the host, so that the share does not show a
+/// call in flight for ever.
+struct EndGuard(Arc<Shared>);
+
+impl Drop for EndGuard {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.lock().running = None;
+        }
+    }
+}
+
+/// A handle on a [`PolicyHost`]'s last valid plan and counters ([`PolicyHost::share`]), for a
+/// driver that runs the host's calls on another thread and must go on when one takes too
+/// long (batchd's time budget).
+///
+/// While the host is busy the driver cannot reach it (a thread cannot be stopped, and the host
+/// is the call's until it returns); the share answers in its place with the very fallback the
+/// host would give on a failure ([`PolicyHost::call`]: the last valid plan, reduced to the
+/// jobs still pending and re-validated against the present snapshot). So the validator stays
+/// the one judge, reached through the one path: a share holds no plan the host did not
+/// validate, and re-validates what it hands out.
+///
+/// At most one call is in flight per host: [`HostShare::dispatch`] marks one and refuses a
+/// second until the first returns, abandoned or not. An abandoned call ([`HostShare::abandon`])
+/// runs on; when it returns, the host drops its plan unjudged and logs how long it took.
+#[derive(Clone)]
+pub struct HostShare(Arc<Shared>);
+
+impl std::fmt::Debug for HostShare {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostShare")
+            .field("policy", &self.0.name)
+            .field("in_flight", &self.in_flight())
+            .finish()
+    }
+}
+
+/// The call in flight on a shared host.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InFlight {
+    /// How long it has run since its dispatch.
+    pub elapsed: Duration,
+    /// The budget the driver abandoned it at, if it did.
+    pub abandoned: Option<Duration>,
+}
+
+/// How long a shared host's calls took, from dispatch to a validated answer (wall clock).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CallTimes {
+    /// The latest call's (an abandoned one's too, once it returned).
+    pub last: Option<Duration>,
+    /// The longest call's.
+    pub longest: Option<Duration>,
+}
+
+impl HostShare {
+    /// The policy's name.
+    pub fn name(&self) -> &str {
+        &self.0.name
+    }
+
+    /// The host's counters, timeouts included, as of its last call.
+    pub fn stats(&self) -> HostStats {
+        self.0.lock().stats
+    }
+
+    /// How long the host's calls took.
+    pub fn call_times(&self) -> CallTimes {
+        self.0.lock().times
+    }
+
+    /// The call in flight, if any.
+    pub fn in_flight(&self) -> Option<InFlight> {
+        self.0.lock().running.map(|r| InFlight {
+            elapsed: r.since.elapsed(),
+            abandoned: r.abandoned,
+        })
+    }
+
+    /// Marks a call in flight from now, before the driver hands it to another thread (so that
+    /// it counts, and can be abandoned, even before that thread reaches the host). `false`
+    /// when one is already in flight: the driver must not make another call, but act on
+    /// [`HostShare::fallback`] until it returns.
+    pub fn dispatch(&self) -> bool {
+        let mut st = self.0.lock();
+        if st.running.is_some() {
+            return false;
+        }
+        st.running = Some(Running {
+            since: Instant::now(),
+            abandoned: None,
+        });
+        true
+    }
+
+    /// What the host would answer on a failure, without calling the policy: its last valid
+    /// plan reduced and re-validated against `snapshot` (see [`PolicyHost::call`]).
+    pub fn fallback(&self, snapshot: &Snapshot<'_>) -> Plan {
+        let last = self.0.lock().last_valid.clone();
+        fallback_of(&self.0.name, last.as_deref(), snapshot)
+    }
+
+    /// The driver gives up waiting for the call in flight at its time `budget`: counts a
+    /// timeout, logs it with the policy's name and the budget, and answers with
+    /// [`HostShare::fallback`]. The call runs on (its plan is dropped when it returns); until
+    /// then [`HostShare::dispatch`] refuses another. `None` when no call is in flight: it
+    /// returned meanwhile, and its answer is the one to act on.
+    pub fn abandon(&self, snapshot: &Snapshot<'_>, budget: Duration) -> Option<Plan> {
+        let last = {
+            let mut st = self.0.lock();
+            let running = st.running.as_mut()?;
+            if running.abandoned.is_none() {
+                running.abandoned = Some(budget);
+                st.stats.timeouts += 1;
+                let name = &self.0.name;
+                tracing::error!(
+                    policy = %name,
+                    "policy `{name}`: no plan within its time budget of {} ms; the call is abandoned (it runs on until it returns); keeping its last valid plan",
+                    budget.as_millis()
+                );
+            }
+            st.last_valid.clone()
+        };
+        Some(fallback_of(&self.0.name, last.as_deref(), snapshot))
     }
 }
 
@@ -735,7 +1038,8 @@ mod tests {
                 calls: 3,
                 panics: 1,
                 errors: 0,
-                refusals: 1
+                refusals: 1,
+                timeouts: 0
             }
         );
         assert_eq!(refused.placements.len(), 1);

@@ -40,7 +40,8 @@ pub mod types;
 
 pub use export::guard;
 pub use host::{
-    Borrowed, Check, Failure, HostStats, HostTiming, HostedPolicy, Linked, Outcome, PolicyHost,
+    Borrowed, CallTimes, Check, Failure, HostShare, HostStats, HostTiming, HostedPolicy, InFlight,
+    Linked, Outcome, PolicyHost,
 };
 pub use loader::{load, LoadError, LoadedPolicy, PluginError, PolicyLibrary};
 pub use module::{AbiVersion, PolicyMod, PolicyMod_Ref, ABI_VERSION};

@@ -561,7 +561,8 @@ mod containment {
                 calls: 2,
                 panics: 1,
                 errors: 0,
-                refusals: 0
+                refusals: 0,
+                timeouts: 0
             }
         );
 
@@ -587,7 +588,8 @@ mod containment {
                 calls: 3,
                 panics: 1,
                 errors: 0,
-                refusals: 0
+                refusals: 0,
+                timeouts: 0
             }
         );
     }
@@ -626,7 +628,8 @@ mod containment {
                 calls: 2,
                 panics: 0,
                 errors: 0,
-                refusals: 1
+                refusals: 1,
+                timeouts: 0
             }
         );
         assert_eq!(
@@ -1098,6 +1101,264 @@ mod borrowed {
         #[test]
         fn fcfs_through_the_plugin_plans_as_linked(steps in steps()) {
             compare::<esched_fcfs::Fcfs>("fcfs", &steps)?;
+        }
+    }
+}
+
+/// A shared host (`PolicyHost::share`): what a driver that runs the calls on another thread
+/// sees while one is slow, abandons it at its budget, and goes on with the host's fallback.
+mod shared {
+    use super::common::{batch_pool, capture_logs};
+    use proptest::prelude::*;
+    use sched_abi::{HostShare, Linked, PolicyHost};
+    use sched_core::{
+        validate, JobId, Pending, Placement, Plan, Policy, PoolId, PoolSteps, RNone, Request,
+        Running, Shape, Snapshot,
+    };
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    /// Places every pending job of one node 10 ms from now, one after the other when the pool
+    /// (4 nodes) is full; while `hold` is set, waits in `plan` (having set `entered`).
+    struct Gate {
+        hold: Arc<AtomicBool>,
+        entered: Arc<AtomicBool>,
+    }
+
+    impl Policy for Gate {
+        fn plan(&mut self, s: &Snapshot<'_>) -> Plan {
+            self.entered.store(true, Ordering::SeqCst);
+            while self.hold.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Plan {
+                placements: s
+                    .pending
+                    .iter()
+                    .enumerate()
+                    .map(|(k, p)| Placement {
+                        job: p.id,
+                        start: s.now + 10 + 100 * (k as u64 / 4),
+                        shape: Shape::rigid(PoolId(0), 1, 100),
+                        claim_from: RNone,
+                    })
+                    .collect(),
+                ..Plan::default()
+            }
+        }
+    }
+
+    fn job(id: u64) -> Pending {
+        Pending {
+            wants_view: false,
+            claimed: Default::default(),
+            id: JobId(id),
+            user: 0,
+            submit: 0,
+            earliest_start: 0,
+            priority: 0,
+            request: Request::rigid(1, 100),
+        }
+    }
+
+    fn jobs(ids: &[u64]) -> Vec<Pending> {
+        ids.iter().map(|&i| job(i)).collect()
+    }
+
+    fn placed(plan: &Plan) -> Vec<(u64, u64)> {
+        plan.placements.iter().map(|p| (p.job.0, p.start)).collect()
+    }
+
+    type Flags = (Arc<AtomicBool>, Arc<AtomicBool>);
+
+    fn gated() -> (PolicyHost, HostShare, Flags) {
+        let (hold, entered) = (Arc::default(), Arc::default());
+        let gate = Gate {
+            hold: Arc::clone(&hold),
+            entered: Arc::clone(&entered),
+        };
+        let mut host = PolicyHost::boxed(Box::new(Linked::new("gated", Box::new(gate))));
+        let share = host.share();
+        (host, share, (hold, entered))
+    }
+
+    #[test]
+    fn an_abandoned_call_is_counted_logged_and_answered_with_the_last_valid_plan() {
+        let (mut host, share, (hold, entered)) = gated();
+        let pools = batch_pool();
+        let q1 = jobs(&[1, 2]);
+        let s1 = Snapshot {
+            now: 0,
+            pools: &pools,
+            running: &[],
+            pending: &q1,
+        };
+        assert_eq!(placed(&host.plan(&s1)), vec![(1, 10), (2, 10)]);
+        assert_eq!((share.stats().calls, share.stats().timeouts), (1, 0));
+        assert!(share.call_times().last.is_some() && share.in_flight().is_none());
+
+        // Job 3 arrives and the call hangs on another thread, as a driver runs it.
+        hold.store(true, Ordering::SeqCst);
+        entered.store(false, Ordering::SeqCst);
+        assert!(share.dispatch());
+        let host = Arc::new(Mutex::new(host));
+        let worker = {
+            let host = Arc::clone(&host);
+            std::thread::spawn(move || {
+                let pools = batch_pool();
+                let q = jobs(&[1, 2, 3]);
+                capture_logs(|| {
+                    let s = Snapshot {
+                        now: 5,
+                        pools: &pools,
+                        running: &[],
+                        pending: &q,
+                    };
+                    placed(&host.lock().unwrap().plan(&s))
+                })
+            })
+        };
+        while !entered.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // At most one call in flight.
+        assert!(!share.dispatch());
+
+        // The driver gives up at its budget: the last valid plan, reduced to the jobs still
+        // pending, moved to now, validated against this snapshot; job 3 is not in it.
+        let q3 = jobs(&[2, 3]);
+        let s3 = Snapshot {
+            now: 20,
+            pools: &pools,
+            running: &[],
+            pending: &q3,
+        };
+        let (fallback, logs) = capture_logs(|| share.abandon(&s3, Duration::from_millis(300)));
+        let fallback = fallback.expect("a call is in flight");
+        assert_eq!(placed(&fallback), vec![(2, 20)]);
+        assert_eq!(validate(&s3, &fallback), Ok(()));
+        assert!(
+            logs.contains("ERROR")
+                && logs.contains("policy `gated`: no plan within its time budget of 300 ms")
+                && logs.contains("keeping its last valid plan"),
+            "{logs}"
+        );
+        // Counted once, however often the driver asks.
+        assert_eq!(
+            share.abandon(&s3, Duration::from_millis(300)),
+            Some(fallback.clone())
+        );
+        assert_eq!(share.fallback(&s3), fallback);
+        assert_eq!(share.stats().timeouts, 1);
+        let flight = share.in_flight().expect("still running");
+        assert_eq!(flight.abandoned, Some(Duration::from_millis(300)));
+
+        // The call returns: its plan is dropped, not kept as the last valid one.
+        hold.store(false, Ordering::SeqCst);
+        let (_, logs) = worker.join().unwrap();
+        assert!(
+            logs.contains(
+                "policy `gated`: the call abandoned at its time budget of 300 ms returned after"
+            ) && logs.contains("its plan is dropped"),
+            "{logs}"
+        );
+        assert!(share.in_flight().is_none());
+        assert_eq!(share.fallback(&s3), fallback);
+        let stats = host.lock().unwrap().stats();
+        assert_eq!(
+            (stats.calls, stats.timeouts, stats.refusals, stats.panics),
+            (2, 1, 0, 0)
+        );
+        assert!(
+            share.call_times().longest >= Some(Duration::from_millis(1)),
+            "{:?}",
+            share.call_times()
+        );
+
+        // The next call is the policy's again.
+        assert!(share.dispatch());
+        let plan = host.lock().unwrap().plan_shared(&s3);
+        assert_eq!(placed(&plan), vec![(2, 30), (3, 30)]);
+        assert_eq!(placed(&share.fallback(&s3)), vec![(2, 30), (3, 30)]);
+        assert!(share.in_flight().is_none());
+    }
+
+    #[test]
+    fn without_a_call_in_flight_there_is_nothing_to_abandon() {
+        let (mut host, share, _) = gated();
+        let pools = batch_pool();
+        let q = jobs(&[1]);
+        let s = Snapshot {
+            now: 0,
+            pools: &pools,
+            running: &[],
+            pending: &q,
+        };
+        host.plan(&s);
+        assert_eq!(share.abandon(&s, Duration::from_millis(1)), None);
+        assert_eq!(share.stats().timeouts, 0);
+    }
+
+    /// One node held by a running job from 0 to `end` on the 4-node pool, `nodes` wide.
+    fn running(id: u64, nodes: u32, end: u64) -> Running {
+        Running {
+            id: JobId(id),
+            user: 0,
+            request: Request::rigid(nodes, end),
+            shape: Shape::rigid(PoolId(0), nodes, end),
+            start: 0,
+            holds: sched_core::rvec![PoolSteps::flat(PoolId(0), 0, end, nodes)],
+            killable: false,
+        }
+    }
+
+    proptest! {
+        /// Whatever calls a driver abandons (here before they reach the host, which a single
+        /// thread can do) and whatever the cluster does meanwhile, what the share hands out
+        /// validates against the snapshot it was given, holds only pending jobs, and every
+        /// abandon is counted once.
+        #[test]
+        fn the_share_hands_out_only_valid_plans(
+            steps in prop::collection::vec((any::<bool>(), 0u64..6, 0u32..5, 0u64..400), 1..20)
+        ) {
+            let (mut host, share, _) = gated();
+            let pools = batch_pool();
+            let mut abandons = 0;
+            for (k, &(abandon, first, busy, end)) in steps.iter().enumerate() {
+                let now = 100 * k as u64;
+                let q = jobs(&(first..first + 5).collect::<Vec<_>>());
+                let run = (busy > 0).then(|| running(100 + k as u64, busy, now + end + 1));
+                let running = run.into_iter().collect::<Vec<_>>();
+                let s = Snapshot { now, pools: &pools, running: &running, pending: &q };
+                let before = share.fallback(&s);
+                prop_assert!(share.dispatch());
+                if abandon {
+                    let plan = share.abandon(&s, Duration::from_millis(5)).unwrap();
+                    prop_assert_eq!(validate(&s, &plan), Ok(()));
+                    prop_assert!(plan.placements.iter().all(|p| q.iter().any(|j| j.id == p.job)));
+                    prop_assert_eq!(&plan, &before);
+                    abandons += 1;
+                }
+                let answer = host.plan_shared(&s);
+                prop_assert_eq!(validate(&s, &answer), Ok(()));
+                if !abandon {
+                    // Valid, the answer is the share's copy (its fallback against the same
+                    // snapshot is the plan itself: starts ahead, no kills or rejects); refused,
+                    // the host's fallback and the share's are one.
+                    prop_assert_eq!(&*answer, &share.fallback(&s));
+                }
+                prop_assert!(share.in_flight().is_none());
+                let fallback = share.fallback(&s);
+                prop_assert_eq!(validate(&s, &fallback), Ok(()));
+                if abandon {
+                    // The abandoned call's plan was dropped: the fallback did not move.
+                    prop_assert_eq!(&fallback, &before);
+                }
+            }
+            prop_assert_eq!(share.stats().timeouts, abandons);
+            prop_assert_eq!(host.stats().timeouts, abandons);
+            prop_assert_eq!(share.stats().calls, steps.len() as u64);
         }
     }
 }

@@ -22,6 +22,7 @@ mod release_nodes;
 mod requeue;
 mod session;
 mod show;
+mod stats;
 mod submit;
 mod update;
 
@@ -481,6 +482,7 @@ async fn dispatch(d: &Arc<Daemon>, caller: &Caller, req: Request) -> Reply {
         Request::ReleaseNodes(r) => release_nodes::handle(d, caller, r).await,
         Request::View(r) => session::view(d, r),
         Request::Requeue(r) => requeue::handle(d, caller, r).await,
+        Request::Stats(_) => stats::handle(d),
         Request::Subscribe(_)
         | Request::ListClustersInfo(_)
         | Request::ListInterClusterInfo(_)

@@ -1,7 +1,9 @@
 //! `Reconfigure` (and SIGHUP): re-read the config file and switch to the policy it names.
 //!
-//! Queued and running jobs are untouched: only the policy, its parameters, the re-policy
-//! interval and the grace period change. Pools, socket and state directory take effect at a
+//! Queued and running jobs are untouched: only the policy, its parameters and time budget, the
+//! re-policy interval and the grace period change. The swap does not wait for a call running
+//! on the old policy (a call past its budget may never end): that call ends on its own and its
+//! plan is dropped. Pools, socket and state directory take effect at a
 //! restart only; a changed pool list is refused. A policy that fails to load leaves the old
 //! one in force and the reply carries the loader's error.
 
@@ -10,7 +12,9 @@ use std::sync::Arc;
 use batch_proto::{ErrorKind, ErrorReply, ReconfigureReply};
 
 use crate::config::Config;
-use crate::daemon::{lock, Daemon};
+use crate::daemon::Daemon;
+use crate::launch::now_ms;
+use crate::policy::InForce;
 
 /// Re-reads the config and swaps the policy.
 pub async fn reconfigure(d: &Arc<Daemon>) -> Result<ReconfigureReply, ErrorReply> {
@@ -44,8 +48,7 @@ pub async fn reconfigure(d: &Arc<Daemon>) -> Result<ReconfigureReply, ErrorReply
         Err(e) => return Err(ErrorReply::new(ErrorKind::Internal, e.to_string())),
     };
     let name = policy.name().to_string();
-    *lock(&d.policy) = policy;
-    *d.policy_name.write().unwrap_or_else(|p| p.into_inner()) = name.clone();
+    d.set_policy(InForce::new(policy, now_ms()));
     // Launcher sessions pull the links again if theirs changed (CooRM's `interinfo`).
     crate::coorm::links_changed(d, &settings.config, &config);
     d.settings.write().unwrap_or_else(|p| p.into_inner()).config = config;

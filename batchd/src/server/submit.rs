@@ -1,6 +1,8 @@
 //! `Submit`: check, store, acknowledge; or, for `--test-only`, ask a fresh policy instance.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Duration;
 
 use batch_proto::{
     Dependency, ErrorKind, ErrorReply, JobShape, JobSpec, Response, SubmitRequest, TestOnlyReply,
@@ -9,7 +11,7 @@ use batch_proto::{
 use super::{internal, Caller, Reply};
 use crate::config::PoolConfig;
 use crate::core::{Active, Core};
-use crate::daemon::Daemon;
+use crate::daemon::{Daemon, TEST_ONLY_SLOTS};
 use crate::launch::now_ms;
 use crate::record::JobRecord;
 use sched_core::JobId;
@@ -206,8 +208,22 @@ fn array_records(
 
 /// When the job would start if submitted now: a fresh instance of the policy in force plans
 /// the present queue plus this job, so the running policy's state is not disturbed.
+///
+/// The plan has the scheduler's time budget, and at most [`TEST_ONLY_SLOTS`] run at once: a
+/// plan past its budget is answered with an error and left to end on its thread, which keeps
+/// its slot until then, so no user can pile up stuck threads.
 async fn test_only(d: &Arc<Daemon>, caller: &Caller, spec: JobSpec) -> Reply {
+    let Ok(slot) = Arc::clone(&d.test_only_slots).try_acquire_owned() else {
+        return ErrorReply::new(
+            ErrorKind::Busy,
+            format!(
+                "{TEST_ONLY_SLOTS} --test-only plans are already running (the most at once); try again later"
+            ),
+        )
+        .into();
+    };
     let config = d.settings().config;
+    let budget = Duration::from_millis(config.policy.time_budget_ms);
     let now = now_ms();
     let (snap, id, pools) = {
         let core = d.core();
@@ -229,7 +245,8 @@ async fn test_only(d: &Arc<Daemon>, caller: &Caller, spec: JobSpec) -> Reply {
         let pools: Vec<String> = core.pools.iter().map(|p| p.pool.name.to_string()).collect();
         (snap, id, pools)
     };
-    let planned = tokio::task::spawn_blocking(move || {
+    let planning = tokio::task::spawn_blocking(move || {
+        let _slot = slot;
         let mut host = crate::policy::build(&config)?;
         let plan = host.plan(&snap.view());
         // A fresh host has no earlier plan to fall back on: a failed call is the answer.
@@ -237,8 +254,25 @@ async fn test_only(d: &Arc<Daemon>, caller: &Caller, spec: JobSpec) -> Reply {
             Some(why) => Err(why.to_string()),
             None => Ok(plan),
         }
-    })
-    .await;
+    });
+    let planned = match tokio::time::timeout(budget, planning).await {
+        Ok(planned) => planned,
+        Err(_) => {
+            d.test_only_timeouts.fetch_add(1, Ordering::Relaxed);
+            let name = d.policy_name();
+            let ms = budget.as_millis();
+            tracing::warn!(
+                policy = %name,
+                uid = caller.uid,
+                "policy `{name}`: no --test-only plan within its time budget of {ms} ms; abandoned (it runs on until it returns)"
+            );
+            return ErrorReply::new(
+                ErrorKind::Busy,
+                format!("policy `{name}` gave no plan within its time budget of {ms} ms; nothing was queued"),
+            )
+            .into();
+        }
+    };
     let plan = match planned {
         Ok(Ok(p)) => p,
         Ok(Err(e)) => return ErrorReply::new(ErrorKind::PolicyLoad, e).into(),

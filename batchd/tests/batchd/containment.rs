@@ -11,7 +11,7 @@ use batch_proto::{Client, JobState, Request, ShowJobRequest};
 use super::*;
 
 /// A test plugin as cargo left it next to this test's batchd.
-fn plugin(name: &str) -> PathBuf {
+pub(super) fn plugin(name: &str) -> PathBuf {
     let exe = Path::new(env!("CARGO_BIN_EXE_batchd"));
     let file = format!("libesched_{}.so", name.replace('-', "_"));
     let dir = exe.parent().unwrap();
@@ -21,14 +21,25 @@ fn plugin(name: &str) -> PathBuf {
         .unwrap_or_else(|| panic!("{file} not built next to {}", exe.display()))
 }
 
-struct Daemon {
-    dir: tempfile::TempDir,
-    child: Child,
+/// A batchd process of its own, its log in a file.
+pub(super) struct Daemon {
+    pub(super) dir: tempfile::TempDir,
+    pub(super) child: Child,
     socket: PathBuf,
 }
 
 impl Daemon {
     fn start(policy: &str, params: &[(&str, i64)]) -> Daemon {
+        Daemon::start_with(policy, params, |_| {})
+    }
+
+    /// A daemon running the test plugin `policy` with `params`, its config adjusted by `tweak`
+    /// and written to `batchd.toml` in its directory.
+    pub(super) fn start_with(
+        policy: &str,
+        params: &[(&str, i64)],
+        tweak: impl FnOnce(&mut Config),
+    ) -> Daemon {
         let dir = tempfile::tempdir().unwrap();
         let mut cfg = config(dir.path());
         cfg.policy.name = plugin(policy).display().to_string();
@@ -37,6 +48,7 @@ impl Daemon {
                 .params
                 .insert((*k).to_string(), toml::Value::Integer(*v));
         }
+        tweak(&mut cfg);
         let file = dir.path().join("batchd.toml");
         std::fs::write(&file, cfg.to_toml()).unwrap();
         let log = std::fs::File::create(dir.path().join("batchd.log")).unwrap();
@@ -56,22 +68,27 @@ impl Daemon {
         Daemon { dir, child, socket }
     }
 
-    fn client(&self) -> Client {
+    pub(super) fn client(&self) -> Client {
         Client::connect(&self.socket).unwrap()
     }
 
-    fn submit(&self, script: &str, nodes: u32) -> u64 {
+    pub(super) fn submit(&self, script: &str, nodes: u32) -> u64 {
+        super::submit_on(&mut self.client(), self.spec(script, nodes, 60_000))
+    }
+
+    /// A job of `nodes` nodes and a time limit of `limit` ms running `script`.
+    pub(super) fn spec(&self, script: &str, nodes: u32, limit: u64) -> JobSpec {
         let mut s = JobSpec::new(
             format!("#!/bin/sh\n{script}\n"),
             self.dir.path().to_str().unwrap(),
             nodes,
-            60_000,
+            limit,
         );
         s.environment = vec![("PATH".into(), "/usr/bin:/bin".into())];
-        super::submit_on(&mut self.client(), s)
+        s
     }
 
-    fn state(&self, id: u64) -> JobState {
+    pub(super) fn state(&self, id: u64) -> JobState {
         let jobs = self
             .client()
             .jobs(&Request::ShowJob(ShowJobRequest { id }))
@@ -79,7 +96,7 @@ impl Daemon {
         jobs[0].state
     }
 
-    fn wait_state(&self, id: u64, state: JobState) {
+    pub(super) fn wait_state(&self, id: u64, state: JobState) {
         let deadline = Instant::now() + Duration::from_secs(20);
         while self.state(id) != state {
             assert!(
@@ -91,7 +108,7 @@ impl Daemon {
         }
     }
 
-    fn log(&self) -> String {
+    pub(super) fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("batchd.log")).unwrap_or_default()
     }
 }

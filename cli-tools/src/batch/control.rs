@@ -4,9 +4,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use batch_proto::{
-    ClientError, ClusterInfo, HoldRequest, InfoRequest, JobInfo, JobShape, ListRequest, NodeState,
-    ReconfigureRequest, Request, RequeueRequest, Response, ShowJobRequest, StepStatus,
-    UnholdRequest, UpdateRequest, VersionRequest,
+    ClientError, ClusterInfo, DaemonStats, HoldRequest, InfoRequest, JobInfo, JobShape,
+    ListRequest, NodeState, ReconfigureRequest, Request, RequeueRequest, Response, ShowJobRequest,
+    StatsRequest, StepStatus, UnholdRequest, UpdateRequest, VersionRequest,
 };
 use clap::{Parser, Subcommand};
 use sched_core::time::Time;
@@ -42,11 +42,12 @@ pub struct ControlCli {
 #[derive(Subcommand, Debug)]
 pub enum ControlCommand {
     /// Show a job (`show job [ID]`), the pools (`show pools [NAME]`), nodes (`show node
-    /// [NAME or LIST]`), or a host list one name a line (`show hostnames LIST`, as scontrol;
-    /// LIST defaults to $SLURM_JOB_NODELIST, then $ESCHED_NODELIST).
+    /// [NAME or LIST]`), a host list one name a line (`show hostnames LIST`, as scontrol;
+    /// LIST defaults to $SLURM_JOB_NODELIST, then $ESCHED_NODELIST), or the daemon's figures
+    /// (`show stats`, as sdiag).
     Show {
-        /// `job` or `pools`.
-        #[arg(value_parser = ["job", "jobs", "pool", "pools", "partition", "partitions", "hostnames", "node", "nodes"])]
+        /// `job`, `pools`, `node`, `hostnames` or `stats`.
+        #[arg(value_parser = ["job", "jobs", "pool", "pools", "partition", "partitions", "hostnames", "node", "nodes", "stats"])]
         entity: String,
         /// The job id or pool name (all queued jobs or all pools when omitted).
         id: Option<String>,
@@ -231,6 +232,36 @@ pub fn show_nodes(info: &ClusterInfo, name: Option<&str>) -> anyhow::Result<Stri
         }
     }
     Ok(out)
+}
+
+/// The daemon's figures in scontrol's `Key=Value` layout, one group a line; times in `zone`,
+/// durations in ms (`Ms` keys), `(null)` for what there is none of yet.
+pub fn show_stats(s: &DaemonStats, zone: &Zone) -> String {
+    let opt = |v: Option<String>| v.unwrap_or_else(|| "(null)".to_string());
+    let ms = |v: Option<f64>| opt(v.map(|v| format!("{v:.3}")));
+    format!(
+        "StartTime={} Now={}\n   Policy={} PolicySince={} TimeBudgetMs={}\n   \
+         PolicyCalls={} PolicyPanics={} PolicyErrors={} RefusedPlans={} PolicyTimeouts={}\n   \
+         CallRunningMs={} CallPastBudget={}\n   LastPlanMs={} LongestPlanMs={}\n   \
+         TestOnlyTimeouts={}\n   Pending={} Running={}\n",
+        format_timestamp(s.started, zone),
+        format_timestamp(s.now, zone),
+        s.policy,
+        format_timestamp(s.policy_since, zone),
+        s.time_budget_ms,
+        s.policy_calls,
+        s.policy_panics,
+        s.policy_errors,
+        s.refused_plans,
+        s.policy_timeouts,
+        opt(s.call_running_ms.map(|v| v.to_string())),
+        if s.call_past_budget { "YES" } else { "NO" },
+        ms(s.last_plan_ms),
+        ms(s.longest_plan_ms),
+        s.test_only_timeouts,
+        s.pending,
+        s.running,
+    )
 }
 
 /// A job in scontrol's `Key=Value` layout.
@@ -419,8 +450,30 @@ pub fn run(cli: ControlCli) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::SUCCESS);
         }
     }
+    if let ControlCommand::Show {
+        entity,
+        id: Some(id),
+    } = &cli.command
+    {
+        if entity == "stats" {
+            anyhow::bail!("show stats takes no argument (got {id})");
+        }
+    }
     let mut client = connect(cli.socket.as_deref())?;
     match cli.command {
+        ControlCommand::Show { entity, .. } if entity == "stats" => {
+            match client.request(&Request::Stats(StatsRequest {}))? {
+                Response::Stats(s) => {
+                    if cli.json {
+                        print_out(&(serde_json::to_string_pretty(&s)? + "\n"))?;
+                    } else {
+                        print_out(&show_stats(&s, &local_zone()))?;
+                    }
+                    Ok(ExitCode::SUCCESS)
+                }
+                other => Err(ClientError::unexpected("stats", &other).into()),
+            }
+        }
         ControlCommand::Show { entity, id } if entity.starts_with("job") => {
             let jobs = match id {
                 Some(id) => {
@@ -656,6 +709,41 @@ mod tests {
                 && s.contains("NodeList=(null)")
         );
         assert!(!s.contains("ScheduledEP") && !s.contains("Step="), "{s}");
+    }
+
+    #[test]
+    fn show_stats_is_key_value_with_units_in_the_keys() {
+        let s = DaemonStats {
+            started: 0,
+            now: 61_000,
+            policy: "cbf".into(),
+            policy_since: 1_000,
+            time_budget_ms: 5_000,
+            policy_calls: 12,
+            policy_timeouts: 1,
+            call_running_ms: Some(6_100),
+            call_past_budget: true,
+            last_plan_ms: Some(0.1254),
+            longest_plan_ms: Some(5_000.25),
+            pending: 3,
+            running: 2,
+            ..Default::default()
+        };
+        assert_eq!(
+            show_stats(&s, &fixed_zone(0)),
+            "StartTime=1970-01-01T00:00:00 Now=1970-01-01T00:01:01\n   \
+             Policy=cbf PolicySince=1970-01-01T00:00:01 TimeBudgetMs=5000\n   \
+             PolicyCalls=12 PolicyPanics=0 PolicyErrors=0 RefusedPlans=0 PolicyTimeouts=1\n   \
+             CallRunningMs=6100 CallPastBudget=YES\n   LastPlanMs=0.125 LongestPlanMs=5000.250\n   \
+             TestOnlyTimeouts=0\n   Pending=3 Running=2\n"
+        );
+        let idle = DaemonStats::default();
+        let text = show_stats(&idle, &fixed_zone(0));
+        assert!(
+            text.contains("CallRunningMs=(null) CallPastBudget=NO")
+                && text.contains("LastPlanMs=(null) LongestPlanMs=(null)"),
+            "{text}"
+        );
     }
 
     #[test]

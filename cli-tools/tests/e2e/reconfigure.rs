@@ -53,3 +53,46 @@ fn swap_to_a_missing_plugin_keeps_the_old_policy() {
     let id = c.submit(&["--wrap", "true"]);
     c.wait_state(id, JobState::Completed);
 }
+
+/// `econtrol show stats` (sdiag): the policy in force and its counters, in text and JSON; a
+/// reconfigure puts a new policy in force with counters of its own.
+#[test]
+fn show_stats_counts_the_policy_in_force() {
+    let c = Cluster::start(2, "cbf");
+    let id = c.submit(&["--wrap", "true"]);
+    c.wait_state(id, JobState::Completed);
+    let text = c.ok("econtrol", &["show", "stats"]);
+    assert!(
+        text.starts_with("StartTime=")
+            && text.contains("\n   Policy=cbf PolicySince=")
+            && text.contains(" TimeBudgetMs=5000\n")
+            && text.contains(" PolicyPanics=0 PolicyErrors=0 RefusedPlans=0 PolicyTimeouts=0\n")
+            && text.contains("CallPastBudget=NO")
+            && text.contains("Pending=0 Running=0\n"),
+        "{text}"
+    );
+    let calls = |json: &serde_json::Value| json["policy_calls"].as_u64().unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&c.ok("econtrol", &["show", "stats", "--json"])).unwrap();
+    assert!(calls(&json) >= 1, "{json}");
+    assert!(json["last_plan_ms"].as_f64().is_some(), "{json}");
+    assert!(
+        json["started"].as_u64() <= json["policy_since"].as_u64(),
+        "{json}"
+    );
+
+    c.write_config(2, "easy");
+    c.ok("econtrol", &["reconfigure"]);
+    let after: serde_json::Value =
+        serde_json::from_str(&c.ok("econtrol", &["show", "stats", "--json"])).unwrap();
+    assert_eq!(after["policy"], "easy");
+    assert_eq!(calls(&after), 0, "{after}");
+    assert!(after["policy_since"].as_u64() >= json["policy_since"].as_u64());
+
+    let out = c.run("econtrol", &["show", "stats", "7"]);
+    assert!(!out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "econtrol: error: show stats takes no argument (got 7)\n"
+    );
+}
