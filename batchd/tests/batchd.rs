@@ -897,3 +897,7 @@ fn an_evolving_job_keeps_its_nodes_order_and_choice_across_a_restart() {
 /// binary of its own.)
 #[path = "batchd/hardening.rs"]
 mod hardening;
+
+/// Many or hostile clients: the log, launcher sessions, other users' connections.
+#[path = "batchd/clients.rs"]
+mod clients;
