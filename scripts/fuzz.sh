@@ -4,15 +4,23 @@
 #
 #   scripts/fuzz.sh [TARGET|all] [RUNS]      default: all targets, 1000000 executions each
 #
-# Needs a nightly toolchain and cargo-fuzz (`cargo install cargo-fuzz`). The corpus grows in
-# fuzz/corpus/TARGET (not versioned), starting from the seeds in fuzz/seeds/TARGET; a crash
-# leaves its input in fuzz/artifacts/TARGET and makes this script exit non-zero. Each run's
-# libFuzzer log is kept in fuzz/logs/TARGET.log; its last line says how many executions ran in
-# how many seconds.
+# Needs a nightly toolchain; installs cargo-fuzz (`cargo install --locked cargo-fuzz`) when it
+# is missing. The corpus grows in fuzz/corpus/TARGET (not versioned), starting from the seeds in
+# fuzz/seeds/TARGET; a crash leaves its input in fuzz/artifacts/TARGET and makes this script
+# exit non-zero. Each run's libFuzzer log is kept in fuzz/logs/TARGET.log; its last line says
+# how many executions ran in how many seconds.
 set -eu
 
 cd "$(dirname "$0")/.."
-ALL="proto_request swf_reader batchd_config esubmit_time"
+# One target a line, in the order they run.
+ALL="
+proto_request
+swf_reader
+batchd_config
+esubmit_time
+batchd_frames
+"
+ALL=$(echo $ALL)
 target=${1:-all}
 runs=${2:-1000000}
 case "$target" in
@@ -27,6 +35,11 @@ esac
 case "$runs" in
     '' | *[!0-9]*) echo "fuzz.sh: RUNS must be a number, not '$runs'" >&2; exit 2 ;;
 esac
+
+if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
+    echo "fuzz.sh: cargo-fuzz is missing; installing it (cargo install cargo-fuzz)" >&2
+    cargo install --locked cargo-fuzz
+fi
 
 mkdir -p fuzz/logs
 status=0

@@ -10,9 +10,15 @@ Figures are printed, never asserted on timing alone in the test suite.
     scripts/hostile-clients.py idle      # batchd under `ulimit -n 1024`, 2,000 idle connections:
                                          # equeue and esubmit still work; idle ones are closed
     scripts/hostile-clients.py refused   # 30 refused second starts while 4 loops submit 60 jobs
+    scripts/hostile-clients.py lockout   # 8 users x 128 launcher sessions, then 8 users x 128
+                                         # half-sent requests: root and a ninth user still served
+    scripts/hostile-clients.py slow-sessions  # 200 launcher sessions reading 1 KiB every 2 s
+                                         # while views change for 60 s: batchd's RSS
+    scripts/hostile-clients.py log       # 40 frames whose variant name is 4 MiB: the log's growth
 
 Options: --bin DIR (default target/release; build it first with
-`cargo build --release -p batchd -p cli-tools --bins`).
+`cargo build --release -p batchd -p cli-tools --bins`). `lockout` acts as other users (uids
+60001-60009) and so must run as root.
 """
 
 import argparse
@@ -73,7 +79,7 @@ def rss_kib(pid):
 
 
 class Daemon:
-    def __init__(self, bindir, limits="", nofile=None):
+    def __init__(self, bindir, limits="", nofile=None, extra=""):
         self.dir = tempfile.mkdtemp(prefix="esched-hostile-")
         self.sock = os.path.join(self.dir, "batchd.sock")
         self.config = os.path.join(self.dir, "batchd.toml")
@@ -82,7 +88,7 @@ class Daemon:
             f.write(
                 f'socket = "{self.sock}"\nstate_dir = "{self.dir}/state"\n'
                 f'supervisor = "{bindir}/batchd"\nsync = "normal"\n'
-                f"grace_period_ms = 300\n\n[limits]\n{limits}\n"
+                f"grace_period_ms = 300\n{extra}\n[limits]\n{limits}\n"
             )
         self.log = open(os.path.join(self.dir, "batchd.log"), "w")
         self.nofile = nofile
@@ -343,13 +349,302 @@ def refused(bindir):
         d.cleanup()
 
 
+SUBSCRIBE = frame({"Subscribe": {}})
+# More nodes than the cluster has: accepted, never started, so the session is never idle.
+REQUEST = frame({"Request": {"pools": [{"pool": "debug", "nodes": 1000}], "duration_ms": 60000}})
+
+
+def answer(s):
+    """The next frame that is not a pushed view."""
+    while True:
+        r = read_frame(s)
+        if "ChangeNotify" not in r:
+            return r
+
+
+def session(sock_path):
+    """A launcher session with a request in force, or the error that refused it."""
+    s = greeted(sock_path)
+    s.sendall(SUBSCRIBE)
+    r = answer(s)
+    if "Subscribed" not in r:
+        s.close()
+        return None, r["Error"]["message"]
+    s.sendall(REQUEST)
+    r = answer(s)
+    assert "Requested" in r, r
+    return s, None
+
+
+def half_sent(sock_path):
+    """A connection inside a request: two bytes of its header."""
+    s = greeted(sock_path)
+    s.sendall(b"\0\0")
+    return s, None
+
+
+def as_user(uid, what, sock_path, n):
+    """Forks a process that becomes `uid` and opens `n` connections with `what`; returns
+    (pid, how many it holds, the first refusal) once it reported. It holds them until killed."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        code = 0
+        try:
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            held, refusal = [], None
+            for _ in range(n):
+                try:
+                    s, err = what(sock_path)
+                except (OSError, EOFError, AssertionError) as e:
+                    s, err = None, f"{type(e).__name__}: {e}"
+                if s is not None:
+                    held.append(s)
+                elif refusal is None:
+                    refusal = err
+            os.write(w, (json.dumps([len(held), refusal]) + "\n").encode())
+            os.close(w)
+            while True:
+                time.sleep(3600)
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(w)
+    with os.fdopen(r) as f:
+        line = f.readline()
+    held, refusal = json.loads(line) if line else (0, "no report")
+    return pid, held, refusal
+
+
+def tool_as(d, uid, *args):
+    """A tool run as `uid` (root: 0), and how long it took."""
+
+    def become():
+        if uid:
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+
+    began = time.monotonic()
+    out = subprocess.run(
+        [f"{d.bindir}/{args[0]}", *args[1:]],
+        env=d.env(),
+        capture_output=True,
+        cwd="/",
+        preexec_fn=become,
+    )
+    return out, time.monotonic() - began
+
+
+def lockout(bindir):
+    if os.geteuid() != 0:
+        raise SystemExit("lockout acts as other users: run it as root")
+    # Frames that stay half-sent for the whole run, idle connections kept as long.
+    d = Daemon(
+        bindir,
+        limits="frame_timeout_ms = 60000\nidle_timeout_ms = 60000\n",
+        extra='\n[policy]\nname = "coorm"\n',
+    )
+    os.chmod(d.dir, 0o755)
+    kids = []
+    ok = True
+    try:
+        for phase, what in (("sessions", session), ("half-sent requests", half_sent)):
+            began = time.monotonic()
+            held = {}
+            for k in range(8):
+                pid, n, refusal = as_user(60001 + k, what, d.sock, 128)
+                kids.append(pid)
+                held[60001 + k] = (n, refusal)
+            total = sum(n for n, _ in held.values())
+            print(
+                f"{phase}: 8 users x 128 asked, {total} held "
+                f"({', '.join(str(n) for n, _ in held.values())}) in {time.monotonic() - began:.1f} s"
+            )
+            refusals = {r for _, r in held.values() if r}
+            for r in refusals:
+                print(f"  refused: {r}")
+            for who, uid in (("root", 0), ("a ninth user", 60009)):
+                times = []
+                codes = set()
+                for _ in range(5):
+                    out, took = tool_as(d, uid, "equeue")
+                    codes.add(out.returncode)
+                    times.append(took)
+                    if out.returncode:
+                        print(f"  {who}'s equeue: {out.stderr.decode().strip()}")
+                times.sort()
+                print(
+                    f"  {who}'s equeue: exit {sorted(codes)}, median {times[2]:.2f} s, "
+                    f"max {times[-1]:.2f} s over 5 runs"
+                )
+                ok = ok and codes == {0}
+            for pid in kids:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+            kids = []
+            time.sleep(1)
+        return ok
+    finally:
+        for pid in kids:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+        d.stop()
+        d.cleanup()
+
+
+def slow_sessions(bindir, n=200, seconds=60):
+    d = Daemon(
+        bindir,
+        limits=f"max_sessions_per_user = {n + 8}\nmax_connections_per_user = {n + 16}\n",
+        extra='repolicy_interval_ms = 20\n\n[policy]\nname = "coorm"\n',
+    )
+    try:
+        readers = []
+        for _ in range(n):
+            s, err = session(d.sock)
+            assert s is not None, err
+            readers.append(s)
+        time.sleep(1)
+        base = rss_kib(d.proc.pid)
+        print(f"{n} sessions open, each with a request; batchd RSS {base / 1024:.1f} MiB")
+        stop = threading.Event()
+        got = {"bytes": 0, "frames": 0}
+
+        def read_slowly():
+            # 1 KiB per session every 2 s: a frame is always taken within the frame deadline,
+            # but views come faster than they are read.
+            pending = {s: bytearray() for s in readers}
+            while not stop.is_set():
+                for s in readers:
+                    s.setblocking(False)
+                    try:
+                        chunk = s.recv(1024)
+                    except BlockingIOError:
+                        continue
+                    except OSError:
+                        continue
+                    buf = pending[s]
+                    buf += chunk
+                    got["bytes"] += len(chunk)
+                    while len(buf) >= 4:
+                        size = struct.unpack(">I", buf[:4])[0]
+                        if len(buf) < 4 + size:
+                            break
+                        got["frames"] += 1
+                        del buf[: 4 + size]
+                stop.wait(2)
+
+        reader = threading.Thread(target=read_slowly)
+        reader.start()
+        # Views change: a job of 1-4 nodes with its own time limit starts every 50 ms, the
+        # oldest is cancelled past six.
+        changer = greeted(d.sock)
+        spec = lambda i: {
+            "script": "#!/bin/sh\nsleep 600\n",
+            "name": "churn",
+            "shape": {"rigid": {"nodes": 1 + i % 4, "time_limit": 600000 + i * 1000}},
+            "work_dir": d.dir,
+        }
+        running = []
+        peak = base
+        samples = []
+        t0 = time.monotonic()
+        i = 0
+        while time.monotonic() - t0 < seconds:
+            changer.sendall(frame({"Submit": {"spec": spec(i), "test_only": False}}))
+            r = read_frame(changer)
+            assert "Submitted" in r, r
+            running.append(r["Submitted"]["id"])
+            if len(running) > 6:
+                changer.sendall(frame({"Cancel": {"filter": {"ids": [running.pop(0)]}}}))
+                read_frame(changer)
+            i += 1
+            time.sleep(0.05)
+            rss = rss_kib(d.proc.pid)
+            peak = max(peak, rss)
+            if not samples or time.monotonic() - samples[-1][0] >= 10:
+                samples.append((time.monotonic(), rss))
+        stop.set()
+        reader.join()
+        after = rss_kib(d.proc.pid)
+        dropped = 0
+        for s in readers:
+            s.setblocking(False)
+            try:
+                if s.recv(1 << 20) == b"":
+                    dropped += 1
+            except BlockingIOError:
+                pass
+            except OSError:
+                dropped += 1
+        print(
+            "RSS every 10 s: "
+            + ", ".join(f"+{t - t0:.0f} s {r / 1024:.1f}" for t, r in samples)
+            + " MiB"
+        )
+        print(
+            f"{i} submissions in {seconds} s; RSS peak growth {(peak - base) / 1024:.1f} MiB, "
+            f"at the end {(after - base) / 1024:.1f} MiB; the readers took {got['frames']} "
+            f"frames ({got['bytes'] / 1e6:.1f} MB); {n - dropped} of {n} sessions still open"
+        )
+        changer.sendall(frame({"Cancel": {"filter": {"ids": running}}}))
+        read_frame(changer)
+        return (peak - base) < 32 * 1024 and dropped == 0
+    finally:
+        d.stop()
+        d.cleanup()
+
+
+def log(bindir):
+    d = Daemon(bindir)
+    try:
+        path = os.path.join(d.dir, "batchd.log")
+        d.log.flush()
+        before = os.path.getsize(path)
+        name = "A" * (4 << 20)
+        began = time.monotonic()
+        for _ in range(40):
+            s = greeted(d.sock)
+            s.sendall(frame({name: {}}))
+            r = read_frame(s)
+            assert "Error" in r, r
+            s.close()
+        took = time.monotonic() - began
+        time.sleep(0.5)
+        grown = os.path.getsize(path) - before
+        with open(path, errors="replace") as f:
+            longest = max(len(line) for line in f)
+        print(
+            f"40 frames with a 4 MiB variant name in {took:.1f} s: the log grew by {grown:,} bytes "
+            f"({grown / 40:,.0f} per bad request), its longest line {longest:,} characters"
+        )
+        return grown < 40 * 4096
+    finally:
+        d.stop()
+        d.cleanup()
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("scenario", choices=["memory", "idle", "refused"])
+    p.add_argument(
+        "scenario", choices=["memory", "idle", "refused", "lockout", "slow-sessions", "log"]
+    )
     p.add_argument("--bin", default="target/release")
     a = p.parse_args()
     bindir = os.path.abspath(a.bin)
-    ok = {"memory": memory, "idle": idle, "refused": refused}[a.scenario](bindir)
+    ok = {
+        "memory": memory,
+        "idle": idle,
+        "refused": refused,
+        "lockout": lockout,
+        "slow-sessions": slow_sessions,
+        "log": log,
+    }[a.scenario](bindir)
     print("OK" if ok else "FAILED")
     sys.exit(0 if ok else 1)
 

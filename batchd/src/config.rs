@@ -264,6 +264,19 @@ pub struct LimitsConfig {
     /// byte, each reply frame from its first write (a client that stops reading is dropped).
     #[serde(default = "default_frame_timeout")]
     pub frame_timeout_ms: u64,
+    /// Connections beyond `max_connections` that only root and batchd's own user may open:
+    /// whatever other users hold, the administrator's tools get in.
+    #[serde(default = "default_reserved_connections")]
+    pub reserved_connections: u32,
+    /// Open CooRM launcher sessions of one uid at most (each holds a connection for as long
+    /// as its launcher waits or runs, and is never closed to make room).
+    #[serde(default = "default_max_sessions_per_user")]
+    pub max_sessions_per_user: u32,
+    /// A launcher session that has made no `request` this long after its `subscribe` is
+    /// closed and its job cancelled, in ms; once it has made one, it may wait for its start
+    /// as long as it takes.
+    #[serde(default = "default_session_idle_timeout")]
+    pub session_idle_timeout_ms: u64,
 }
 
 impl Default for LimitsConfig {
@@ -273,6 +286,9 @@ impl Default for LimitsConfig {
             max_connections_per_user: default_max_connections_per_user(),
             idle_timeout_ms: default_idle_timeout(),
             frame_timeout_ms: default_frame_timeout(),
+            reserved_connections: default_reserved_connections(),
+            max_sessions_per_user: default_max_sessions_per_user(),
+            session_idle_timeout_ms: default_session_idle_timeout(),
         }
     }
 }
@@ -291,6 +307,18 @@ fn default_idle_timeout() -> u64 {
 
 fn default_frame_timeout() -> u64 {
     10_000
+}
+
+fn default_reserved_connections() -> u32 {
+    4
+}
+
+fn default_max_sessions_per_user() -> u32 {
+    16
+}
+
+fn default_session_idle_timeout() -> u64 {
+    60_000
 }
 
 fn default_pools() -> Vec<PoolConfig> {
@@ -523,6 +551,11 @@ impl Config {
             ),
             ("limits.idle_timeout_ms", l.idle_timeout_ms),
             ("limits.frame_timeout_ms", l.frame_timeout_ms),
+            (
+                "limits.max_sessions_per_user",
+                u64::from(l.max_sessions_per_user),
+            ),
+            ("limits.session_idle_timeout_ms", l.session_idle_timeout_ms),
         ] {
             if value == 0 {
                 return Err(ConfigError::key(file, key, "must be positive"));

@@ -894,10 +894,15 @@ fn an_evolving_job_keeps_its_nodes_order_and_choice_across_a_restart() {
     assert_eq!(done.node_list.as_deref(), Some("debug003"));
 }
 
+/// One daemon per state directory, bounded clients, private state, escaped logs. (In a
+/// subdirectory: cargo would build a file beside this one as a test binary of its own.)
 #[path = "batchd/hardening.rs"]
 mod hardening;
-/// Issue 9's daemon-side hardening: one daemon per state directory, bounded clients, private
-/// state, escaped logs. (In a subdirectory: cargo would build a file beside this one as a test
-/// binary of its own.)
+
+/// Many or hostile clients: the log, launcher sessions, other users' connections.
+#[path = "batchd/clients.rs"]
+mod clients;
+
+/// Restarts that keep every running job and claim, and leave no process behind.
 #[path = "batchd/restart.rs"]
 mod restart;

@@ -33,6 +33,8 @@ mod limits;
 #[path = "e2e/coalloc.rs"]
 mod coalloc;
 
+#[path = "e2e/escaping.rs"]
+mod escaping;
 #[path = "e2e/moldable.rs"]
 mod moldable;
 #[path = "e2e/slurm.rs"]

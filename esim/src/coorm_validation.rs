@@ -439,7 +439,8 @@ fn config_text(dir: &Path, socket: &Path, p: &Platform, scale: f64) -> String {
          socket = {socket:?}\nstate_dir = {:?}\n\
          # An empty plugin directory: batchd runs its linked copy of `coorm`.\n\
          plugin_dir = {:?}\nrepolicy_interval_ms = {}\nsync = \"normal\"\n\n\
-         [limits]\nmax_connections = 4096\nmax_connections_per_user = 4096\n\n\
+         [limits]\nmax_connections = 4096\nmax_connections_per_user = 4096\n\
+         max_sessions_per_user = 4096\n\n\
          [policy]\nname = \"coorm\"\n\n[coorm]\nfair_start_ms = {}\n",
         dir.join("state"),
         dir.join("plugins"),

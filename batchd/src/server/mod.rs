@@ -9,8 +9,13 @@
 //! `frame_timeout_ms` and so must each reply frame be taken, its buffer grows only with the
 //! bytes that came, and listings are produced no faster than the client reads them. Past
 //! `max_connections` (or `max_connections_per_user`), a new connection closes the longest-idle
-//! one (of that user, for the per-user cap) to make room; if none is idle, it is refused with
-//! an error naming the limit.
+//! one (of that user, for the per-user cap) to make room; if none is idle, one that is reading
+//! a request or sending an answer, of the user holding the most connections, if that user
+//! holds at least two more than the newcomer's (so no set of users holds the others out by
+//! keeping requests half-sent); else it is refused with an error naming the limit. Root and
+//! batchd's own user have `reserved_connections` more, which no other user can take. A
+//! launcher session is never closed to make room: `max_sessions_per_user` bounds them, and
+//! `session_idle_timeout_ms` those that never make a request (`session.rs`).
 
 mod acct;
 mod cancel;
@@ -90,13 +95,49 @@ impl From<ErrorReply> for Reply {
 /// when the connection cap is fitted to `RLIMIT_NOFILE`.
 const RESERVED_FDS: u64 = 128;
 
+/// The connection caps in force.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Caps {
+    /// Connections of all users but root and batchd's own.
+    pub total: u32,
+    /// Connections of one uid.
+    pub per_user: u32,
+    /// Connections beyond `total` for root and batchd's own user.
+    pub reserved: u32,
+    /// Launcher sessions of one uid.
+    pub sessions_per_user: u32,
+}
+
 /// The connection caps in force: the configured ones, the total lowered to what the soft
-/// `RLIMIT_NOFILE` (`nofile`) leaves after [`RESERVED_FDS`], so that accepting never runs out
-/// of descriptors.
-pub fn effective_caps(limits: &LimitsConfig, nofile: u64) -> (u32, u32) {
-    let fit = nofile.saturating_sub(RESERVED_FDS).max(16);
+/// `RLIMIT_NOFILE` (`nofile`) leaves after [`RESERVED_FDS`] and the reserved connections, so
+/// that accepting never runs out of descriptors.
+pub fn effective_caps(limits: &LimitsConfig, nofile: u64) -> Caps {
+    let reserved = u64::from(limits.reserved_connections);
+    let fit = nofile
+        .saturating_sub(RESERVED_FDS)
+        .saturating_sub(reserved)
+        .max(16);
     let total = u64::from(limits.max_connections).min(fit) as u32;
-    (total, limits.max_connections_per_user.min(total))
+    Caps {
+        total,
+        per_user: limits.max_connections_per_user.min(total),
+        reserved: limits.reserved_connections,
+        sessions_per_user: limits.max_sessions_per_user,
+    }
+}
+
+/// What a connection is doing, as the caps see it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Waiting for its next request since then: the first closed to make room.
+    Idle(Instant),
+    /// Reading a request or sending its answer since then: closed to make room for a user
+    /// who holds fewer connections.
+    Busy(Instant),
+    /// Its request being handled: never closed (the handler may be changing the state).
+    Handling,
+    /// A launcher session: never closed to make room.
+    Session,
 }
 
 /// An open connection, as the caps see it.
@@ -104,8 +145,10 @@ struct Conn {
     uid: u32,
     /// Its socket, open while it is registered ([`Link`] drops its slot before its stream).
     fd: std::os::fd::RawFd,
-    /// Since when it waits for a request (`None`: inside one).
-    idle_since: Option<Instant>,
+    phase: Phase,
+    /// Root's or batchd's own user's: may use the reserved connections, never closed but
+    /// when idle.
+    privileged: bool,
     /// Told to close, to make room.
     evict: Arc<Notify>,
 }
@@ -116,18 +159,38 @@ struct Registry {
     next: u64,
     open: HashMap<u64, Conn>,
     per_uid: HashMap<u32, u32>,
+    sessions_per_uid: HashMap<u32, u32>,
+}
+
+/// Takes one from the count of `uid` in `counts`, forgetting it at zero.
+fn decrement(counts: &mut HashMap<u32, u32>, uid: u32) {
+    if let Some(n) = counts.get_mut(&uid) {
+        *n -= 1;
+        if *n == 0 {
+            counts.remove(&uid);
+        }
+    }
 }
 
 impl Registry {
     fn remove(&mut self, id: u64) -> Option<Conn> {
         let c = self.open.remove(&id)?;
-        if let Some(n) = self.per_uid.get_mut(&c.uid) {
-            *n -= 1;
-            if *n == 0 {
-                self.per_uid.remove(&c.uid);
-            }
+        decrement(&mut self.per_uid, c.uid);
+        if c.phase == Phase::Session {
+            decrement(&mut self.sessions_per_uid, c.uid);
         }
         Some(c)
+    }
+
+    /// Closes the given connection to make room.
+    fn evict(&mut self, id: u64) -> bool {
+        match self.remove(id) {
+            Some(c) => {
+                c.evict.notify_one();
+                true
+            }
+            None => false,
+        }
     }
 
     /// Closes the longest-idle connection (of `uid` if given) with nothing waiting to be read:
@@ -138,37 +201,62 @@ impl Registry {
             .open
             .iter()
             .filter(|(_, c)| uid.is_none_or(|u| c.uid == u))
-            .filter_map(|(&id, c)| Some((c.idle_since?, id, c.fd)))
+            .filter_map(|(&id, c)| match c.phase {
+                Phase::Idle(since) => Some((since, id, c.fd)),
+                _ => None,
+            })
             .filter(|&(_, _, fd)| !has_pending(fd))
             .map(|(since, id, _)| (since, id))
             .min();
-        match oldest.and_then(|(_, id)| self.remove(id)) {
-            Some(c) => {
-                c.evict.notify_one();
-                true
-            }
-            None => false,
-        }
+        oldest.is_some_and(|(_, id)| self.evict(id))
     }
 
-    /// Admits a connection of `uid` under the caps, closing an idle one if need be.
+    /// Closes the longest-busy connection (reading a request or sending an answer) of the
+    /// user holding the most connections, if that user holds at least two more than `mine`,
+    /// the newcomer's user's: a user who keeps many requests half-sent makes room for one who
+    /// holds fewer, and the newcomer's user never ends up holding more than the one it took
+    /// from. Root's and batchd's own connections are not taken. False when there is none.
+    fn evict_busy(&mut self, mine: u32) -> bool {
+        let mut busy: HashMap<u32, (Instant, u64)> = HashMap::new();
+        for (&id, c) in &self.open {
+            if let (Phase::Busy(since), false) = (c.phase, c.privileged) {
+                let e = busy.entry(c.uid).or_insert((since, id));
+                *e = (*e).min((since, id));
+            }
+        }
+        let heaviest = busy
+            .iter()
+            .map(|(uid, &(_, id))| (self.per_uid.get(uid).copied().unwrap_or(0), *uid, id))
+            .filter(|&(n, _, _)| n >= mine.saturating_add(2))
+            .max();
+        heaviest.is_some_and(|(_, _, id)| self.evict(id))
+    }
+
+    /// Admits a connection of `uid` under the caps, closing another if need be.
     fn admit(
         &mut self,
         uid: u32,
         fd: std::os::fd::RawFd,
-        (total, per_user): (u32, u32),
+        privileged: bool,
+        caps: Caps,
     ) -> Result<(u64, Arc<Notify>), String> {
         let mine = self.per_uid.get(&uid).copied().unwrap_or(0);
-        if mine >= per_user && !self.evict_idle(Some(uid)) {
+        if mine >= caps.per_user && !self.evict_idle(Some(uid)) {
             return Err(format!(
                 "batchd already serves {mine} connections of uid {uid}, its limit \
                  (limits.max_connections_per_user), none of them idle; try again later"
             ));
         }
-        if self.open.len() as u64 >= u64::from(total) && !self.evict_idle(None) {
+        let total = u64::from(caps.total)
+            + if privileged {
+                u64::from(caps.reserved)
+            } else {
+                0
+            };
+        if self.open.len() as u64 >= total && !self.evict_idle(None) && !self.evict_busy(mine) {
             return Err(format!(
                 "batchd already serves {} connections, its limit (limits.max_connections), \
-                 none of them idle; try again later",
+                 none of them idle, and no user holds two more than uid {uid}; try again later",
                 self.open.len()
             ));
         }
@@ -180,12 +268,34 @@ impl Registry {
             Conn {
                 uid,
                 fd,
-                idle_since: Some(Instant::now()),
+                phase: Phase::Idle(Instant::now()),
+                privileged,
                 evict: Arc::clone(&evict),
             },
         );
         *self.per_uid.entry(uid).or_default() += 1;
         Ok((id, evict))
+    }
+
+    /// Makes connection `id` a launcher session, within `cap` sessions of its user.
+    fn open_session(&mut self, id: u64, cap: u32) -> Result<(), String> {
+        let Some(c) = self.open.get_mut(&id) else {
+            return Err("the connection is closing".into());
+        };
+        if c.phase == Phase::Session {
+            return Ok(());
+        }
+        let n = self.sessions_per_uid.entry(c.uid).or_default();
+        if *n >= cap {
+            return Err(format!(
+                "uid {} already has {n} launcher sessions open, its limit \
+                 (limits.max_sessions_per_user); end one (`done`) first",
+                c.uid
+            ));
+        }
+        *n += 1;
+        c.phase = Phase::Session;
+        Ok(())
     }
 }
 
@@ -207,10 +317,18 @@ struct Slot {
 }
 
 impl Slot {
-    fn set_idle(&self, idle: bool) {
+    /// Records what the connection does now (a session stays one).
+    fn set(&self, phase: Phase) {
         if let Some(c) = lock(&self.registry).open.get_mut(&self.id) {
-            c.idle_since = idle.then(Instant::now);
+            if c.phase != Phase::Session {
+                c.phase = phase;
+            }
         }
+    }
+
+    /// Makes the connection a launcher session, within `cap` sessions of its user.
+    fn open_session(&self, cap: u32) -> Result<(), String> {
+        lock(&self.registry).open_session(self.id, cap)
     }
 }
 
@@ -295,7 +413,7 @@ impl Link {
     /// Reads the next request; `None` ends the connection (after an error reply if one is
     /// due). Waits `idle` for its first byte, then `frame` for the rest.
     async fn next_request(&mut self) -> Option<Request> {
-        self.slot.set_idle(true);
+        self.slot.set(Phase::Idle(Instant::now()));
         let mut first = [0u8; 1];
         let evict = Arc::clone(&self.slot.evict);
         let got = tokio::select! {
@@ -309,7 +427,7 @@ impl Link {
                 return None;
             }
         };
-        self.slot.set_idle(false);
+        self.slot.set(Phase::Busy(Instant::now()));
         match got {
             Ok(0) => return None,
             Ok(_) => {}
@@ -318,8 +436,13 @@ impl Link {
                 return None;
             }
         }
-        let read =
-            tokio::time::timeout(self.frame, read_payload_after(&mut self.stream, &first)).await;
+        let read = tokio::select! {
+            r = tokio::time::timeout(self.frame, read_payload_after(&mut self.stream, &first)) => r,
+            () = evict.notified() => {
+                tracing::debug!(uid = self.uid, "closing a connection inside a request to make room");
+                return None;
+            }
+        };
         let payload = match read {
             Ok(Ok(p)) => {
                 self.count_in(&p);
@@ -339,7 +462,10 @@ impl Link {
             }
         };
         match decode::<Request>(&payload) {
-            Ok(r) => Some(r),
+            Ok(r) => {
+                self.slot.set(Phase::Handling);
+                Some(r)
+            }
             Err(e) => {
                 // serde's message quotes the client's text (`unknown variant …`).
                 tracing::warn!(uid = self.uid, error = %quoted(&e.to_string()), "malformed request");
@@ -398,7 +524,9 @@ async fn connection(
     let limits = d.settings().config.limits;
     let frame = Duration::from_millis(limits.frame_timeout_ms);
     let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
-    let admitted = lock(&registry).admit(caller.uid, fd, effective_caps(&limits, nofile));
+    let privileged = caller.uid == 0 || caller.uid == d.euid;
+    let admitted =
+        lock(&registry).admit(caller.uid, fd, privileged, effective_caps(&limits, nofile));
     let (id, evict) = match admitted {
         Ok(a) => a,
         Err(message) => return turn_away(stream, caller.uid, message, frame).await,
@@ -446,10 +574,23 @@ async fn connection(
         let began = Instant::now();
         let reply = dispatch(&d, &caller, req).await;
         let handled = began.elapsed();
-        let ok = match reply {
-            Reply::One(r) => link.send(&r).await,
-            Reply::Jobs(jobs) => list::send(&mut link.stream, &jobs, link.frame).await,
-            Reply::Listing(frames) => list::send_frames(&mut link.stream, frames, link.frame).await,
+        link.slot.set(Phase::Busy(Instant::now()));
+        let evict = Arc::clone(&link.slot.evict);
+        let sent = async {
+            match reply {
+                Reply::One(r) => link.send(&r).await,
+                Reply::Jobs(jobs) => list::send(&mut link.stream, &jobs, link.frame).await,
+                Reply::Listing(frames) => {
+                    list::send_frames(&mut link.stream, frames, link.frame).await
+                }
+            }
+        };
+        let ok = tokio::select! {
+            ok = sent => ok,
+            () = evict.notified() => {
+                tracing::debug!(uid = caller.uid, verb, "closing a connection inside an answer to make room");
+                false
+            }
         };
         tracing::debug!(verb, ?handled, total = ?began.elapsed(), "answered");
         if !ok {
@@ -511,4 +652,91 @@ async fn dispatch(d: &Arc<Daemon>, caller: &Caller, req: Request) -> Reply {
 /// An internal failure (the database) as a reply.
 fn internal(e: impl std::fmt::Display) -> Reply {
     ErrorReply::new(ErrorKind::Internal, e.to_string()).into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CAPS: Caps = Caps {
+        total: 6,
+        per_user: 6,
+        reserved: 2,
+        sessions_per_user: 2,
+    };
+
+    /// Admits a connection of `uid` (no socket: nothing is ever waiting to be read on it).
+    fn admit(r: &mut Registry, uid: u32) -> Result<u64, String> {
+        r.admit(uid, -1, uid == 0, CAPS).map(|(id, _)| id)
+    }
+
+    fn count(r: &Registry, uid: u32) -> u32 {
+        r.per_uid.get(&uid).copied().unwrap_or(0)
+    }
+
+    #[test]
+    fn a_full_daemon_takes_from_the_user_holding_the_most_never_below_the_newcomer() {
+        let mut r = Registry::default();
+        let busy = |r: &mut Registry, id: u64| {
+            r.open.get_mut(&id).unwrap().phase = Phase::Busy(Instant::now());
+        };
+        for uid in [1, 1, 1, 1, 2, 2] {
+            let id = admit(&mut r, uid).unwrap();
+            busy(&mut r, id);
+        }
+        // A newcomer with none takes one of uid 1's (4 ≥ 0 + 2).
+        let id = admit(&mut r, 3).unwrap();
+        busy(&mut r, id);
+        assert_eq!((count(&r, 1), count(&r, 2), count(&r, 3)), (3, 2, 1));
+        // uid 3 again (holding 1): uid 1 holds 3 = 1 + 2.
+        let id = admit(&mut r, 3).unwrap();
+        busy(&mut r, id);
+        assert_eq!((count(&r, 1), count(&r, 3)), (2, 2));
+        // Now everyone holds 2: a newcomer of any of them is refused, naming the limit; one
+        // with none still gets in.
+        for uid in [1, 2, 3] {
+            let e = admit(&mut r, uid).unwrap_err();
+            assert!(
+                e.contains("limits.max_connections") && e.contains("no user holds two more"),
+                "{e}"
+            );
+        }
+        let id = admit(&mut r, 4).unwrap();
+        busy(&mut r, id);
+        assert_eq!(r.open.len(), 6);
+        // Root has its reserved connections, and takes nothing to use them.
+        admit(&mut r, 0).unwrap();
+        admit(&mut r, 0).unwrap();
+        assert_eq!(r.open.len(), 8);
+        // Connections whose request is being handled, and sessions, are never taken.
+        for (i, c) in r.open.values_mut().enumerate() {
+            c.phase = if i % 2 == 0 {
+                Phase::Handling
+            } else {
+                Phase::Session
+            };
+        }
+        assert!(!r.evict_busy(0));
+    }
+
+    #[test]
+    fn sessions_are_counted_per_user_and_given_back() {
+        let mut r = Registry::default();
+        let ids: Vec<u64> = (0..3).map(|_| admit(&mut r, 5).unwrap()).collect();
+        r.open_session(ids[0], 2).unwrap();
+        r.open_session(ids[1], 2).unwrap();
+        let e = r.open_session(ids[2], 2).unwrap_err();
+        assert!(e.contains("limits.max_sessions_per_user"), "{e}");
+        // Sessions are not closed to make room: the one idle connection is, then none.
+        assert!(r.evict_idle(Some(5)));
+        assert!(!r.open.contains_key(&ids[2]));
+        assert!(!r.evict_idle(Some(5)));
+        r.remove(ids[0]);
+        let id = admit(&mut r, 5).unwrap();
+        r.open_session(id, 2).unwrap();
+        assert_eq!(r.sessions_per_uid.get(&5), Some(&2));
+        r.remove(ids[1]);
+        r.remove(id);
+        assert!(r.sessions_per_uid.is_empty() && r.per_uid.is_empty());
+    }
 }

@@ -2,28 +2,35 @@
 //! protocol is in docs/coorm.md): `subscribe` turns the connection into a session whose job is
 //! queued at once; the launcher's `listClustersInfo`, `listInterClusterInfo`, `request` and
 //! `done` are answered in order, and `changeNotify`, `startNotify` and `sessionEnded` frames
-//! are pushed between the answers. A session is never closed for being idle.
+//! are pushed between the answers, through an outbox that keeps only the newest view of a
+//! launcher that reads slowly (`crate::sessions::Outbox`).
+//!
+//! A user has at most `[limits] max_sessions_per_user` sessions open. A session that has made
+//! no `request` within `[limits] session_idle_timeout_ms` of its `subscribe` holds a
+//! connection for nothing: it is closed and its job cancelled. Once it has made one it is
+//! never closed for being idle: a launcher may wait hours for its start.
 //!
 //! A launcher that disconnects before its start loses its job (CANCELLED); one that
 //! disconnects after its start leaves the job running until its `done`-less end, its
 //! duration, like a batch job whose submitter logged out.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use batch_proto::frame::decode;
 use batch_proto::frame::nonblocking::read_payload_after;
 use batch_proto::{
-    ErrorKind, ErrorReply, JobShape, JobSpec, JobState, Request, Response, SessionRequest,
-    SessionTraffic, SubscribeRequest, Subscribed, ViewReply, ViewRequest,
+    ErrorKind, ErrorReply, JobShape, JobSpec, JobState, Request, Response, SessionEnded,
+    SessionRequest, SessionTraffic, SubscribeRequest, Subscribed, ViewReply, ViewRequest,
 };
 use tokio::io::AsyncReadExt;
-use tokio::sync::mpsc;
 
 use super::{Caller, Link, Reply};
 use crate::core::Active;
 use crate::daemon::Daemon;
 use crate::launch::now_ms;
 use crate::record::JobRecord;
+use crate::sessions::Outbox;
 
 /// What a session's job runs: nothing of batchd's (shown by `econtrol show`).
 const SESSION_SCRIPT: &str =
@@ -32,6 +39,13 @@ const SESSION_SCRIPT: &str =
 /// Serves the session opened by `req` until the launcher leaves or its job ends.
 pub(super) async fn run(d: &Arc<Daemon>, caller: &Caller, link: &mut Link, req: SubscribeRequest) {
     let config = d.settings().config;
+    if let Err(e) = link.slot.open_session(config.limits.max_sessions_per_user) {
+        tracing::info!(uid = caller.uid, "subscribe refused: {e}");
+        let _ = link
+            .send(&Response::Error(ErrorReply::new(ErrorKind::Internal, e)))
+            .await;
+        return;
+    }
     let pools = match crate::coorm::filter_pools(&config, &req.filter) {
         Ok(p) => p,
         Err(e) => {
@@ -73,8 +87,8 @@ pub(super) async fn run(d: &Arc<Daemon>, caller: &Caller, link: &mut Link, req: 
             .await;
         return;
     }
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    d.sessions.open(id, pools.clone(), tx);
+    let outbox = Arc::new(Outbox::default());
+    d.sessions.open(id, pools.clone(), Arc::clone(&outbox));
     d.core().insert(Active { rec, run: None });
     let names = crate::coorm::pool_properties(&config, &pools)
         .into_iter()
@@ -89,7 +103,7 @@ pub(super) async fn run(d: &Arc<Daemon>, caller: &Caller, link: &mut Link, req: 
         .await;
     d.reschedule();
     if ok {
-        serve(d, caller, link, id, &pools, &mut rx).await;
+        serve(d, caller, link, id, &pools, &outbox).await;
     }
     d.sessions.close(id);
     let t = link.traffic;
@@ -126,20 +140,25 @@ async fn serve(
     link: &mut Link,
     id: u64,
     pools: &[usize],
-    rx: &mut mpsc::UnboundedReceiver<Response>,
+    outbox: &Outbox,
 ) {
-    // A launcher may wait hours for its start: its connection is never idle, so never evicted.
-    link.slot.set_idle(false);
+    let idle = Duration::from_millis(d.settings().config.limits.session_idle_timeout_ms);
+    let no_request_by = tokio::time::Instant::now() + idle;
+    let mut requested = false;
     loop {
         let mut first = [0u8; 1];
         let got = tokio::select! {
-            push = rx.recv() => {
-                let Some(push) = push else { return };
-                let last = matches!(push, Response::SessionEnded(_));
-                if !link.send(&push).await || last {
-                    return;
+            () = outbox.wait() => {
+                while let Some(push) = outbox.take() {
+                    let last = matches!(push, Response::SessionEnded(_));
+                    if !link.send(&push).await || last {
+                        return;
+                    }
                 }
                 continue;
+            }
+            () = tokio::time::sleep_until(no_request_by), if !requested => {
+                return idle_end(d, link, id, idle).await;
             }
             r = link.stream.read(&mut first) => r,
         };
@@ -187,7 +206,11 @@ async fn serve(
                 Response::InterClusterInfo(crate::coorm::pool_links(&config, pools)).into(),
                 false,
             ),
-            Request::Request(r) => (request(d, id, pools, r).await, false),
+            Request::Request(r) => {
+                let reply = request(d, id, pools, r).await;
+                requested |= matches!(reply, Reply::One(Response::Requested { .. }));
+                (reply, false)
+            }
             Request::Done(_) => done(d, id, link.traffic).await,
             Request::Subscribe(_) => (
                 ErrorReply::new(
@@ -208,6 +231,30 @@ async fn serve(
             return;
         }
     }
+}
+
+/// Ends session `id`, which made no request within `idle` of its subscribe: its job is
+/// cancelled and the launcher told why.
+async fn idle_end(d: &Arc<Daemon>, link: &mut Link, id: u64, idle: Duration) {
+    let reason = format!(
+        "no request within {} ms of the subscribe (limits.session_idle_timeout_ms)",
+        idle.as_millis()
+    );
+    tracing::info!(job = id, "launcher session closed: {reason}");
+    if let Err(e) = d
+        .end_pending(id, JobState::Cancelled, Some(reason.clone()))
+        .await
+    {
+        tracing::error!(job = id, "cannot store the end of the session's job: {e}");
+    }
+    d.reschedule();
+    let _ = link
+        .send(&Response::SessionEnded(SessionEnded {
+            job: id,
+            state: JobState::Cancelled.name().to_string(),
+            reason,
+        }))
+        .await;
 }
 
 /// `request` or its update: recorded on the session's job, which keeps its queue place

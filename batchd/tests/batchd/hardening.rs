@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use batch_proto::{ClientError, VersionRequest};
 
 /// A cluster whose config `tweak` adjusts before it boots.
-fn cluster(tweak: impl FnOnce(&mut Config)) -> Cluster {
+pub(super) fn cluster(tweak: impl FnOnce(&mut Config)) -> Cluster {
     let dir = tempfile::tempdir().unwrap();
     let mut config = config(dir.path());
     tweak(&mut config);
@@ -31,7 +31,7 @@ fn mode(path: &Path) -> u32 {
         & 0o777
 }
 
-fn version(client: &mut Client) {
+pub(super) fn version(client: &mut Client) {
     match client
         .request(&Request::Version(VersionRequest {}))
         .unwrap()
@@ -42,7 +42,7 @@ fn version(client: &mut Client) {
 }
 
 /// A raw connection that has exchanged hellos.
-fn greeted(sock: &Path) -> UnixStream {
+pub(super) fn greeted(sock: &Path) -> UnixStream {
     let mut s = UnixStream::connect(sock).unwrap();
     write_frame(&mut s, &Request::Hello(Hello::current())).unwrap();
     let r: Response = read_frame(&mut s).unwrap();
@@ -51,7 +51,7 @@ fn greeted(sock: &Path) -> UnixStream {
 }
 
 /// Whether the daemon closed `s` (within a few seconds), reading away what it sent first.
-fn closed_by_daemon(s: &mut UnixStream) -> bool {
+pub(super) fn closed_by_daemon(s: &mut UnixStream) -> bool {
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     let mut buf = [0u8; 65536];
     loop {
@@ -65,7 +65,7 @@ fn closed_by_daemon(s: &mut UnixStream) -> bool {
 }
 
 /// The real batchd on `file`, its stderr into `log`.
-fn batchd(file: &Path, log: &Path) -> Child {
+pub(super) fn batchd(file: &Path, log: &Path) -> Child {
     Command::new(env!("CARGO_BIN_EXE_batchd"))
         .arg("--config")
         .arg(file)
@@ -74,7 +74,7 @@ fn batchd(file: &Path, log: &Path) -> Child {
         .unwrap()
 }
 
-fn wait_listening(sock: &Path) -> Client {
+pub(super) fn wait_listening(sock: &Path) -> Client {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         if let Ok(c) = Client::connect(sock) {

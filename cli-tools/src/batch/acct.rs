@@ -464,7 +464,7 @@ pub fn render(jobs: &[JobInfo], cli: &AcctCli, now: Time, zone: &Zone) -> anyhow
         let vals = format
             .columns
             .iter()
-            .map(|c| (FIELDS[c.field].value)(j, &ctx))
+            .map(|c| super::escape::shown(&(FIELDS[c.field].value)(j, &ctx)).into_owned())
             .collect();
         out.push_str(&line(vals, false));
         out.push('\n');

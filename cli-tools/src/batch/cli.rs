@@ -104,7 +104,13 @@ pub fn run_tool(tool: &str, body: impl FnOnce() -> anyhow::Result<ExitCode>) -> 
                     return ExitCode::from(1);
                 }
             }
-            let _ = writeln!(std::io::stderr(), "{tool}: error: {e:#}");
+            // One line whatever the daemon quoted back of a request.
+            let line = format!("{e:#}");
+            let _ = writeln!(
+                std::io::stderr(),
+                "{tool}: error: {}",
+                super::escape::shown(&line)
+            );
             ExitCode::from(1)
         }
     }

@@ -13,6 +13,7 @@ use sched_core::time::Time;
 use sched_core::Step;
 
 use super::cli::{connect, now_ms, print_out, resolve_ids};
+use super::escape::shown;
 use super::format::{reason, time_used};
 use super::time::{
     format_opt_timestamp, format_sacct_duration, format_timestamp, local_zone, parse_begin,
@@ -216,11 +217,11 @@ pub fn show_nodes(info: &ClusterInfo, name: Option<&str>) -> anyhow::Result<Stri
             out.push_str(&format!(
                 "NodeName={}\n   CPUAlloc={} CPUTot={}\n   RealMemory={mem} AllocMem={}\n   \
                  State={state} Partitions={}\n   JobId={}\n\n",
-                node.name,
+                shown(&node.name),
                 if held { p.cpus_per_node } else { 0 },
                 p.cpus_per_node,
                 if held { mem } else { 0 },
-                p.name,
+                shown(&p.name),
                 node.job
                     .map_or_else(|| "(null)".to_string(), |j| j.to_string()),
             ));
@@ -264,7 +265,7 @@ pub fn show_stats(s: &DaemonStats, zone: &Zone) -> String {
     )
 }
 
-/// A job in scontrol's `Key=Value` layout.
+/// A job in scontrol's `Key=Value` layout, every text its user chose escaped ([`shown`]).
 pub fn show_job(j: &JobInfo, now: Time, zone: &Zone) -> String {
     let ts = |t: Option<Time>| format_opt_timestamp(t, zone);
     let deps = if j.dependencies.is_empty() {
@@ -288,7 +289,7 @@ pub fn show_job(j: &JobInfo, now: Time, zone: &Zone) -> String {
             "session({})",
             pools
                 .iter()
-                .map(|p| format!("{}:{}", p.pool, p.nodes))
+                .map(|p| format!("{}:{}", shown(&p.pool), p.nodes))
                 .collect::<Vec<_>>()
                 .join(",")
         ),
@@ -344,15 +345,15 @@ pub fn show_job(j: &JobInfo, now: Time, zone: &Zone) -> String {
             t.index,
             t.throttle.map_or_else(String::new, |n| format!(" ArrayTaskThrottle={n}"))
         )),
-        j.name,
-        j.user,
+        shown(&j.name),
+        shown(&j.user),
         j.uid,
         j.priority,
-        j.account.as_deref().unwrap_or("(null)"),
-        j.qos.as_deref().unwrap_or("(null)"),
+        shown(j.account.as_deref().unwrap_or("(null)")),
+        shown(j.qos.as_deref().unwrap_or("(null)")),
         j.state.name(),
         reason,
-        j.detail.as_ref().map_or_else(String::new, |d| format!(" Detail=\"{d}\"")),
+        j.detail.as_ref().map_or_else(String::new, |d| format!(" Detail=\"{}\"", shown(d))),
         deps,
         u8::from(j.held),
         exit,
@@ -362,8 +363,8 @@ pub fn show_job(j: &JobInfo, now: Time, zone: &Zone) -> String {
         ts(j.begin),
         ts(j.start_time.or(j.expected_start)),
         ts(j.end_time),
-        j.pool.as_deref().unwrap_or("(any)"),
-        j.node_list.as_deref().unwrap_or("(null)"),
+        shown(j.pool.as_deref().unwrap_or("(any)")),
+        shown(j.node_list.as_deref().unwrap_or("(null)")),
         j.nodes,
         shape,
     );
@@ -388,14 +389,23 @@ pub fn show_job(j: &JobInfo, now: Time, zone: &Zone) -> String {
         s.push_str(&format!("   ScheduledEP={}\n", format_steps(ep)));
     }
     if let Some(st) = &j.step {
-        s.push_str(&format!("   {}\n", step_line(st, zone)));
+        s.push_str(&format!("   {}\n", shown(&step_line(st, zone))));
     }
     s.push_str(&format!(
         "   WorkDir={}\n   StdOut={}\n   StdErr={}\n",
-        j.work_dir, j.stdout, j.stderr
+        shown(&j.work_dir),
+        shown(&j.stdout),
+        shown(&j.stderr)
     ));
     if !j.args.is_empty() {
-        s.push_str(&format!("   Args={}\n", j.args.join(" ")));
+        s.push_str("   Args=");
+        for (i, a) in j.args.iter().enumerate() {
+            if i > 0 {
+                s.push(' ');
+            }
+            super::escape::push_shown(&mut s, a);
+        }
+        s.push('\n');
     }
     s
 }
@@ -547,7 +557,11 @@ pub fn run(cli: ControlCli) -> anyhow::Result<ExitCode> {
                         out.push_str(&format!(
                             "PartitionName={}\n   Nodes={}\n   TotalNodes={} AllocNodes={}\n   \
                              Policy={}\n\n",
-                            p.name, p.node_list, p.total, p.allocated, info.policy
+                            shown(&p.name),
+                            shown(&p.node_list),
+                            p.total,
+                            p.allocated,
+                            info.policy
                         ));
                     }
                     print_out(&out)?;

@@ -8,6 +8,7 @@ use batch_proto::{JobInfo, JobState};
 use sched_core::time::{Duration, Time};
 
 use super::error::SpecError;
+use super::escape::shown;
 use super::time::{format_limit, format_opt_timestamp, format_squeue_duration, Zone};
 
 /// Reads a `-t/--states` list: comma-separated codes or names in any case, or `all`.
@@ -576,7 +577,8 @@ impl Format {
                 } => {
                     scratch.clear();
                     value(*letter, scratch);
-                    push_cell(out, scratch, *width, *right);
+                    // Every cell escaped: a name or a path is the user's own text.
+                    push_cell(out, &shown(scratch), *width, *right);
                 }
             }
         }
@@ -745,6 +747,15 @@ pub(super) mod tests {
             qos: None,
             warn_signal: None,
         }
+    }
+
+    #[test]
+    fn a_users_text_is_escaped_in_every_cell() {
+        let mut j = job();
+        j.name = "a\nb".into();
+        j.work_dir = "/w/\r\u{1b}[2J".into();
+        let f = Format::parse("%j|%.6j|%Z").unwrap();
+        assert_eq!(f.row(&j, 0, &fixed_zone(0)), "a\\nb|  a\\nb|/w/\\r\\x1b[2J");
     }
 
     #[test]

@@ -77,6 +77,14 @@ fn state_name(s: NodeState) -> &'static str {
 }
 
 fn table(rows: &[Vec<String>]) -> String {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            r.iter()
+                .map(|v| super::escape::shown(v).into_owned())
+                .collect()
+        })
+        .collect();
     let cols = rows.first().map_or(0, Vec::len);
     let widths: Vec<usize> = (0..cols)
         .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))

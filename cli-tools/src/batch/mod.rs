@@ -8,6 +8,7 @@ pub mod cli;
 pub mod control;
 pub mod directives;
 pub mod error;
+pub mod escape;
 pub mod format;
 pub mod info;
 pub mod queue;

@@ -43,7 +43,7 @@ pub fn table(v: &ViewReply, zone: &Zone) -> String {
     for p in &v.pools {
         for s in &p.steps {
             rows.push(vec![
-                p.pool.clone(),
+                super::escape::shown(&p.pool).into_owned(),
                 format_timestamp(s.from, zone),
                 s.to.map_or_else(|| "infinite".into(), |t| format_timestamp(t, zone)),
                 s.free.to_string(),
