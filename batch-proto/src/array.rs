@@ -254,7 +254,10 @@ mod tests {
         assert!(a(vec![3, 3]).check().unwrap_err().contains("repeats"));
         assert!(a(vec![]).check().is_err());
         assert!(a(vec![0, 1001]).check().unwrap_err().contains("1000"));
-        assert!(a(vec![7; 100_000]).check().unwrap_err().contains("MaxArraySize"));
+        assert!(a(vec![7; 100_000])
+            .check()
+            .unwrap_err()
+            .contains("MaxArraySize"));
         a((0..=MAX_ARRAY_INDEX).collect()).check().unwrap();
         // Unsorted indices never make a wrapped step, whoever built them.
         assert_eq!(a(vec![5, 3]).span(), (2, 5, 3, 1));
@@ -276,11 +279,11 @@ mod tests {
                 prop_assert!(a.indices.iter().all(|i| *i <= MAX_ARRAY_INDEX));
                 let (count, min, max, step) = a.span();
                 prop_assert_eq!(count as usize, a.indices.len());
-                prop_assert!(min <= max && step >= 1 && step <= MAX_ARRAY_INDEX.max(1));
+                prop_assert!(min <= max && (1..=MAX_ARRAY_INDEX.max(1)).contains(&step));
                 prop_assert!(a.indices.iter().all(|i| (i - min) % step == 0 || step == 1));
             }
             let (_, _, _, step) = a.span();
-            prop_assert!(step >= 1 && step <= 1100);
+            prop_assert!((1..=1100).contains(&step));
         }
 
         #[test]

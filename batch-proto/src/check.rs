@@ -321,7 +321,10 @@ mod tests {
         let f = JobFailure::new(3, ErrorKind::InvalidJobId, "Invalid job id specified: 3");
         assert_eq!(f.message, "Invalid job id specified: 3");
         let exact = "x".repeat(MAX_FAILURE_MESSAGE);
-        assert_eq!(JobFailure::new(3, ErrorKind::Internal, exact.clone()).message, exact);
+        assert_eq!(
+            JobFailure::new(3, ErrorKind::Internal, exact.clone()).message,
+            exact
+        );
     }
 
     proptest! {

@@ -306,9 +306,13 @@ impl Client {
         }
     }
 
-    /// Sends `req` and returns the reply as it is, errors included.
+    /// Sends `req` and returns the reply as it is, errors included (a request over a bound
+    /// gets the daemon's error without being sent).
     pub fn send(&mut self, req: &Request) -> Result<Response, ClientError> {
-        self.write(req)?;
+        match self.write(req) {
+            Err(ClientError::Daemon(e)) => return Ok(Response::Error(e)),
+            r => r?,
+        }
         self.read()
     }
 
@@ -425,6 +429,7 @@ mod tests {
             Err(ClientError::Daemon(e)) => assert_eq!(e, want),
             other => panic!("{other:?}"),
         }
+        assert_eq!(c.send(&req).unwrap(), Response::Error(want));
         assert_eq!(c.traffic().frames_sent, 1, "only the hello went out");
     }
 

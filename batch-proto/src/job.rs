@@ -689,6 +689,14 @@ impl JobShape {
                         "every component needs at least one node".into(),
                     ));
                 }
+                // Summed as u64: policies add the components as u32.
+                let total: u64 = components.iter().map(|&n| u64::from(n)).sum();
+                if total > u64::from(u32::MAX) {
+                    return Err(SpecError::Shape(format!(
+                        "components of {total} nodes in all; at most {} are accepted",
+                        u32::MAX
+                    )));
+                }
                 if *time_limit == 0 {
                     return Err(SpecError::Shape(
                         "a co-allocated job needs a time limit (-t)".into(),
@@ -1206,10 +1214,16 @@ impl JobSpec {
     /// field and why.
     pub fn set_by_batchd(&self) -> Option<(&'static str, &'static str)> {
         if self.array_task.is_some() {
-            return Some(("array_task", "is set by batchd on the tasks it makes of an array"));
+            return Some((
+                "array_task",
+                "is set by batchd on the tasks it makes of an array",
+            ));
         }
         if self.requeue_by_hand.is_some() {
-            return Some(("requeue_by_hand", "is set by batchd while it requeues a job"));
+            return Some((
+                "requeue_by_hand",
+                "is set by batchd while it requeues a job",
+            ));
         }
         if matches!(self.shape, JobShape::Session { .. }) {
             return Some((
@@ -1240,7 +1254,10 @@ impl JobSpec {
         if self.args.len() > MAX_ARGS {
             return bad(
                 "args",
-                format!("{} arguments; at most {MAX_ARGS} are accepted", self.args.len()),
+                format!(
+                    "{} arguments; at most {MAX_ARGS} are accepted",
+                    self.args.len()
+                ),
             );
         }
         if self.environment.len() > MAX_ENV_VARS {
@@ -1797,11 +1814,13 @@ mod bounds {
             time_limit: 0
         })
         .contains("subscribe"));
-        assert!(refused(&|s| s.array = Some(Box::new(crate::array::ArraySpec {
-            indices: vec![5, 3],
-            throttle: None
-        })))
-        .starts_with("invalid array: indices must ascend"));
+        assert!(
+            refused(&|s| s.array = Some(Box::new(crate::array::ArraySpec {
+                indices: vec![5, 3],
+                throttle: None
+            })))
+            .starts_with("invalid array: indices must ascend")
+        );
         accepted(&|s| s.name = "n".repeat(MAX_NAME));
         assert_eq!(
             refused(&|s| s.name = "n".repeat(MAX_NAME + 1)),
@@ -1812,17 +1831,23 @@ mod bounds {
         assert!(refused(&|s| s.args = vec!["a".repeat(MAX_ARG_LEN + 1)]).contains("argument of"));
         let var = |i: usize| (format!("V{i}"), String::new());
         accepted(&|s| s.environment = (0..MAX_ENV_VARS).map(var).collect());
-        assert!(refused(&|s| s.environment = (0..=MAX_ENV_VARS).map(var).collect())
-            .contains("4097 variables"));
+        assert!(
+            refused(&|s| s.environment = (0..=MAX_ENV_VARS).map(var).collect())
+                .contains("4097 variables")
+        );
         // Each string within its bound, all together over MAX_EXEC_BYTES.
         assert!(refused(&|s| s.args = vec!["a".repeat(MAX_ARG_LEN); 9])
             .contains("arguments and environment"));
-        assert!(refused(&|s| s.work_dir = format!("/{}", "d".repeat(MAX_PATH))).contains("work_dir"));
+        assert!(
+            refused(&|s| s.work_dir = format!("/{}", "d".repeat(MAX_PATH))).contains("work_dir")
+        );
         assert!(refused(&|s| s.stdout = Some("o".repeat(MAX_PATH + 1))).contains("stdout"));
         assert!(refused(&|s| s.account = Some("a".repeat(MAX_WORD + 1))).contains("account"));
         assert!(refused(&|s| s.pool = Some("p".repeat(MAX_WORD + 1))).contains("pool"));
-        assert!(refused(&|s| s.dependencies = vec![Dependency::Singleton; MAX_DEPENDENCIES + 1])
-            .starts_with("invalid dependency"));
+        assert!(
+            refused(&|s| s.dependencies = vec![Dependency::Singleton; MAX_DEPENDENCIES + 1])
+                .starts_with("invalid dependency")
+        );
         accepted(&|s| {
             s.shape = JobShape::Evolving {
                 steps: vec![Step::new(1000, 1); MAX_STEPS],

@@ -232,6 +232,11 @@ impl PreparedFilter<'_> {
         &self.tasks
     }
 
+    /// Whether a job in `state` can pass the filter's states (no state listed: any).
+    pub fn admits_state(&self, state: JobState) -> bool {
+        self.states == 0 || self.states & state_bit(state) != 0
+    }
+
     /// Whether `ids` and `tasks` select the job `id` (with its place in an array, if any): an
     /// array's id selects every task of it; both lists empty select every job.
     pub fn selects_id(&self, id: u64, task: Option<&crate::array::ArrayTask>) -> bool {
@@ -254,9 +259,11 @@ impl PreparedFilter<'_> {
                 || self.users.binary_search(&key.user).is_ok()
                 || self.uids.binary_search(&key.uid).is_ok())
             && (self.names.is_empty() || self.names.binary_search(&key.name).is_ok())
-            && (self.states == 0 || self.states & state_bit(key.state) != 0)
+            && self.admits_state(key.state)
             && (self.pools.is_empty()
-                || key.pool.is_some_and(|p| self.pools.binary_search(&p).is_ok()))
+                || key
+                    .pool
+                    .is_some_and(|p| self.pools.binary_search(&p).is_ok()))
     }
 }
 

@@ -897,3 +897,5 @@ fn an_evolving_job_keeps_its_nodes_order_and_choice_across_a_restart() {
 /// binary of its own.)
 #[path = "batchd/hardening.rs"]
 mod hardening;
+#[path = "batchd/requests.rs"]
+mod requests;

@@ -10,7 +10,6 @@
 
 use std::sync::Arc;
 
-use batch_proto::frame::decode;
 use batch_proto::frame::nonblocking::read_payload_after;
 use batch_proto::{
     ErrorKind, ErrorReply, JobShape, JobSpec, JobState, Request, Response, SessionRequest,
@@ -170,10 +169,16 @@ async fn serve(
                 return;
             }
         };
-        let req = match decode::<Request>(&payload) {
-            Ok(r) => r,
-            Err(e) => {
-                link.refuse(e.to_string()).await;
+        let req = match super::request::decode_checked(payload).await {
+            super::request::Decoded::Request(r) => r,
+            super::request::Decoded::Refused(e) => {
+                if !link.send(&Response::Error(e)).await {
+                    return;
+                }
+                continue;
+            }
+            super::request::Decoded::Malformed(e) => {
+                link.refuse(e).await;
                 return;
             }
         };
