@@ -257,7 +257,7 @@ fn forged_submissions_are_refused_and_nothing_is_stored() {
             }),
         ),
         (
-            "invalid request: a moldable job offering",
+            "invalid request: moldable node range 2-65537 offers more than 4096 node counts",
             forged(&|s| {
                 s.shape = JobShape::Moldable {
                     configs: vec![],
