@@ -73,7 +73,11 @@ fn a_filter_over_its_bound_is_refused_and_others_are_served() {
     std::thread::scope(|s| {
         let lister = s.spawn(|| {
             let mut n = 0;
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) || n == 0 {
+            // Bounded, so that a failure below (which never sets `stop`) ends the test.
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while (!stop.load(std::sync::atomic::Ordering::Relaxed) || n == 0)
+                && Instant::now() < deadline
+            {
                 let began = Instant::now();
                 let jobs = c
                     .client()
