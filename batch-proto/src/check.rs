@@ -1,7 +1,8 @@
 //! The protocol's validation of requests: every list and string a client sends has a bound,
 //! checked in one place, [`Request::check`], by batchd on every request it decodes and by
 //! [`crate::Client`] before it sends one, so a tool and a raw client meet the same one-line
-//! message. The bounds are documented in docs/batchd.md, "Limits".
+//! message. The bounds are documented in docs/batchd.md, "Limits of a request" and "Limits of a
+//! job".
 //!
 //! What depends on the daemon's state (pools, other jobs, the time) is checked by batchd
 //! after this: [`crate::JobSpec::check`].
@@ -19,8 +20,8 @@ pub const MAX_FILTER_IDS: usize = 100_000;
 /// Most users, names, pools or states one filter may name (each list on its own).
 pub const MAX_FILTER_WORDS: usize = 1000;
 
-/// Longest host list an `erelease` may send, in bytes; and most node names it may expand to
-/// is [`MAX_RELEASE_NODES`].
+/// Longest host list an `erelease` may send, in bytes (its expansion is bounded by
+/// [`MAX_RELEASE_NODES`]).
 pub const MAX_HOSTLIST: usize = 1024 * 1024;
 
 /// Most node names the host list of an `erelease` may expand to.
