@@ -15,6 +15,10 @@ Figures are printed, never asserted on timing alone in the test suite.
     scripts/hostile-clients.py slow-sessions  # 200 launcher sessions reading 1 KiB every 2 s
                                          # while views change for 60 s: batchd's RSS
     scripts/hostile-clients.py log       # 40 frames whose variant name is 4 MiB: the log's growth
+    scripts/hostile-clients.py requests  # 10,000 queued jobs; an ordinary user's List, Cancel,
+                                         # Hold naming 8,000,000 ids (15 MiB frames) and a
+                                         # Cancel of 1,000,000 array tasks: each answer's time,
+                                         # and another user's equeue meanwhile
 
 Options: --bin DIR (default target/release; build it first with
 `cargo build --release -p batchd -p cli-tools --bins`). `lockout` acts as other users (uids
@@ -38,7 +42,7 @@ MAX_FRAME = 16 * 1024 * 1024
 
 
 def frame(msg):
-    data = json.dumps(msg).encode()
+    data = json.dumps(msg, separators=(",", ":")).encode()
     return struct.pack(">I", len(data)) + data
 
 
@@ -629,10 +633,136 @@ def log(bindir):
         d.cleanup()
 
 
+def hostile_request(sock, data, uid, repeat, ready):
+    """Sends the frame `data` `repeat` times, raw, on one connection as user `uid` (a child
+    process that drops root), each after the answer to the previous one; calls `ready()` once
+    the child is connected. Returns the first answer's first 200 characters and each answer's
+    time, from the first byte sent to the last read."""
+    r, w = os.pipe()
+    go_r, go_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        os.close(go_r)
+        try:
+            os.setgid(uid)
+            os.setuid(uid)
+            s = greeted(sock, timeout=300)
+            os.write(go_w, b"x")
+            took = []
+            for _ in range(repeat):
+                began = time.monotonic()
+                s.sendall(data)
+                answer = read_frame(s)
+                while "JobsPart" in answer:  # a listing: its parts, then its last frame
+                    answer = read_frame(s)
+                took.append(time.monotonic() - began)
+            out = json.dumps({"took": took, "answer": json.dumps(answer)[:200]})
+        except Exception as e:  # noqa: BLE001 - reported to the parent as text
+            out = json.dumps({"error": repr(e)})
+        os.write(w, out.encode())
+        os._exit(0)
+    os.close(w)
+    os.close(go_w)
+    os.read(go_r, 1)
+    os.close(go_r)
+    ready()
+    chunks = []
+    while True:
+        got = os.read(r, 1 << 16)
+        if not got:
+            break
+        chunks.append(got)
+    os.close(r)
+    os.waitpid(pid, 0)
+    return json.loads(b"".join(chunks))
+
+
+def requests(bindir):
+    if os.getuid() != 0:
+        raise SystemExit("requests: run as root (the hostile client drops to uid 65534)")
+    d = Daemon(bindir)
+    # The socket's directory must let the other user reach the socket (mode 0666) by name.
+    os.chmod(d.dir, 0o711)
+    try:
+        n = fill(d, 10_000)
+        print(f"{n} held jobs queued")
+        # 2 bytes per id ("7,"): 8,000,000 ids make a 15.3 MiB frame, under the 16 MiB limit.
+        ids = [i % 9 + 1 for i in range(8_000_000)]
+        tasks = [[1, i % 10] for i in range(1_000_000)]
+        cases = [
+            ("List, 8,000,000 ids", {"List": {"filter": {"ids": ids}}}),
+            ("Cancel, 8,000,000 ids", {"Cancel": {"filter": {"ids": ids}}}),
+            ("Hold, 8,000,000 ids", {"Hold": {"ids": ids}}),
+            ("Cancel, 1,000,000 array tasks", {"Cancel": {"filter": {"tasks": tasks}}}),
+            ("Requeue, 8,000,000 ids", {"Requeue": {"ids": ids}}),
+        ]
+        # At the bound (accepted, answered in full): every id distinct, the queue's among them
+        # (root's jobs: each a permission failure for this user), the others unknown.
+        bound = list(range(1, 100_001))
+        cases += [
+            ("List, 100,000 ids (the bound)", {"List": {"filter": {"ids": bound}}}),
+            ("Cancel, 100,000 ids (the bound)", {"Cancel": {"filter": {"ids": bound}}}),
+            ("Hold, 100,000 ids (the bound)", {"Hold": {"ids": bound}}),
+            (
+                "Cancel, 100,000 array tasks (the bound)",
+                {"Cancel": {"filter": {"tasks": [[i, 1] for i in bound]}}},
+            ),
+        ]
+        calm = sorted(d.tool("equeue", "-h")[1] for _ in range(5))
+        print(f"equeue (10,000 jobs) alone: median {calm[2]:.2f} s, max {calm[-1]:.2f} s over 5 runs")
+        base = rss_kib(d.proc.pid)
+        ok = True
+        for name, msg in cases:
+            # Encoded before the clock starts: the figures are batchd's, not Python's JSON.
+            data = frame(msg)
+            result = {}
+            started = threading.Event()
+            t = threading.Thread(
+                target=lambda: result.update(
+                    hostile_request(d.sock, data, 65534, 10, started.set)
+                )
+            )
+            t.start()
+            started.wait()
+            times = []
+            peak = base
+            while t.is_alive() or not times:
+                out, took = d.tool("equeue", "-h")
+                assert out.returncode == 0, out.stderr
+                assert out.stdout.count(b"\n") == n, "equeue saw every job"
+                times.append(took)
+                peak = max(peak, rss_kib(d.proc.pid))
+            t.join()
+            if "error" in result:
+                print(f"{name}: {result['error']}")
+                ok = False
+                continue
+            took = sorted(result["took"])
+            print(
+                f"{name} ({len(data) / 2**20:.1f} MiB frame, sent 10 times): answered in "
+                f"{took[len(took) // 2]:.2f} s median, {took[-1]:.2f} s max: {result['answer'][:110]}"
+            )
+            times.sort()
+            print(
+                f"  another user's equeue meanwhile: median {times[len(times) // 2]:.2f} s, max "
+                f"{times[-1]:.2f} s over {len(times)} runs; batchd RSS peak +{(peak - base) / 1024:.0f} MiB"
+            )
+            ok = ok and took[-1] < 1.0 and times[-1] < 1.0
+        out, _ = d.tool("equeue", "-h")
+        held = out.stdout.count(b"\n")
+        print(f"jobs still queued after the hostile requests: {held} of {n}")
+        return ok and held == n
+    finally:
+        d.stop()
+        d.cleanup()
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument(
-        "scenario", choices=["memory", "idle", "refused", "lockout", "slow-sessions", "log"]
+        "scenario",
+        choices=["memory", "idle", "refused", "lockout", "slow-sessions", "log", "requests"],
     )
     p.add_argument("--bin", default="target/release")
     a = p.parse_args()
@@ -644,6 +774,7 @@ def main():
         "lockout": lockout,
         "slow-sessions": slow_sessions,
         "log": log,
+        "requests": requests,
     }[a.scenario](bindir)
     print("OK" if ok else "FAILED")
     sys.exit(0 if ok else 1)

@@ -9,6 +9,10 @@ use serde::{Deserialize, Serialize};
 /// The largest task index accepted, as Slurm's default `MaxArraySize` (1001) allows.
 pub const MAX_ARRAY_INDEX: u64 = 1000;
 
+/// Most tasks one array may have: Slurm's default `MaxArraySize`, 1001 (indices 0 to
+/// [`MAX_ARRAY_INDEX`], each once).
+pub const MAX_ARRAY_SIZE: usize = 1001;
+
 /// An array as submitted: its task indices, ascending without repeats, and the throttle.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ArraySpec {
@@ -72,21 +76,50 @@ impl ArraySpec {
     }
 
     /// Task count, lowest and highest index, and step: the common difference of the indices
-    /// when they are evenly spaced (`0-15:4` has 4), else 1, as for a single task.
+    /// when they are evenly spaced (`0-15:4` has 4), else 1, as for a single task. Meant for
+    /// an array [`ArraySpec::check`] accepted (indices ascending); of any other, the step is 1.
     pub fn span(&self) -> (u64, u64, u64, u64) {
         let (min, max) = (
             self.indices.first().copied().unwrap_or(0),
             self.indices.last().copied().unwrap_or(0),
         );
-        let step = match self.indices.as_slice() {
-            [a, b, rest @ ..]
-                if rest.is_empty() || self.indices.windows(2).all(|w| w[1] - w[0] == b - a) =>
-            {
-                b - a
-            }
+        let gap = |w: &[u64]| w[1].checked_sub(w[0]).filter(|d| *d > 0);
+        let mut gaps = self.indices.windows(2).map(gap);
+        let step = match gaps.next() {
+            Some(Some(d)) if gaps.all(|g| g == Some(d)) => d,
             _ => 1,
         };
         (self.indices.len() as u64, min, max, step)
+    }
+
+    /// What a submission's array must be: at least one index, at most [`MAX_ARRAY_SIZE`],
+    /// ascending without repeats (what [`ArraySpec::parse`] gives), none above
+    /// [`MAX_ARRAY_INDEX`], and a positive throttle if any. The error is the reason, one line.
+    pub fn check(&self) -> Result<(), String> {
+        let n = self.indices.len();
+        if n == 0 {
+            return Err("an array needs at least one index".into());
+        }
+        if n > MAX_ARRAY_SIZE {
+            return Err(format!(
+                "an array of {n} tasks; at most {MAX_ARRAY_SIZE} are accepted (Slurm's MaxArraySize)"
+            ));
+        }
+        if let Some(w) = self.indices.windows(2).find(|w| w[1] <= w[0]) {
+            return Err(format!(
+                "indices must ascend without repeats ({} after {})",
+                w[1], w[0]
+            ));
+        }
+        if let Some(i) = self.indices.last().filter(|i| **i > MAX_ARRAY_INDEX) {
+            return Err(format!(
+                "index {i} is above {MAX_ARRAY_INDEX}; indices run from 0 to {MAX_ARRAY_INDEX}"
+            ));
+        }
+        if self.throttle == Some(0) {
+            return Err("the throttle must be positive".into());
+        }
+        Ok(())
     }
 
     /// Parses sbatch's `--array` value: `0-15`, `1,3,5`, `0-15:4` (a step), any comma-joined
@@ -211,7 +244,55 @@ mod tests {
         assert_eq!(t.label(), "10_3");
     }
 
+    #[test]
+    fn forged_arrays_are_refused() {
+        let a = |indices: Vec<u64>| ArraySpec {
+            indices,
+            throttle: None,
+        };
+        assert!(a(vec![5, 3]).check().unwrap_err().contains("ascend"));
+        assert!(a(vec![3, 3]).check().unwrap_err().contains("repeats"));
+        assert!(a(vec![]).check().is_err());
+        assert!(a(vec![0, 1001]).check().unwrap_err().contains("1000"));
+        assert!(a(vec![7; 100_000])
+            .check()
+            .unwrap_err()
+            .contains("MaxArraySize"));
+        a((0..=MAX_ARRAY_INDEX).collect()).check().unwrap();
+        // Unsorted indices never make a wrapped step, whoever built them.
+        assert_eq!(a(vec![5, 3]).span(), (2, 5, 3, 1));
+        assert_eq!(a(vec![3, 3, 3]).span(), (3, 3, 3, 1));
+    }
+
     proptest! {
+        /// Whatever a client sends, an accepted array has ascending unique indices within
+        /// bounds, and its step divides every gap without wrapping.
+        #[test]
+        fn accepted_arrays_are_sorted_unique_and_span_without_wrapping(
+            indices in proptest::collection::vec(0u64..1100, 0..40),
+            throttle in proptest::option::of(0u32..4),
+        ) {
+            let a = ArraySpec { indices, throttle };
+            if a.check().is_ok() {
+                prop_assert!(a.indices.windows(2).all(|w| w[0] < w[1]));
+                prop_assert!(a.indices.len() <= MAX_ARRAY_SIZE);
+                prop_assert!(a.indices.iter().all(|i| *i <= MAX_ARRAY_INDEX));
+                let (count, min, max, step) = a.span();
+                prop_assert_eq!(count as usize, a.indices.len());
+                prop_assert!(min <= max && (1..=MAX_ARRAY_INDEX.max(1)).contains(&step));
+                prop_assert!(a.indices.iter().all(|i| (i - min) % step == 0 || step == 1));
+            }
+            let (_, _, _, step) = a.span();
+            prop_assert!((1..=1100).contains(&step));
+        }
+
+        #[test]
+        fn parsed_arrays_pass_the_check(lo in 0u64..=1000, len in 0u64..50, step in 1u64..7) {
+            let hi = (lo + len).min(MAX_ARRAY_INDEX);
+            let a = ArraySpec::parse(&format!("{lo}-{hi}:{step}%3")).unwrap();
+            prop_assert!(a.check().is_ok());
+        }
+
         #[test]
         fn indices_ascend_within_bounds(lo in 0u64..=1000, len in 0u64..50, step in 1u64..7) {
             let hi = (lo + len).min(MAX_ARRAY_INDEX);

@@ -238,7 +238,10 @@ impl Client {
         }
     }
 
+    /// Checks `req` as the daemon would ([`Request::check`]: a request over a bound gets the
+    /// daemon's answer without a round trip), then sends it.
     fn write(&mut self, req: &Request) -> Result<(), ClientError> {
+        req.check().map_err(|e| ClientError::Daemon(e.reply()))?;
         let buf = encode(req).map_err(|e| self.frame_error(e))?;
         self.stream
             .write_all(&buf)
@@ -303,9 +306,13 @@ impl Client {
         }
     }
 
-    /// Sends `req` and returns the reply as it is, errors included.
+    /// Sends `req` and returns the reply as it is, errors included (a request over a bound
+    /// gets the daemon's error without being sent).
     pub fn send(&mut self, req: &Request) -> Result<Response, ClientError> {
-        self.write(req)?;
+        match self.write(req) {
+            Err(ClientError::Daemon(e)) => return Ok(Response::Error(e)),
+            r => r?,
+        }
         self.read()
     }
 
@@ -407,6 +414,23 @@ mod tests {
         let mut c = Client::handshake(a).unwrap();
         let req = Request::List(crate::ListRequest::default());
         assert_eq!(c.jobs(&req).unwrap(), vec![]);
+    }
+
+    /// A request over a bound is refused with the daemon's own answer, and never sent: the
+    /// fake daemon would answer `boom`.
+    #[test]
+    fn a_request_over_a_bound_is_refused_before_it_is_sent() {
+        let mut c = Client::handshake(fake(Response::Hello(Hello::current()))).unwrap();
+        let req = Request::Hold(crate::HoldRequest {
+            ids: vec![1; crate::MAX_FILTER_IDS + 1],
+        });
+        let want = req.check().unwrap_err().reply();
+        match c.request(&req) {
+            Err(ClientError::Daemon(e)) => assert_eq!(e, want),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(c.send(&req).unwrap(), Response::Error(want));
+        assert_eq!(c.traffic().frames_sent, 1, "only the hello went out");
     }
 
     #[test]

@@ -85,6 +85,12 @@ pub fn compress<S: AsRef<str>>(names: &[S]) -> String {
 
 /// Expands a compressed host list into names, in order.
 pub fn expand(list: &str) -> Result<Vec<String>, HostlistError> {
+    expand_at_most(list, usize::MAX)
+}
+
+/// [`expand`], refusing a list of more than `max` names before making them: what a client
+/// sends cannot make batchd build millions of names (`a[0-999999],a[0-999999],…`).
+pub fn expand_at_most(list: &str, max: usize) -> Result<Vec<String>, HostlistError> {
     let err = |reason: &str| HostlistError {
         list: list.to_string(),
         reason: reason.to_string(),
@@ -126,6 +132,9 @@ pub fn expand(list: &str) -> Result<Vec<String>, HostlistError> {
                 if b - a > 1_000_000 {
                     return Err(err(&format!("range `{range}` is too large")));
                 }
+                if (out.len() as u64).saturating_add(b - a + 1) > max as u64 {
+                    return Err(err(&format!("more than {max} names")));
+                }
                 for n in a..=b {
                     out.push(format!("{prefix}{n:0width$}"));
                 }
@@ -133,6 +142,9 @@ pub fn expand(list: &str) -> Result<Vec<String>, HostlistError> {
         } else if item.is_empty() {
             return Err(err("empty name"));
         } else {
+            if out.len() >= max {
+                return Err(err(&format!("more than {max} names")));
+            }
             out.push(item.to_string());
         }
     }
@@ -195,6 +207,11 @@ mod tests {
         );
         for bad in ["x[1-", "x[]", "x[3-1]", "x[a]", "x[1]y", "a,,b"] {
             assert!(expand(bad).is_err(), "{bad}");
+        }
+        assert_eq!(expand_at_most("a[1-3],b", 4).unwrap().len(), 4);
+        for over in ["a[1-3],b,c", "a[1-3],b[1-2]", "a[0-1000000],a[0-1000000]"] {
+            let e = expand_at_most(over, 4).unwrap_err();
+            assert!(e.reason.contains("more than 4 names"), "{over}: {e}");
         }
     }
 

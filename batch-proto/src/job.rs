@@ -483,8 +483,9 @@ pub struct MoldModel {
     pub max_nodes: u32,
 }
 
-/// The widest node range a moldable model may offer: a policy weighs every count of it.
-pub const MAX_MODEL_NODES: u32 = 65_536;
+/// The widest node range a moldable model may offer: [`MAX_MOLDABLE_CHOICES`], the bound of
+/// its range and explicit configurations together.
+pub const MAX_MODEL_NODES: u32 = MAX_MOLDABLE_CHOICES as u32;
 
 /// The largest weight a moldable job may have (weights are relative; this keeps weighted sums
 /// of completion times finite and meaningful).
@@ -495,6 +496,11 @@ impl MoldModel {
     /// grow with k.
     pub fn longest(&self) -> u64 {
         self.model.walltime(self.min_nodes)
+    }
+
+    /// How many node counts the range offers, `max − min + 1` (0 for a backwards range).
+    pub fn width(&self) -> u64 {
+        (u64::from(self.max_nodes) + 1).saturating_sub(u64::from(self.min_nodes))
     }
 
     fn validate(&self) -> Result<(), SpecError> {
@@ -544,7 +550,9 @@ impl JobShape {
             JobShape::CoAllocated { components, .. } => {
                 components.iter().fold(0u32, |t, &n| t.saturating_add(n))
             }
-            JobShape::Session { pools, .. } => pools.iter().map(|p| p.nodes).sum(),
+            JobShape::Session { pools, .. } => {
+                pools.iter().fold(0u32, |t, p| t.saturating_add(p.nodes))
+            }
         }
     }
 
@@ -621,6 +629,12 @@ impl JobShape {
                         "an evolving profile needs at least one step".into(),
                     ));
                 }
+                if steps.len() > MAX_STEPS {
+                    return Err(SpecError::Shape(format!(
+                        "an evolving profile of {} steps; at most {MAX_STEPS} are accepted",
+                        steps.len()
+                    )));
+                }
                 if let Some(s) = steps.iter().find(|s| s.nodes == 0 || s.duration == 0) {
                     return Err(SpecError::Shape(format!(
                         "evolving step {}:{} must have a positive duration and node count",
@@ -640,6 +654,13 @@ impl JobShape {
                 }
                 if let Some(m) = model {
                     m.validate()?;
+                }
+                let choices = configs.len() as u64 + model.map_or(0, |m| m.width());
+                if choices > MAX_MOLDABLE_CHOICES {
+                    return Err(SpecError::Shape(format!(
+                        "a moldable job offering {choices} node counts (configurations and \
+                         --nodes-range together); at most {MAX_MOLDABLE_CHOICES} are accepted"
+                    )));
                 }
                 if let Some(w) = weight {
                     if !(*w > 0.0 && *w <= MAX_WEIGHT) {
@@ -669,6 +690,14 @@ impl JobShape {
                         "every component needs at least one node".into(),
                     ));
                 }
+                // Summed as u64: policies add the components as u32.
+                let total: u64 = components.iter().map(|&n| u64::from(n)).sum();
+                if total > u64::from(u32::MAX) {
+                    return Err(SpecError::Shape(format!(
+                        "components of {total} nodes in all; at most {} are accepted",
+                        u32::MAX
+                    )));
+                }
                 if *time_limit == 0 {
                     return Err(SpecError::Shape(
                         "a co-allocated job needs a time limit (-t)".into(),
@@ -676,6 +705,26 @@ impl JobShape {
                 }
             }
             JobShape::Session { pools, time_limit } => {
+                if pools.len() > MAX_COMPONENTS {
+                    return Err(SpecError::Shape(format!(
+                        "a request naming {} pools; at most {MAX_COMPONENTS} are accepted",
+                        pools.len()
+                    )));
+                }
+                // Summed as u64: the counts are u32 each, and their sum must not wrap.
+                let total: u64 = pools.iter().map(|p| u64::from(p.nodes)).sum();
+                if total > u64::from(u32::MAX) {
+                    return Err(SpecError::Shape(format!(
+                        "a request of {total} nodes in all; at most {} are accepted",
+                        u32::MAX
+                    )));
+                }
+                if let Some(p) = pools.iter().find(|p| p.pool.len() > MAX_WORD) {
+                    return Err(SpecError::Shape(format!(
+                        "a pool name of {} bytes; at most {MAX_WORD} are accepted",
+                        p.pool.len()
+                    )));
+                }
                 if let Some(p) = pools.iter().find(|p| p.nodes == 0) {
                     return Err(SpecError::Shape(format!(
                         "a request needs at least one node on each pool it names ({})",
@@ -705,8 +754,51 @@ impl JobShape {
 }
 
 /// Most components a co-allocated job may have (KOALA's jobs have a handful; a bound keeps a
-/// typo from building a plan of millions of components).
+/// typo from building a plan of millions of components), and most pools a CooRM session's
+/// request may name.
 pub const MAX_COMPONENTS: usize = 64;
+
+/// Longest job name, in bytes.
+pub const MAX_NAME: usize = 1024;
+
+/// Longest path (working directory, output patterns), in bytes: Linux's `PATH_MAX` (4,096)
+/// less its terminating NUL.
+pub const MAX_PATH: usize = 4095;
+
+/// Longest word (pool name, account, QOS, user name in a filter), in bytes.
+pub const MAX_WORD: usize = 256;
+
+/// Most arguments a job's script may be given.
+pub const MAX_ARGS: usize = 4096;
+
+/// Most environment variables a job may be given.
+pub const MAX_ENV_VARS: usize = 4096;
+
+/// Longest argument, and longest `NAME=value` of the environment, in bytes: Linux's
+/// `MAX_ARG_STRLEN` (128 KiB) less the NUL; `execve` refuses a longer one.
+pub const MAX_ARG_LEN: usize = 128 * 1024 - 1;
+
+/// Most bytes of arguments and environment together (each string with its NUL, as `execve`
+/// counts them): half of Linux's default `ARG_MAX` (2 MiB, a quarter of the 8 MiB stack), the
+/// other half left to the variables batchd adds and to the pointers.
+pub const MAX_EXEC_BYTES: usize = 1024 * 1024;
+
+/// Most dependencies one job may have: each is looked up for every pending job at every policy
+/// run.
+pub const MAX_DEPENDENCIES: usize = 256;
+
+/// Most steps an evolving profile may have: ten times the papers' largest profiles. The
+/// evolving policy's fit may slide a profile over the others' one start at a time, refitting
+/// its steps at each, its cost growing as the square of the steps: a queue of 100 such jobs
+/// plans in 0.02 s at this bound, 1.6 s at 700 steps (docs/batchd.md, "Limits of a job",
+/// `cargo bench -p esim --bench bounds`).
+pub const MAX_STEPS: usize = 100;
+
+/// Most node counts a moldable job may offer, its explicit configurations and its
+/// `--nodes-range` together: a policy weighs every one at each fit, so a plan's cost grows with
+/// their number (100 jobs: 0.025 s at this bound, 0.46 s at 65,536; docs/batchd.md, "Limits of
+/// a job"). batchd also clips a range to the largest pool the job may use.
+pub const MAX_MOLDABLE_CHOICES: u64 = 4096;
 
 /// The longest time limit a job may have, in ms: 365 days. A pool's `max_time` may lower it,
 /// never raise it; `-t UNLIMITED` means the pool's `max_time`, this when the pool has none.
@@ -1003,12 +1095,11 @@ impl JobSpec {
             return field("script", "the script contains a NUL byte");
         }
         if let Some(a) = &self.array {
-            if a.indices.is_empty() || a.indices.iter().any(|i| *i > crate::array::MAX_ARRAY_INDEX)
-            {
-                return field("array", "indices must be from 0 to 1000, at least one");
-            }
-            if a.throttle == Some(0) {
-                return field("array", "the throttle must be positive");
+            if let Err(reason) = a.check() {
+                return Err(SpecError::Field {
+                    field: "array",
+                    reason,
+                });
             }
             if self.array_task.is_some() {
                 return field("array_task", "is set by batchd, not by a submission");
@@ -1022,9 +1113,6 @@ impl JobSpec {
                 "-n/-c/--mem... size rigid jobs; a moldable or evolving job gives its nodes",
             );
         }
-        if self.requeue_by_hand.is_some() {
-            return field("requeue_by_hand", "is set by batchd, not by a submission");
-        }
         if self.requeue && self.no_requeue {
             return field("requeue", "--requeue and --no-requeue exclude each other");
         }
@@ -1035,23 +1123,30 @@ impl JobSpec {
             return field("warn_signal", "not a signal");
         }
         for (what, v) in [("account", &self.account), ("qos", &self.qos)] {
-            if v.as_ref()
-                .is_some_and(|v| v.is_empty() || v.chars().any(|c| c.is_control() || c == ' '))
-            {
-                return field(what, "must be a non-empty word");
+            if let Some(v) = v {
+                if v.is_empty() || v.chars().any(|c| c.is_control() || c == ' ') {
+                    return field(what, "must be a non-empty word");
+                }
+                too_long(what, v, MAX_WORD)?;
             }
         }
         if self.umask.is_some_and(|m| m > 0o777) {
             return field("umask", "must be at most 0777");
         }
+        too_long("name", &self.name, MAX_NAME)?;
         if self.name.is_empty() || self.name.chars().any(|c| c.is_control()) {
             return field("name", "must be non-empty, without control characters");
         }
+        too_long("work_dir", &self.work_dir, MAX_PATH)?;
         if !self.work_dir.starts_with('/') {
             return field("work_dir", "must be an absolute path");
         }
+        if self.work_dir.contains('\0') {
+            return field("work_dir", "contains a NUL byte");
+        }
         for (what, p) in [("stdout", &self.stdout), ("stderr", &self.stderr)] {
             if let Some(p) = p {
+                too_long(what, p, MAX_PATH)?;
                 if p.is_empty() || p.contains('\0') {
                     return field(what, "must be a non-empty path without NUL bytes");
                 }
@@ -1063,21 +1158,18 @@ impl JobSpec {
                 }
             }
         }
-        for (k, v) in &self.environment {
-            if k.is_empty() || k.contains('=') || k.contains('\0') || v.contains('\0') {
-                return Err(SpecError::Field {
-                    field: "environment",
-                    reason: format!("`{k}` is not a valid variable name"),
-                });
-            }
-        }
-        if self.args.iter().any(|a| a.contains('\0')) {
-            return field("args", "an argument contains a NUL byte");
-        }
+        self.check_exec()?;
         if let Some(p) = &self.pool {
             if p.is_empty() {
                 return field("pool", "empty pool name");
             }
+            too_long("pool", p, MAX_WORD)?;
+        }
+        if self.dependencies.len() > MAX_DEPENDENCIES {
+            return Err(SpecError::Dependency(format!(
+                "list of {} conditions: at most {MAX_DEPENDENCIES} are accepted",
+                self.dependencies.len()
+            )));
         }
         let coallocated = matches!(self.shape, JobShape::CoAllocated { .. });
         if coallocated && self.deadline.is_none() {
@@ -1104,6 +1196,127 @@ impl JobSpec {
             .any(|d| matches!(d, Dependency::On { job: 0, .. }))
         {
             return Err(SpecError::Dependency("job ids start at 1".into()));
+        }
+        Ok(())
+    }
+}
+
+/// `Err` naming `what` when `v` is longer than `max` bytes.
+fn too_long(what: &'static str, v: &str, max: usize) -> Result<(), SpecError> {
+    if v.len() > max {
+        return Err(SpecError::Field {
+            field: what,
+            reason: format!("{} bytes long; at most {max} are accepted", v.len()),
+        });
+    }
+    Ok(())
+}
+
+impl JobSpec {
+    /// The fields of a stored job that only batchd sets, which a submission must leave out:
+    /// a job array's task (batchd makes one per index of `array`), the requeue under way, and
+    /// a launcher session's shape (made by `subscribe`). `None` when there is none; else the
+    /// field and why.
+    pub fn set_by_batchd(&self) -> Option<(&'static str, &'static str)> {
+        if self.array_task.is_some() {
+            return Some((
+                "array_task",
+                "is set by batchd on the tasks it makes of an array",
+            ));
+        }
+        if self.requeue_by_hand.is_some() {
+            return Some((
+                "requeue_by_hand",
+                "is set by batchd while it requeues a job",
+            ));
+        }
+        if matches!(self.shape, JobShape::Session { .. }) {
+            return Some((
+                "shape",
+                "a launcher session's job is created by `subscribe`, not submitted",
+            ));
+        }
+        None
+    }
+
+    /// What a client may send in a `Submit`: [`JobSpec::validate`], and none of the fields
+    /// [`JobSpec::set_by_batchd`] names. The stored jobs an `Update` re-checks carry those
+    /// fields legitimately and go through [`JobSpec::check`] only.
+    pub fn validate_submission(&self) -> Result<(), SpecError> {
+        if let Some((field, reason)) = self.set_by_batchd() {
+            return Err(SpecError::Field {
+                field,
+                reason: format!("{reason}; a submission must not set it"),
+            });
+        }
+        self.validate()
+    }
+
+    /// The script's arguments and environment: what `execve` takes ([`MAX_ARGS`],
+    /// [`MAX_ENV_VARS`], [`MAX_ARG_LEN`], [`MAX_EXEC_BYTES`]), names without `=`, no NUL.
+    fn check_exec(&self) -> Result<(), SpecError> {
+        let bad = |field, reason: String| Err(SpecError::Field { field, reason });
+        if self.args.len() > MAX_ARGS {
+            return bad(
+                "args",
+                format!(
+                    "{} arguments; at most {MAX_ARGS} are accepted",
+                    self.args.len()
+                ),
+            );
+        }
+        if self.environment.len() > MAX_ENV_VARS {
+            return bad(
+                "environment",
+                format!(
+                    "{} variables; at most {MAX_ENV_VARS} are accepted",
+                    self.environment.len()
+                ),
+            );
+        }
+        let mut bytes = 0usize;
+        for a in &self.args {
+            if a.contains('\0') {
+                return bad("args", "an argument contains a NUL byte".into());
+            }
+            if a.len() > MAX_ARG_LEN {
+                return bad(
+                    "args",
+                    format!(
+                        "an argument of {} bytes; at most {MAX_ARG_LEN} are accepted",
+                        a.len()
+                    ),
+                );
+            }
+            bytes += a.len() + 1;
+        }
+        for (k, v) in &self.environment {
+            if k.is_empty() || k.contains('=') || k.contains('\0') || v.contains('\0') {
+                let k: String = k.chars().take(64).collect();
+                return bad(
+                    "environment",
+                    format!("`{}` is not a valid variable name", k.escape_debug()),
+                );
+            }
+            let len = k.len() + 1 + v.len();
+            if len > MAX_ARG_LEN {
+                return bad(
+                    "environment",
+                    format!(
+                        "a variable of {len} bytes (NAME=value); at most {MAX_ARG_LEN} are accepted"
+                    ),
+                );
+            }
+            bytes += len + 1;
+        }
+        if bytes > MAX_EXEC_BYTES {
+            return bad(
+                "args",
+                format!(
+                    "arguments and environment of {bytes} bytes together; at most \
+                     {MAX_EXEC_BYTES} are accepted"
+                ),
+            );
         }
         Ok(())
     }
@@ -1576,6 +1789,134 @@ mod bounds {
         assert_eq!(a.shape.time_limit(), hour);
         s.resolve_unlimited(None);
         assert_eq!(s.shape.time_limit(), MAX_TIME_LIMIT);
+    }
+
+    /// Each forged or oversized field is refused with one line naming it; the same spec at
+    /// the bound is accepted.
+    #[test]
+    fn every_field_has_a_bound() {
+        let refused = |f: &dyn Fn(&mut JobSpec)| {
+            let mut s = spec();
+            f(&mut s);
+            let e = s.validate_submission().unwrap_err().to_string();
+            assert!(!e.contains('\n'), "{e}");
+            e
+        };
+        let accepted = |f: &dyn Fn(&mut JobSpec)| {
+            let mut s = spec();
+            f(&mut s);
+            s.validate_submission().unwrap();
+        };
+        let task = crate::array::ArraySpec {
+            indices: vec![99],
+            throttle: None,
+        }
+        .task(7, 99);
+        assert!(refused(&|s| s.array_task = Some(Box::new(task))).starts_with("invalid array_task"));
+        assert!(refused(&|s| s.requeue_by_hand = Some(true)).starts_with("invalid requeue_by_hand"));
+        assert!(refused(&|s| s.shape = JobShape::Session {
+            pools: vec![],
+            time_limit: 0
+        })
+        .contains("subscribe"));
+        assert!(
+            refused(&|s| s.array = Some(Box::new(crate::array::ArraySpec {
+                indices: vec![5, 3],
+                throttle: None
+            })))
+            .starts_with("invalid array: indices must ascend")
+        );
+        accepted(&|s| s.name = "n".repeat(MAX_NAME));
+        assert_eq!(
+            refused(&|s| s.name = "n".repeat(MAX_NAME + 1)),
+            "invalid name: 1025 bytes long; at most 1024 are accepted"
+        );
+        accepted(&|s| s.args = vec!["a".into(); MAX_ARGS]);
+        assert!(refused(&|s| s.args = vec!["a".into(); MAX_ARGS + 1]).contains("4097 arguments"));
+        assert!(refused(&|s| s.args = vec!["a".repeat(MAX_ARG_LEN + 1)]).contains("argument of"));
+        let var = |i: usize| (format!("V{i}"), String::new());
+        accepted(&|s| s.environment = (0..MAX_ENV_VARS).map(var).collect());
+        assert!(
+            refused(&|s| s.environment = (0..=MAX_ENV_VARS).map(var).collect())
+                .contains("4097 variables")
+        );
+        // Each string within its bound, all together over MAX_EXEC_BYTES.
+        assert!(refused(&|s| s.args = vec!["a".repeat(MAX_ARG_LEN); 9])
+            .contains("arguments and environment"));
+        assert!(
+            refused(&|s| s.work_dir = format!("/{}", "d".repeat(MAX_PATH))).contains("work_dir")
+        );
+        assert!(refused(&|s| s.stdout = Some("o".repeat(MAX_PATH + 1))).contains("stdout"));
+        assert!(refused(&|s| s.account = Some("a".repeat(MAX_WORD + 1))).contains("account"));
+        assert!(refused(&|s| s.pool = Some("p".repeat(MAX_WORD + 1))).contains("pool"));
+        assert!(
+            refused(&|s| s.dependencies = vec![Dependency::Singleton; MAX_DEPENDENCIES + 1])
+                .starts_with("invalid dependency")
+        );
+        accepted(&|s| {
+            s.shape = JobShape::Evolving {
+                steps: vec![Step::new(1000, 1); MAX_STEPS],
+            }
+        });
+        assert!(refused(&|s| s.shape = JobShape::Evolving {
+            steps: vec![Step::new(1000, 1); MAX_STEPS + 1]
+        })
+        .contains(&format!("at most {MAX_STEPS}")));
+        let model = |min_nodes, max_nodes| MoldModel {
+            model: SpeedupModel::Linear { work: 1000 },
+            min_nodes,
+            max_nodes,
+        };
+        let wide = MAX_MOLDABLE_CHOICES as u32;
+        accepted(&|s| {
+            s.shape = JobShape::Moldable {
+                configs: vec![],
+                model: Some(model(1, wide)),
+                weight: None,
+            }
+        });
+        assert!(refused(&|s| s.shape = JobShape::Moldable {
+            configs: vec![MoldConfig {
+                nodes: 1,
+                walltime: 5
+            }],
+            model: Some(model(1, wide)),
+            weight: None,
+        })
+        .contains("node counts"));
+        assert!(refused(&|s| s.shape = JobShape::Moldable {
+            configs: vec![],
+            model: Some(model(2, 65_537)),
+            weight: None,
+        })
+        .contains("node counts"));
+    }
+
+    /// A session's counts summed without wrapping: {a: u32::MAX, b: 2} is refused, never seen
+    /// as 1 node.
+    #[test]
+    fn session_node_counts_never_wrap() {
+        let pools = |a: u32, b: u32| JobShape::Session {
+            pools: vec![
+                PoolNodes {
+                    pool: "a".into(),
+                    nodes: a,
+                },
+                PoolNodes {
+                    pool: "b".into(),
+                    nodes: b,
+                },
+            ],
+            time_limit: 60_000,
+        };
+        let e = pools(u32::MAX, 2).validate().unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "invalid request: a request of 4294967297 nodes in all; at most 4294967295 are accepted"
+        );
+        assert_eq!(pools(u32::MAX, 2).max_nodes(), u32::MAX);
+        pools(u32::MAX - 2, 2).validate().unwrap();
+        assert_eq!(pools(3, 2).max_nodes(), 5);
     }
 
     #[test]

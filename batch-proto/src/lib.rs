@@ -10,7 +10,8 @@
 //!   afterwards, states, pending reasons and dependencies;
 //! - [`client`]: a blocking client for the tools: connect, exchange versions, ask, read;
 //! - [`socket`]: where the socket lives, resolved the same way by daemon and tools;
-//! - [`hostlist`]: Slurm's compressed host lists (`debug[001-004,007]`).
+//! - [`hostlist`]: Slurm's compressed host lists (`debug[001-004,007]`);
+//! - [`check`]: the bounds of every request, [`Request::check`], run by both sides.
 //!
 //! The first frame on every connection is [`Hello`] from the client; the daemon answers with
 //! its own `Hello` or with an error naming both protocol versions. After that, any number of
@@ -20,6 +21,7 @@
 #![deny(missing_docs)]
 
 pub mod array;
+pub mod check;
 pub mod client;
 pub mod coorm;
 pub mod frame;
@@ -32,13 +34,15 @@ pub mod signal;
 pub mod socket;
 
 pub use array::{ArraySpec, ArrayTask, JobRef};
+pub use check::{RequestError, MAX_FILTER_IDS, MAX_FILTER_WORDS};
 pub use client::{Client, ClientError, ClientTraffic};
 pub use coorm::*;
 pub use frame::{FrameError, MAX_FRAME};
 pub use job::{
     DepKind, Dependency, JobInfo, JobInfoRef, JobShape, JobSpec, JobState, MoldModel,
     PendingReason, PoolNodes, SpecError, StepPhase, StepStatus, MAX_BEGIN_AHEAD, MAX_COMPONENTS,
-    MAX_MODEL_NODES, MAX_PRIORITY, MAX_TIME_LIMIT, MAX_WEIGHT, MIN_PRIORITY, TIME_UNLIMITED,
+    MAX_MODEL_NODES, MAX_MOLDABLE_CHOICES, MAX_NAME, MAX_PRIORITY, MAX_STEPS, MAX_TIME_LIMIT,
+    MAX_WEIGHT, MIN_PRIORITY, TIME_UNLIMITED,
 };
 pub use message::*;
 pub use signal::parse_signal;

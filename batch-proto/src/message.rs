@@ -159,11 +159,7 @@ pub struct JobFilter {
 impl JobFilter {
     /// Whether `ids` and `tasks` select the job `id` (with its place in an array, if any).
     pub fn selects_id(&self, id: u64, task: Option<&crate::array::ArrayTask>) -> bool {
-        (self.ids.is_empty() && self.tasks.is_empty())
-            || self.ids.contains(&id)
-            || task.is_some_and(|t| {
-                self.ids.contains(&t.array_id) || self.tasks.contains(&(t.array_id, t.index))
-            })
+        self.prepare().selects_id(id, task)
     }
 
     /// Whether no list narrows the selection.
@@ -181,19 +177,96 @@ impl JobFilter {
         self.selects(FilterKey::from(job))
     }
 
+    /// Whether the job `key` describes passes the filter (see [`PreparedFilter::selects`]).
+    /// Each call sorts the filter's lists: to test many jobs, [`JobFilter::prepare`] once.
+    pub fn selects(&self, key: FilterKey<'_>) -> bool {
+        self.prepare().selects(key)
+    }
+
+    /// The filter with its lists sorted and without repeats, for lookups in O(log n): what the
+    /// daemon tests each job of its queue against, built once per request.
+    pub fn prepare(&self) -> PreparedFilter<'_> {
+        fn set<T: Ord>(v: impl IntoIterator<Item = T>) -> Vec<T> {
+            let mut v: Vec<T> = v.into_iter().collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        }
+        PreparedFilter {
+            ids: set(self.ids.iter().copied()),
+            tasks: set(self.tasks.iter().copied()),
+            users: set(self.users.iter().map(String::as_str)),
+            uids: set(self.users.iter().filter_map(|u| u.parse::<u32>().ok())),
+            names: set(self.names.iter().map(String::as_str)),
+            states: self.states.iter().fold(0, |m, &s| m | state_bit(s)),
+            pools: set(self.pools.iter().map(String::as_str)),
+        }
+    }
+}
+
+fn state_bit(s: JobState) -> u16 {
+    1 << (s as u16)
+}
+
+/// A [`JobFilter`] ready to test many jobs: its lists as sorted sets (sorted vectors, not
+/// hashes: a client chooses the keys, and a binary search has no worst case to aim at).
+/// Built by [`JobFilter::prepare`]; [`PreparedFilter::selects`] is the one job filter.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PreparedFilter<'a> {
+    ids: Vec<u64>,
+    tasks: Vec<(u64, u64)>,
+    users: Vec<&'a str>,
+    /// The users given as numbers, which also select by uid.
+    uids: Vec<u32>,
+    names: Vec<&'a str>,
+    /// One bit per [`JobState`]; 0: any state.
+    states: u16,
+    pools: Vec<&'a str>,
+}
+
+impl PreparedFilter<'_> {
+    /// The job ids named, ascending, each once.
+    pub fn ids(&self) -> &[u64] {
+        &self.ids
+    }
+
+    /// The array tasks named as `(array id, index)`, ascending, each once.
+    pub fn tasks(&self) -> &[(u64, u64)] {
+        &self.tasks
+    }
+
+    /// Whether a job in `state` can pass the filter's states (no state listed: any).
+    pub fn admits_state(&self, state: JobState) -> bool {
+        self.states == 0 || self.states & state_bit(state) != 0
+    }
+
+    /// Whether `ids` and `tasks` select the job `id` (with its place in an array, if any): an
+    /// array's id selects every task of it; both lists empty select every job.
+    pub fn selects_id(&self, id: u64, task: Option<&crate::array::ArrayTask>) -> bool {
+        (self.ids.is_empty() && self.tasks.is_empty())
+            || self.ids.binary_search(&id).is_ok()
+            || task.is_some_and(|t| {
+                self.ids.binary_search(&t.array_id).is_ok()
+                    || self.tasks.binary_search(&(t.array_id, t.index)).is_ok()
+            })
+    }
+
     /// Whether the job `key` describes passes the filter: the one set of rules, for the
-    /// daemon's stored records and the tools' [`JobInfo`]s alike.
+    /// daemon's stored records and the tools' [`JobInfo`]s alike. Empty lists match
+    /// everything; a job must match every non-empty one (ids and tasks count as one, see
+    /// [`PreparedFilter::selects_id`]). A user given as a number selects by uid as well as by
+    /// name; a job without a pool passes no pool list.
     pub fn selects(&self, key: FilterKey<'_>) -> bool {
         self.selects_id(key.id, key.array)
             && (self.users.is_empty()
-                || self
-                    .users
-                    .iter()
-                    .any(|u| u == key.user || u.parse::<u32>() == Ok(key.uid)))
-            && (self.names.is_empty() || self.names.iter().any(|n| n == key.name))
-            && (self.states.is_empty() || self.states.contains(&key.state))
+                || self.users.binary_search(&key.user).is_ok()
+                || self.uids.binary_search(&key.uid).is_ok())
+            && (self.names.is_empty() || self.names.binary_search(&key.name).is_ok())
+            && self.admits_state(key.state)
             && (self.pools.is_empty()
-                || key.pool.is_some_and(|p| self.pools.iter().any(|q| q == p)))
+                || key
+                    .pool
+                    .is_some_and(|p| self.pools.binary_search(&p).is_ok()))
     }
 }
 
@@ -934,6 +1007,58 @@ mod tests {
             ErrorReply::version_mismatch(2, 1).to_string(),
             "protocol version mismatch: client 2, daemon 1"
         );
+    }
+
+    /// The filter's rule as it reads on the lists themselves: the oracle of the prepared one.
+    fn naive(f: &JobFilter, key: FilterKey<'_>) -> bool {
+        ((f.ids.is_empty() && f.tasks.is_empty())
+            || f.ids.contains(&key.id)
+            || key.array.is_some_and(|t| {
+                f.ids.contains(&t.array_id) || f.tasks.contains(&(t.array_id, t.index))
+            }))
+            && (f.users.is_empty()
+                || f.users
+                    .iter()
+                    .any(|u| u == key.user || u.parse::<u32>() == Ok(key.uid)))
+            && (f.names.is_empty() || f.names.iter().any(|n| n == key.name))
+            && (f.states.is_empty() || f.states.contains(&key.state))
+            && (f.pools.is_empty() || key.pool.is_some_and(|p| f.pools.iter().any(|q| q == p)))
+    }
+
+    proptest::proptest! {
+        /// The prepared filter (sorted sets) selects exactly what the rule on the lists does,
+        /// repeats and all.
+        #[test]
+        fn the_prepared_filter_is_the_rule(
+            ids in proptest::collection::vec(0u64..12, 0..4),
+            tasks in proptest::collection::vec((0u64..12, 0u64..3), 0..3),
+            users in proptest::collection::vec(proptest::sample::select(vec!["alice", "bob", "1000", "7"]), 0..3),
+            names in proptest::collection::vec(proptest::sample::select(vec!["a", "b"]), 0..2),
+            states in proptest::collection::vec(proptest::sample::select(JobState::ALL.to_vec()), 0..3),
+            pools in proptest::collection::vec(proptest::sample::select(vec!["debug", "gpu"]), 0..2),
+            id in 0u64..12,
+            array in proptest::option::of((0u64..12, 0u64..3)),
+            uid in proptest::sample::select(vec![7u32, 1000, 5]),
+            user in proptest::sample::select(vec!["alice", "bob", "7"]),
+            name in proptest::sample::select(vec!["a", "b"]),
+            state in proptest::sample::select(JobState::ALL.to_vec()),
+            pool in proptest::option::of(proptest::sample::select(vec!["debug", "gpu"])),
+        ) {
+            let f = JobFilter {
+                ids,
+                tasks,
+                users: users.into_iter().map(String::from).collect(),
+                names: names.into_iter().map(String::from).collect(),
+                states,
+                pools: pools.into_iter().map(String::from).collect(),
+            };
+            let task = array.map(|(a, i)| crate::ArraySpec { indices: vec![i], throttle: None }.task(a, i));
+            let key = FilterKey { id, uid, user, name, state, pool, array: task.as_ref() };
+            let prepared = f.prepare();
+            proptest::prop_assert_eq!(prepared.selects(key), naive(&f, key));
+            proptest::prop_assert_eq!(f.selects(key), naive(&f, key));
+            proptest::prop_assert!(prepared.ids().windows(2).all(|w| w[0] < w[1]));
+        }
     }
 
     #[test]

@@ -302,6 +302,26 @@ impl Store {
         rx.await.map_err(|_| StoreError::Closed)?
     }
 
+    /// Stores `recs` in order and waits until each is committed: many jobs changed by one
+    /// request share the group commit instead of waiting for one transaction each.
+    pub async fn commit_all(
+        &self,
+        recs: impl IntoIterator<Item = JobRecord>,
+    ) -> Result<(), StoreError> {
+        let mut waits = Vec::new();
+        for rec in recs {
+            let (tx, rx) = oneshot::channel();
+            self.tx
+                .send(Op::Put(Box::new(rec), Some(tx)))
+                .map_err(|_| StoreError::Closed)?;
+            waits.push(rx);
+        }
+        for rx in waits {
+            rx.await.map_err(|_| StoreError::Closed)??;
+        }
+        Ok(())
+    }
+
     /// Stores `rec` without waiting; a failure is logged.
     pub fn write(&self, rec: JobRecord) {
         if self.tx.send(Op::Put(Box::new(rec), None)).is_err() {

@@ -906,3 +906,7 @@ mod clients;
 /// Restarts that keep every running job and claim, and leave no process behind.
 #[path = "batchd/restart.rs"]
 mod restart;
+
+/// Requests over the protocol's bounds, forged and malformed submissions.
+#[path = "batchd/requests.rs"]
+mod requests;

@@ -159,8 +159,12 @@ impl Moldable {
     pub fn choices(&self) -> Vec<MoldConfig> {
         let mut out = self.configs.to_vec();
         if let RSome(m) = self.model {
+            // The explicit counts sorted once: a wide range against many configurations made
+            // a scan per count quadratic.
+            let mut explicit: Vec<u32> = self.configs.iter().map(|c| c.nodes).collect();
+            explicit.sort_unstable();
             for k in self.min_nodes.max(1)..=self.max_nodes {
-                if !self.configs.iter().any(|c| c.nodes == k) {
+                if explicit.binary_search(&k).is_err() {
                     out.push(MoldConfig {
                         nodes: k,
                         walltime: m.walltime(k),
@@ -336,6 +340,33 @@ mod tests {
         assert_eq!(m.walltime_on(5), Some(200));
         assert_eq!(m.walltime_on(9), None);
         assert_eq!(m.choices().len(), 8);
+    }
+
+    proptest::proptest! {
+        /// `choices` lists what a scan of the explicit configurations per count listed: the
+        /// explicit ones first, then the model's counts none of them names, in order.
+        #[test]
+        fn choices_skip_the_explicit_counts(
+            explicit in proptest::collection::vec((1u32..12, 1u64..50), 0..6),
+            min in 0u32..6,
+            width in 0u32..10,
+        ) {
+            let m = Moldable {
+                pool: RNone,
+                configs: explicit.iter().map(|&(nodes, walltime)| MoldConfig { nodes, walltime }).collect(),
+                model: RSome(SpeedupModel::Linear { work: 1000 }),
+                min_nodes: min,
+                max_nodes: min + width,
+                weight: 1.0,
+            };
+            let mut naive = m.configs.to_vec();
+            for k in min.max(1)..=min + width {
+                if !m.configs.iter().any(|c| c.nodes == k) {
+                    naive.push(MoldConfig { nodes: k, walltime: SpeedupModel::Linear { work: 1000 }.walltime(k) });
+                }
+            }
+            proptest::prop_assert_eq!(m.choices(), naive);
+        }
     }
 
     #[test]

@@ -104,7 +104,7 @@ pub fn start(
     job.rec.state = JobState::Running;
     job.rec.start = Some(now);
     job.rec.pool = Some(first.to_string());
-    job.rec.nodes = counts.iter().map(|c| c.1).sum();
+    job.rec.nodes = counts.iter().fold(0u32, |t, c| t.saturating_add(c.1));
     job.rec.node_list = Some(hostlist::compress(&names));
     job.rec.shape = Some(sched_core::Shape::CoAllocated {
         pools: pools.to_vec().into(),

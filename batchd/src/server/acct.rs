@@ -14,12 +14,15 @@ pub async fn handle(d: &Arc<Daemon>, req: AcctRequest) -> Reply {
         .read(move |c| crate::store::finished_between(c, since, until))
         .await
     {
-        Ok(done) => Reply::Jobs(
-            done.iter()
-                .filter(|r| req.filter.selects(r.filter_key()))
-                .map(crate::view::record_info)
-                .collect(),
-        ),
+        Ok(done) => {
+            let filter = req.filter.prepare();
+            Reply::Jobs(
+                done.iter()
+                    .filter(|r| filter.selects(r.filter_key()))
+                    .map(crate::view::record_info)
+                    .collect(),
+            )
+        }
         Err(e) => internal(e),
     }
 }

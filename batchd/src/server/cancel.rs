@@ -6,11 +6,46 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use batch_proto::{
-    ActionReport, CancelRequest, ErrorKind, ErrorReply, JobFailure, JobState, Response,
+    ActionReport, CancelRequest, ErrorKind, ErrorReply, JobFailure, JobState, Response, MAX_FRAME,
 };
 
 use super::{internal, Caller, Reply};
+use crate::core::Core;
 use crate::daemon::Daemon;
+use crate::launch::now_ms;
+
+/// Jobs changed per hold of the core lock when many are: the scheduler and other clients get
+/// the lock between two chunks.
+pub(super) const LOCK_CHUNK: usize = 1024;
+
+/// What a cancel does to one selected job, decided before anything is done.
+enum Outcome {
+    Failed(JobFailure),
+    /// Pending: ends CANCELLED.
+    End,
+    /// Running: signalled, or stopped (`None`).
+    Signal(Option<i32>),
+}
+
+fn outcome(core: &Core, caller: &Caller, id: u64, signal: Option<i32>) -> Option<Outcome> {
+    let a = core.jobs.get(&id)?;
+    let fail = |kind, message: String| Outcome::Failed(JobFailure::new(id, kind, message));
+    Some(if !caller.may_touch(a.rec.uid) {
+        fail(
+            ErrorKind::PermissionDenied,
+            format!("Access/permission denied for job {id}"),
+        )
+    } else {
+        match (a.rec.state, signal) {
+            (JobState::Pending, None) => Outcome::End,
+            (JobState::Pending, Some(_)) => fail(
+                ErrorKind::InvalidState,
+                format!("job {id} is pending; only running jobs can be signalled"),
+            ),
+            (_, sig) => Outcome::Signal(sig),
+        }
+    })
+}
 
 pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: CancelRequest) -> Reply {
     let mut filter = req.filter;
@@ -25,105 +60,153 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: CancelRequest) -> Rep
     if filter.ids.is_empty() && filter.users.is_empty() && caller.uid != 0 {
         filter.users.push(caller.uid.to_string());
     }
+    // Sorted once, each id and task once: a repeated id is answered once.
+    let filter = filter.prepare();
     let mut report = ActionReport::default();
     let mut pending = Vec::new();
     let mut running = Vec::new();
     {
         let mut core = d.core();
-        for &id in &filter.ids {
+        for &id in filter.ids() {
             if !core.jobs.contains_key(&id) {
                 report.failed.push(match core.state_of(id) {
-                    Some(_) => JobFailure {
+                    Some(_) => JobFailure::new(
                         id,
-                        kind: ErrorKind::InvalidState,
-                        message: format!("Job/step already completing or completed: {id}"),
-                    },
-                    None => JobFailure {
+                        ErrorKind::InvalidState,
+                        format!("Job/step already completing or completed: {id}"),
+                    ),
+                    None => JobFailure::new(
                         id,
-                        kind: ErrorKind::InvalidJobId,
-                        message: format!("Invalid job id specified: {id}"),
-                    },
+                        ErrorKind::InvalidJobId,
+                        format!("Invalid job id specified: {id}"),
+                    ),
                 });
             }
         }
-        // An array task (`ID_N`) that is not in the queue, as an unknown id above.
-        for &(array, index) in &filter.tasks {
-            let queued = core.jobs.values().any(|a| {
-                a.rec
-                    .spec
-                    .array_task
-                    .as_deref()
-                    .is_some_and(|t| t.array_id == array && t.index == index)
-            });
-            if !queued {
-                report.failed.push(JobFailure {
-                    id: array,
-                    kind: ErrorKind::InvalidJobId,
-                    message: format!("Invalid job id specified: {array}_{index}"),
-                });
+        // An array task (`ID_N`) that is not in the queue, as an unknown id above: one pass
+        // over the queue marks the tasks it holds.
+        let tasks = filter.tasks();
+        if !tasks.is_empty() {
+            let mut queued = vec![false; tasks.len()];
+            for a in core.jobs.values() {
+                if let Some(t) = a.rec.spec.array_task.as_deref() {
+                    if let Ok(i) = tasks.binary_search(&(t.array_id, t.index)) {
+                        queued[i] = true;
+                    }
+                }
+            }
+            for (&(array, index), _) in tasks.iter().zip(&queued).filter(|(_, q)| !**q) {
+                report.failed.push(JobFailure::new(
+                    array,
+                    ErrorKind::InvalidJobId,
+                    format!("Invalid job id specified: {array}_{index}"),
+                ));
             }
         }
-        let selected: Vec<u64> = core
+        let selected: Vec<(u64, Outcome)> = core
             .jobs
             .values()
             .filter(|a| filter.selects(a.rec.filter_key()))
-            .map(|a| a.rec.id)
+            .filter_map(|a| Some((a.rec.id, outcome(&core, caller, a.rec.id, req.signal)?)))
             .collect();
-        for id in selected {
-            // A cancel overrides a requeue on its way: the job ends CANCELLED.
-            if req.signal.is_none()
-                && core
-                    .jobs
-                    .get(&id)
-                    .is_some_and(|a| caller.may_touch(a.rec.uid))
-            {
-                core.drop_requeue(id);
-            }
-            let Some(a) = core.jobs.get_mut(&id) else {
-                continue;
-            };
-            if !caller.may_touch(a.rec.uid) {
-                report.failed.push(JobFailure {
-                    id,
-                    kind: ErrorKind::PermissionDenied,
-                    message: format!("Access/permission denied for job {id}"),
-                });
-                continue;
-            }
-            match (a.rec.state, req.signal) {
-                (JobState::Pending, None) => pending.push(id),
-                (JobState::Pending, Some(_)) => report.failed.push(JobFailure {
-                    id,
-                    kind: ErrorKind::InvalidState,
-                    message: format!("job {id} is pending; only running jobs can be signalled"),
-                }),
-                (_, Some(sig)) => running.push((id, Some(sig))),
-                (_, None) => {
-                    let already = a.run.as_ref().is_some_and(|r| r.cancelling);
-                    if let Some(run) = a.run.as_mut() {
-                        run.cancelling = true;
-                    }
-                    a.rec.state = JobState::Completing;
-                    d.store.write(a.rec.clone());
-                    if already {
-                        report.done.push(id);
-                    } else {
+        // The answer is bounded before anything is done: a running job counts as a possible
+        // failure (its signal may fail), every other one as what it will be.
+        let failures = report.failed.len()
+            + selected
+                .iter()
+                .filter(|(_, o)| !matches!(o, Outcome::End))
+                .count();
+        let done = selected
+            .iter()
+            .filter(|(_, o)| matches!(o, Outcome::End))
+            .map(|(id, _)| *id);
+        if ActionReport::frame_bound(done, failures) > MAX_FRAME {
+            return ErrorReply::new(
+                ErrorKind::BadRequest,
+                format!(
+                    "the cancel selects {} jobs, more than one answer can report; narrow it \
+                     (by job id, user, name, state or pool) and cancel in several steps",
+                    selected.len()
+                ),
+            )
+            .into();
+        }
+        for (id, o) in selected {
+            match o {
+                Outcome::Failed(f) => report.failed.push(f),
+                Outcome::End => pending.push(id),
+                Outcome::Signal(Some(sig)) => running.push((id, Some(sig))),
+                Outcome::Signal(None) => {
+                    if let Some(id) = stop(d, &mut core, id) {
                         running.push((id, None));
+                    } else {
+                        report.done.push(id);
                     }
                 }
             }
         }
     }
-    for id in pending {
-        match d.end_pending(id, JobState::Cancelled, None).await {
-            Ok(_) => {
-                crate::coorm::tell_ended(d, id, JobState::Cancelled, "cancelled before its start");
-                report.done.push(id)
-            }
-            Err(e) => return internal(e),
+    match end_pending(d, pending).await {
+        Ok((ended, started)) => {
+            report.done.extend(ended);
+            running.extend(started.into_iter().map(|id| (id, None)));
         }
+        Err(e) => return internal(e),
     }
     signal_and_answer(d, running, report).await
+}
+
+/// Marks the running job `id` as being cancelled (a cancel overrides a requeue on its way: the
+/// job ends CANCELLED); `Some(id)` when it must be told to stop, `None` when a cancel is
+/// already on its way.
+fn stop(d: &Daemon, core: &mut Core, id: u64) -> Option<u64> {
+    core.drop_requeue(id);
+    let a = core.jobs.get_mut(&id)?;
+    let already = a.run.as_ref().is_some_and(|r| r.cancelling);
+    if let Some(run) = a.run.as_mut() {
+        run.cancelling = true;
+    }
+    a.rec.state = JobState::Completing;
+    d.store.write(a.rec.clone());
+    (!already).then_some(id)
+}
+
+/// Ends the pending jobs `ids` CANCELLED, [`LOCK_CHUNK`] of them per hold of the core lock,
+/// and stores them in one group commit. Returns the jobs ended, and those that started
+/// meanwhile (now being stopped, as a running job's cancel does).
+async fn end_pending(
+    d: &Arc<Daemon>,
+    ids: Vec<u64>,
+) -> Result<(Vec<u64>, Vec<u64>), crate::store::StoreError> {
+    let now = now_ms();
+    let (mut ended, mut started, mut meanwhile) = (Vec::new(), Vec::new(), Vec::new());
+    for chunk in ids.chunks(LOCK_CHUNK) {
+        let mut core = d.core();
+        for &id in chunk {
+            match core.jobs.get(&id).map(|a| a.rec.state) {
+                Some(JobState::Pending) => {
+                    let rec = core.finish(id, |r| {
+                        r.state = JobState::Cancelled;
+                        r.end = Some(now);
+                    });
+                    ended.extend(rec);
+                }
+                Some(_) => match stop(d, &mut core, id) {
+                    Some(id) => started.push(id),
+                    None => meanwhile.push(id),
+                },
+                // Ended meanwhile, by itself or by another cancel.
+                None => meanwhile.push(id),
+            }
+        }
+    }
+    let mut ids: Vec<u64> = ended.iter().map(|r| r.id).collect();
+    d.store.commit_all(ended).await?;
+    for &id in &ids {
+        crate::coorm::tell_ended(d, id, JobState::Cancelled, "cancelled before its start");
+    }
+    ids.extend(meanwhile);
+    Ok((ids, started))
 }
 
 /// Signals each running job (its end does the rest), then answers with what was done: the
@@ -136,11 +219,12 @@ pub(super) async fn signal_and_answer(
     for (id, sig) in running {
         match send(d, id, sig).await {
             Ok(()) => report.done.push(id),
-            Err(message) => report.failed.push(JobFailure {
-                id,
-                kind: ErrorKind::Internal,
-                message,
-            }),
+            Err(message) => {
+                tracing::warn!(job = id, "cannot signal the job: {message}");
+                report
+                    .failed
+                    .push(JobFailure::new(id, ErrorKind::Internal, message));
+            }
         }
     }
     report.done.sort_unstable();

@@ -8,13 +8,21 @@ use batch_proto::{ActionReport, ErrorKind, JobFailure, JobState, Response};
 use super::{internal, Caller, Reply};
 use crate::daemon::Daemon;
 
+/// The ids of a request, ascending, each once: a repeated id is answered once. Bounded by
+/// `batch_proto::MAX_FILTER_IDS` (checked at decode), so that the answer fits in a frame.
+pub(super) fn unique(mut ids: Vec<u64>) -> Vec<u64> {
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
+
 async fn set_held(d: &Arc<Daemon>, caller: &Caller, ids: Vec<u64>, held: bool) -> Reply {
     let mut report = ActionReport::default();
     let mut changed = Vec::new();
-    {
+    for chunk in unique(ids).chunks(super::cancel::LOCK_CHUNK) {
         let mut core = d.core();
-        for id in ids {
-            let fail = |kind, message: String| JobFailure { id, kind, message };
+        for &id in chunk {
+            let fail = |kind, message: String| JobFailure::new(id, kind, message);
             let known = core.state_of(id).is_some();
             let Some(a) = core.jobs.get(&id) else {
                 report.failed.push(if known {
@@ -59,13 +67,11 @@ async fn set_held(d: &Arc<Daemon>, caller: &Caller, ids: Vec<u64>, held: bool) -
             }
         }
     }
-    for rec in changed {
-        let id = rec.id;
-        if let Err(e) = d.store.commit(rec).await {
-            return internal(e);
-        }
-        report.done.push(id);
+    let ids: Vec<u64> = changed.iter().map(|r| r.id).collect();
+    if let Err(e) = d.store.commit_all(changed).await {
+        return internal(e);
     }
+    report.done = ids;
     if !report.done.is_empty() {
         d.reschedule();
     }

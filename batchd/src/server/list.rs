@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use batch_proto::frame::{self, FrameError};
-use batch_proto::{JobFilter, JobInfo, JobState, ListRequest, PendingReason};
+use batch_proto::{JobInfo, JobState, ListRequest, PendingReason, PreparedFilter};
 #[cfg(doc)]
 use batch_proto::{Response, MAX_FRAME};
 use serde::Serialize;
@@ -117,7 +117,9 @@ fn encode_frames<T: Serialize>(
 }
 
 /// Encodes the active jobs matching `filter` (running first, then pending in queue order
-/// with their reasons and expected starts); see [`encode_frames`] for `last` and `out`.
+/// with their reasons and expected starts); see [`encode_frames`] for `last` and `out`. The
+/// filter comes prepared (its lists sorted once): it is asked about every job of the queue
+/// under the lock.
 ///
 /// `core` locks the core. It is held to choose the jobs and their order (with the pending
 /// reasons, which need the whole queue), then again for each frame's worth of jobs, never for
@@ -127,7 +129,7 @@ fn encode_frames<T: Serialize>(
 /// asked for).
 fn encode_active<C: std::ops::Deref<Target = Core>>(
     core: impl Fn() -> C,
-    filter: &JobFilter,
+    filter: &PreparedFilter<'_>,
     now: u64,
     brief: bool,
     last: bool,
@@ -143,7 +145,7 @@ fn encode_active<C: std::ops::Deref<Target = Core>>(
             .map(|a| (a.rec.id, None))
             .collect();
         // Pending reasons need the whole queue in order; skip it when no pending job can match.
-        if filter.states.is_empty() || filter.states.contains(&JobState::Pending) {
+        if filter.admits_state(JobState::Pending) {
             order.extend(
                 c.pending_with_reasons(now)
                     .into_iter()
@@ -205,6 +207,7 @@ pub fn handle(d: &Arc<Daemon>, req: ListRequest) -> Reply {
             let d = Arc::clone(&d);
             move || {
                 let began = std::time::Instant::now();
+                let filter = filter.prepare();
                 let ok = encode_active(|| d.core(), &filter, now_ms(), brief, last, &mut |f| {
                     out.blocking_send(f).is_ok()
                 });
@@ -235,9 +238,10 @@ pub fn handle(d: &Arc<Daemon>, req: ListRequest) -> Reply {
         let finished = tokio::task::spawn_blocking({
             let tx = tx.clone();
             move || {
+                let filter = req.filter.prepare();
                 let jobs = done
                     .iter()
-                    .filter(|r| req.filter.selects(r.filter_key()))
+                    .filter(|r| filter.selects(r.filter_key()))
                     .map(|r| job_view(None, r, None, req.brief));
                 encode_frames(jobs, true, &mut |f| tx.blocking_send(f).is_ok());
             }
@@ -326,7 +330,7 @@ mod tests {
     use crate::record::JobRecord;
     use batch_proto::frame::HEADER_LEN;
     use batch_proto::MAX_FRAME;
-    use batch_proto::{Dependency, JobShape, JobSpec, Response};
+    use batch_proto::{Dependency, JobFilter, JobShape, JobSpec, Response};
     use sched_core::{PoolId, Shape, Step};
     use std::path::PathBuf;
 
@@ -448,10 +452,17 @@ mod tests {
 
     fn listing(c: &Core, filter: &JobFilter, now: u64, brief: bool) -> Vec<JobInfo> {
         let mut frames = Vec::new();
-        assert!(encode_active(|| c, filter, now, brief, true, &mut |f| {
-            frames.push(f.unwrap());
-            true
-        }));
+        assert!(encode_active(
+            || c,
+            &filter.prepare(),
+            now,
+            brief,
+            true,
+            &mut |f| {
+                frames.push(f.unwrap());
+                true
+            }
+        ));
         jobs_of(decode_frames(frames))
     }
 
@@ -565,10 +576,17 @@ mod tests {
                 ..Default::default()
             };
             let mut frames = Vec::new();
-            assert!(encode_active(lock, &filter, 200, true, true, &mut |f| {
-                frames.push(f.unwrap());
-                true
-            }));
+            assert!(encode_active(
+                lock,
+                &filter.prepare(),
+                200,
+                true,
+                true,
+                &mut |f| {
+                    frames.push(f.unwrap());
+                    true
+                }
+            ));
             assert_eq!(locks.get(), 2);
             let jobs = jobs_of(decode_frames(frames));
             assert_eq!(jobs.iter().map(|j| j.id).collect::<Vec<_>>(), want);

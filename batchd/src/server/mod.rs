@@ -24,6 +24,7 @@ mod info;
 mod list;
 mod reconfigure;
 mod release_nodes;
+mod request;
 mod requeue;
 mod session;
 mod show;
@@ -36,7 +37,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use batch_proto::frame::nonblocking::{read_payload_after, write_frame};
-use batch_proto::frame::{decode, encode, FrameError};
+use batch_proto::frame::{encode, FrameError};
 use batch_proto::SessionTraffic;
 use batch_proto::{
     ErrorKind, ErrorReply, Hello, JobInfo, Request, Response, VersionInfo, PROTOCOL_VERSION,
@@ -410,9 +411,34 @@ impl Link {
         }
     }
 
-    /// Reads the next request; `None` ends the connection (after an error reply if one is
-    /// due). Waits `idle` for its first byte, then `frame` for the rest.
+    /// Reads the next request within the protocol's bounds, answering those over a bound with
+    /// their refusal; `None` ends the connection (after an error reply if one is due).
     async fn next_request(&mut self) -> Option<Request> {
+        loop {
+            match request::decode_checked(self.next_payload().await?).await {
+                request::Decoded::Request(r) => {
+                    self.slot.set(Phase::Handling);
+                    return Some(r);
+                }
+                request::Decoded::Refused(e) => {
+                    tracing::debug!(uid = self.uid, error = %quoted(&e.message), "request refused");
+                    if !self.send(&Response::Error(e)).await {
+                        return None;
+                    }
+                }
+                request::Decoded::Malformed(e) => {
+                    // serde's message quotes the client's text (`unknown variant …`).
+                    tracing::warn!(uid = self.uid, error = %quoted(&e), "malformed request");
+                    self.refuse(e).await;
+                    return None;
+                }
+            }
+        }
+    }
+
+    /// Reads the next request's payload; `None` ends the connection (after an error reply if
+    /// one is due). Waits `idle` for its first byte, then `frame` for the rest.
+    async fn next_payload(&mut self) -> Option<Vec<u8>> {
         self.slot.set(Phase::Idle(Instant::now()));
         let mut first = [0u8; 1];
         let evict = Arc::clone(&self.slot.evict);
@@ -461,18 +487,7 @@ impl Link {
                 return None;
             }
         };
-        match decode::<Request>(&payload) {
-            Ok(r) => {
-                self.slot.set(Phase::Handling);
-                Some(r)
-            }
-            Err(e) => {
-                // serde's message quotes the client's text (`unknown variant …`).
-                tracing::warn!(uid = self.uid, error = %quoted(&e.to_string()), "malformed request");
-                self.refuse(e.to_string()).await;
-                None
-            }
-        }
+        Some(payload)
     }
 
     /// Counts a frame read whole, of payload `p`.

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use batch_proto::check::MAX_RELEASE_NODES;
 use batch_proto::{hostlist, ErrorKind, ErrorReply, ReleaseNodesRequest, Response};
 
 use super::{Caller, Reply};
@@ -10,11 +11,18 @@ use crate::daemon::Daemon;
 use crate::launch::now_ms;
 
 pub async fn handle(d: &Arc<Daemon>, caller: &Caller, r: ReleaseNodesRequest) -> Reply {
-    let names = match hostlist::expand(&r.nodes) {
+    // The list's length is bounded at decode (`MAX_HOSTLIST`), its expansion here.
+    let names = match hostlist::expand_at_most(&r.nodes, MAX_RELEASE_NODES) {
         Ok(n) if !n.is_empty() => n,
         Ok(_) => return ErrorReply::new(ErrorKind::BadRequest, "no node named").into(),
         Err(e) => {
-            return ErrorReply::new(ErrorKind::BadRequest, format!("`{}`: {e}", r.nodes)).into()
+            // The reason, not the list: it may be a megabyte long.
+            let reason: String = e.reason.chars().take(200).collect();
+            return ErrorReply::new(
+                ErrorKind::BadRequest,
+                format!("invalid host list: {reason}"),
+            )
+            .into();
         }
     };
     let (reply, progress, dir) = {

@@ -15,7 +15,7 @@ use crate::record::JobRecord;
 /// Why `rec` cannot be requeued by `caller`, if it cannot.
 fn refusal(caller: &Caller, rec: &JobRecord) -> Option<JobFailure> {
     let id = rec.id;
-    let fail = |kind, message: String| Some(JobFailure { id, kind, message });
+    let fail = |kind, message: String| Some(JobFailure::new(id, kind, message));
     if !caller.may_touch(rec.uid) {
         return fail(
             ErrorKind::PermissionDenied,
@@ -32,7 +32,7 @@ fn refusal(caller: &Caller, rec: &JobRecord) -> Option<JobFailure> {
         // Slurm's ESLURM_DISABLED, for a job submitted with --no-requeue.
         return fail(
             ErrorKind::InvalidState,
-            format!("Requested operation is presently disabled for job {id} (submitted with --no-requeue)"),
+            format!("Requested operation is presently disabled for job {id} (--no-requeue)"),
         );
     }
     if rec.state == JobState::Pending {
@@ -49,18 +49,19 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: RequeueRequest) -> Re
     let mut stop = Vec::new();
     let mut finished = Vec::new();
     let mut stored = Vec::new();
-    {
+    let fail = |id, kind, message: String| JobFailure::new(id, kind, message);
+    for chunk in super::hold::unique(req.ids).chunks(super::cancel::LOCK_CHUNK) {
         let mut core = d.core();
-        for id in req.ids {
+        for &id in chunk {
             let Some(a) = core.jobs.get(&id) else {
                 if core.state_of(id).is_some() {
                     finished.push(id);
                 } else {
-                    report.failed.push(JobFailure {
+                    report.failed.push(fail(
                         id,
-                        kind: ErrorKind::InvalidJobId,
-                        message: format!("Invalid job id specified: {id}"),
-                    });
+                        ErrorKind::InvalidJobId,
+                        format!("Invalid job id specified: {id}"),
+                    ));
                 }
                 continue;
             };
@@ -69,11 +70,11 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: RequeueRequest) -> Re
                 continue;
             }
             if a.run.as_ref().is_some_and(|r| r.cancelling) && !core.requeues.contains_key(&id) {
-                report.failed.push(JobFailure {
+                report.failed.push(fail(
                     id,
-                    kind: ErrorKind::InvalidState,
-                    message: format!("Job/step already completing or completed: {id}"),
-                });
+                    ErrorKind::InvalidState,
+                    format!("Job/step already completing or completed: {id}"),
+                ));
                 continue;
             }
             match core.start_requeue(id, req.hold) {
@@ -85,60 +86,66 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: RequeueRequest) -> Re
                         report.done.push(id);
                     }
                 }
-                None => report.failed.push(JobFailure {
+                None => report.failed.push(fail(
                     id,
-                    kind: ErrorKind::InvalidState,
-                    message: format!("job {id} holds no nodes yet"),
-                }),
+                    ErrorKind::InvalidState,
+                    format!("job {id} holds no nodes yet"),
+                )),
             }
         }
     }
     // The requeue is durable before it is acknowledged or the job stopped: a batchd that dies
     // meanwhile still requeues the job when it finds it again.
-    for rec in stored {
-        if let Err(e) = d.store.commit(rec).await {
-            return internal(e);
-        }
+    if let Err(e) = d.store.commit_all(stored).await {
+        return internal(e);
     }
-    for id in finished {
-        let rec = match d.store.read(move |c| crate::store::job_by_id(c, id)).await {
-            Ok(Some(rec)) => rec,
-            Ok(None) => {
-                report.failed.push(JobFailure {
+    // The finished jobs read in one visit to the database, not one each.
+    let recs = match d
+        .store
+        .read(move |c| {
+            finished
+                .into_iter()
+                .map(|id| Ok((id, crate::store::job_by_id(c, id)?)))
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .await
+    {
+        Ok(recs) => recs,
+        Err(e) => return internal(e),
+    };
+    let mut requeued = Vec::new();
+    for chunk in recs.chunks(super::cancel::LOCK_CHUNK) {
+        let mut core = d.core();
+        for (id, rec) in chunk {
+            let id = *id;
+            let Some(rec) = rec else {
+                report.failed.push(fail(
                     id,
-                    kind: ErrorKind::InvalidJobId,
-                    message: format!("Invalid job id specified: {id}"),
-                });
+                    ErrorKind::InvalidJobId,
+                    format!("Invalid job id specified: {id}"),
+                ));
+                continue;
+            };
+            if let Some(f) = refusal(caller, rec) {
+                report.failed.push(f);
                 continue;
             }
-            Err(e) => return internal(e),
-        };
-        if let Some(f) = refusal(caller, &rec) {
-            report.failed.push(f);
-            continue;
-        }
-        let queued = {
-            let mut core = d.core();
             // Requeued meanwhile by another request: not twice.
             if core.jobs.contains_key(&id) {
-                None
-            } else {
-                Some(core.requeue_finished(rec, req.hold, "econtrol requeue".into()))
+                report.failed.push(fail(
+                    id,
+                    ErrorKind::InvalidState,
+                    format!("Job is pending execution: {id}"),
+                ));
+                continue;
             }
-        };
-        match queued {
-            Some(rec) => {
-                if let Err(e) = d.store.commit(rec).await {
-                    return internal(e);
-                }
-                report.done.push(id);
-            }
-            None => report.failed.push(JobFailure {
-                id,
-                kind: ErrorKind::InvalidState,
-                message: format!("Job is pending execution: {id}"),
-            }),
+            requeued.push(core.requeue_finished(rec.clone(), req.hold, "econtrol requeue".into()));
         }
     }
+    let ids: Vec<u64> = requeued.iter().map(|r| r.id).collect();
+    if let Err(e) = d.store.commit_all(requeued).await {
+        return internal(e);
+    }
+    report.done.extend(ids);
     super::cancel::signal_and_answer(d, stop.into_iter().map(|id| (id, None)), report).await
 }

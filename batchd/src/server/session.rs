@@ -17,7 +17,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use batch_proto::frame::decode;
 use batch_proto::frame::nonblocking::read_payload_after;
 use batch_proto::{
     ErrorKind, ErrorReply, JobShape, JobSpec, JobState, Request, Response, SessionEnded,
@@ -189,10 +188,16 @@ async fn serve(
                 return;
             }
         };
-        let req = match decode::<Request>(&payload) {
-            Ok(r) => r,
-            Err(e) => {
-                link.refuse(e.to_string()).await;
+        let req = match super::request::decode_checked(payload).await {
+            super::request::Decoded::Request(r) => r,
+            super::request::Decoded::Refused(e) => {
+                if !link.send(&Response::Error(e)).await {
+                    return;
+                }
+                continue;
+            }
+            super::request::Decoded::Malformed(e) => {
+                link.refuse(e).await;
                 return;
             }
         };

@@ -73,15 +73,27 @@ pub fn check_against(core: &Core, spec: &JobSpec) -> Result<(), ErrorReply> {
     Ok(())
 }
 
-pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: SubmitRequest) -> Reply {
-    let mut spec = req.spec;
-    if matches!(spec.shape, batch_proto::JobShape::Session { .. }) {
-        return ErrorReply::new(
-            ErrorKind::InvalidSpec,
-            "a launcher session's job is created by `subscribe`, not submitted",
-        )
-        .into();
+/// Clips a moldable job's `--nodes-range` to the largest pool it may run in (its own, or the
+/// largest of all): as Slurm clips a node range to what the partition holds, since node counts
+/// no pool has could never be chosen, and a policy would weigh each of them at every fit. A
+/// range wholly beyond the pools is left alone (`check_against` judged the job by its
+/// smallest count).
+pub fn clip_to_pools(core: &Core, spec: &mut JobSpec) {
+    let largest = match &spec.pool {
+        Some(name) => core.pool_index(name).map(|i| core.pools[i].pool.nodes),
+        None => core.pools.iter().map(|p| p.pool.nodes).max(),
+    };
+    if let (JobShape::Moldable { model: Some(m), .. }, Some(largest)) = (&mut spec.shape, largest) {
+        if m.max_nodes > largest && m.min_nodes <= largest {
+            m.max_nodes = largest;
+        }
     }
+}
+
+pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: SubmitRequest) -> Reply {
+    // What a client may send (fields batchd sets refused, every bound) was checked when the
+    // request was decoded (`Request::check`); what depends on the time and pools follows.
+    let mut spec = req.spec;
     let max_time = d.settings().config.max_time(spec.pool.as_deref());
     spec.resolve_unlimited(max_time);
     if let Err(e) = spec.check(now_ms(), max_time) {
@@ -116,6 +128,7 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: SubmitRequest) -> Rep
         if let Err(e) = check_against(&core, &spec) {
             return e.into();
         }
+        clip_to_pools(&core, &mut spec);
         array_records(&mut core.next_id, caller, spec, now)
     };
     let Some(id) = recs.first().map(|r| r.id) else {
@@ -212,7 +225,7 @@ fn array_records(
 /// The plan has the scheduler's time budget, and at most [`TEST_ONLY_SLOTS`] run at once: a
 /// plan past its budget is answered with an error and left to end on its thread, which keeps
 /// its slot until then, so no user can pile up stuck threads.
-async fn test_only(d: &Arc<Daemon>, caller: &Caller, spec: JobSpec) -> Reply {
+async fn test_only(d: &Arc<Daemon>, caller: &Caller, mut spec: JobSpec) -> Reply {
     let Ok(slot) = Arc::clone(&d.test_only_slots).try_acquire_owned() else {
         return ErrorReply::new(
             ErrorKind::Busy,
@@ -230,6 +243,7 @@ async fn test_only(d: &Arc<Daemon>, caller: &Caller, spec: JobSpec) -> Reply {
         if let Err(e) = check_against(&core, &spec) {
             return e.into();
         }
+        clip_to_pools(&core, &mut spec);
         let mut snap = core.snapshot(now, config.grace_period_ms);
         let id = core.next_id;
         let rec = JobRecord::submitted(id, caller.uid, caller.gid, &caller.user, spec.clone(), now);

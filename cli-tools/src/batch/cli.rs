@@ -200,32 +200,50 @@ pub fn resolve_ids(
             brief: true,
         }))
     };
+    // One listing for all the ids and one for all the tasks, not one per value: each listing
+    // costs batchd a pass over its queue, whatever it names.
     let mut out = Vec::new();
-    for id in ids {
+    if !ids.is_empty() {
         let jobs = found(
             client,
             batch_proto::JobFilter {
-                ids: vec![id],
+                ids: ids.clone(),
                 ..Default::default()
             },
         )?;
-        if jobs.is_empty() {
+        // What each id answers to, in listing order: the job of that id, and an array's tasks.
+        let mut by_id: std::collections::HashMap<u64, Vec<u64>> = Default::default();
+        for j in &jobs {
+            by_id.entry(j.id).or_default().push(j.id);
+            if let Some(a) = j.array.as_ref().filter(|a| a.array_id != j.id) {
+                by_id.entry(a.array_id).or_default().push(j.id);
+            }
+        }
+        for id in ids {
+            match by_id.get(&id) {
+                Some(v) => out.extend(v),
+                None => out.push(id),
+            }
+        }
+    }
+    if !tasks.is_empty() {
+        let jobs = found(
+            client,
+            batch_proto::JobFilter {
+                tasks: tasks.clone(),
+                ..Default::default()
+            },
+        )?;
+        let by_task: std::collections::HashMap<(u64, u64), u64> = jobs
+            .iter()
+            .filter_map(|j| j.array.as_ref().map(|a| ((a.array_id, a.index), j.id)))
+            .collect();
+        for (array, task) in tasks {
+            let Some(&id) = by_task.get(&(array, task)) else {
+                anyhow::bail!("Invalid job id specified: {array}_{task}");
+            };
             out.push(id);
         }
-        out.extend(jobs.iter().map(|j| j.id));
-    }
-    for (array, task) in tasks {
-        let jobs = found(
-            client,
-            batch_proto::JobFilter {
-                tasks: vec![(array, task)],
-                ..Default::default()
-            },
-        )?;
-        let Some(j) = jobs.first() else {
-            anyhow::bail!("Invalid job id specified: {array}_{task}");
-        };
-        out.push(j.id);
     }
     out.dedup();
     Ok(out)

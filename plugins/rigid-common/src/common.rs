@@ -85,10 +85,12 @@ impl Job {
         let choices = m.choices();
         let mut first_error = None;
         let mut out = Vec::with_capacity(choices.len());
-        for (k, c) in choices.iter().enumerate() {
+        let mut seen = std::collections::HashSet::with_capacity(choices.len());
+        for c in &choices {
             // A node count offered twice means its first walltime (`Moldable::walltime_on`,
-            // which plans are checked against).
-            if choices[..k].iter().any(|d| d.nodes == c.nodes) {
+            // which plans are checked against). A set, not a scan of the earlier choices: a
+            // range of thousands of counts made that scan quadratic.
+            if !seen.insert(c.nodes) {
                 continue;
             }
             let rigid = Rigid {
