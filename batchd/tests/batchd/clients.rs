@@ -57,7 +57,8 @@ fn request_too_large(s: &mut UnixStream) {
 }
 
 /// A bad request writes one line of at most a few KiB to the log, however large the text it
-/// quotes: a 1 MiB variant name (serde's error quotes it) and a 1 MiB software version.
+/// quotes: a 1 MiB variant name (serde's error quotes it); a 1 MiB software version is refused
+/// by the protocol's bounds unlogged, one within them logged quoted.
 #[test]
 fn a_bad_request_grows_the_log_by_a_few_kib_at_most() {
     let dir = tempfile::tempdir().unwrap();
@@ -88,6 +89,16 @@ fn a_bad_request_grows_the_log_by_a_few_kib_at_most() {
         read_frame::<_, Response>(&mut s).unwrap(),
         Response::Error(_)
     ));
+    // Within the bounds, a version mismatch is logged with the client's version quoted.
+    let mut s = UnixStream::connect(&sock).unwrap();
+    let mut hello = Hello::current();
+    hello.proto_version = 9_999;
+    hello.software_version = "v\nINFO forged".into();
+    write_frame(&mut s, &Request::Hello(hello)).unwrap();
+    assert!(matches!(
+        read_frame::<_, Response>(&mut s).unwrap(),
+        Response::Error(_)
+    ));
     let pid = nix::unistd::Pid::from_raw(child.id() as i32);
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
     assert!(child.wait().unwrap().success());
@@ -106,7 +117,16 @@ fn a_bad_request_grows_the_log_by_a_few_kib_at_most() {
         warning.contains("AAAA") && warning.contains("more bytes)"),
         "{warning}"
     );
-    assert!(text.contains("protocol version mismatch"), "{text}");
+    // The oversized version is refused by the protocol's bounds before anything logs it.
+    assert!(
+        !text.contains(&huge),
+        "the software version was logged whole"
+    );
+    let mismatch = text
+        .lines()
+        .find(|l| l.contains("protocol version mismatch"))
+        .unwrap_or_else(|| panic!("no mismatch logged: {text}"));
+    assert!(mismatch.contains(r#""v\nINFO forged""#), "{mismatch}");
 }
 
 /// A session that makes no request within `session_idle_timeout_ms` of its subscribe is closed,
