@@ -109,8 +109,8 @@ pub struct Pending {
     /// co-allocated job's nodes at a successful try and holds them idle until its start);
     /// empty when it holds none. A policy that keeps state between calls learns from it the
     /// claims it made before it was (re)built: after a restart of the driver, or a swap of
-    /// policy. Absent from older serialised snapshots, hence empty.
-    #[serde(default)]
+    /// policy. Absent from older serialised snapshots, hence empty, and left out when empty.
+    #[serde(default, skip_serializing_if = "RVec::is_empty")]
     pub claimed: RVec<PoolId>,
 }
 
