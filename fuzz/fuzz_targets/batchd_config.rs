@@ -15,9 +15,10 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    // One-line errors are issue 9's item 7, fixed on another branch: once merged, assert
-    // `!msg.contains('\n')` here too.
+    // batchd prints a config error as its one line of output before exiting.
     if let Err(e) = Config::parse(text, "fuzz.toml") {
-        assert!(!e.to_string().is_empty());
+        let msg = e.to_string();
+        assert!(!msg.is_empty());
+        assert!(!msg.contains('\n'), "a config error of several lines: {msg:?}");
     }
 });
