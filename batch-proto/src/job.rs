@@ -952,6 +952,11 @@ pub struct JobSpec {
     /// restart of batchd in between still requeues it; never in a submission.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requeue_by_hand: Option<bool>,
+    /// Set by batchd when the policy kills the running job (its reason): its nodes went to
+    /// another job at once while its processes are stopped, so that a restart of batchd in
+    /// between re-attaches it without nodes and still ends it PREEMPTED; never in a submission.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preempted: Option<String>,
 }
 
 /// The umask of a job whose submission did not give one: output files readable by their
@@ -1001,6 +1006,7 @@ impl JobSpec {
             open_append: false,
             no_requeue: false,
             requeue_by_hand: None,
+            preempted: None,
         }
     }
 
@@ -1214,9 +1220,9 @@ fn too_long(what: &'static str, v: &str, max: usize) -> Result<(), SpecError> {
 
 impl JobSpec {
     /// The fields of a stored job that only batchd sets, which a submission must leave out:
-    /// a job array's task (batchd makes one per index of `array`), the requeue under way, and
-    /// a launcher session's shape (made by `subscribe`). `None` when there is none; else the
-    /// field and why.
+    /// a job array's task (batchd makes one per index of `array`), the requeue under way, a
+    /// policy's kill under way, and a launcher session's shape (made by `subscribe`). `None`
+    /// when there is none; else the field and why.
     pub fn set_by_batchd(&self) -> Option<(&'static str, &'static str)> {
         if self.array_task.is_some() {
             return Some((
@@ -1229,6 +1235,9 @@ impl JobSpec {
                 "requeue_by_hand",
                 "is set by batchd while it requeues a job",
             ));
+        }
+        if self.preempted.is_some() {
+            return Some(("preempted", "is set by batchd when a policy kills a job"));
         }
         if matches!(self.shape, JobShape::Session { .. }) {
             return Some((
@@ -1814,6 +1823,7 @@ mod bounds {
         .task(7, 99);
         assert!(refused(&|s| s.array_task = Some(Box::new(task))).starts_with("invalid array_task"));
         assert!(refused(&|s| s.requeue_by_hand = Some(true)).starts_with("invalid requeue_by_hand"));
+        assert!(refused(&|s| s.preempted = Some("x".into())).starts_with("invalid preempted"));
         assert!(refused(&|s| s.shape = JobShape::Session {
             pools: vec![],
             time_limit: 0

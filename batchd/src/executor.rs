@@ -16,7 +16,7 @@ use nix::unistd::Pid;
 use crate::core::JobFiles;
 use crate::daemon::Daemon;
 use crate::launch::{
-    files, now_ms, read_json, read_pid, read_pids, write_job_files, write_json, Launch, Outcome,
+    files, now_ms, read_json, read_pid, write_job_files, write_json, JobPids, Launch, Outcome,
     Status,
 };
 use crate::record::JobRecord;
@@ -340,16 +340,20 @@ async fn watch_child(d: Arc<Daemon>, id: u64, mut child: tokio::process::Child, 
 
 /// Stops what is left of job `id`'s processes once its supervisor is gone without a status
 /// (killed, or dead while the daemon was away), as a cancel would: SIGTERM, SIGKILL after the
-/// grace period. The job keeps its nodes until then. Returns the status to record when there
-/// was something to stop (`None`: nothing was left, the plain "no status" end).
+/// grace period, on a blocking thread (it reads `/proc` until they are gone). The job keeps
+/// its nodes until then. Returns the status to record when there was something to stop
+/// (`None`: nothing was left, the plain "no status" end).
 async fn stop_leftovers(d: &Daemon, id: u64, dir: &Path) -> Option<Status> {
     let uid = d.core().jobs.get(&id).map(|a| a.rec.uid)?;
-    let sessions = read_pids(&dir.join(files::JOB_PID));
-    if sessions.is_empty() {
+    let pids = JobPids::read(&dir.join(files::JOB_PID));
+    if pids.leaders.is_empty() {
         return None;
     }
     let grace = Duration::from_millis(d.settings().config.grace_period_ms);
-    let stopped = crate::procs::stop_sessions(&sessions, uid, grace).await;
+    let stopped =
+        tokio::task::spawn_blocking(move || crate::procs::stop_job(&pids, uid, id, grace))
+            .await
+            .unwrap_or(0);
     if stopped == 0 {
         return None;
     }
@@ -370,17 +374,23 @@ async fn stop_leftovers(d: &Daemon, id: u64, dir: &Path) -> Option<Status> {
     })
 }
 
-/// Kills job `dir`'s supervisor, if it lives, and every process left of the job (owned by
-/// `uid`) at once: for a running job that cannot be re-attached at start-up, whose end is
-/// recorded before the daemon serves. Blocking.
-pub fn kill_lost(dir: &Path, uid: u32) {
-    if let Some(pid) = read_pid(&dir.join(files::SUPERVISOR_PID)).filter(|&p| supervisor_alive(p)) {
+/// Kills job `id`'s supervisor (its directory `dir`), if it lives, and every process left of
+/// the job (run as `uid`) at once: for a running job that cannot be re-attached at start-up,
+/// whose end is recorded before the daemon serves. Blocking.
+pub fn kill_lost(id: u64, dir: &Path, uid: u32) {
+    if let Some(pid) =
+        read_pid(&dir.join(files::SUPERVISOR_PID)).filter(|&p| supervisor_alive(p, dir))
+    {
         let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
     }
-    let sessions = read_pids(&dir.join(files::JOB_PID));
-    let killed = crate::procs::kill_sessions_now(&sessions, uid);
+    let pids = JobPids::read(&dir.join(files::JOB_PID));
+    let killed = crate::procs::kill_job_now(&pids, uid, id);
     if killed > 0 {
-        tracing::warn!(dir = %dir.display(), processes = killed, "killed the processes of a job that cannot be re-attached");
+        tracing::warn!(
+            job = id,
+            processes = killed,
+            "killed the processes of a job that cannot be re-attached"
+        );
     }
 }
 
@@ -394,22 +404,29 @@ fn read_status(dir: &Path) -> Option<Status> {
     }
 }
 
-/// Whether `pid` is a live (not zombie) supervisor.
-pub fn supervisor_alive(pid: i32) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
-    // The state letter follows the last `)` (the command name may contain parentheses).
-    let state = stat
-        .rsplit_once(')')
-        .and_then(|(_, rest)| rest.trim_start().chars().next());
-    if matches!(state, Some('Z') | Some('X') | None) {
+/// Whether `pid` is a live (not zombie) supervisor of the job in `dir`: a recycled pid
+/// belongs to some other program, or to another job's supervisor.
+pub fn supervisor_alive(pid: i32, dir: &Path) -> bool {
+    if crate::procs::stat(pid).is_none_or(|s| s.exited()) {
         return false;
     }
-    // A recycled pid belongs to some other program.
-    std::fs::read(format!("/proc/{pid}/cmdline"))
-        .map(|c| c.split(|&b| b == 0).any(|arg| arg == b"supervise"))
-        .unwrap_or(false)
+    let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+        return false;
+    };
+    let mut args = cmdline.split(|&b| b == 0);
+    if !args.any(|a| a == b"supervise") {
+        return false;
+    }
+    let Some(arg) = args.next() else {
+        return false;
+    };
+    use std::os::unix::ffi::OsStrExt;
+    let named = Path::new(std::ffi::OsStr::from_bytes(arg));
+    named == dir
+        || matches!(
+            (named.canonicalize(), dir.canonicalize()),
+            (Ok(a), Ok(b)) if a == b
+        )
 }
 
 /// Watches a supervisor this daemon did not start (found at start-up).
@@ -418,7 +435,8 @@ pub async fn watch_adopted(d: Arc<Daemon>, id: u64, dir: PathBuf) {
         if let Some(st) = read_status(&dir) {
             return d.job_ended(id, Some(st)).await;
         }
-        let alive = read_pid(&dir.join(files::SUPERVISOR_PID)).is_some_and(supervisor_alive);
+        let alive =
+            read_pid(&dir.join(files::SUPERVISOR_PID)).is_some_and(|p| supervisor_alive(p, &dir));
         if !alive {
             // It may have written the status between the two checks.
             let st = match read_status(&dir) {
@@ -434,18 +452,29 @@ pub async fn watch_adopted(d: Arc<Daemon>, id: u64, dir: PathBuf) {
 /// Tells job `id`'s supervisor to cancel it (SIGTERM to its group, SIGKILL after the grace
 /// period).
 pub fn cancel(d: &Daemon, id: u64) -> Result<(), String> {
-    let pid = read_pid(&d.job_dir(id).join(files::SUPERVISOR_PID))
+    let dir = d.job_dir(id);
+    let pid = read_pid(&dir.join(files::SUPERVISOR_PID))
         .ok_or_else(|| format!("job {id} has no supervisor yet"))?;
+    // A pid file outliving its supervisor must not make batchd signal whoever has the pid now.
+    if !supervisor_alive(pid, &dir) {
+        return Err(format!("the supervisor of job {id} is gone"));
+    }
     kill(Pid::from_raw(pid), Signal::SIGTERM)
         .map_err(|e| format!("cannot signal the supervisor of job {id}: {e}"))
 }
 
-/// Sends `signal` to job `id`'s process groups: every component's of a co-allocated job.
+/// Sends `signal` to job `id`'s process groups: every component's of a co-allocated job whose
+/// process still runs (only leaders that are provably the job's: a group id outlives its
+/// leader only as long as its members, then may be another's).
 pub fn signal(d: &Daemon, id: u64, signal: i32) -> Result<(), String> {
     let sig = Signal::try_from(signal).map_err(|_| format!("invalid signal {signal}"))?;
-    let groups = read_pids(&d.job_dir(id).join(files::JOB_PID));
-    if groups.is_empty() {
+    let pids = JobPids::read(&d.job_dir(id).join(files::JOB_PID));
+    if pids.leaders.is_empty() {
         return Err(format!("job {id} has not started its process yet"));
+    }
+    let groups = crate::procs::live_leaders(&pids, id);
+    if groups.is_empty() {
+        return Err(format!("job {id} has no process left to signal"));
     }
     // A component whose group is already gone does not make the others' signal fail.
     let mut reached = false;
@@ -519,7 +548,10 @@ mod tests {
 
     #[test]
     fn own_process_is_not_a_supervisor() {
-        assert!(!supervisor_alive(std::process::id() as i32));
-        assert!(!supervisor_alive(i32::MAX));
+        assert!(!supervisor_alive(
+            std::process::id() as i32,
+            Path::new("/x")
+        ));
+        assert!(!supervisor_alive(i32::MAX, Path::new("/x")));
     }
 }

@@ -19,8 +19,9 @@ pub mod files {
     pub const SCRIPT: &str = "script";
     /// The supervisor's pid, written by the supervisor at start.
     pub const SUPERVISOR_PID: &str = "supervisor.pid";
-    /// The job's pids, one a line, one per component's process (each the id of its process
-    /// group and session), written after the fork.
+    /// The job's processes: the boot, then one line per component's process (the id of its
+    /// process group and session, and its start time), written as each is forked
+    /// ([`JobPids`]).
     pub const JOB_PID: &str = "job.pid";
     /// The outcome, written once the job's process has ended.
     pub const STATUS: &str = "status.json";
@@ -224,16 +225,71 @@ pub fn read_pid(path: &Path) -> Option<i32> {
         .filter(|&p: &i32| p > 0)
 }
 
-/// The pids listed in `path`, one a line (`job.pid`); empty when there is none.
-pub fn read_pids(path: &Path) -> Vec<i32> {
-    std::fs::read_to_string(path)
-        .map(|t| {
-            t.split_whitespace()
-                .filter_map(|p| p.parse().ok())
-                .filter(|&p: &i32| p > 0)
-                .collect()
-        })
-        .unwrap_or_default()
+/// What `job.pid` records of a job's processes: the boot they run in and, for each component,
+/// the process the supervisor forked (leader of its process group and session) with its start
+/// time, so that a reader can tell these processes from later ones that reuse their ids
+/// (`crate::procs`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct JobPids {
+    /// `/proc/sys/kernel/random/boot_id` when the supervisor wrote the file.
+    pub boot: Option<String>,
+    /// One per component started so far, in component order.
+    pub leaders: Vec<Leader>,
+}
+
+/// A component's process, as `job.pid` records it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Leader {
+    /// Its pid (= its process group and session id).
+    pub pid: i32,
+    /// Its start time in clock ticks since the boot (`/proc/PID/stat`'s 22nd field).
+    pub start: Option<u64>,
+}
+
+impl JobPids {
+    /// The file's text: `boot ID`, then `PID START` a line, one per component.
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        if let Some(b) = &self.boot {
+            out.push_str(&format!("boot {b}\n"));
+        }
+        for l in &self.leaders {
+            match l.start {
+                Some(t) => out.push_str(&format!("{} {t}\n", l.pid)),
+                None => out.push_str(&format!("{}\n", l.pid)),
+            }
+        }
+        out
+    }
+
+    /// Reads [`JobPids::to_text`]'s format; a line of a bare pid (a leader without its start)
+    /// is read too. Unreadable lines are skipped.
+    pub fn parse(text: &str) -> JobPids {
+        let mut out = JobPids::default();
+        for line in text.lines() {
+            let mut f = line.split_whitespace();
+            match f.next() {
+                Some("boot") => out.boot = f.next().map(str::to_string),
+                Some(pid) => {
+                    if let Some(pid) = pid.parse::<i32>().ok().filter(|&p| p > 0) {
+                        out.leaders.push(Leader {
+                            pid,
+                            start: f.next().and_then(|t| t.parse().ok()),
+                        });
+                    }
+                }
+                None => {}
+            }
+        }
+        out
+    }
+
+    /// The pids of `job.pid` at `path`; empty when there is none.
+    pub fn read(path: &Path) -> JobPids {
+        std::fs::read_to_string(path)
+            .map(|t| JobPids::parse(&t))
+            .unwrap_or_default()
+    }
 }
 
 /// Milliseconds since the Unix epoch, now.
@@ -256,6 +312,36 @@ pub fn format_utc(ms: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn job_pids_read_what_they_write_and_bare_pids() {
+        let p = JobPids {
+            boot: Some("b-1".into()),
+            leaders: vec![
+                Leader {
+                    pid: 42,
+                    start: Some(7),
+                },
+                Leader {
+                    pid: 43,
+                    start: None,
+                },
+            ],
+        };
+        assert_eq!(p.to_text(), "boot b-1\n42 7\n43\n");
+        assert_eq!(JobPids::parse(&p.to_text()), p);
+        let bare = JobPids::parse("42\n-1\nx\n");
+        assert_eq!(
+            bare,
+            JobPids {
+                boot: None,
+                leaders: vec![Leader {
+                    pid: 42,
+                    start: None
+                }]
+            }
+        );
+    }
 
     #[test]
     fn utc_format_matches_known_instants() {

@@ -174,6 +174,7 @@ struct Started {
     listener: UnixListener,
     store_thread: StoreThread,
     adopted: Vec<u64>,
+    preempted: Vec<u64>,
     sessions: Vec<u64>,
     socket: PathBuf,
     socket_file: SocketFile,
@@ -231,8 +232,8 @@ async fn start(config: Config, config_path: Option<PathBuf>) -> Result<Started, 
     let recovered = recovery::restore(&mut core, loaded, &state_dir);
     // Before their directories (and pid files) are swept: a job recorded as ended leaves no
     // process behind.
-    for (dir, uid) in &recovered.to_stop {
-        executor::kill_lost(dir, *uid);
+    for (id, dir, uid) in &recovered.to_stop {
+        executor::kill_lost(*id, dir, *uid);
     }
     recovery::sweep_job_dirs(&core, &state_dir);
     for rec in recovered.lost.into_iter().chain(recovered.requeued) {
@@ -259,6 +260,7 @@ async fn start(config: Config, config_path: Option<PathBuf>) -> Result<Started, 
         listener,
         store_thread,
         adopted: recovered.adopted,
+        preempted: recovered.preempted,
         sessions: recovered.sessions,
         socket,
         socket_file,
@@ -274,6 +276,7 @@ async fn serve(started: Started, stop: impl std::future::Future<Output = ()>) ->
         listener,
         store_thread,
         adopted,
+        preempted,
         sessions,
         socket,
         socket_file,
@@ -282,6 +285,13 @@ async fn serve(started: Started, stop: impl std::future::Future<Output = ()>) ->
     } = started;
     for id in sessions {
         coorm::adopted(&daemon, id);
+    }
+    // A stop sent before the restart is sent again: the supervisor takes a second as the one
+    // cancel under way.
+    for id in preempted {
+        if let Err(e) = executor::cancel(&daemon, id) {
+            tracing::debug!(job = id, "stopping a preempted job again: {e}");
+        }
     }
     for id in adopted {
         tokio::spawn(executor::watch_adopted(

@@ -11,10 +11,12 @@
 //! start and spawning the supervisor) never ran: it goes back to the queue. A running job
 //! that cannot have its nodes back (its pool left the config) is stopped, its processes
 //! killed, before it is recorded FAILED: no job recorded as ended leaves processes behind.
-//! A launcher session's running job keeps its nodes until its duration ends, as after its
-//! launcher disconnects; a waiting one is cancelled, its connection being gone. A pending
-//! co-allocated job whose record keeps a claim's pools gets its claim back once every running
-//! job has its nodes.
+//! A running job the policy had killed (its record marked preempted) is re-attached without
+//! nodes, which went to another job, and stopped again; it still ends PREEMPTED (or
+//! requeued). A launcher session's running job keeps its nodes until its duration ends, as
+//! after its launcher disconnects; a waiting one is cancelled, its connection being gone. A
+//! pending co-allocated job whose record keeps a claim's pools gets its claim back once every
+//! running job has its nodes.
 
 use std::path::Path;
 
@@ -30,13 +32,16 @@ use crate::store::Loaded;
 pub struct Recovered {
     /// Running jobs to watch.
     pub adopted: Vec<u64>,
+    /// Of `adopted`, the jobs a policy had killed: re-attached without nodes (they went to
+    /// another job), their stop to be sent again (the daemon may have died before sending it).
+    pub preempted: Vec<u64>,
     /// Running launcher sessions' jobs, re-attached: they end at their duration.
     pub sessions: Vec<u64>,
     /// Jobs that could not be re-attached, with their final record to store.
     pub lost: Vec<JobRecord>,
     /// Of `lost`, those that were running: their processes must be stopped before their end
-    /// is stored (their directories and their users' uids).
-    pub to_stop: Vec<(std::path::PathBuf, u32)>,
+    /// is stored (their ids, directories and users' uids).
+    pub to_stop: Vec<(u64, std::path::PathBuf, u32)>,
     /// Pending jobs back in the queue.
     pub pending: usize,
     /// Jobs stored as running that never started, back in the queue, and pending jobs whose
@@ -134,11 +139,14 @@ pub fn restore(core: &mut Core, loaded: Loaded, state_dir: &Path) -> Recovered {
                         if let Some(held) = by_hand {
                             core.requeues.insert(id, held);
                         }
+                        if core.preempted.contains_key(&id) {
+                            out.preempted.push(id);
+                        }
                         out.adopted.push(id)
                     }
                     Err(lost) => {
                         let (rec, why) = *lost;
-                        out.to_stop.push((dir, rec.uid));
+                        out.to_stop.push((id, dir, rec.uid));
                         out.lost.push(lost_record(core, rec, &why));
                     }
                 }

@@ -175,10 +175,11 @@ async fn act(d: &Arc<Daemon>, snap: &SnapshotData, plan: &Plan) {
         core.expected_mold.clear();
         // Kills first: the nodes of the jobs killed go to the placements of this plan.
         for k in &plan.kills {
-            core.preempt(
-                k.job.0,
-                format!("preempted by policy {}: {}", d.policy_name(), k.reason),
-            );
+            let why = format!("preempted by policy {}: {}", d.policy_name(), k.reason);
+            // Queued to the store before the start of any job placed on its nodes.
+            if let Some(rec) = core.preempt(k.job.0, why) {
+                d.store.write(rec);
+            }
         }
         // Claims the plan no longer makes are given back (a job that starts now keeps its
         // claimed nodes: `start` takes them).

@@ -12,14 +12,17 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use nix::sys::signal::{kill, SigSet, Signal};
+use nix::sys::wait::{waitid, Id, WaitPidFlag};
 use nix::unistd::{Gid, Pid, Uid};
 
-use crate::launch::{files, format_utc, now_ms, read_json, write_json, Launch, Outcome, Status};
+use crate::launch::{
+    files, format_utc, now_ms, read_json, write_json, JobPids, Launch, Leader, Outcome, Status,
+};
 
 const NONE: u8 = 0;
 const TIMEOUT: u8 = 1;
@@ -67,9 +70,27 @@ pub fn supervise(job_dir: &Path) -> i32 {
     let mut children = Vec::new();
     let mut outputs: Option<(File, File)> = None;
     let mut notes = None;
+    // Every component's process (leader of its group and session), with its start time and
+    // the boot, written as each is forked: signals reach each, and a daemon that finds this
+    // supervisor gone stops them all, and only them (`crate::procs`).
+    let mut pids = JobPids {
+        boot: crate::procs::boot_id(),
+        leaders: Vec::new(),
+    };
     for extra in &extras {
         match spawn_job(&launch, extra, outputs.as_ref()) {
             Ok((child, n, files)) => {
+                let pid = child.id() as i32;
+                pids.leaders.push(Leader {
+                    pid,
+                    start: crate::procs::stat(pid).map(|s| s.start),
+                });
+                if let Err(e) = crate::launch::write_atomic(
+                    &job_dir.join(files::JOB_PID),
+                    pids.to_text().as_bytes(),
+                ) {
+                    eprintln!("batchd supervise: cannot write job pid: {e}");
+                }
                 children.push(child);
                 notes.get_or_insert(n);
                 outputs.get_or_insert(files);
@@ -87,18 +108,15 @@ pub fn supervise(job_dir: &Path) -> i32 {
         return fail(job_dir, "no process to start".into());
     };
     let notes = Arc::new(notes);
-    let groups: Arc<Vec<Pid>> = Arc::new(
+    let groups: Arc<Vec<Group>> = Arc::new(
         children
             .iter()
-            .map(|c| Pid::from_raw(c.id() as i32))
+            .map(|c| Group {
+                pid: Pid::from_raw(c.id() as i32),
+                gone: AtomicBool::new(false),
+            })
             .collect(),
     );
-    // Every component's group (= session): signals reach each, and a daemon finding this
-    // supervisor gone stops them all.
-    let ids: String = groups.iter().map(|g| format!("{g}\n")).collect();
-    if let Err(e) = crate::launch::write_atomic(&job_dir.join(files::JOB_PID), ids.as_bytes()) {
-        eprintln!("batchd supervise: cannot write job pid: {e}");
-    }
     let outcome = Arc::new(AtomicU8::new(NONE));
     let grace = Duration::from_millis(launch.grace_ms);
 
@@ -175,6 +193,22 @@ pub fn supervise(job_dir: &Path) -> i32 {
     // that failed, else the last one's.
     let mut status: Option<std::process::ExitStatus> = None;
     for (mut child, group) in children.into_iter().zip(groups.iter()) {
+        // Seen ended but not reaped yet: its pid, and so its group's id, cannot be reused by
+        // another process while what the script left running in the group is killed (Slurm's
+        // proctrack ends a step's processes with it too); then the group is forgotten, so
+        // that no later signal reaches a group that reused its id.
+        loop {
+            match waitid(
+                Id::Pid(group.pid),
+                WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT,
+            ) {
+                Ok(_) => break,
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(e) => return fail(job_dir, format!("waiting for the job: {e}")),
+            }
+        }
+        let _ = kill(Pid::from_raw(-group.pid.as_raw()), Signal::SIGKILL);
+        group.gone.store(true, Ordering::SeqCst);
         let s = loop {
             match child.wait() {
                 Ok(s) => break s,
@@ -182,9 +216,6 @@ pub fn supervise(job_dir: &Path) -> i32 {
                 Err(e) => return fail(job_dir, format!("waiting for the job: {e}")),
             }
         };
-        // Whatever the script left running in its group ends with it (Slurm's proctrack does
-        // the same); the group may already be empty.
-        let _ = kill(Pid::from_raw(-group.as_raw()), Signal::SIGKILL);
         if status.is_none_or(|st| st.success()) {
             status = Some(s);
         }
@@ -213,22 +244,40 @@ pub fn supervise(job_dir: &Path) -> i32 {
     }
 }
 
+/// A component's process group, as the supervisor's threads signal it.
+struct Group {
+    /// Its id (its leader's pid).
+    pid: Pid,
+    /// Its leader was seen ended and its group killed: the id may be another's soon.
+    gone: AtomicBool,
+}
+
+/// The groups whose leader has not ended.
+fn live(groups: &[Group]) -> Vec<Pid> {
+    groups
+        .iter()
+        .filter(|g| !g.gone.load(Ordering::SeqCst))
+        .map(|g| g.pid)
+        .collect()
+}
+
 /// Sends `--signal`'s `signal` to the job: to each batch shell (the process the supervisor
 /// started, leader of its group) with `batch_only`, else to every other process of the
 /// groups (sbatch signals the job steps but not the batch shell; here the processes the
 /// script started stand for the steps).
-fn warn_job(groups: &[Pid], signal: i32, batch_only: bool) {
+fn warn_job(groups: &[Group], signal: i32, batch_only: bool) {
     let Ok(sig) = Signal::try_from(signal) else {
         eprintln!("batchd supervise: --signal {signal} is not a signal");
         return;
     };
+    let leaders = live(groups);
     if batch_only {
-        for &shell in groups {
+        for &shell in &leaders {
             let _ = kill(shell, sig);
         }
         return;
     }
-    let leaders: Vec<i32> = groups.iter().map(|g| g.as_raw()).collect();
+    let leaders: Vec<i32> = leaders.iter().map(|g| g.as_raw()).collect();
     for pid in crate::procs::group_members(&leaders) {
         let _ = kill(Pid::from_raw(pid), sig);
     }
@@ -251,19 +300,21 @@ fn fail(job_dir: &Path, detail: String) -> i32 {
 }
 
 /// SIGTERM to the job's process groups (one per component), SIGKILL after `grace` to those
-/// that were still there.
-fn stop_groups(pgids: &[Pid], grace: Duration) {
-    let live: Vec<Pid> = pgids
+/// that were still there and whose leader has not ended meanwhile.
+fn stop_groups(groups: &[Group], grace: Duration) {
+    let live: Vec<&Group> = groups
         .iter()
-        .map(|p| Pid::from_raw(-p.as_raw()))
-        .filter(|&g| kill(g, Signal::SIGTERM).is_ok())
+        .filter(|g| !g.gone.load(Ordering::SeqCst))
+        .filter(|g| kill(Pid::from_raw(-g.pid.as_raw()), Signal::SIGTERM).is_ok())
         .collect();
     if live.is_empty() {
         return;
     }
     std::thread::sleep(grace);
     for g in live {
-        let _ = kill(g, Signal::SIGKILL);
+        if !g.gone.load(Ordering::SeqCst) {
+            let _ = kill(Pid::from_raw(-g.pid.as_raw()), Signal::SIGKILL);
+        }
     }
 }
 

@@ -736,20 +736,24 @@ impl Core {
     /// once, so that the job it was killed for starts in the same plan, at the deadline
     /// (KOALA's GP kills at the deadline and the global job starts then, RR-5815 §2.2). Its
     /// processes get the cancel's SIGTERM and, after the grace period, SIGKILL; until they
-    /// are gone they share the nodes. Its end is PREEMPTED, or a requeue.
-    pub fn preempt(&mut self, id: u64, why: String) {
-        let Some(run) = self.jobs.get(&id).and_then(|a| a.run.as_ref()) else {
-            return;
-        };
+    /// are gone they share the nodes. Its end is PREEMPTED, or a requeue. Returns its record
+    /// to store, marked preempted, before the start of any job placed on its nodes is stored:
+    /// a restart in between must not give it those nodes back ([`Core::adopt`]).
+    pub fn preempt(&mut self, id: u64, why: String) -> Option<JobRecord> {
+        let a = self.jobs.get_mut(&id)?;
+        let run = a.run.as_ref()?;
         let pools: Vec<usize> = std::iter::once(run.pool)
             .chain(run.components.iter().map(|c| c.0))
             .collect();
+        a.rec.spec.preempted = Some(why.clone());
+        let rec = a.rec.clone();
         for p in pools {
             if let Some(pool) = self.pools.get_mut(p) {
                 pool.map.release_all(JobId(id));
             }
         }
         self.preempted.insert(id, why);
+        Some(rec)
     }
 
     /// Gives back the nodes pending job `id` claimed, if any; returns its record to store
@@ -851,6 +855,7 @@ impl Core {
         rec.shape = None;
         rec.detail = Some(format!("requeued: {why}"));
         rec.spec.requeue_by_hand = None;
+        rec.spec.preempted = None;
         self.finished.remove(&rec.id);
         self.insert(Active {
             rec: rec.clone(),
@@ -911,6 +916,29 @@ impl Core {
         saved: Saved,
         now: u64,
     ) -> Result<(), Box<(JobRecord, String)>> {
+        // Killed by the policy before the restart: its nodes are another job's already. It
+        // is watched to its end, holding nothing, as before the restart.
+        if let Some(why) = rec.spec.preempted.clone() {
+            let pool = rec
+                .pool
+                .as_deref()
+                .and_then(|p| p.split(',').next())
+                .and_then(|p| self.pool_index(p))
+                .unwrap_or(0);
+            let id = rec.id;
+            self.insert(Active {
+                rec,
+                run: Some(RunState {
+                    pool,
+                    job_dir,
+                    cancelling: true,
+                    evolving: None,
+                    components: Vec::new(),
+                }),
+            });
+            self.preempted.insert(id, why);
+            return Ok(());
+        }
         if let Some(Shape::CoAllocated { pools }) = &rec.shape {
             let pools = pools.to_vec();
             return self.adopt_components(rec, job_dir, saved.nodes.as_deref(), &pools);
@@ -1586,8 +1614,25 @@ mod tests {
             .map(|r| (r.id.0, r.killable))
             .collect();
         assert_eq!(killable, vec![(1, true), (2, false)]);
-        c.preempt(1, "for job 3".into());
+        let marked = c.preempt(1, "for job 3".into()).unwrap();
+        assert_eq!(marked.spec.preempted.as_deref(), Some("for job 3"));
         assert_eq!(c.pools[0].free(), 2);
+        // A restart while it is stopped: it comes back without nodes, whoever holds its old
+        // ones, still preempted.
+        let mut again = two_pools();
+        add(&mut again, rec(4));
+        again
+            .start(4, &Shape::rigid(PoolId(0), 4, 1000), 0, PathBuf::new())
+            .unwrap();
+        again
+            .adopt(marked, PathBuf::from("/j"), Saved::default(), 0)
+            .unwrap();
+        assert!(again.nodes_of(1).is_empty());
+        assert_eq!(
+            again.preempted.get(&1).map(String::as_str),
+            Some("for job 3")
+        );
+        assert_eq!(again.snapshot(0, 0).running.len(), 1);
         // The preempted job is out of the policy's view, still active until its end.
         assert_eq!(c.snapshot(0, 0).running.len(), 1);
         assert_eq!(c.state_of(1), Some(JobState::Running));
@@ -1600,6 +1645,10 @@ mod tests {
         assert_eq!(a.rec.state, JobState::Pending);
         assert!(a.rec.start.is_none() && a.rec.node_list.is_none() && a.run.is_none());
         assert_eq!(a.rec.detail.as_deref(), Some("requeued: for job 3"));
+        assert_eq!(
+            a.rec.spec.preempted, None,
+            "a requeued job is not preempted any more"
+        );
         assert_eq!(
             c.snapshot(0, 0)
                 .pending

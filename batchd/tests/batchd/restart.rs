@@ -121,11 +121,13 @@ fn gone(pid: i32) -> bool {
     }
 }
 
+/// The pids a pid file lists: the first field of each line (`job.pid` adds each process's
+/// start time, and the boot on a line of its own).
 fn pids(file: &Path) -> Vec<i32> {
     std::fs::read_to_string(file)
         .unwrap_or_default()
-        .split_whitespace()
-        .filter_map(|p| p.parse().ok())
+        .lines()
+        .filter_map(|l| l.split_whitespace().next()?.parse().ok())
         .collect()
 }
 
@@ -367,4 +369,49 @@ fn a_claim_survives_a_restart_and_the_job_starts_at_its_deadline_on_it() {
     c.wait_state(job, JobState::Completed);
     let ran = c.wait_for(local, "ended", |j| j.state.is_finished());
     assert!(ran.start_time.unwrap() >= deadline_ms);
+}
+
+#[test]
+fn a_restart_while_a_killed_job_stops_keeps_its_nodes_with_the_job_they_went_to() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = two_sites(dir.path());
+    // Long enough for the restart to come while the killed job still runs.
+    cfg.grace_period_ms = 4_000;
+    let mut c = Cluster {
+        config: cfg,
+        dir,
+        config_path: None,
+        daemon: None,
+    };
+    c.boot();
+    // A local job of all of site-a that ignores SIGTERM: the GP kill takes the grace period.
+    let mut local = c.spec("trap '' TERM; sleep 60");
+    local.pool = Some("site-a".into());
+    local.shape = JobShape::Rigid {
+        nodes: 4,
+        time_limit: 60_000,
+    };
+    let local = c.submit(local);
+    c.wait_state(local, JobState::Running);
+    // A global job of both pools whole: at its deadline the RPP kills the local job for it.
+    let mut global = coallocated(c.dir.path(), "sleep 2", 1_000);
+    global.shape = JobShape::CoAllocated {
+        components: vec![4, 4],
+        time_limit: 60_000,
+    };
+    let global = c.submit(global);
+    c.wait_state(global, JobState::Running);
+    assert_eq!(c.show(local).state, JobState::Running, "still stopping");
+    c.stop();
+    c.boot();
+    let g = c.show(global);
+    assert_eq!(g.state, JobState::Running, "{g:?}");
+    assert_eq!(
+        g.node_list.as_deref(),
+        Some("site-a[001-004],site-b[001-004]")
+    );
+    let l = c.wait_for(local, "ended", |j| j.state.is_finished());
+    assert_eq!(l.state, JobState::Preempted, "{l:?}");
+    let g = c.wait_for(global, "ended", |j| j.state.is_finished());
+    assert_eq!(g.state, JobState::Completed, "{g:?}");
 }

@@ -782,6 +782,7 @@ impl SubmitOpts {
             open_append,
             no_requeue,
             requeue_by_hand: None,
+            preempted: None,
         };
         Ok(Submission {
             job,
