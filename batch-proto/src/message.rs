@@ -235,6 +235,31 @@ impl PreparedFilter<'_> {
         &self.tasks
     }
 
+    /// The lowest and highest job id a job the filter selects can have, when its ids or tasks
+    /// narrow it: a named id, or a task of a named array, whose tasks' ids follow the array's
+    /// (at most [`crate::array::MAX_ARRAY_SIZE`] of them). `None`: any id. A store reads only
+    /// that span of its history.
+    pub fn id_span(&self) -> Option<(u64, u64)> {
+        let lo = self
+            .ids
+            .first()
+            .copied()
+            .into_iter()
+            .chain(self.tasks.first().map(|t| t.0))
+            .min()?;
+        let hi = self
+            .ids
+            .last()
+            .copied()
+            .into_iter()
+            .chain(self.tasks.last().map(|t| t.0))
+            .max()?;
+        Some((
+            lo,
+            hi.saturating_add(crate::array::MAX_ARRAY_SIZE as u64 - 1),
+        ))
+    }
+
     /// Whether a job in `state` can pass the filter's states (no state listed: any).
     pub fn admits_state(&self, state: JobState) -> bool {
         self.states == 0 || self.states & state_bit(state) != 0
@@ -1058,6 +1083,12 @@ mod tests {
             proptest::prop_assert_eq!(prepared.selects(key), naive(&f, key));
             proptest::prop_assert_eq!(f.selects(key), naive(&f, key));
             proptest::prop_assert!(prepared.ids().windows(2).all(|w| w[0] < w[1]));
+            // A job it selects has its id in the span, a task's id following its array's.
+            let real = array.is_none_or(|(a, _)| (a..a + crate::array::MAX_ARRAY_SIZE as u64).contains(&id));
+            if let (true, true, Some((lo, hi))) = (real, prepared.selects(key), prepared.id_span()) {
+                proptest::prop_assert!(lo <= id && id <= hi, "{id} outside {lo}..={hi}");
+            }
+            proptest::prop_assert_eq!(prepared.id_span().is_none(), f.ids.is_empty() && f.tasks.is_empty());
         }
     }
 

@@ -15,12 +15,15 @@
 //! same fallback the host gives on a failure; the loop acts on that and goes on. A thread
 //! cannot be stopped, so the call runs on; until it returns, later runs act on the share's
 //! fallback without calling the policy (one call in flight at most, so stuck calls do not pile
-//! up), and its return asks for a run. The blocking thread holds the host and the snapshot,
-//! never the daemon, so that a stuck call does not keep the daemon (and its database) from
-//! shutting down.
+//! up), and its return asks for a run; those fallback runs come at most once a second. The
+//! call's thread (one of its own, not tokio's blocking pool, which clients' listings may fill)
+//! holds the host and the snapshot, never the daemon, so that a stuck call does not keep the
+//! daemon (and its database) from shutting down.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+use tokio::sync::oneshot;
 
 use batch_proto::JobState;
 use sched_core::Plan;
@@ -28,7 +31,7 @@ use sched_core::Plan;
 use crate::core::SnapshotData;
 use crate::daemon::{lock, Daemon};
 use crate::launch::now_ms;
-use crate::policy::InForce;
+use crate::policy::{BoxedPolicy, InForce};
 
 /// Runs the loop until the task is dropped.
 pub async fn run(d: Arc<Daemon>) {
@@ -44,7 +47,17 @@ pub async fn run(d: Arc<Daemon>) {
             _ = d.kick.notified() => {}
             _ = tokio::time::sleep(sleep) => {}
         }
-        let interval = Duration::from_millis(d.settings().config.repolicy_interval_ms);
+        let mut interval = Duration::from_millis(d.settings().config.repolicy_interval_ms);
+        // While an abandoned call still runs, each run only acts on the same stale fallback,
+        // and its snapshot and validation cost as much as a real call's: at most one a second
+        // (the call's return asks for a run at once).
+        if d.policy()
+            .share
+            .in_flight()
+            .is_some_and(|f| f.abandoned.is_some())
+        {
+            interval = interval.max(STUCK_INTERVAL);
+        }
         if let Some(l) = last {
             let next = l + interval;
             if Instant::now() < next {
@@ -59,6 +72,9 @@ pub async fn run(d: Arc<Daemon>) {
         }
     }
 }
+
+/// The shortest time between two runs while a call abandoned at its budget still runs.
+const STUCK_INTERVAL: Duration = Duration::from_secs(1);
 
 /// One policy call and its consequences; returns whether the policy was called, and when it
 /// wants to be called again.
@@ -126,18 +142,41 @@ pub async fn run_once_at(d: &Arc<Daemon>, wake_at: Option<u64>) -> (bool, Option
     (true, plan.wake_at.into_option().filter(|&t| t > now))
 }
 
-/// One policy call, dispatched on the share, on a blocking thread, waited for at most `budget`;
-/// then abandoned, and the share's fallback is the answer. `None` when the thread failed
-/// outside the host's containment (logged).
+/// Starts a call of `host` on `snap` on a thread of its own, not tokio's blocking pool: a pool
+/// that clients' listings fill (each waits there for its reader) would queue the policy behind
+/// them, and the wait would count against the policy's budget. One thread per call is cheap at
+/// the re-policy interval's rate; the pool serves only when no thread can be started.
+fn start(host: Arc<Mutex<BoxedPolicy>>, snap: Arc<SnapshotData>) -> oneshot::Receiver<Arc<Plan>> {
+    let (tx, rx) = oneshot::channel();
+    let (again, view) = (Arc::clone(&host), Arc::clone(&snap));
+    let spawned = std::thread::Builder::new()
+        .name("batchd-policy".into())
+        .spawn(move || {
+            let _ = tx.send(lock(&host).plan_shared(&snap.view()));
+        });
+    if let Err(e) = spawned {
+        tracing::warn!(
+            "cannot start a thread for the policy ({e}); calling it on the blocking pool"
+        );
+        let (tx, rx) = oneshot::channel();
+        tokio::task::spawn_blocking(move || {
+            let _ = tx.send(lock(&again).plan_shared(&view.view()));
+        });
+        return rx;
+    }
+    rx
+}
+
+/// One policy call, dispatched on the share, on a thread of its own ([`start`]), waited for at
+/// most `budget`; then abandoned, and the share's fallback is the answer. `None` when the
+/// thread failed outside the host's containment (logged).
 async fn call(
     d: &Arc<Daemon>,
     policy: &InForce,
     snap: &Arc<SnapshotData>,
     budget: Duration,
 ) -> Option<Arc<Plan>> {
-    let host = Arc::clone(&policy.host);
-    let view = Arc::clone(snap);
-    let mut running = tokio::task::spawn_blocking(move || lock(&host).plan_shared(&view.view()));
+    let mut running = start(Arc::clone(&policy.host), Arc::clone(snap));
     let joined = match tokio::time::timeout(budget, &mut running).await {
         Ok(joined) => joined,
         Err(_) => match policy.share.abandon(&snap.view(), budget) {

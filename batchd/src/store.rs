@@ -248,19 +248,23 @@ fn load(conn: &Connection) -> Result<Loaded, StoreError> {
     Ok(out)
 }
 
-/// Finished jobs that ended in `[since, until)`, by end time.
+/// Finished jobs that ended in `[since, until)`, by end time; with `ids`, only those whose id
+/// is in that span (inclusive): a query by job id reads its span, not the whole history.
 pub fn finished_between(
     conn: &Connection,
     since: Option<u64>,
     until: Option<u64>,
+    ids: Option<(u64, u64)>,
 ) -> Result<Vec<JobRecord>, StoreError> {
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {COLUMNS} FROM jobs WHERE state NOT IN ('PENDING', 'RUNNING', 'COMPLETING') \
-         AND end_ >= ?1 AND end_ < ?2 ORDER BY end_, id"
+         AND end_ >= ?1 AND end_ < ?2 AND id >= ?3 AND id <= ?4 ORDER BY end_, id"
     ))?;
-    let lo = since.unwrap_or(0).min(i64::MAX as u64) as i64;
-    let hi = until.unwrap_or(i64::MAX as u64).min(i64::MAX as u64) as i64;
-    let rows = stmt.query_map(params![lo, hi], read_row)?;
+    let clip = |t: u64| t.min(i64::MAX as u64) as i64;
+    let lo = clip(since.unwrap_or(0));
+    let hi = clip(until.unwrap_or(u64::MAX));
+    let (first, last) = ids.unwrap_or((0, u64::MAX));
+    let rows = stmt.query_map(params![lo, hi, clip(first), clip(last)], read_row)?;
     let mut out = Vec::new();
     for r in rows {
         match r? {
@@ -458,7 +462,7 @@ mod tests {
             let got = store.read(|c| job_by_id(c, 3)).await.unwrap().unwrap();
             assert_eq!(got.state, JobState::Running);
             let acct = store
-                .read(|c| finished_between(c, None, None))
+                .read(|c| finished_between(c, None, None, None))
                 .await
                 .unwrap();
             assert_eq!(acct.len(), 10);

@@ -9,9 +9,10 @@ use crate::daemon::Daemon;
 
 pub async fn handle(d: &Arc<Daemon>, req: AcctRequest) -> Reply {
     let (since, until) = (req.since, req.until);
+    let span = req.filter.prepare().id_span();
     match d
         .store
-        .read(move |c| crate::store::finished_between(c, since, until))
+        .read(move |c| crate::store::finished_between(c, since, until, span))
         .await
     {
         Ok(done) => {

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use batch_proto::frame::{self, FrameError};
+use batch_proto::frame;
 use batch_proto::{JobInfo, JobState, ListRequest, PendingReason, PreparedFilter};
 #[cfg(doc)]
 use batch_proto::{Response, MAX_FRAME};
@@ -16,49 +16,21 @@ use super::Reply;
 use crate::core::Core;
 use crate::daemon::Daemon;
 use crate::launch::now_ms;
-use crate::view::{job_view, JobView};
+use crate::view::job_view;
 
-/// Jobs per listing frame: about 200 kB of a full listing, far below [`MAX_FRAME`]. Small
-/// frames bound what a listing holds in memory at once (a frame being written, one queued, one
-/// being encoded) and how long each holds the core lock.
+/// Jobs per listing frame at most: about 200 kB of a full listing, far below [`MAX_FRAME`].
+/// Small frames bound what a listing holds in memory at once (a frame being written, one
+/// queued, one being encoded) and how long each holds the core lock.
 const JOBS_PER_FRAME: usize = 500;
+
+/// Encoded bytes after which a listing frame is closed, whatever its job count: jobs that carry
+/// much (long arguments) make frames of fewer jobs, so that encoding a frame, and the core lock
+/// held for it, cost in proportion to what the frame carries.
+const FRAME_BYTES: usize = 256 * 1024;
 
 /// Encoded frames a listing may queue ahead of its writer: the encoder waits for the client
 /// beyond this, so a client that does not read holds a few frames, not its whole listing.
 const QUEUED_FRAMES: usize = 1;
-
-/// A listing frame borrowing its jobs: serialises exactly as [`Response::JobsPart`] and
-/// [`Response::Jobs`] (externally tagged, same variant names), so the client reads it as
-/// one of those.
-#[derive(Serialize)]
-enum Part<'a, T> {
-    JobsPart(&'a [T]),
-    Jobs(&'a [T]),
-}
-
-/// Encodes the next frame of `jobs` into `buf` (header and payload): up to
-/// [`JOBS_PER_FRAME`] jobs, fewer when they would exceed [`MAX_FRAME`] (long arguments in a
-/// full listing). The frame is `Jobs` when `last` and it takes the rest, else `JobsPart`.
-/// Returns how many jobs it took; with `jobs` empty, the `Jobs([])` or `JobsPart([])` frame.
-fn encode_part<T: Serialize>(
-    jobs: &[T],
-    last: bool,
-    buf: &mut Vec<u8>,
-) -> Result<usize, FrameError> {
-    let mut n = jobs.len().min(JOBS_PER_FRAME);
-    loop {
-        let part = if last && n == jobs.len() {
-            Part::Jobs(&jobs[..n])
-        } else {
-            Part::JobsPart(&jobs[..n])
-        };
-        match frame::encode_into(&part, buf) {
-            Ok(()) => return Ok(n),
-            Err(FrameError::TooLarge { .. }) if n > 1 => n /= 2,
-            Err(e) => return Err(e),
-        }
-    }
-}
 
 /// One encoded frame of a listing, header included; `last` for its final `Jobs` frame.
 #[derive(Debug)]
@@ -70,6 +42,59 @@ pub struct Frame {
 /// A listing on its way to the client: frames in order, or why it could not be encoded.
 pub type Frames = mpsc::Receiver<Result<Frame, String>>;
 
+/// A listing frame being filled: each job is encoded once, appended to the frame's list, and
+/// the frame is closed once it holds [`JOBS_PER_FRAME`] jobs or [`FRAME_BYTES`] bytes. It
+/// serialises exactly as [`Response::JobsPart`] or [`Response::Jobs`] of those jobs
+/// (externally tagged, as serde writes them), so the client reads it as one of those.
+#[derive(Default)]
+struct Builder {
+    /// The jobs' JSON, comma-separated.
+    body: Vec<u8>,
+    jobs: usize,
+}
+
+impl Builder {
+    fn push<T: Serialize>(&mut self, job: &T) -> Result<(), String> {
+        if self.jobs > 0 {
+            self.body.push(b',');
+        }
+        serde_json::to_writer(&mut self.body, job)
+            .map_err(|e| format!("encoding a listing: {e}"))?;
+        self.jobs += 1;
+        Ok(())
+    }
+
+    fn full(&self) -> bool {
+        self.jobs >= JOBS_PER_FRAME || self.body.len() >= FRAME_BYTES
+    }
+
+    /// The frame of the jobs pushed so far, `Jobs` when `last`, else `JobsPart`; the builder
+    /// is empty again.
+    fn take(&mut self, last: bool) -> Result<Frame, String> {
+        let tag: &[u8] = if last {
+            b"{\"Jobs\":["
+        } else {
+            b"{\"JobsPart\":["
+        };
+        let len = tag.len() + self.body.len() + 2;
+        if len > frame::MAX_FRAME {
+            return Err(format!(
+                "encoding a listing: a frame of {len} bytes, more than {}",
+                frame::MAX_FRAME
+            ));
+        }
+        let mut bytes = Vec::with_capacity(frame::HEADER_LEN + len);
+        // `len <= MAX_FRAME < u32::MAX`, so the cast is exact.
+        bytes.extend_from_slice(&(len as u32).to_be_bytes());
+        bytes.extend_from_slice(tag);
+        bytes.extend_from_slice(&self.body);
+        bytes.extend_from_slice(b"]}");
+        self.body.clear();
+        self.jobs = 0;
+        Ok(Frame { bytes, last })
+    }
+}
+
 /// Encodes `jobs` into frames and hands each to `out` as soon as it is made, the last one
 /// `Jobs` when `last` (even with no job at all), all others `JobsPart`. Returns false when
 /// `out` refuses a frame (the connection is gone) or a job cannot be encoded (after handing
@@ -79,41 +104,26 @@ fn encode_frames<T: Serialize>(
     last: bool,
     out: &mut dyn FnMut(Result<Frame, String>) -> bool,
 ) -> bool {
-    let mut jobs = jobs.peekable();
-    let mut chunk: Vec<T> = Vec::with_capacity(JOBS_PER_FRAME);
-    // Frames of one listing are about the same size: start each at the largest so far.
-    let mut size = 0;
-    loop {
-        chunk.clear();
-        chunk.extend(jobs.by_ref().take(JOBS_PER_FRAME));
-        let end = last && jobs.peek().is_none();
-        let mut rest = &chunk[..];
-        while !rest.is_empty() || end {
-            let mut bytes = Vec::with_capacity(size);
-            let n = match encode_part(rest, end, &mut bytes) {
-                Ok(n) => n,
-                Err(e) => {
-                    out(Err(format!("encoding a listing: {e}")));
-                    return false;
-                }
-            };
-            size = size.max(bytes.len());
-            rest = &rest[n..];
-            let frame = Frame {
-                bytes,
-                last: end && rest.is_empty(),
-            };
-            if !out(Ok(frame)) {
-                return false;
-            }
-            if rest.is_empty() {
-                break;
-            }
+    let mut b = Builder::default();
+    for job in jobs {
+        if let Err(e) = b.push(&job) {
+            out(Err(e));
+            return false;
         }
-        if jobs.peek().is_none() {
-            return true;
+        if b.full() && !hand(out, b.take(false)) {
+            return false;
         }
     }
+    if last || b.jobs > 0 {
+        return hand(out, b.take(last));
+    }
+    true
+}
+
+/// Hands `f` to `out`: false when `out` refuses it or it is an error.
+fn hand(out: &mut dyn FnMut(Result<Frame, String>) -> bool, f: Result<Frame, String>) -> bool {
+    let failed = f.is_err();
+    out(f) && !failed
 }
 
 /// Encodes the active jobs matching `filter` (running first, then pending in queue order
@@ -157,33 +167,43 @@ fn encode_active<C: std::ops::Deref<Target = Core>>(
     };
     let ordering = began.elapsed();
     let mut longest = std::time::Duration::ZERO;
-    let mut chunks = order.chunks(JOBS_PER_FRAME).peekable();
-    if chunks.peek().is_none() {
-        return encode_frames(std::iter::empty::<JobView>(), last, out);
-    }
-    while let Some(chunk) = chunks.next() {
+    let mut b = Builder::default();
+    let mut next = order.iter();
+    let mut more = true;
+    while more {
+        // One frame's worth of jobs under the lock; the frame is handed on only once the lock
+        // is released: `out` waits for a slow client, and the scheduler must not wait with it.
         let c = core();
         let held = std::time::Instant::now();
-        let views = chunk.iter().filter_map(|&(id, reason)| {
-            let rec = &c.jobs.get(&id)?.rec;
-            filter
-                .selects(rec.filter_key())
-                .then(|| job_view(Some(&c), rec, reason, brief))
-        });
-        // The chunk's frames are handed on only once the lock is released: `out` waits for a
-        // slow client, and the scheduler must not wait with it.
-        let mut made = Vec::new();
-        encode_frames(views, last && chunks.peek().is_none(), &mut |f| {
-            made.push(f);
-            true
-        });
+        let mut made = None;
+        more = false;
+        for &(id, reason) in next.by_ref() {
+            let Some(rec) = c.jobs.get(&id).map(|a| &a.rec) else {
+                continue;
+            };
+            if !filter.selects(rec.filter_key()) {
+                continue;
+            }
+            if let Err(e) = b.push(&job_view(Some(&c), rec, reason, brief)) {
+                made = Some(Err(e));
+                break;
+            }
+            if b.full() {
+                made = Some(b.take(false));
+                more = true;
+                break;
+            }
+        }
         drop(c);
         longest = longest.max(held.elapsed());
-        for f in made {
-            if !out(f) {
+        if let Some(f) = made {
+            if !hand(out, f) {
                 return false;
             }
         }
+    }
+    if (last || b.jobs > 0) && !hand(out, b.take(last)) {
+        return false;
     }
     tracing::debug!(
         jobs = order.len(),
@@ -224,9 +244,11 @@ pub fn handle(d: &Arc<Daemon>, req: ListRequest) -> Reply {
                 return;
             }
         }
+        // `esubmit -W` asks for its one job, every half second: the span its ids allow.
+        let span = req.filter.prepare().id_span();
         let done = match d
             .store
-            .read(|c| crate::store::finished_between(c, None, None))
+            .read(move |c| crate::store::finished_between(c, None, None, span))
             .await
         {
             Ok(done) => done,
@@ -299,26 +321,31 @@ async fn write(stream: &mut UnixStream, bytes: &[u8], deadline: Duration) -> boo
     }
 }
 
-/// Sends jobs already gathered (`econtrol show job`, `eacct`) as a listing, from one reused
-/// buffer. Moving them into a `Response` per frame (`split_off`) copied the rest of the
-/// listing at each frame: quadratic, a gigabyte of copies for 100,000 jobs.
+/// Sends jobs already gathered (`econtrol show job`, `eacct`) as a listing, each job encoded
+/// once into the frame that carries it.
 pub async fn send(stream: &mut UnixStream, jobs: &[JobInfo], deadline: Duration) -> bool {
-    let mut buf = Vec::new();
-    let mut rest = jobs;
-    loop {
-        let n = match encode_part(rest, true, &mut buf) {
-            Ok(n) => n,
-            Err(e) => {
-                tracing::warn!("encoding a listing: {e}");
-                return false;
-            }
-        };
-        if !write(stream, &buf, deadline).await {
+    let mut b = Builder::default();
+    for (k, job) in jobs.iter().enumerate() {
+        if let Err(e) = b.push(job) {
+            tracing::warn!("{e}");
             return false;
         }
-        rest = &rest[n..];
-        if rest.is_empty() {
-            return true;
+        if b.full() && k + 1 < jobs.len() {
+            match b.take(false) {
+                Ok(f) if write(stream, &f.bytes, deadline).await => {}
+                Ok(_) => return false,
+                Err(e) => {
+                    tracing::warn!("{e}");
+                    return false;
+                }
+            }
+        }
+    }
+    match b.take(true) {
+        Ok(f) => write(stream, &f.bytes, deadline).await,
+        Err(e) => {
+            tracing::warn!("{e}");
+            false
         }
     }
 }
@@ -663,30 +690,31 @@ mod tests {
                 })
                 .collect();
             let got = decode_frames(frames_of(&many, true));
-            assert_eq!(got.len(), n.div_ceil(JOBS_PER_FRAME));
+            assert!(got.len() >= n.div_ceil(JOBS_PER_FRAME));
+            assert!(got.iter().all(|r| match r {
+                Response::JobsPart(j) | Response::Jobs(j) => j.len() <= JOBS_PER_FRAME,
+                _ => false,
+            }));
             let ids: Vec<u64> = jobs_of(got).iter().map(|j| j.id).collect();
             assert_eq!(ids, (0..n as u64).collect::<Vec<_>>());
         }
     }
 
-    /// Jobs with long arguments would make a frame of [`JOBS_PER_FRAME`] exceed the limit:
-    /// the frame takes fewer, and a single job above the limit is an error, not a bad frame.
+    /// Jobs with long arguments make frames of fewer jobs, each closed once it passes
+    /// [`FRAME_BYTES`] (every job encoded once, whatever its size), and a single job above
+    /// the frame limit is an error, not a bad frame.
     #[test]
-    fn a_frame_never_exceeds_the_limit() {
+    fn frames_are_closed_by_size_and_never_exceed_the_limit() {
         let mut j = reference(&busy_core(), 0).remove(0);
-        j.args = vec!["x".repeat(MAX_FRAME / 400)];
-        let many = vec![j.clone(); 1500];
+        j.args = vec!["x".repeat(100 * 1024)];
+        let many = vec![j.clone(); 50];
         let frames = frames_of(&many, true);
-        assert!(frames.len() > 1, "{}", frames.len());
+        assert!(frames.len() > 10, "{}", frames.len());
         assert!(frames
             .iter()
-            .all(|f| f.bytes.len() <= MAX_FRAME + HEADER_LEN));
+            .all(|f| f.bytes.len() <= FRAME_BYTES + 110 * 1024 + HEADER_LEN));
         assert_eq!(jobs_of(decode_frames(frames)), many);
         j.args = vec!["x".repeat(MAX_FRAME)];
-        assert!(matches!(
-            encode_part(&[j.clone()], true, &mut Vec::new()),
-            Err(FrameError::TooLarge { .. })
-        ));
         let mut got = Vec::new();
         assert!(!encode_frames(std::iter::once(&j), true, &mut |f| {
             got.push(f.is_ok());

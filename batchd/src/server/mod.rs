@@ -318,12 +318,17 @@ struct Slot {
 }
 
 impl Slot {
-    /// Records what the connection does now (a session stays one).
-    fn set(&self, phase: Phase) {
-        if let Some(c) = lock(&self.registry).open.get_mut(&self.id) {
-            if c.phase != Phase::Session {
-                c.phase = phase;
+    /// Records what the connection does now (a session stays one); false when it is no
+    /// longer registered (closed to make room).
+    fn set(&self, phase: Phase) -> bool {
+        match lock(&self.registry).open.get_mut(&self.id) {
+            Some(c) => {
+                if c.phase != Phase::Session {
+                    c.phase = phase;
+                }
+                true
             }
+            None => false,
         }
     }
 
@@ -472,6 +477,13 @@ impl Link {
         let payload = match read {
             Ok(Ok(p)) => {
                 self.count_in(&p);
+                // Read whole: from here the request is handled (its decoding, on a blocking
+                // thread for a large one, included), never cut off to make room; one chosen
+                // for that in the instant before is dropped unhandled, having changed nothing.
+                if !self.slot.set(Phase::Handling) {
+                    tracing::debug!(uid = self.uid, "closing a connection to make room");
+                    return None;
+                }
                 p
             }
             Ok(Err(FrameError::Closed)) => return None,
@@ -600,7 +612,10 @@ async fn connection(
                 }
             }
         };
+        // An answer ready to go is sent before any eviction is heeded: a stored submission
+        // keeps its id.
         let ok = tokio::select! {
+            biased;
             ok = sent => ok,
             () = evict.notified() => {
                 tracing::debug!(uid = caller.uid, verb, "closing a connection inside an answer to make room");
