@@ -32,7 +32,7 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
 use crate::daemon::Daemon;
-use crate::launch::{files, now_ms, read_pid, write_job_files};
+use crate::launch::{files, now_ms, write_job_files, JobPids};
 
 /// Follows running evolving job `id` through its scheduled EP until its last step (see the
 /// module's text). Started with the job and for a job re-attached after a restart.
@@ -86,10 +86,11 @@ pub async fn follow(d: Arc<Daemon>, id: u64) {
 /// die of a signal they do not expect). Before the job has started there is nobody to tell:
 /// it reads its files when it starts.
 fn tell(dir: &Path, id: u64, signal: Signal) {
-    let Some(pid) = read_pid(&dir.join(files::JOB_PID)) else {
-        return;
-    };
-    if let Err(e) = kill(Pid::from_raw(pid), signal) {
-        tracing::debug!(job = id, "cannot signal the job: {e}");
+    // Only a process provably the job's: a pid outliving its process may be another's.
+    let pids = JobPids::read(&dir.join(files::JOB_PID));
+    for pid in crate::procs::live_leaders(&pids, id) {
+        if let Err(e) = kill(Pid::from_raw(pid), signal) {
+            tracing::debug!(job = id, "cannot signal the job: {e}");
+        }
     }
 }

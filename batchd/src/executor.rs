@@ -410,6 +410,10 @@ pub fn supervisor_alive(pid: i32, dir: &Path) -> bool {
     if crate::procs::stat(pid).is_none_or(|s| s.exited()) {
         return false;
     }
+    // Batchd's own user runs its supervisors; a user's process can name itself anything.
+    if crate::procs::uid(pid) != Some(nix::unistd::geteuid().as_raw()) {
+        return false;
+    }
     let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
         return false;
     };

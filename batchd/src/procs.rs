@@ -143,6 +143,14 @@ fn same_boot(pids: &JobPids) -> bool {
 /// The live processes of job `job` (run as `uid`) in the sessions `pids` lists, as far as they
 /// can be told apart from others' (see the module's documentation).
 pub fn job_members(pids: &JobPids, uid: u32, job: u64) -> Vec<i32> {
+    members(pids, uid, job, &mut Vec::new())
+}
+
+/// [`job_members`], `proven` the sessions already proved the job's whole (their leader lived
+/// with the recorded start): they stay so while any member lives, since the kernel does not
+/// reuse a session id in use, even after their leader dies (of the stop's SIGTERM, say) and
+/// leaves members that carry no `ESCHED_JOB_ID`. Sessions proved here are added to it.
+fn members(pids: &JobPids, uid: u32, job: u64, proven: &mut Vec<i32>) -> Vec<i32> {
     if !same_boot(pids) || pids.leaders.is_empty() {
         return Vec::new();
     }
@@ -150,9 +158,13 @@ pub fn job_members(pids: &JobPids, uid: u32, job: u64) -> Vec<i32> {
     let mut out = Vec::new();
     for l in &pids.leaders {
         let leader = procs.iter().find(|(p, s)| *p == l.pid && !s.exited());
-        let proven = match (leader, l.start) {
+        let whole = match (leader, l.start) {
+            _ if proven.contains(&l.pid) => true,
             // Alive and the same process: the whole session is the job's.
-            (Some((_, s)), Some(t)) if s.start == t => true,
+            (Some((_, s)), Some(t)) if s.start == t => {
+                proven.push(l.pid);
+                true
+            }
             // Alive but started at another time: the id was reused; nothing here is the job's.
             (Some(_), Some(_)) => continue,
             // Gone (or recorded without its start): each member must show it is the job's.
@@ -163,20 +175,20 @@ pub fn job_members(pids: &JobPids, uid: u32, job: u64) -> Vec<i32> {
                 .iter()
                 .filter(|(_, s)| !s.exited() && s.session == l.pid)
                 .filter(|(p, _)| self::uid(*p) == Some(uid))
-                .filter(|(p, _)| proven || runs_job(*p, job))
+                .filter(|(p, _)| whole || runs_job(*p, job))
                 .map(|(p, _)| *p),
         );
     }
     out
 }
 
-/// Sends `sig` to every process [`job_members`] finds; how many there were.
-fn signal_job(pids: &JobPids, uid: u32, job: u64, sig: Signal) -> usize {
-    let members = job_members(pids, uid, job);
-    for &pid in &members {
+/// Sends `sig` to every process [`members`] finds; how many there were.
+fn signal_job(pids: &JobPids, uid: u32, job: u64, sig: Signal, proven: &mut Vec<i32>) -> usize {
+    let found = members(pids, uid, job, proven);
+    for &pid in &found {
         let _ = kill(Pid::from_raw(pid), sig);
     }
-    members.len()
+    found.len()
 }
 
 /// How often a stop looks again for what is left.
@@ -191,16 +203,18 @@ const KILL_WAIT: Duration = Duration::from_secs(5);
 /// does), then waits until none is left (at most a few seconds more). Returns how many
 /// processes it found. Blocking: it reads `/proc` every few tens of milliseconds.
 pub fn stop_job(pids: &JobPids, uid: u32, job: u64, grace: Duration) -> usize {
-    let found = signal_job(pids, uid, job, Signal::SIGTERM);
+    // What the first look proves the job's stays so for the whole stop.
+    let mut proven = Vec::new();
+    let found = signal_job(pids, uid, job, Signal::SIGTERM, &mut proven);
     if found == 0 {
         return 0;
     }
     let until = Instant::now() + grace;
-    while Instant::now() < until && !job_members(pids, uid, job).is_empty() {
+    while Instant::now() < until && !members(pids, uid, job, &mut proven).is_empty() {
         std::thread::sleep(POLL);
     }
     let until = Instant::now() + KILL_WAIT;
-    while signal_job(pids, uid, job, Signal::SIGKILL) > 0 && Instant::now() < until {
+    while signal_job(pids, uid, job, Signal::SIGKILL, &mut proven) > 0 && Instant::now() < until {
         std::thread::sleep(POLL);
     }
     found
@@ -300,6 +314,23 @@ mod tests {
     }
 
     #[test]
+    fn a_session_proved_whole_stays_so_when_its_leader_dies_of_the_stop() {
+        // The leader dies of SIGTERM; its child without the job's variable ignores SIGTERM and
+        // must still get the SIGKILL.
+        let (mut child, pids) = session("env -i /bin/sh -c \"trap '' TERM; sleep 30\" & wait", 6);
+        wait_members(&pids, 6, 3);
+        let uid = nix::unistd::getuid().as_raw();
+        assert_eq!(stop_job(&pids, uid, 6, Duration::from_millis(300)), 3);
+        let _ = child.wait();
+        let sid = pids.leaders[0].pid;
+        let left = all()
+            .into_iter()
+            .filter(|(_, s)| !s.exited() && s.session == sid)
+            .count();
+        assert_eq!(left, 0, "a process of the job was left");
+    }
+
+    #[test]
     fn after_its_leader_a_session_is_the_jobs_only_where_its_members_say_so() {
         // The leader leaves two children: one of job 8's, one that cleared its environment.
         let (mut child, pids) = session("sleep 30 & env -i /bin/sleep 30 & exit 0", 8);
@@ -313,7 +344,9 @@ mod tests {
                 .filter(|(_, s)| !s.exited() && s.session == sid)
                 .count()
         };
-        while in_session() < 2 && Instant::now() < until {
+        // Until `env -i` has run its sleep, that process still has the job's environment.
+        while (in_session() < 2 || job_members(&pids, uid, 8).len() != 1) && Instant::now() < until
+        {
             std::thread::sleep(Duration::from_millis(10));
         }
         assert_eq!(in_session(), 2);

@@ -65,6 +65,8 @@ fn requeue(mut rec: JobRecord) -> JobRecord {
     rec.nodes = 0;
     rec.shape = None;
     rec.detail = Some("requeued: batchd stopped before the job's process started".into());
+    // A kill that found no process yet is moot: the job runs again from the start.
+    rec.spec.preempted = None;
     rec
 }
 

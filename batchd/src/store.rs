@@ -256,9 +256,12 @@ pub fn finished_between(
     until: Option<u64>,
     ids: Option<(u64, u64)>,
 ) -> Result<Vec<JobRecord>, StoreError> {
+    // With an id span, `+end_` keeps SQLite off the end-time index (which would walk the whole
+    // history in end order): the span is read by rowid and the few rows sorted after.
+    let by_end = if ids.is_some() { "+end_" } else { "end_" };
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {COLUMNS} FROM jobs WHERE state NOT IN ('PENDING', 'RUNNING', 'COMPLETING') \
-         AND end_ >= ?1 AND end_ < ?2 AND id >= ?3 AND id <= ?4 ORDER BY end_, id"
+         AND {by_end} >= ?1 AND {by_end} < ?2 AND id >= ?3 AND id <= ?4 ORDER BY end_, id"
     ))?;
     let clip = |t: u64| t.min(i64::MAX as u64) as i64;
     let lo = clip(since.unwrap_or(0));

@@ -838,6 +838,44 @@ fn evolving_and_moldable_jobs_run_under_the_default_policy() {
     assert!(n == 3 || n == 6, "{n}");
 }
 
+/// At each change of its nodes an evolving job's own process gets `[evolving] signal`
+/// (WINCH), after its node file is rewritten.
+#[test]
+fn an_evolving_job_is_signalled_when_its_nodes_change() {
+    let mut c = Cluster::new();
+    c.stop();
+    c.config.policy.name = "evolving".into();
+    c.boot();
+    let mut spec = c.spec(
+        "trap 'wc -l < \"$ESCHED_NODEFILE\" >> winch.log' WINCH\n\
+         i=0; while [ $i -lt 60 ]; do sleep 0.1; i=$((i+1)); done",
+    );
+    spec.shape = batch_proto::JobShape::Evolving {
+        steps: vec![
+            sched_core::Step::new(1_000, 1),
+            sched_core::Step::new(5_000, 3),
+        ],
+    };
+    let id = c.submit(spec);
+    c.wait_state(id, JobState::Running);
+    let log = c.path("winch.log");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .trim()
+        .is_empty()
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the job was never told its nodes changed"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(said.lines().next().map(str::trim), Some("3"), "{said}");
+    c.cancel(vec![id], None);
+}
+
 #[test]
 fn an_evolving_job_keeps_its_nodes_order_and_choice_across_a_restart() {
     use batch_proto::{ReleaseNodesRequest, StepPhase};

@@ -741,10 +741,12 @@ impl Core {
     /// a restart in between must not give it those nodes back ([`Core::adopt`]).
     pub fn preempt(&mut self, id: u64, why: String) -> Option<JobRecord> {
         let a = self.jobs.get_mut(&id)?;
-        let run = a.run.as_ref()?;
+        let run = a.run.as_mut()?;
         let pools: Vec<usize> = std::iter::once(run.pool)
             .chain(run.components.iter().map(|c| c.0))
             .collect();
+        // Being stopped, as after a cancel: a restart re-attaches it so too.
+        run.cancelling = true;
         a.rec.spec.preempted = Some(why.clone());
         let rec = a.rec.clone();
         for p in pools {
