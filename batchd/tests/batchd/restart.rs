@@ -45,8 +45,25 @@ fn coallocated(dir: &Path, script: &str, within_ms: u64) -> JobSpec {
     s
 }
 
+/// A real batchd, killed (`kill -9`) when dropped: a failing test leaves no daemon behind.
+struct RealBatchd(Child);
+
+impl RealBatchd {
+    /// `kill -9`, and the wait for it to be gone.
+    fn kill(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for RealBatchd {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
 /// The real batchd on `config` (written to a file in `dir`), its log in `dir/batchd.log`.
-fn real_batchd(dir: &Path, config: &Config) -> Child {
+fn real_batchd(dir: &Path, config: &Config) -> RealBatchd {
     let file = dir.join("batchd.toml");
     std::fs::write(&file, config.to_toml()).unwrap();
     let child = Command::new(env!("CARGO_BIN_EXE_batchd"))
@@ -62,13 +79,14 @@ fn real_batchd(dir: &Path, config: &Config) -> Child {
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
+    let daemon = RealBatchd(child);
     let sock = config.socket.as_ref().unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
     while Client::connect(sock).is_err() {
         assert!(Instant::now() < deadline, "batchd never listened");
         std::thread::sleep(Duration::from_millis(20));
     }
-    child
+    daemon
 }
 
 fn show_on(sock: &Path, id: u64) -> JobInfo {
@@ -157,9 +175,8 @@ fn a_coallocated_job_survives_kill_9_of_batchd_and_keeps_its_nodes() {
     }
     assert_eq!(pids(&pidfile).len(), 2);
 
-    daemon.kill().unwrap();
-    daemon.wait().unwrap();
-    let mut daemon = real_batchd(dir.path(), &cfg);
+    daemon.kill();
+    let daemon = real_batchd(dir.path(), &cfg);
 
     let after = show_on(&sock, job);
     assert_eq!(after.state, JobState::Running, "{after:?}");
@@ -186,8 +203,7 @@ fn a_coallocated_job_survives_kill_9_of_batchd_and_keeps_its_nodes() {
     );
     let ran = wait_on(&sock, local, "ended", |j| j.state.is_finished());
     assert_eq!(ran.state, JobState::Completed);
-    daemon.kill().unwrap();
-    daemon.wait().unwrap();
+    drop(daemon);
 }
 
 /// A rigid job of `nodes` nodes running `script` in `dir`.
