@@ -4,8 +4,7 @@
 //! The name (or path) is resolved by `sched_abi`'s loader: a path is used as given, a name is
 //! looked up as `libesched_<name>.so` in `plugin_dir`, or, without one, next to the batchd
 //! executable (and in its `deps/`, where cargo leaves the plugins of a workspace build). When
-//! no usable library is found for one of the stock policies (`cbf`, `easy`, `fcfs`, `evolving`,
-//! `rpp`, `coorm`), the copy
+//! no usable library is found for one of the stock policies (`esched_stock::STOCK`), the copy
 //! linked into batchd runs instead, so a lone batchd binary still runs its default config.
 //! Either way the result is a [`sched_abi::PolicyHost`]: panics are caught (`sched_abi`'s
 //! export macro, or [`sched_abi::Linked`]) and every plan is validated there, with the last
@@ -17,8 +16,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use sched_abi::{HostShare, HostedPolicy, Linked, LoadError, PolicyHost};
-use sched_core::{NamedPolicy, Params};
+use sched_abi::{HostShare, HostedPolicy, LoadError, PolicyHost};
+use sched_core::Params;
 
 use crate::config::Config;
 
@@ -50,23 +49,10 @@ impl InForce {
     }
 }
 
-fn linked<P: NamedPolicy + Send + 'static>(params: &Params) -> Result<Hosted, String> {
-    Linked::named::<P>(params)
-        .map(|l| Box::new(l) as Hosted)
-        .map_err(|e| format!("policy `{}`: {e}", P::NAME))
-}
-
 /// The linked copy of a stock policy, if `name` is one.
 fn builtin(name: &str, params: &Params) -> Option<Result<Hosted, String>> {
-    Some(match name {
-        "cbf" => linked::<esched_cbf::Cbf>(params),
-        "easy" => linked::<esched_easy::Easy>(params),
-        "fcfs" => linked::<esched_fcfs::Fcfs>(params),
-        "evolving" => linked::<esched_evolving::EvolvingPolicy>(params),
-        "rpp" => linked::<esched_rpp::Rpp>(params),
-        "coorm" => linked::<esched_coorm::Coorm>(params),
-        _ => return None,
-    })
+    let stock = esched_stock::find(name)?;
+    Some((stock.hosted)(params).map_err(|e| format!("policy `{name}`: {e}")))
 }
 
 /// Builds the policy `config` names; the error is the loader's message.
@@ -89,7 +75,7 @@ fn hosted(config: &Config) -> Result<Hosted, String> {
         }
         // Bad parameters are the config's fault: the linked copy would refuse them too.
         Err(e @ LoadError::Params { .. }) => Err(e.to_string()),
-        Err(e) => match builtin(name, &config.policy_params()) {
+        Err(e) => match builtin(name, &params) {
             Some(p) => {
                 if matches!(e, LoadError::NotFound { .. }) {
                     tracing::info!(policy = name, "no plugin library; running the linked copy");
@@ -101,6 +87,10 @@ fn hosted(config: &Config) -> Result<Hosted, String> {
                 }
                 p
             }
+            None if matches!(e, LoadError::NotFound { .. }) && !name.contains('/') => Err(format!(
+                "{e} (policies shipped with esched: {})",
+                esched_stock::known()
+            )),
             None => Err(e.to_string()),
         },
     }
@@ -113,7 +103,7 @@ mod tests {
     #[test]
     fn stock_policies_build_and_unknown_ones_fail_with_the_loader_message() {
         let mut c = Config::embedded();
-        for name in ["cbf", "easy", "fcfs", "evolving", "rpp", "coorm"] {
+        for name in esched_stock::names() {
             c.policy.name = name.into();
             let p = build(&c).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert_eq!(p.name(), name);
@@ -121,7 +111,9 @@ mod tests {
         c.policy.name = "no-such-policy".into();
         let e = build(&c).err().unwrap();
         assert!(
-            e.contains("no-such-policy") && e.contains("not found"),
+            e.contains("no-such-policy")
+                && e.contains("not found")
+                && e.contains(&esched_stock::known()),
             "{e}"
         );
         c.policy.name = "cbf".into();

@@ -94,9 +94,9 @@ impl From<EventsArg> for EventOrder {
 /// `esim run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// The policy: a name (fcfs, easy, cbf…, loaded from `libesched_<name>.so` in
-    /// `$ESCHED_PLUGIN_DIR` or next to esim) or the path of a policy library.
-    #[arg(long, default_value = "cbf")]
+    /// The policy: a name (loaded from `libesched_<name>.so` in `$ESCHED_PLUGIN_DIR` or next
+    /// to esim) or the path of a policy library.
+    #[arg(long, default_value = "cbf", long_help = crate::policies::policy_help())]
     pub policy: String,
     /// The trace, in the Standard Workload Format, plain or gzip-compressed.
     #[arg(long, value_name = "FILE", required = true)]

@@ -3,21 +3,13 @@
 //!
 //! [`select`] is what the tools call: it loads the policy's plugin library through
 //! `sched-abi` (a name, resolved in `$ESCHED_PLUGIN_DIR` or next to the executable, or a path
-//! to a `.so`). [`builtin`] builds the same policies linked into this crate, kept for comparing
-//! a loaded plugin against the linked code (`esim --linked`); [`choose`] picks one of the two.
+//! to a `.so`). [`builtin`] builds the same policies linked into this crate (the table of
+//! `esched_stock`), kept for comparing a loaded plugin against the linked code
+//! (`esim --linked`); [`choose`] picks one of the two.
 
-use sched_abi::{HostedPolicy, Linked, PolicyHost};
-use sched_core::{NamedPolicy, ParamError, Params, Policy};
-
-/// The policies linked into the tools, by the name users type.
-pub const BUILTIN: &[&str] = &[
-    esched_fcfs::Fcfs::NAME,
-    esched_easy::Easy::NAME,
-    esched_cbf::Cbf::NAME,
-    esched_evolving::EvolvingPolicy::NAME,
-    esched_rpp::Rpp::NAME,
-    esched_coorm::Coorm::NAME,
-];
+use esched_stock::Stock;
+use sched_abi::{HostedPolicy, PolicyHost};
+use sched_core::{ParamError, Params, Policy};
 
 /// A policy that cannot be built.
 #[derive(Debug, thiserror::Error)]
@@ -40,36 +32,31 @@ pub enum PolicyError {
     },
 }
 
-/// Builds the linked policy `name` with `params`.
-pub fn builtin(name: &str, params: &Params) -> Result<Box<dyn Policy + Send>, PolicyError> {
-    match name {
-        n if n == esched_fcfs::Fcfs::NAME => make::<esched_fcfs::Fcfs>(params),
-        n if n == esched_easy::Easy::NAME => make::<esched_easy::Easy>(params),
-        n if n == esched_cbf::Cbf::NAME => make::<esched_cbf::Cbf>(params),
-        n if n == esched_evolving::EvolvingPolicy::NAME => {
-            make::<esched_evolving::EvolvingPolicy>(params)
-        }
-        n if n == esched_rpp::Rpp::NAME => make::<esched_rpp::Rpp>(params),
-        n if n == esched_coorm::Coorm::NAME => make::<esched_coorm::Coorm>(params),
-        _ => Err(PolicyError::Unknown {
-            name: name.to_string(),
-            known: BUILTIN.iter().map(|s| s.to_string()).collect(),
-        }),
-    }
+/// The stock policy `name`, or the error that lists them all.
+fn stock(name: &str) -> Result<&'static Stock, PolicyError> {
+    esched_stock::find(name).ok_or_else(|| PolicyError::Unknown {
+        name: name.to_string(),
+        known: esched_stock::names().map(str::to_string).collect(),
+    })
 }
 
-fn make<P: NamedPolicy + Send + 'static>(
-    params: &Params,
-) -> Result<Box<dyn Policy + Send>, PolicyError> {
-    let bad = |source| PolicyError::Params {
-        name: P::NAME.to_string(),
+/// `--policy`'s long help, naming the stock policies from their table.
+pub fn policy_help() -> String {
+    format!(
+        "The policy: a name (a stock one: {}; loaded from `libesched_<name>.so` in \
+         `$ESCHED_PLUGIN_DIR` or next to esim, or linked with --linked) or the path of a \
+         policy library",
+        esched_stock::known()
+    )
+}
+
+/// Builds the linked policy `name` with `params`.
+pub fn builtin(name: &str, params: &Params) -> Result<Box<dyn Policy + Send>, PolicyError> {
+    let stock = stock(name)?;
+    (stock.policy)(params).map_err(|source| PolicyError::Params {
+        name: stock.name.to_string(),
         source,
-    };
-    let policy = P::from_params(params).map_err(bad)?;
-    // from_params should already refuse unknown keys; checking here too keeps a typo from
-    // passing silently through a policy that forgets to.
-    params.finish().map_err(bad)?;
-    Ok(Box::new(policy))
+    })
 }
 
 /// The policy a tool asked for by `spec`, loaded from its plugin library: a name (found in
@@ -83,9 +70,12 @@ fn load(spec: &str, params: &Params) -> anyhow::Result<sched_abi::LoadedPolicy> 
     match sched_abi::load(spec, dir.as_deref(), params) {
         Ok(p) => Ok(p),
         // A mistyped name should say which names exist, not only which files were tried.
-        Err(e @ sched_abi::LoadError::NotFound { .. }) if !spec.contains('/') => Err(
-            anyhow::anyhow!("{e} (policies shipped with esched: {})", BUILTIN.join(", ")),
-        ),
+        Err(e @ sched_abi::LoadError::NotFound { .. }) if !spec.contains('/') => {
+            Err(anyhow::anyhow!(
+                "{e} (policies shipped with esched: {})",
+                esched_stock::known()
+            ))
+        }
         Err(e) => Err(e.into()),
     }
 }
@@ -94,32 +84,12 @@ fn load(spec: &str, params: &Params) -> anyhow::Result<sched_abi::LoadedPolicy> 
 /// library (its errors reach the host, where a plain [`select`] turns them into empty plans)
 /// or, when `linked`, the linked copy, rebuilt after a panic as a plugin is.
 pub fn hosted(spec: &str, params: &Params, linked: bool) -> anyhow::Result<PolicyHost> {
-    fn named<P: NamedPolicy + Send + 'static>(
-        params: &Params,
-    ) -> Result<Box<dyn HostedPolicy + Send>, PolicyError> {
-        Linked::named::<P>(params)
-            .map(|l| Box::new(l) as Box<dyn HostedPolicy + Send>)
-            .map_err(|source| PolicyError::Params {
-                name: P::NAME.to_string(),
-                source,
-            })
-    }
     let policy: Box<dyn HostedPolicy + Send> = if linked {
-        match spec {
-            n if n == esched_fcfs::Fcfs::NAME => named::<esched_fcfs::Fcfs>(params)?,
-            n if n == esched_easy::Easy::NAME => named::<esched_easy::Easy>(params)?,
-            n if n == esched_cbf::Cbf::NAME => named::<esched_cbf::Cbf>(params)?,
-            n if n == esched_evolving::EvolvingPolicy::NAME => {
-                named::<esched_evolving::EvolvingPolicy>(params)?
-            }
-            _ => {
-                return Err(PolicyError::Unknown {
-                    name: spec.to_string(),
-                    known: BUILTIN.iter().map(|s| s.to_string()).collect(),
-                }
-                .into())
-            }
-        }
+        let stock = stock(spec)?;
+        (stock.hosted)(params).map_err(|source| PolicyError::Params {
+            name: stock.name.to_string(),
+            source,
+        })?
     } else {
         Box::new(load(spec, params)?)
     };
@@ -141,13 +111,14 @@ mod tests {
 
     #[test]
     fn every_builtin_builds_and_unknown_names_list_them() {
-        for name in BUILTIN {
+        for name in esched_stock::names() {
             assert!(builtin(name, &Params::new()).is_ok(), "{name}");
+            assert!(hosted(name, &Params::new(), true).is_ok(), "{name}");
         }
         let err = builtin("cfb", &Params::new()).err().map(|e| e.to_string());
         assert_eq!(
             err.as_deref(),
-            Some("unknown policy `cfb` (known: fcfs, easy, cbf, evolving, rpp, coorm)")
+            Some("unknown policy `cfb` (known: fcfs, easy, cbf, evolving, bicriteria, rpp, coorm)")
         );
     }
 
