@@ -883,12 +883,13 @@ fn an_evolving_job_keeps_its_nodes_order_and_choice_across_a_restart() {
     c.stop();
     c.config.policy.name = "evolving".into();
     c.boot();
-    let mut spec = c.spec("sleep 5");
+    // The last step is long enough for a restart under load to come while it runs.
+    let mut spec = c.spec("sleep 10");
     spec.shape = batch_proto::JobShape::Evolving {
         steps: vec![
             sched_core::Step::new(1_000, 1),
             sched_core::Step::new(3_000, 3),
-            sched_core::Step::new(2_000, 1),
+            sched_core::Step::new(8_000, 1),
         ],
     };
     let id = c.submit(spec);

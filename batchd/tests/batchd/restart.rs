@@ -396,8 +396,8 @@ fn a_claim_survives_a_restart_and_the_job_starts_at_its_deadline_on_it() {
 fn a_restart_while_a_killed_job_stops_keeps_its_nodes_with_the_job_they_went_to() {
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = two_sites(dir.path());
-    // Long enough for the restart to come while the killed job still runs.
-    cfg.grace_period_ms = 4_000;
+    // Long enough for the restart, under load, to come while the killed job still runs.
+    cfg.grace_period_ms = 10_000;
     let mut c = Cluster {
         config: cfg,
         dir,
@@ -415,7 +415,8 @@ fn a_restart_while_a_killed_job_stops_keeps_its_nodes_with_the_job_they_went_to(
     let local = c.submit(local);
     c.wait_state(local, JobState::Running);
     // A global job of both pools whole: at its deadline the RPP kills the local job for it.
-    let mut global = coallocated(c.dir.path(), "sleep 2", 1_000);
+    // And it outlives the restart.
+    let mut global = coallocated(c.dir.path(), "sleep 8", 1_000);
     global.shape = JobShape::CoAllocated {
         components: vec![4, 4],
         time_limit: 60_000,
