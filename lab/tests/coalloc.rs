@@ -3,12 +3,12 @@
 
 use std::collections::HashMap;
 
+use esched_lab::coalloc::{
+    replay, CoallocParams, CoallocRun, CoallocTrace, Outcome, PriorityName, TraceJob,
+};
 use esched_rpp::Rpp;
 use proptest::prelude::*;
 use sched_core::NamedPolicy;
-use sched_sim::coalloc::{
-    replay, CoallocParams, CoallocRun, CoallocTrace, Outcome, PriorityName, TraceJob,
-};
 
 fn run(trace: &CoallocTrace) -> CoallocRun {
     let mut policy = Rpp::from_params(&trace.params.policy_params()).unwrap();

@@ -14,11 +14,11 @@
 use std::io::{Read, Write};
 use std::path::PathBuf;
 
+use crate::evolving::{schedule_test, Variant};
 use anyhow::{bail, Context};
 use clap::Args;
 use sched_core::time::SECOND;
 use sched_core::{Params, Step};
-use sched_sim::evolving::{schedule_test, Variant};
 use serde::{Deserialize, Serialize};
 
 /// `esim schedule`.
@@ -173,10 +173,10 @@ pub fn schedule(
 }
 
 /// Runs `esim schedule`.
-pub fn run(args: &ScheduleArgs) -> anyhow::Result<()> {
+pub fn run(args: &ScheduleArgs, policies: &dyn super::Policies) -> anyhow::Result<()> {
     let params = parse_params(&args.params)?;
     // Build once up front so that a bad name or parameter fails before any input is read.
-    crate::policies::select(&args.policy, &params)?;
+    policies.policy(&args.policy, &params, false)?;
     let text = if args.input.as_os_str() == "-" {
         let mut s = String::new();
         std::io::stdin()
@@ -189,7 +189,7 @@ pub fn run(args: &ScheduleArgs) -> anyhow::Result<()> {
     };
     let input = parse_input(&text).with_context(|| format!("{}", args.input.display()))?;
     let out = schedule(&input, &args.policy, &|| {
-        crate::policies::select(&args.policy, &params)
+        policies.policy(&args.policy, &params, false)
     })?;
     let json = serde_json::to_string(&out)?;
     match &args.output {

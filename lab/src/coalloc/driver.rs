@@ -1,6 +1,6 @@
 //! The co-allocation driver: replays a [`CoallocTrace`] through a policy on a virtual clock.
 //!
-//! A dedicated driver rather than [`crate::engine`]: co-allocation needs what the engine does
+//! A dedicated driver rather than sched-sim's engine: co-allocation needs what the engine does
 //! not track (claimed nodes held idle before a start, the job each kill served, a global job's
 //! time of placement, lost local jobs, concrete processors so that a claimed node can be shown
 //! never to go to another job), and the engine's one `plan` call site is being routed through

@@ -1,5 +1,5 @@
 //! `esim coalloc-experiments`: Ballier, Caron, Epema & Mohamed's §3 (Figures 1–9) on
-//! sched-sim's co-allocation driver with the rpp policy linked in (the same code as the
+//! the lab's co-allocation driver with the rpp policy linked in (the same code as the
 //! plugin, without the ABI's per-call copies: hundreds of replays).
 //!
 //! Every configuration is replayed once per seed on a fresh §3.1 workload; metrics are taken
@@ -17,11 +17,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
+use crate::coalloc::experiments::{estimate, run_seeds, Estimate, Protocol, SeedResult};
+use crate::coalloc::{replay, CoallocParams, CoallocSummary, PriorityName, WorkloadSpec};
 use anyhow::Context;
 use clap::Args;
 use sched_core::{NamedPolicy, Policy};
-use sched_sim::coalloc::experiments::{estimate, run_seeds, Estimate, Protocol, SeedResult};
-use sched_sim::coalloc::{replay, CoallocParams, CoallocSummary, PriorityName, WorkloadSpec};
 
 use super::svg::{render, Chart, Series};
 
