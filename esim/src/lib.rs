@@ -61,13 +61,22 @@ pub fn main() -> ExitCode {
 struct Tools;
 
 impl cmd::Policies for Tools {
-    fn policy(
+    fn hosted(
         &self,
         spec: &str,
         params: &sched_core::Params,
         linked: bool,
-    ) -> anyhow::Result<Box<dyn sched_core::Policy + Send>> {
-        policies::choose(spec, params, linked)
+    ) -> anyhow::Result<sched_abi::PolicyHost> {
+        // `builtin` is the list of linked policies that has them all (rpp, coalloc's, among
+        // them); the linked copy runs under the same containment as a plugin.
+        if linked {
+            let policy = policies::builtin(spec, params)?;
+            Ok(sched_abi::PolicyHost::boxed(Box::new(
+                sched_abi::Linked::new(spec, policy),
+            )))
+        } else {
+            policies::hosted(spec, params, false)
+        }
     }
 }
 

@@ -51,8 +51,8 @@ pub fn run(args: &CoallocArgs, policies: &dyn Policies) -> anyhow::Result<()> {
     let trace = read_trace(&args.trace)?;
     trace.check()?;
     let params = trace.params.policy_params();
-    let mut policy = policies.policy(&args.policy, &params, args.linked)?;
-    let run = replay(&trace, &mut *policy)?;
+    let mut host = policies.hosted(&args.policy, &params, args.linked)?;
+    let run = replay(&trace, &mut host)?;
     let out = run.output();
     let text = if args.compact {
         serde_json::to_string(&out)?

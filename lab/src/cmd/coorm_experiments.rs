@@ -427,6 +427,8 @@ fn view_cost(jobs: &[SwfJob], hosts: u32) -> String {
                 pending: pend,
             };
             let c0 = thread_cpu().unwrap_or(0.0);
+            // The policy called bare, not through a `PolicyHost`: this measures one plan's own
+            // cost, and the host's validator would be counted in it. Nothing acts on the plan.
             let plan = esched_coorm::Coorm::new().plan(&snap);
             cpu.push(thread_cpu().unwrap_or(0.0) - c0);
             views = plan.views.len();

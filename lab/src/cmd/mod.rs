@@ -4,7 +4,8 @@
 //! A command that takes a policy by name gets it from the tool that mounts it ([`Policies`]):
 //! the tool knows which policies it ships and where their plugin libraries are.
 
-use sched_core::{Params, Policy};
+use sched_abi::PolicyHost;
+use sched_core::Params;
 
 pub mod coalloc;
 pub mod coalloc_experiments;
@@ -18,12 +19,7 @@ pub mod tables;
 
 /// Where the lab's commands get a policy by name.
 pub trait Policies {
-    /// The policy `spec` (a name or a library path) built with `params`: its plugin library,
-    /// or, when `linked`, the copy linked into the tool.
-    fn policy(
-        &self,
-        spec: &str,
-        params: &Params,
-        linked: bool,
-    ) -> anyhow::Result<Box<dyn Policy + Send>>;
+    /// The policy `spec` (a name or a library path) built with `params`, under sched-abi's
+    /// containment: its plugin library, or, when `linked`, the copy linked into the tool.
+    fn hosted(&self, spec: &str, params: &Params, linked: bool) -> anyhow::Result<PolicyHost>;
 }

@@ -68,11 +68,7 @@ pub fn paper_variants() -> anyhow::Result<Vec<Variant>> {
             let p = Params::from_pairs(params.iter().copied());
             let policy =
                 EvolvingPolicy::from_params(&p).with_context(|| format!("variant {name}"))?;
-            Ok(Variant {
-                name: name.to_string(),
-                policy: Box::new(policy),
-                rigid: *rigid,
-            })
+            Ok(Variant::linked(*name, Box::new(policy), *rigid))
         })
         .collect()
 }
