@@ -67,8 +67,8 @@ impl cmd::Policies for Tools {
         params: &sched_core::Params,
         linked: bool,
     ) -> anyhow::Result<sched_abi::PolicyHost> {
-        // `builtin` is the list of linked policies that has them all (rpp, coalloc's, among
-        // them); the linked copy runs under the same containment as a plugin.
+        // `builtin` knows every policy esim links, rpp (`coalloc`'s) among them; the linked copy
+        // runs under the same containment as a plugin.
         if linked {
             let policy = policies::builtin(spec, params)?;
             Ok(sched_abi::PolicyHost::boxed(Box::new(
