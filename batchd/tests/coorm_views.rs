@@ -3,17 +3,17 @@
 //! request) go through batchd's path — the policy `coorm` as batchd builds it
 //! (`batchd::policy::build`, the plugin or its linked copy), the plan's views turned into the
 //! CAPs a `changeNotify` carries (`batchd::core::coorm::cap`) — and through the simulator's
-//! (`sched_sim::coorm::driver::launcher_views`, the views its launchers get in one pass); the
+//! (`esched_lab::coorm::driver::launcher_views`, the views its launchers get in one pass); the
 //! CAPs must be equal, pool by pool, for every session.
 
 use batchd::core::coorm::cap;
 use esched_coorm::pass::Ask;
+use esched_lab::coorm::driver::{launcher_views, Waiting};
 use proptest::prelude::*;
 use sched_core::{
     CoAllocated, Component, JobId, Pending, Pool, PoolId, PoolSteps, RNone, RSome, Request,
     Running, Shape, Snapshot,
 };
-use sched_sim::coorm::driver::{launcher_views, Waiting};
 
 /// A session's request: `(pool index, nodes)` parts and a duration; `None` before the first.
 type SessionReq = Option<(Vec<(usize, u32)>, u64)>;

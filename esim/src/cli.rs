@@ -32,27 +32,27 @@ pub enum Command {
     /// Measure how long a policy takes to plan queues of growing size, and a trace replay.
     Bench(BenchArgs),
     /// Klein & Pérez's Tables 1–2: rigid and five evolving variants on the papers' workload.
-    EvolvingTables(crate::tables::TablesArgs),
+    EvolvingTables(esched_lab::cmd::tables::TablesArgs),
     /// Schedule Klein & Pérez test instances (JSON in, JSON out) with one plan call each.
-    Schedule(crate::schedule::ScheduleArgs),
+    Schedule(esched_lab::cmd::schedule::ScheduleArgs),
     /// Dutot & Eyraud's moldable scheduling on one instance (JSON in, bounds and six
     /// algorithms' schedules out).
-    Moldable(crate::moldable::MoldableArgs),
+    Moldable(esched_lab::cmd::moldable::MoldableArgs),
     /// Dutot & Eyraud's §4 experiments: ratios to the bounds, tables and SVG plots.
-    MoldableExperiments(crate::moldable_experiments::ExperimentArgs),
+    MoldableExperiments(esched_lab::cmd::moldable_experiments::ExperimentArgs),
     /// Replay a co-allocation trace (JSON) through the rpp policy: every job's fate as JSON.
-    Coalloc(crate::coalloc::CoallocArgs),
+    Coalloc(esched_lab::cmd::coalloc::CoallocArgs),
     /// Ballier et al.'s §3 experiments (Figures 1–9): tables, SVG plots, run time.
-    CoallocExperiments(crate::coalloc_experiments::ExperimentsArgs),
+    CoallocExperiments(esched_lab::cmd::coalloc_experiments::ExperimentsArgs),
     /// Klein & Pérez's CooRM §IV: Fig. 6 (scalability, 1–8 pools, OAR-like vs CooRM W0–W3)
     /// and Fig. 7 (fairness against the adaptation delay) from an SWF trace: tables, SVG.
-    CoormExperiments(crate::coorm_experiments::ExperimentsArgs),
+    CoormExperiments(esched_lab::cmd::coorm_experiments::ExperimentsArgs),
     /// Klein & Pérez's CooRM §IV-D (Fig. 8): one workload simulated and run on a real batchd
     /// with one launcher process per application; message volume and CPU time side by side.
-    CoormValidation(crate::coorm_validation::ValidationArgs),
+    CoormValidation(esched_lab::cmd::coorm_validation::ValidationArgs),
     /// One application's launcher process of `coorm-validation` (started by it).
     #[command(hide = true)]
-    CoormLauncher(crate::coorm_validation::LauncherArgs),
+    CoormLauncher(esched_lab::cmd::coorm_validation::LauncherArgs),
 }
 
 /// What the engine asks of the policy at each call, all of it validated.

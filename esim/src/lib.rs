@@ -2,27 +2,20 @@
 //! schedule's figures; `esim bench` measures planning cost.
 //!
 //! `esim [run options]` and `esim run [run options]` are the same command; other subcommands
-//! sit beside `run` in [`Command`].
+//! sit beside `run` in [`Command`]. The papers' subcommands are the lab's (`esched_lab::cmd`),
+//! mounted here with esim's policies ([`policies`]).
 
 pub mod bench;
 pub mod cli;
-pub mod coalloc;
-pub mod coalloc_experiments;
-pub mod coorm_experiments;
-pub mod coorm_validation;
-pub mod moldable;
-pub mod moldable_experiments;
 pub mod output;
 pub mod policies;
 pub mod progress;
 pub mod run;
-pub mod schedule;
-pub mod svg;
-pub mod tables;
 
 use std::process::ExitCode;
 
 use clap::Parser;
+use esched_lab::cmd;
 
 pub use cli::{BenchArgs, Cli, Command, RunArgs};
 
@@ -44,15 +37,15 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Some(Command::Run(args)) => run::run(&args),
         Some(Command::Bench(args)) => bench::bench(&args),
-        Some(Command::EvolvingTables(args)) => tables::tables(&args),
-        Some(Command::Schedule(args)) => schedule::run(&args),
-        Some(Command::Moldable(args)) => moldable::run(&args),
-        Some(Command::MoldableExperiments(args)) => moldable_experiments::run(&args),
-        Some(Command::Coalloc(args)) => coalloc::run(&args),
-        Some(Command::CoallocExperiments(args)) => coalloc_experiments::run(&args),
-        Some(Command::CoormExperiments(args)) => coorm_experiments::run_experiments(&args),
-        Some(Command::CoormValidation(args)) => coorm_validation::run_validation(&args),
-        Some(Command::CoormLauncher(args)) => coorm_validation::launcher(&args),
+        Some(Command::EvolvingTables(args)) => cmd::tables::tables(&args),
+        Some(Command::Schedule(args)) => cmd::schedule::run(&args, &Tools),
+        Some(Command::Moldable(args)) => cmd::moldable::run(&args),
+        Some(Command::MoldableExperiments(args)) => cmd::moldable_experiments::run(&args),
+        Some(Command::Coalloc(args)) => cmd::coalloc::run(&args, &Tools),
+        Some(Command::CoallocExperiments(args)) => cmd::coalloc_experiments::run(&args),
+        Some(Command::CoormExperiments(args)) => cmd::coorm_experiments::run_experiments(&args),
+        Some(Command::CoormValidation(args)) => cmd::coorm_validation::run_validation(&args),
+        Some(Command::CoormLauncher(args)) => cmd::coorm_validation::launcher(&args),
         None => run::run(&cli.run),
     };
     match result {
@@ -61,6 +54,20 @@ pub fn main() -> ExitCode {
             eprintln!("esim: error: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// esim's policies, for the lab's commands that take one by name.
+struct Tools;
+
+impl cmd::Policies for Tools {
+    fn hosted(
+        &self,
+        spec: &str,
+        params: &sched_core::Params,
+        linked: bool,
+    ) -> anyhow::Result<sched_abi::PolicyHost> {
+        policies::hosted(spec, params, linked)
     }
 }
 

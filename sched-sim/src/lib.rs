@@ -8,20 +8,13 @@
 //! - [`engine`]: the discrete-event engine ([`Simulation`]), its per-job results and counts,
 //!   and an [`Observer`] hook that sees every plan (for tests and progress bars).
 //!
-//! - [`coalloc`]: co-allocation with start deadlines (Ballier et al.): the `esim coalloc`
-//!   driver, §3.1's workload and the experiments' statistics.
-//!
-//! - [`coorm`]: CooRM's simulations (Klein & Pérez, HPCC 2011 §IV): launchers in the
-//!   simulator, the multi-pool resource model, workloads W0–W3, the OAR-like baseline
-//!   (docs/coorm.md).
+//! The papers' own simulators (co-allocation, CooRM, the evolving experiment) are the lab's
+//! (`esched-lab`): this crate depends on no policy.
 //!
 //! No real processes: time is virtual, in integer milliseconds.
 #![deny(missing_docs)]
 
-pub mod coalloc;
-pub mod coorm;
 pub mod engine;
-pub mod evolving;
 pub mod swf;
 
 pub use engine::{

@@ -13,24 +13,19 @@
 //!   allotment of the list baselines);
 //! - [`bicrit`]: the algorithm of §3.2 (batches, merging, knapsack, leftovers, compaction,
 //!   shuffles);
-//! - [`baselines`]: Gang, Seq-LPTF, List-MRT, List-wLPTF, List-SAF (§4.1);
-//! - [`bounds`]: the lower bounds of §3.3, the LP as printed and corrected;
-//! - [`solve`]: everything on one instance at once (what `esim moldable` prints);
-//! - [`experiment`]: the instance generators and the runs of §4, tables and SVG plots;
 //! - [`policy`]: the online policy of §2.2 ([`BiCriteria`], plugin name `bicriteria`).
+//!
+//! The baselines, the LP lower bounds and the experiments of §4 are the lab's
+//! (`esched-lab`'s `moldable` module): a daemon loads only the policy.
 //!
 //! docs/moldable.md gives every choice the paper leaves open and the findings checked.
 #![deny(missing_docs)]
 
-pub mod baselines;
 pub mod bicrit;
-pub mod bounds;
-pub mod experiment;
 pub mod instance;
 pub mod makespan;
 pub mod policy;
 pub mod schedule;
-pub mod solve;
 
 pub use policy::BiCriteria;
 

@@ -12,9 +12,16 @@
 //!   metrics of Fig. 6 (computed configurations, messages as JSON and CDR-like bytes);
 //! - [`messages`]: the protocol messages of §III-B and their sizes.
 //!
-//! Both systems run the same policy loop, `esched_coorm::pass`, linked in: an instant launcher
-//! answers its view inside the pass (the simulated time does not advance, §IV-A), which a
-//! plugin call cannot do.
+//! Both systems run the same policy loop, `esched_coorm::pass`, linked in and called directly,
+//! not through sched-abi's `PolicyHost`: the host's contract is one snapshot in, one plan out,
+//! validated before the driver acts on any of it, whereas a CooRM pass is a session. Its hook
+//! hands each application's view to that application's launcher in the middle of the pass, an
+//! instant launcher answers with a new request there and then (the simulated time does not
+//! advance, §IV-A), and the entries after it are planned on profiles that already hold the
+//! answer. No plan exists before the launchers have acted on their views. The OAR-like
+//! baseline needs no hook, but it runs the same loop so that both systems are measured alike,
+//! and Fig. 6's computed configurations are the pass's counters, which a plan does not carry.
+//! The real-batchd side of `coorm-validation` runs the plugin through batchd's host.
 
 pub mod cem;
 pub mod driver;

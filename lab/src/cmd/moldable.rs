@@ -12,10 +12,10 @@
 use std::io::Read;
 use std::path::PathBuf;
 
+use crate::moldable::solve::{solve, Input};
 use anyhow::Context;
 use clap::Args;
 use esched_bicriteria::bicrit::BiCritParams;
-use esched_bicriteria::solve::{solve, Input};
 
 /// `esim moldable`.
 #[derive(Debug, Args)]

@@ -14,11 +14,11 @@
 use std::io::{Read, Write};
 use std::path::PathBuf;
 
+use crate::evolving::{schedule_test, Variant};
 use anyhow::{bail, Context};
 use clap::Args;
 use sched_core::time::SECOND;
 use sched_core::{Params, Step};
-use sched_sim::evolving::{schedule_test, Variant};
 use serde::{Deserialize, Serialize};
 
 /// `esim schedule`.
@@ -132,7 +132,7 @@ pub fn parse_input(text: &str) -> anyhow::Result<Input> {
 pub fn schedule(
     input: &Input,
     name: &str,
-    make: &dyn Fn() -> anyhow::Result<Box<dyn sched_core::Policy + Send>>,
+    make: &dyn Fn() -> anyhow::Result<sched_abi::PolicyHost>,
 ) -> anyhow::Result<Output> {
     let mut tests = Vec::with_capacity(input.tests.len());
     for (ti, t) in input.tests.iter().enumerate() {
@@ -173,10 +173,10 @@ pub fn schedule(
 }
 
 /// Runs `esim schedule`.
-pub fn run(args: &ScheduleArgs) -> anyhow::Result<()> {
+pub fn run(args: &ScheduleArgs, policies: &dyn super::Policies) -> anyhow::Result<()> {
     let params = parse_params(&args.params)?;
     // Build once up front so that a bad name or parameter fails before any input is read.
-    crate::policies::select(&args.policy, &params)?;
+    policies.hosted(&args.policy, &params, false)?;
     let text = if args.input.as_os_str() == "-" {
         let mut s = String::new();
         std::io::stdin()
@@ -189,7 +189,7 @@ pub fn run(args: &ScheduleArgs) -> anyhow::Result<()> {
     };
     let input = parse_input(&text).with_context(|| format!("{}", args.input.display()))?;
     let out = schedule(&input, &args.policy, &|| {
-        crate::policies::select(&args.policy, &params)
+        policies.hosted(&args.policy, &params, false)
     })?;
     let json = serde_json::to_string(&out)?;
     match &args.output {
@@ -207,6 +207,15 @@ pub fn run(args: &ScheduleArgs) -> anyhow::Result<()> {
 mod tests {
     use super::*;
     use esched_evolving::{EvolvingPolicy, ExpandLimit};
+    use sched_abi::{Linked, PolicyHost};
+
+    /// `policy` linked in, under the host every lab command uses.
+    fn hosted(policy: EvolvingPolicy) -> anyhow::Result<PolicyHost> {
+        Ok(PolicyHost::boxed(Box::new(Linked::new(
+            "evolving",
+            Box::new(policy),
+        ))))
+    }
 
     /// 10 nodes, all submitted at 0: A = 10 s × 5 then 10 s × 10, B = 10 s × 5,
     /// C = 5 s × 2, 20 s × 2, 5 s × 8.
@@ -216,7 +225,7 @@ mod tests {
     fn run_with(limit: ExpandLimit, compact: bool) -> Output {
         let input = parse_input(HAND).unwrap();
         schedule(&input, "evolving", &|| {
-            Ok(Box::new(EvolvingPolicy::new(limit, compact)))
+            hosted(EvolvingPolicy::new(limit, compact))
         })
         .unwrap()
     }
@@ -270,14 +279,11 @@ mod tests {
             parse_input(r#"{"tests":[{"n_nodes":10,"apps":[[[30,9]],[[5,1],[5,1],[5,5]]]}]}"#)
                 .unwrap();
         let inf = schedule(&input, "evolving", &|| {
-            Ok(Box::new(EvolvingPolicy::new(ExpandLimit::INFINITE, false)))
+            hosted(EvolvingPolicy::new(ExpandLimit::INFINITE, false))
         })
         .unwrap();
         assert_eq!(apps(&inf)[1], (0, 35, vec![(5, 1), (25, 1), (5, 5)]));
-        let nox = schedule(&input, "evolving", &|| {
-            Ok(Box::new(EvolvingPolicy::default()))
-        })
-        .unwrap();
+        let nox = schedule(&input, "evolving", &|| hosted(EvolvingPolicy::default())).unwrap();
         assert_eq!(apps(&nox)[1], (20, 35, vec![(5, 1), (5, 1), (5, 5)]));
         let json = serde_json::to_string(&inf).unwrap();
         assert_eq!(
@@ -290,10 +296,7 @@ mod tests {
     fn fractional_seconds_round_trip_at_ms() {
         let input =
             parse_input(r#"{"tests":[{"n_nodes":4,"apps":[[[1.5,4]],[[0.25,4]]]}]}"#).unwrap();
-        let out = schedule(&input, "evolving", &|| {
-            Ok(Box::new(EvolvingPolicy::default()))
-        })
-        .unwrap();
+        let out = schedule(&input, "evolving", &|| hosted(EvolvingPolicy::default())).unwrap();
         assert_eq!(out.tests[0].apps[1].start, Seconds::Frac(1.5));
         assert_eq!(out.tests[0].apps[1].end, Seconds::Frac(1.75));
     }
@@ -313,16 +316,10 @@ mod tests {
             assert!(!err.contains('\n'), "{err}");
         }
         let input = parse_input(r#"{"tests":[{"n_nodes":4,"apps":[[[10,5]]]}]}"#).unwrap();
-        let err = schedule(&input, "evolving", &|| {
-            Ok(Box::new(EvolvingPolicy::default()))
-        })
-        .unwrap_err();
+        let err = schedule(&input, "evolving", &|| hosted(EvolvingPolicy::default())).unwrap_err();
         assert!(format!("{err:#}").contains("asks for 5 nodes"), "{err:#}");
         let input = parse_input(r#"{"tests":[{"n_nodes":4,"apps":[[[-1,1]]]}]}"#).unwrap();
-        assert!(schedule(&input, "evolving", &|| Ok(Box::new(
-            EvolvingPolicy::default()
-        )))
-        .is_err());
+        assert!(schedule(&input, "evolving", &|| hosted(EvolvingPolicy::default())).is_err());
         assert!(parse_params(&["expand_limit".into()]).is_err());
     }
 }

@@ -1,9 +1,9 @@
 //! The comparison algorithms of Dutot & Eyraud §4.1: Gang, Sequential LPTF, and Graham list
 //! scheduling with the makespan algorithm's allotment in three orders.
 
-use crate::instance::Instance;
-use crate::makespan::DualApprox;
-use crate::schedule::{list_to_schedule, rigid_list, Schedule, Slot};
+use esched_bicriteria::instance::Instance;
+use esched_bicriteria::makespan::DualApprox;
+use esched_bicriteria::schedule::{list_to_schedule, rigid_list, Schedule, Slot};
 
 /// Gang: every task on all m processors, one after the other, by decreasing ω / p(m) (§4.1:
 /// "sorted using the ratio of the weight over the execution time" — Smith's rule, which is
@@ -41,7 +41,7 @@ pub fn seq_lptf(inst: &Instance) -> Schedule {
 
 /// List-MRT: the makespan algorithm's allotment in its own order (largest allotment first; the
 /// paper's [7] lists the large shelf, then the small shelf, then the small tasks — our makespan
-/// algorithm has no shelves, see [`crate::makespan`]).
+/// algorithm has no shelves, see [`esched_bicriteria::makespan`]).
 pub fn list_mrt(dual: &DualApprox) -> Schedule {
     dual.schedule.clone()
 }
@@ -75,8 +75,8 @@ pub fn list_saf(inst: &Instance, dual: &DualApprox) -> Schedule {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::instance::testkit::weighted;
-    use crate::makespan::dual_approx;
+    use crate::moldable::testkit::weighted;
+    use esched_bicriteria::makespan::dual_approx;
 
     #[test]
     fn gang_is_smith_order_on_all_processors() {

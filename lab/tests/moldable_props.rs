@@ -2,10 +2,10 @@
 //! none beats a lower bound.
 
 use esched_bicriteria::bicrit::{batch_schedule, bicrit, BiCritParams};
-use esched_bicriteria::bounds::bounds;
 use esched_bicriteria::instance::{Instance, Task};
 use esched_bicriteria::makespan::dual_approx;
-use esched_bicriteria::solve::schedules;
+use esched_lab::moldable::bounds::bounds;
+use esched_lab::moldable::solve::schedules;
 use proptest::prelude::*;
 
 /// A monotonic task: p(1) and a speed-up shape — the §4.1 recurrence p(j) = p(j−1)(Y+j)/(1+j)

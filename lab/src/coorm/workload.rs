@@ -20,7 +20,7 @@
 
 use sched_core::{Duration, Time};
 
-use crate::swf::SwfJob;
+use sched_sim::swf::SwfJob;
 
 /// Serial fraction of the simple-moldable jobs' Amdahl model (not given by the paper).
 pub const SERIAL: f64 = 0.05;

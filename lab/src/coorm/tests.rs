@@ -4,10 +4,10 @@ use std::path::Path;
 use super::driver::{run, Mode, RunParams};
 use super::platform::Platform;
 use super::workload::{build, App, Kind, WorkloadKind};
-use crate::swf::{read, ReadOptions};
+use sched_sim::swf::{read, ReadOptions};
 
 /// 40 jobs, one line each: id submit wait run procs cpu mem reqprocs reqtime …
-fn tiny_trace() -> Vec<crate::swf::SwfJob> {
+fn tiny_trace() -> Vec<sched_sim::swf::SwfJob> {
     let mut text = String::from("; MaxProcs: 64\n");
     for i in 1..=40u64 {
         let procs = 1 + (i * 7) % 23;

@@ -28,10 +28,10 @@ use std::time::Instant;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::bicrit::{bicrit, BiCritParams};
-use crate::bounds::bounds;
-use crate::instance::{Instance, Task};
-use crate::solve::{schedules, SolveError, ALGORITHMS};
+use crate::moldable::bounds::bounds;
+use crate::moldable::solve::{schedules, SolveError, ALGORITHMS};
+use esched_bicriteria::bicrit::{bicrit, BiCritParams};
+use esched_bicriteria::instance::{Instance, Task};
 
 /// A workload model of §4.1.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

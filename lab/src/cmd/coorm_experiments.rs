@@ -1,4 +1,4 @@
-//! `esim coorm-experiments`: Klein & Pérez's CooRM §IV (HPCC 2011) on sched-sim's coorm driver
+//! `esim coorm-experiments`: Klein & Pérez's CooRM §IV (HPCC 2011) on the lab's coorm driver
 //! with the coorm policy loop linked in: Fig. 6 (scalability, 1–8 pools, OAR-like W0 and
 //! CooRM W0–W3) and Fig. 7 (fairness: the CEM application's end-time increase in W1 against
 //! zero adaptation delay, one curve per delay), as tables, JSON and SVG plots.
@@ -10,10 +10,10 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
+use crate::coorm::workload::{self, PACK};
+use crate::coorm::{run, Mode, Platform, RunParams, RunStats, WorkloadKind};
 use anyhow::Context;
 use clap::Args;
-use sched_sim::coorm::workload::{self, PACK};
-use sched_sim::coorm::{run, Mode, Platform, RunParams, RunStats, WorkloadKind};
 use sched_sim::swf::{read_path, ReadOptions, SwfJob};
 
 use super::svg::{render, Chart, Series};
@@ -427,6 +427,8 @@ fn view_cost(jobs: &[SwfJob], hosts: u32) -> String {
                 pending: pend,
             };
             let c0 = thread_cpu().unwrap_or(0.0);
+            // The policy called bare, not through a `PolicyHost`: this measures one plan's own
+            // cost, and the host's validator would be counted in it. Nothing acts on the plan.
             let plan = esched_coorm::Coorm::new().plan(&snap);
             cpu.push(thread_cpu().unwrap_or(0.0) - c0);
             views = plan.views.len();

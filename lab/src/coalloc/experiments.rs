@@ -1,8 +1,8 @@
 //! Repeated runs of §3's experiments: one workload per seed, §2.3's metrics over a window
 //! after a warm-up, means with 95 % confidence intervals over the seeds.
 
+use sched_abi::PolicyHost;
 use sched_core::time::Time;
-use sched_core::Policy;
 
 use super::driver::{replay, CoallocError, CoallocSummary, Outcome};
 use super::trace::{secs_to_ms, CoallocParams};
@@ -72,7 +72,7 @@ pub struct Protocol {
 pub fn run_seeds(
     spec: &WorkloadSpec,
     protocol: &Protocol,
-    make: &dyn Fn(&CoallocParams) -> Box<dyn Policy + Send>,
+    make: &dyn Fn(&CoallocParams) -> PolicyHost,
 ) -> Result<Vec<SeedResult>, CoallocError> {
     (1..=protocol.seeds)
         .map(|seed| {
@@ -87,11 +87,11 @@ pub fn run_seeds(
 fn run_one(
     spec: &WorkloadSpec,
     protocol: &Protocol,
-    make: &dyn Fn(&CoallocParams) -> Box<dyn Policy + Send>,
+    make: &dyn Fn(&CoallocParams) -> PolicyHost,
 ) -> Result<SeedResult, CoallocError> {
     let trace = spec.generate();
-    let mut policy = make(&trace.params);
-    let run = replay(&trace, &mut *policy)?;
+    let mut host = make(&trace.params);
+    let run = replay(&trace, &mut host)?;
     let ms = |s: f64| secs_to_ms(s).unwrap_or(0);
     let window: (Time, Time) = (ms(protocol.warmup), ms(protocol.horizon));
     let summary = run.summary(Some(window));

@@ -2,12 +2,12 @@
 //! paper: under 2 s; issue 11's goal: under 10 ms), one instance per workload model, with the
 //! default 10 shuffles of the batch order — the same call `esim moldable` makes. The dual
 //! approximation (λ*) is part of the measured call. Run with
-//! `cargo bench -p esched-bicriteria --bench bicrit`; criterion prints the median among its
+//! `cargo bench -p esched-lab --bench bicrit`; criterion prints the median among its
 //! estimates.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use esched_bicriteria::bicrit::{bicrit, BiCritParams};
-use esched_bicriteria::experiment::{generate, Model};
+use esched_lab::moldable::experiment::{generate, Model};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 

@@ -31,7 +31,7 @@
 //! `DoneAck`); a launcher whose two counts differ fails the run. JSON bytes are whole frames
 //! less their 4-byte length prefixes. CPU time is `getrusage(RUSAGE_CHILDREN)` user + system:
 //! the launchers' once they have all been waited for, then batchd's once it has stopped. The
-//! simulation's figures come from `sched_sim::coorm::run` on the same applications
+//! simulation's figures come from `crate::coorm::run` on the same applications
 //! (uncompressed), its CPU time the thread's.
 
 use std::collections::HashMap;
@@ -42,12 +42,12 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use crate::coorm::workload::{self, App, Kind, PACK};
+use crate::coorm::{cem, driver, run, Mode, Platform, RunParams};
 use anyhow::{bail, Context};
 use clap::Args;
 use esched_launcher::{Event, Launcher, PoolNodes, SessionFilter, SessionRequest};
 use sched_core::{JobId, PoolId, PoolSteps, Step, Time, View, FOREVER};
-use sched_sim::coorm::workload::{self, App, Kind, PACK};
-use sched_sim::coorm::{cem, driver, run, Mode, Platform, RunParams};
 use sched_sim::swf::{read_path, ReadOptions};
 use serde::{Deserialize, Serialize};
 

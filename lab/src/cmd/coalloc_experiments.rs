@@ -1,5 +1,5 @@
 //! `esim coalloc-experiments`: Ballier, Caron, Epema & Mohamed's §3 (Figures 1–9) on
-//! sched-sim's co-allocation driver with the rpp policy linked in (the same code as the
+//! the lab's co-allocation driver with the rpp policy linked in (the same code as the
 //! plugin, without the ABI's per-call copies: hundreds of replays).
 //!
 //! Every configuration is replayed once per seed on a fresh §3.1 workload; metrics are taken
@@ -17,11 +17,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
+use crate::coalloc::experiments::{estimate, run_seeds, Estimate, Protocol, SeedResult};
+use crate::coalloc::{replay, CoallocParams, CoallocSummary, PriorityName, WorkloadSpec};
 use anyhow::Context;
 use clap::Args;
-use sched_core::{NamedPolicy, Policy};
-use sched_sim::coalloc::experiments::{estimate, run_seeds, Estimate, Protocol, SeedResult};
-use sched_sim::coalloc::{replay, CoallocParams, CoallocSummary, PriorityName, WorkloadSpec};
+use sched_abi::{Linked, PolicyHost};
+use sched_core::NamedPolicy;
 
 use super::svg::{render, Chart, Series};
 
@@ -107,9 +108,9 @@ fn policy_name(w: Option<f64>) -> String {
     }
 }
 
-fn make_rpp(p: &CoallocParams) -> Box<dyn Policy + Send> {
+fn make_rpp(p: &CoallocParams) -> PolicyHost {
     match esched_rpp::Rpp::from_params(&p.policy_params()) {
-        Ok(r) => Box::new(r),
+        Ok(r) => PolicyHost::boxed(Box::new(Linked::new(esched_rpp::Rpp::NAME, Box::new(r)))),
         // The params come from our own Cfg values, all in range.
         Err(e) => unreachable!("rpp refused the experiment's params: {e}"),
     }
@@ -524,9 +525,9 @@ fn bench() -> anyhow::Result<String> {
     let mut cpu = Vec::new();
     let mut calls = 0;
     for _ in 0..3 {
-        let mut policy = make_rpp(&trace.params);
+        let mut host = make_rpp(&trace.params);
         let (t, c) = (Instant::now(), thread_cpu());
-        let run = replay(&trace, &mut *policy)?;
+        let run = replay(&trace, &mut host)?;
         wall.push(t.elapsed().as_secs_f64());
         if let (Some(a), Some(b)) = (c, thread_cpu()) {
             cpu.push(b - a);

@@ -1,16 +1,16 @@
 //! `esim moldable-experiments`: Dutot & Eyraud's §4 — m = 200, 25–400 tasks, four workload
 //! models, 40 runs per point; the min/avg/max ratios of the six algorithms to the lower bounds
 //! printed as tables and written as SVG plots like Figures 3–7, and the whole run time.
-//! The generators and their choices: `esched_bicriteria::experiment` and docs/moldable.md.
+//! The generators and their choices: `crate::moldable::experiment` and docs/moldable.md.
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
+use crate::moldable::experiment::{format_tables, run_experiment, svg_figures, Model, Spec};
 use anyhow::{bail, Context};
 use clap::Args;
 use esched_bicriteria::bicrit::BiCritParams;
-use esched_bicriteria::experiment::{format_tables, run_experiment, svg_figures, Model, Spec};
 
 /// `esim moldable-experiments`.
 #[derive(Debug, Args)]

@@ -1,12 +1,13 @@
 //! The co-allocation driver: replays a [`CoallocTrace`] through a policy on a virtual clock.
 //!
-//! A dedicated driver rather than [`crate::engine`]: co-allocation needs what the engine does
+//! A dedicated driver rather than sched-sim's engine: co-allocation needs what the engine does
 //! not track (claimed nodes held idle before a start, the job each kill served, a global job's
 //! time of placement, lost local jobs, concrete processors so that a claimed node can be shown
-//! never to go to another job), and the engine's one `plan` call site is being routed through
-//! sched-abi's host on another branch. The contract is the same: a [`Snapshot`] in, a [`Plan`]
-//! out, every plan checked by [`sched_core::validate`] before anything is done; a refused plan
-//! ends the run with an error (a policy bug, never a result).
+//! never to go to another job). The contract is the same: a [`Snapshot`] in, a plan out, through
+//! sched-abi's [`PolicyHost`] and its validator before anything is done. A refused plan or a
+//! policy that panics ends the run with an error (a policy bug, never a result): the host's
+//! fallback plan, right for a daemon that must go on, would make the figures a mix of two
+//! schedulers.
 //!
 //! Events at one instant: every end first, then every submission (in trace order among equal
 //! submit times), then one policy call. Each placement the policy makes now starts now; a
@@ -22,11 +23,12 @@ use sched_core::idmap::IdHasher;
 
 use serde::Serialize;
 
+use sched_abi::{Failure, HostedPolicy, PolicyHost};
 use sched_core::request::{CoAllocated, Component, Rigid};
 use sched_core::time::{as_secs_f64, Time};
 use sched_core::{
-    kill_beneficiary, validate, JobId, Pending, PlanError, Policy, Pool, PoolId, PoolSteps, RNone,
-    RSome, Request, Running, Shape, Snapshot,
+    kill_beneficiary, JobId, Pending, PlanError, Pool, PoolId, PoolSteps, RNone, RSome, Request,
+    Running, Shape, Snapshot,
 };
 
 use super::trace::{secs_to_ms, CoallocTrace, TraceError, TraceId, TraceJob};
@@ -44,6 +46,14 @@ pub enum CoallocError {
         at: Time,
         /// Why.
         error: PlanError,
+    },
+    /// The policy's call panicked or failed.
+    #[error("at {at} ms the policy failed: {message}")]
+    Failed {
+        /// When.
+        at: Time,
+        /// The host's account of the failure.
+        message: String,
     },
     /// Jobs wait, nothing will ever happen.
     #[error("stalled at {at} ms with {count} job(s) pending and no event or wake-up")]
@@ -149,8 +159,7 @@ enum St {
     Done,
 }
 
-struct Driver<'p> {
-    policy: &'p mut dyn Policy,
+struct Driver {
     pools: Vec<Pool>,
     jobs: Vec<JobRun>,
     requests: Vec<Request>,
@@ -179,8 +188,13 @@ const FREE: u32 = u32::MAX;
 /// A job's processors: (cluster, processor indices) per component.
 type Processors = Vec<(u32, Vec<u32>)>;
 
-/// Replays `trace` through `policy` (built by the caller from [`super::CoallocParams`]).
-pub fn replay(trace: &CoallocTrace, policy: &mut dyn Policy) -> Result<CoallocRun, CoallocError> {
+/// Replays `trace` through the policy of `host` (built by the caller from
+/// [`super::CoallocParams`]), which must validate whole plans ([`sched_abi::Check::Full`], a
+/// host's default): a claim is a placement in the future.
+pub fn replay<P: HostedPolicy>(
+    trace: &CoallocTrace,
+    host: &mut PolicyHost<P>,
+) -> Result<CoallocRun, CoallocError> {
     trace.check()?;
     let p = &trace.params;
     let pools: Vec<Pool> = (0..p.clusters)
@@ -254,7 +268,6 @@ pub fn replay(trace: &CoallocTrace, policy: &mut dyn Policy) -> Result<CoallocRu
     order.sort_by_key(|&i| jobs[i].submit);
     let n = jobs.len();
     let mut d = Driver {
-        policy,
         owner: vec![vec![FREE; p.procs as usize]; p.clusters as usize],
         pools,
         jobs,
@@ -272,7 +285,7 @@ pub fn replay(trace: &CoallocTrace, policy: &mut dyn Policy) -> Result<CoallocRu
         claim_seen: vec![0; n],
         calls: 0,
     };
-    let last_event = d.run()?;
+    let last_event = d.run(host)?;
     Ok(CoallocRun {
         jobs: d.jobs,
         ids,
@@ -313,7 +326,7 @@ impl JobRun {
     }
 }
 
-impl Driver<'_> {
+impl Driver {
     /// Local jobs per cluster the snapshot shows: N (see the module's doc).
     fn depth(&self) -> u32 {
         self.pools.first().map_or(0, |p| p.nodes)
@@ -335,7 +348,7 @@ impl Driver<'_> {
         [submit, end, self.wake].into_iter().flatten().min()
     }
 
-    fn run(&mut self) -> Result<Time, CoallocError> {
+    fn run<P: HostedPolicy>(&mut self, host: &mut PolicyHost<P>) -> Result<Time, CoallocError> {
         let mut last = 0;
         while let Some(now) = self.next_event() {
             last = now;
@@ -379,7 +392,7 @@ impl Driver<'_> {
                     }
                 }
             }
-            self.call(now)?;
+            self.call(host, now)?;
             if self.next_event().is_none() && !self.pending.is_empty() {
                 return Err(CoallocError::Stall {
                     at: now,
@@ -449,7 +462,11 @@ impl Driver<'_> {
         Some(procs)
     }
 
-    fn call(&mut self, now: Time) -> Result<(), CoallocError> {
+    fn call<P: HostedPolicy>(
+        &mut self,
+        host: &mut PolicyHost<P>,
+        now: Time,
+    ) -> Result<(), CoallocError> {
         self.calls += 1;
         let snap = Snapshot {
             now,
@@ -457,10 +474,29 @@ impl Driver<'_> {
             running: &self.running,
             pending: &self.pending,
         };
-        let plan = self.policy.plan(&snap);
-        if let Err(error) = validate(&snap, &plan) {
-            return Err(CoallocError::Refused { at: now, error });
+        let outcome = host.call(&snap);
+        match outcome.verdict {
+            Ok(()) => {}
+            Err(Failure::Refused(error)) => {
+                return Err(CoallocError::Refused {
+                    at: now,
+                    error: error.clone(),
+                })
+            }
+            Err(Failure::Failed(e)) => {
+                return Err(CoallocError::Failed {
+                    at: now,
+                    message: e.to_string(),
+                })
+            }
+            Err(f @ Failure::Abandoned { .. }) => {
+                return Err(CoallocError::Failed {
+                    at: now,
+                    message: format!("{f:?}"),
+                })
+            }
         }
+        let plan = outcome.plan;
         self.wake = plan.wake_at.into_option().filter(|&w| w > now);
         let idx = |j: JobId| j.0 as usize;
         for k in &plan.kills {

@@ -3,13 +3,13 @@
 //! workload, printed in the papers' layout, optionally beside the papers' figures, or a sweep
 //! over cluster sizes ranked by distance to the papers' figures.
 
+use crate::evolving::{
+    format_tables, generate, paper_report, residual, run_experiment, Report, Variant, WorkloadSpec,
+};
 use anyhow::{bail, Context};
 use clap::Args;
 use esched_evolving::EvolvingPolicy;
 use sched_core::{NamedPolicy, Params};
-use sched_sim::evolving::{
-    format_tables, generate, paper_report, residual, run_experiment, Report, Variant, WorkloadSpec,
-};
 
 /// The cluster size that reproduces the papers' figures best. docs/evolving.md: sweeps of
 /// 75–400 nodes (step 25) and 85–130 (step 1) over 1000 tests and three seeds; the residual has
@@ -68,11 +68,7 @@ pub fn paper_variants() -> anyhow::Result<Vec<Variant>> {
             let p = Params::from_pairs(params.iter().copied());
             let policy =
                 EvolvingPolicy::from_params(&p).with_context(|| format!("variant {name}"))?;
-            Ok(Variant {
-                name: name.to_string(),
-                policy: Box::new(policy),
-                rigid: *rigid,
-            })
+            Ok(Variant::linked(*name, Box::new(policy), *rigid))
         })
         .collect()
 }

@@ -1,17 +1,17 @@
 //! `esim coalloc`: one co-allocation trace in (issue 12's JSON), every job's fate out.
 //!
 //! The policy is the `rpp` plugin, loaded like `esim run` loads policies (or linked in with
-//! `--linked`), built from the trace's `params`; the replay is sched-sim's co-allocation
+//! `--linked`), built from the trace's `params`; the replay is the lab's co-allocation
 //! driver, which validates every plan.
 
 use std::io::Read;
 use std::path::PathBuf;
 
+use crate::coalloc::{replay, CoallocTrace};
 use anyhow::Context;
 use clap::Args;
-use sched_sim::coalloc::{replay, CoallocTrace};
 
-use crate::policies;
+use super::Policies;
 
 /// `esim coalloc`.
 #[derive(Debug, Args)]
@@ -47,12 +47,12 @@ pub fn read_trace(path: &std::path::Path) -> anyhow::Result<CoallocTrace> {
 }
 
 /// Runs `esim coalloc`.
-pub fn run(args: &CoallocArgs) -> anyhow::Result<()> {
+pub fn run(args: &CoallocArgs, policies: &dyn Policies) -> anyhow::Result<()> {
     let trace = read_trace(&args.trace)?;
     trace.check()?;
     let params = trace.params.policy_params();
-    let mut policy = policies::choose(&args.policy, &params, args.linked)?;
-    let run = replay(&trace, &mut *policy)?;
+    let mut host = policies.hosted(&args.policy, &params, args.linked)?;
+    let run = replay(&trace, &mut host)?;
     let out = run.output();
     let text = if args.compact {
         serde_json::to_string(&out)?

@@ -28,9 +28,9 @@
 
 use good_lp::{microlp, variable, Expression, ProblemVariables, Solution, SolverModel};
 
-use crate::bicrit::boundaries;
-use crate::instance::Instance;
-use crate::makespan::lambda_star;
+use esched_bicriteria::bicrit::boundaries;
+use esched_bicriteria::instance::Instance;
+use esched_bicriteria::makespan::lambda_star;
 
 /// An LP that could not be solved.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -135,7 +135,7 @@ pub fn minsum_lp(inst: &Instance, cstar: f64, form: LpForm) -> Result<f64, LpErr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::instance::testkit::weighted as inst;
+    use crate::moldable::testkit::weighted as inst;
 
     #[test]
     fn printed_lp_exceeds_the_optimum_on_two_tasks() {

@@ -4,12 +4,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::baselines::{gang, list_mrt, list_saf, list_wlptf, seq_lptf};
-use crate::bicrit::{bicrit, BiCritParams};
-use crate::bounds::{bounds, LpError};
-use crate::instance::{Instance, InstanceError, Task};
-use crate::makespan::dual_approx;
-use crate::schedule::{InvalidSchedule, Schedule, Slot};
+use crate::moldable::baselines::{gang, list_mrt, list_saf, list_wlptf, seq_lptf};
+use crate::moldable::bounds::{bounds, LpError};
+use esched_bicriteria::bicrit::{bicrit, BiCritParams};
+use esched_bicriteria::instance::{Instance, InstanceError, Task};
+use esched_bicriteria::makespan::dual_approx;
+use esched_bicriteria::schedule::{InvalidSchedule, Schedule, Slot};
 
 /// The input document: `{"m": M, "tasks": [{"w": W, "p": [p(1), …, p(M)]}, …]}`, seconds.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -3,16 +3,21 @@
 
 use std::collections::HashMap;
 
-use esched_rpp::Rpp;
-use proptest::prelude::*;
-use sched_core::NamedPolicy;
-use sched_sim::coalloc::{
+use esched_lab::coalloc::{
     replay, CoallocParams, CoallocRun, CoallocTrace, Outcome, PriorityName, TraceJob,
 };
+use esched_rpp::Rpp;
+use proptest::prelude::*;
+use sched_abi::{Borrowed, PolicyHost};
+use sched_core::NamedPolicy;
 
 fn run(trace: &CoallocTrace) -> CoallocRun {
     let mut policy = Rpp::from_params(&trace.params.policy_params()).unwrap();
-    replay(trace, &mut policy).unwrap()
+    replay(
+        trace,
+        &mut PolicyHost::new(Borrowed::new("rpp", &mut policy)),
+    )
+    .unwrap()
 }
 
 fn parse(json: &str) -> CoallocTrace {
@@ -91,7 +96,10 @@ fn missing_params_take_the_papers_defaults() {
     let bad = parse(
         r#"{"jobs": [{"type": "local", "cluster": 4, "submit": 0, "size": 1, "runtime": 1}]}"#,
     );
-    let err = replay(&bad, &mut Rpp::default()).unwrap_err().to_string();
+    let mut rpp = Rpp::default();
+    let err = replay(&bad, &mut PolicyHost::new(Borrowed::new("rpp", &mut rpp)))
+        .unwrap_err()
+        .to_string();
     assert_eq!(err, "job 0: cluster 4 does not exist (clusters are 0..3)");
 }
 
@@ -220,4 +228,44 @@ proptest! {
             }
         }
     }
+}
+
+/// A policy that starts every pending job at once on cluster 0, whatever its request: the
+/// host's validator refuses its first plan and the replay stops there with an error, never a
+/// result made of the host's fallback.
+#[test]
+fn a_refused_plan_ends_the_replay_with_an_error() {
+    struct Cheat;
+    impl sched_core::Policy for Cheat {
+        fn plan(&mut self, s: &sched_core::Snapshot<'_>) -> sched_core::Plan {
+            sched_core::Plan {
+                placements: s
+                    .pending
+                    .iter()
+                    .map(|p| sched_core::Placement {
+                        job: p.id,
+                        start: s.now,
+                        shape: sched_core::Shape::Rigid {
+                            pool: sched_core::PoolId(0),
+                            nodes: 1000,
+                            walltime: 1,
+                        },
+                        claim_from: sched_core::RNone,
+                    })
+                    .collect(),
+                ..Default::default()
+            }
+        }
+    }
+    let mut cheat = Cheat;
+    let err = replay(
+        &parse(TRACE),
+        &mut PolicyHost::new(Borrowed::new("cheat", &mut cheat)),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.starts_with("at 0 ms the policy's plan was refused: "),
+        "{err}"
+    );
 }
