@@ -648,7 +648,7 @@ mod containment {
     }
 }
 
-/// Borrowed snapshots (ABI 5.0): whatever the sequence of snapshots, the plugin plans on
+/// Borrowed snapshots: whatever the sequence of snapshots, the plugin plans on
 /// exactly the host's, and plans through the plugin, told the driver's accounts of what
 /// changed, are the linked policy's told the same.
 mod borrowed {
