@@ -381,6 +381,11 @@ fn state_is_private_and_output_files_follow_the_submitters_umask() {
             readable(&c.path(&format!("esched-{shared}.out"))),
             "the check can succeed"
         );
+    } else {
+        eprintln!(
+            "SKIPPED in state_is_private_and_output_files_follow_the_submitters_umask: \
+             that another user reads none of it (needs root to act as another uid)"
+        );
     }
     c.cancel(vec![running], None);
     c.wait_state(running, JobState::Cancelled);
