@@ -19,6 +19,7 @@
 //!
 //! Architecture invariant: no logic here beyond (de)serialisation and validation of input.
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod array;
 pub mod check;

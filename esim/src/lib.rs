@@ -3,6 +3,7 @@
 //!
 //! `esim [run options]` and `esim run [run options]` are the same command; other subcommands
 //! sit beside `run` in [`Command`].
+#![forbid(unsafe_code)]
 
 pub mod bench;
 pub mod cli;

@@ -17,6 +17,7 @@
 //!
 //! No real processes: time is virtual, in integer milliseconds.
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod coalloc;
 pub mod coorm;

@@ -21,6 +21,7 @@
 //!
 //! docs/moldable.md gives every choice the paper leaves open and the findings checked.
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod baselines;
 pub mod bicrit;
