@@ -24,6 +24,7 @@
 pub mod array;
 pub mod check;
 pub mod client;
+pub mod clock;
 pub mod coorm;
 pub mod frame;
 pub mod hostlist;
