@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What a policy call stuck past its time budget costs the daemon's users: equeue and esubmit
 # latency with a queue of pending jobs, first with the policy answering, then while a call of
-# `plugins/test-sleep` sleeps (10 minutes) past a 1 s budget. Printed, not asserted: median and
+# `sched-abi/fixtures/test-sleep` sleeps (10 minutes) past a 1 s budget. Printed, not asserted: median and
 # max of RUNS runs of each, in ms, then `econtrol show stats` during the stall.
 #
 #   scripts/bench-budget.sh [RUNS] [QUEUE]        (defaults: 50 runs, 1000 pending jobs)

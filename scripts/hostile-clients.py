@@ -2,7 +2,7 @@
 """batchd against careless or hostile local clients: the figures of docs/batchd.md, "Limits".
 
 Each scenario boots its own batchd (release build by default) on a temporary socket and state
-directory, prints what it measured, and exits non-zero if batchd failed a "Done when" of issue 9.
+directory, prints what it measured, and exits non-zero if batchd failed one of its checks.
 Figures are printed, never asserted on timing alone in the test suite.
 
     scripts/hostile-clients.py memory    # 100 x 16 MiB announcements + 20 non-reading listings

@@ -907,7 +907,7 @@ pub struct JobSpec {
     /// so the files stay private.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub umask: Option<u32>,
-    // Slurm's habits (issue 15): a job array and the task batchd made of it, resources,
+    // Slurm's habits: a job array and the task batchd made of it, resources,
     // account, QOS. Boxed: a `Request::Submit` stays near the size of the other requests.
     /// A job array as submitted (`--array`): batchd queues one job per index.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -933,7 +933,7 @@ pub struct JobSpec {
     /// PENDING with the same id, as Slurm does.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub requeue: bool,
-    // Slurm's habits (issue 15, continued): signals before the limit, output open mode, and
+    // More of Slurm's habits: signals before the limit, output open mode, and
     // whether the job may be requeued by hand.
     /// `--signal`: a signal sent this long before the time limit (see
     /// [`crate::signal::JobSignal`]).

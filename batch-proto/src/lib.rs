@@ -19,10 +19,12 @@
 //!
 //! Architecture invariant: no logic here beyond (de)serialisation and validation of input.
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod array;
 pub mod check;
 pub mod client;
+pub mod clock;
 pub mod coorm;
 pub mod frame;
 pub mod hostlist;

@@ -292,12 +292,7 @@ impl JobPids {
     }
 }
 
-/// Milliseconds since the Unix epoch, now.
-pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
+pub use batch_proto::clock::now_ms;
 
 /// `ms` since the epoch as `YYYY-MM-DDTHH:MM:SS` (UTC), Slurm's time format.
 pub fn format_utc(ms: u64) -> String {

@@ -29,6 +29,8 @@
 //! Architecture invariant: no policy logic here; every decision comes from the policy in
 //! force, through `sched_core::validate`.
 #![deny(missing_docs)]
+// Unsafe only where a forked child is set up before exec, each block saying why it is sound.
+#![deny(unsafe_code)]
 
 pub mod config;
 pub mod coorm;

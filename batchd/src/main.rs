@@ -1,5 +1,6 @@
 //! `batchd`: the esched batch daemon. Runs in the foreground (use systemd or `&` to detach);
 //! `batchd supervise JOBDIR` is the per-job supervisor it starts itself.
+#![forbid(unsafe_code)]
 
 use std::path::PathBuf;
 use std::process::ExitCode;

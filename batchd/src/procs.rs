@@ -252,6 +252,7 @@ mod tests {
 
     /// A child in a session of its own running `script`, the `JobPids` a supervisor would
     /// record for it, and its pid.
+    #[allow(unsafe_code)] // the one unsafe block below says why it is sound
     fn session(script: &str, job: u64) -> (std::process::Child, JobPids) {
         use std::os::unix::process::CommandExt;
         let mut cmd = std::process::Command::new("/bin/sh");

@@ -21,7 +21,7 @@ use crate::record::JobRecord;
 /// migrated.
 ///
 /// - 1: the `jobs` table.
-/// - 2 (co-allocated jobs, issue 12): same columns; rows may hold the state `PREEMPTED` and
+/// - 2 (co-allocated jobs): same columns; rows may hold the state `PREEMPTED` and
 ///   specs with a `coallocated` shape, a `deadline` and `requeue`, which a version-1 batchd
 ///   cannot read, hence the bump: such a batchd refuses the file as a whole instead of
 ///   failing row by row. Migrating 1 → 2 changes no row: a version-1 spec reads as a job

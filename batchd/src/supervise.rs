@@ -368,6 +368,7 @@ fn as_user<T>(
 /// Starts the job's process with `extra` variables over its environment; returns it, a handle
 /// on its stderr file for the supervisor's notes, and its output files. `outputs`: the files a
 /// first component's process got, shared (not opened and truncated again) by the others.
+#[allow(unsafe_code)] // the one unsafe block below says why it is sound
 fn spawn_job(
     l: &Launch,
     extra: &[(String, String)],

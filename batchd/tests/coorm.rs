@@ -323,7 +323,9 @@ fn example(name: &str) -> PathBuf {
 #[test]
 fn the_python_example_launchers_run_against_a_live_batchd() {
     let Some(py) = python() else {
-        eprintln!("SKIPPED: python3 is not installed; the Python launcher example is not run");
+        eprintln!(
+            "SKIPPED the_python_example_launchers_run_against_a_live_batchd: python3 is not installed"
+        );
         return;
     };
     let c = Cluster::new(0);

@@ -1,4 +1,4 @@
-//! CooRM views are the same in batchd and in esim's simulator for the same snapshot (issue 13):
+//! CooRM views are the same in batchd and in esim's simulator for the same snapshot:
 //! random snapshots (pools, running jobs, waiting launcher sessions with and without a
 //! request) go through batchd's path — the policy `coorm` as batchd builds it
 //! (`batchd::policy::build`, the plugin or its linked copy), the plan's views turned into the

@@ -7,5 +7,6 @@
 //! tools link no policy.
 //!
 //! Architecture invariant: no scheduling logic lives here, and no policy crate is linked.
+#![forbid(unsafe_code)]
 
 pub mod batch;

@@ -4,6 +4,7 @@
 //! `esim [run options]` and `esim run [run options]` are the same command; other subcommands
 //! sit beside `run` in [`Command`]. The papers' subcommands are the lab's (`esched_lab::cmd`),
 //! mounted here with esim's policies ([`policies`]).
+#![forbid(unsafe_code)]
 
 pub mod bench;
 pub mod cli;

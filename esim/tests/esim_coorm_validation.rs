@@ -1,13 +1,11 @@
 //! `esim coorm-validation` (CooRM §IV-D, Fig. 8) through a real batchd: a tiny pack on two
 //! pools, one launcher process per application.
 //!
-//! batchd belongs to another package, so Cargo does not build its binary for this test: the
-//! test runs `cargo build -p batchd --bin batchd` with the test's profile first (a no-op after
-//! `cargo test --workspace`), as cli-tools' e2e harness does.
+//! batchd belongs to another package, so Cargo does not build its binary for this test:
+//! `esched_test_support::cargo_build` does (a no-op after `cargo test --workspace`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Instant;
 
 fn bin_dir() -> PathBuf {
     Path::new(env!("CARGO_BIN_EXE_esim"))
@@ -17,25 +15,8 @@ fn bin_dir() -> PathBuf {
 }
 
 fn batchd() -> PathBuf {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut cmd = Command::new(cargo);
-    cmd.args(["build", "-p", "batchd", "--bin", "batchd"]);
-    if bin_dir().file_name().is_some_and(|n| n == "release") {
-        cmd.arg("--release");
-    } else {
-        cmd.args(["--profile", "test"]);
-    }
-    let t0 = Instant::now();
-    let out = cmd.output().expect("cargo runs");
-    eprintln!(
-        "cargo build -p batchd took {:.1} s",
-        t0.elapsed().as_secs_f64()
-    );
-    assert!(
-        out.status.success(),
-        "cargo build -p batchd failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    esched_test_support::cargo_build(&bin_dir(), &["-p", "batchd", "--bin", "batchd"])
+        .unwrap_or_else(|e| panic!("{e}"));
     let exe = bin_dir().join("batchd");
     assert!(exe.is_file(), "{} missing after the build", exe.display());
     exe

@@ -1,5 +1,5 @@
 //! BiCrit on 400 tasks and 200 processors, the largest instances of Dutot & Eyraud §4 (the
-//! paper: under 2 s; issue 11's goal: under 10 ms), one instance per workload model, with the
+//! paper: under 2 s; here well under 10 ms is expected), one instance per workload model, with the
 //! default 10 shuffles of the batch order — the same call `esim moldable` makes. The dual
 //! approximation (λ*) is part of the measured call. Run with
 //! `cargo bench -p esched-lab --bench bicrit`; criterion prints the median among its

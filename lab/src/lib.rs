@@ -16,6 +16,7 @@
 //!   `moldable-experiments`, `coalloc`, `coalloc-experiments`, `coorm-experiments`,
 //!   `coorm-validation`), which esim mounts in its command line.
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod cmd;
 pub mod coalloc;

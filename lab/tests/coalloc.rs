@@ -1,5 +1,5 @@
 //! The co-allocation driver with the rpp policy, through the public surface: a hand-checked
-//! trace, and the invariants of issue 12 on random ones.
+//! trace, and the invariants of docs/coalloc.md on random ones.
 
 use std::collections::HashMap;
 

@@ -16,6 +16,7 @@
 //! The wire protocol is plain (4-byte big-endian length + JSON): docs/coorm.md, "Protocol",
 //! describes it for launchers in other languages (examples/coorm/launcher.py is one).
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;

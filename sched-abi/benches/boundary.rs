@@ -14,9 +14,8 @@
 //!   the policy driven as esim drives it, told the driver's account of what changed, so that it
 //!   need not compare the queue with its own.
 //!
-//! Nothing of a snapshot is copied at the boundary (ABI 5.0: the plugin plans on the host's
-//! lists) and a plan crosses as it is (ABI 4.0), so plugin and linked differ by the calls
-//! through the vtable alone.
+//! Nothing of a snapshot is copied at the boundary (the plugin plans on the host's lists) and a
+//! plan crosses as it is, so plugin and linked differ by the calls through the vtable alone.
 //!
 //! Run: `cargo bench -p sched-abi --bench boundary`. The cdylib is the one cargo builds for the
 //! dev-dependency on esched-cbf (next to this bench, in `deps/`).

@@ -72,9 +72,11 @@ mod tsc {
     use std::arch::x86_64::{__cpuid, _rdtsc};
 
     /// Whether the time-stamp counter is invariant: `cpuid` leaf `0x8000_0007`, EDX bit 8.
+    #[allow(unsafe_code)] // the one unsafe block below says why it is sound
     pub(super) fn invariant() -> bool {
-        // `cpuid` exists on every x86-64 processor; the extended leaf is read only when the
-        // processor says it has it.
+        // SAFETY: `cpuid` exists on every x86-64 processor and reads no memory; the extended
+        // leaf is read only when the processor says it has it. (Newer compilers deem these
+        // intrinsics safe, hence the allowance.)
         #[allow(unused_unsafe)]
         let edx = unsafe {
             let max = __cpuid(0x8000_0000).eax;
@@ -84,8 +86,10 @@ mod tsc {
     }
 
     #[inline]
+    #[allow(unsafe_code)] // the one unsafe block below says why it is sound
     pub(super) fn read() -> u64 {
-        // `rdtsc` exists on every x86-64 processor and has no precondition.
+        // SAFETY: `rdtsc` exists on every x86-64 processor, reads no memory and has no
+        // precondition. (Newer compilers deem it safe, hence the allowance.)
         #[allow(unused_unsafe)]
         unsafe {
             _rdtsc()

@@ -273,6 +273,7 @@ fn other_root_symbols(path: &Path) -> Vec<String> {
     out
 }
 
+#[allow(unsafe_code)] // the one unsafe block below says why it is sound
 fn open_header(path: &Path) -> Result<&'static LibHeader, OpenFailure> {
     let raw = RawLibrary::load_at(path).map_err(OpenFailure::Library)?;
     let first = crate_root_symbol(path);

@@ -77,9 +77,9 @@ pub struct FfiError {
 #[sabi_trait]
 pub trait FfiPolicy: Send {
     /// [`sched_core::Policy::plan_starts`] (`starts`) or [`sched_core::Policy::plan`] of the
-    /// host's snapshot, lent for the call (since ABI 5.0: nothing of it is copied), into
+    /// host's snapshot, lent for the call (nothing of it is copied), into
     /// `plan`: the policy's answer is swapped in, and the plan `plan` held goes to
-    /// [`sched_core::Policy::recycle`] (since ABI 4.0 a [`Plan`] crosses the boundary as it
+    /// [`sched_core::Policy::recycle`] (a [`Plan`] crosses the boundary as it
     /// is: its lists carry their own allocator, so either side may grow or free them); a panic
     /// comes back as [`FfiErrorKind::Panic`].
     ///

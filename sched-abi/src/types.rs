@@ -1,15 +1,13 @@
 //! What crosses the boundary with a call: the snapshot, borrowed, and a driver's account of
 //! what changed in it.
 //!
-//! Nothing of a snapshot is copied or converted (since ABI 5.0): sched-core lays out every
+//! Nothing of a snapshot is copied or converted: sched-core lays out every
 //! type a snapshot's lists hold for the boundary itself (`#[repr(C)]`, enums `#[repr(u8)]`,
 //! abi_stable's `RVec`, `ROption` and `RString` for what they own), so the plugin plans on the
 //! host's own lists through [`FfiSnapshot`]'s slices, for the length of the call. A plan needs
-//! no conversion either (since ABI 4.0): it crosses as it is, moved.
-//!
-//! Before 5.0 the plugin kept a copy of the snapshot, brought up to date at each call by a
-//! delta of the lists (ABI 3.0), and before that it was sent whole; both cost a pass over
-//! every job the host holds at every call, which borrowing does not.
+//! no conversion either: it crosses as it is, moved. The snapshot is lent rather than copied
+//! because a copy in the plugin, whether sent whole or kept up to date by deltas, would cost a
+//! pass over every job the host holds at every call.
 //!
 //! What may change, and how (see also `docs/plugins.md`):
 //! - these data types, and sched-core's that they borrow, are frozen for a major ABI version:

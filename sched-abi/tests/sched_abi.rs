@@ -1,28 +1,13 @@
-//! sched-abi through its public surface, against real shared libraries built from
-//! `plugins/test-*`: every load error with its message, several libraries in one process, and
-//! the containment of a panicking and of a cheating policy.
+//! sched-abi through its public surface, against real shared libraries built from the test
+//! fixtures (`sched-abi/fixtures/test-*`) and the stock policies: every load error with its
+//! message, several libraries in one process, and the containment of a panicking and of a
+//! cheating policy.
 //!
-//! The test plugins are workspace members, so `cargo test --workspace` builds them; to keep
-//! `cargo test -p sched-abi` honest too, [`common::plugin`] runs `cargo build` for them once
-//! per test run (a no-op when they are fresh) into the target directory this test runs from.
+//! The libraries are this crate's dev-dependencies: cargo builds each one's cdylib beside this
+//! test, in `target/<profile>/deps/`, before it runs.
 
 mod common {
     use std::path::{Path, PathBuf};
-    use std::process::Command;
-    use std::sync::OnceLock;
-
-    pub const PLUGINS: &[&str] = &[
-        "esched-test-panic",
-        "esched-test-overcommit",
-        "esched-test-oldabi",
-        "esched-test-notpolicy",
-        "esched-test-badlayout",
-        "esched-test-echo",
-        // For the plugin-vs-linked comparisons of the borrowed-snapshot tests.
-        "esched-cbf",
-        "esched-easy",
-        "esched-fcfs",
-    ];
 
     /// `target/<profile>`: this test runs from `target/<profile>/deps`.
     pub fn profile_dir() -> PathBuf {
@@ -33,55 +18,17 @@ mod common {
             .to_path_buf()
     }
 
-    fn build_plugins() -> Result<PathBuf, String> {
-        let dir = profile_dir();
-        let target = dir.parent().ok_or("no target dir")?;
-        let profile = dir
-            .file_name()
-            .and_then(|n| n.to_str())
-            .ok_or("no profile dir")?;
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
-        let mut cmd = Command::new(cargo);
-        cmd.arg("build")
-            .arg("--manifest-path")
-            .arg(&manifest)
-            .arg("--target-dir")
-            .arg(target);
-        match profile {
-            // `cargo test` builds with the test profile, whose output is `debug/` too: the
-            // same profile reuses what it built for the workspace's members.
-            "debug" => {
-                cmd.args(["--profile", "test"]);
-            }
-            "release" => {
-                cmd.arg("--release");
-            }
-            other => {
-                cmd.args(["--profile", other]);
-            }
-        }
-        for p in PLUGINS {
-            cmd.args(["-p", p]);
-        }
-        let out = cmd.output().map_err(|e| format!("cannot run cargo: {e}"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "building the test plugins failed:\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            ));
-        }
-        Ok(dir)
-    }
-
-    /// The built library of test plugin `name` (`test-panic` → `libesched_test_panic.so`).
+    /// The built library of plugin `name` (`test-panic` → `deps/libesched_test_panic.so`).
     pub fn plugin(name: &str) -> PathBuf {
-        static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-        let dir = BUILT
-            .get_or_init(build_plugins)
-            .as_ref()
-            .unwrap_or_else(|e| panic!("{e}"));
-        dir.join(sched_abi::loader::library_file_name(name))
+        let path = profile_dir()
+            .join("deps")
+            .join(sched_abi::loader::library_file_name(name));
+        assert!(
+            path.is_file(),
+            "{} not built: is esched-{name} a dev-dependency of sched-abi?",
+            path.display()
+        );
+        path
     }
 
     pub fn plugin_str(name: &str) -> String {
@@ -648,7 +595,7 @@ mod containment {
     }
 }
 
-/// Borrowed snapshots (ABI 5.0): whatever the sequence of snapshots, the plugin plans on
+/// Borrowed snapshots: whatever the sequence of snapshots, the plugin plans on
 /// exactly the host's, and plans through the plugin, told the driver's accounts of what
 /// changed, are the linked policy's told the same.
 mod borrowed {

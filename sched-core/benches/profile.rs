@@ -7,7 +7,7 @@
 //! the ratio. Every job's fit must pass the free runs left by those before it, too short for
 //! it: the shape where the treap's fences pay.
 //!
-//! Target (issue 2): 100,000 jobs planned in under 1 s, cost growing about n·log n.
+//! What to look for: 100,000 jobs planned in well under 1 s, cost growing about n·log n.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use sched_core::profile::naive::NaiveProfile;

@@ -16,6 +16,7 @@
 //! `RVec`, `ROption` and `RString`, re-exported here): a plugin plans on the host's lists, lent,
 //! and its plan crosses back as it is, moved; nothing is converted.
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod idmap;
 pub mod metrics;

@@ -660,8 +660,8 @@ mod tests {
     use super::*;
 
     /// Queued and running jobs are stored by batchd and sent by the tools as JSON: laying them
-    /// out for the plugin boundary (ABI 5.0) must not change a byte of it, and what an older
-    /// writer left out still reads as absent. The texts are those of the types before.
+    /// out for the plugin boundary must not change a byte of it, and what an older writer left
+    /// out still reads as absent. The texts are those of the plain serde types.
     #[test]
     fn snapshot_entries_read_and_write_the_json_they_did_before_their_abi_layout() {
         use crate::request::{

@@ -13,6 +13,7 @@
 //!
 //! No real processes: time is virtual, in integer milliseconds.
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod engine;
 pub mod swf;

@@ -1,4 +1,4 @@
-//! A policy call's time budget, with real batchd processes and `plugins/test-sleep` (fcfs that
+//! A policy call's time budget, with real batchd processes and `sched-abi/fixtures/test-sleep` (fcfs that
 //! sleeps `sleep_ms` in `plan` while a job of `sleep_on_nodes` nodes is pending): a stalling
 //! call is abandoned at the budget, logged by name, counted in the stats, and the daemon goes
 //! on with the last valid plan; `--test-only` and reconfigure do not wait for it, and neither

@@ -402,7 +402,9 @@ fn other_user() {
 #[test]
 fn others_cannot_lock_out_root_nor_each_other() {
     if !nix::unistd::geteuid().is_root() {
-        eprintln!("skipped: acting as other users needs root");
+        eprintln!(
+            "SKIPPED others_cannot_lock_out_root_nor_each_other: needs root to act as other uids"
+        );
         return;
     }
     let c = cluster(|cfg| {

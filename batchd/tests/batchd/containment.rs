@@ -1,7 +1,7 @@
 //! The containment that runs in batchd: the policy is called through sched-abi's `PolicyHost`,
 //! so a plugin that panics or plans an over-commit is logged with its name, the last valid plan
 //! is acted on instead, and the daemon goes on. Real batchd processes, with the test plugins of
-//! `plugins/test-*` (built as this crate's dev-dependencies) and their log on stderr.
+//! `sched-abi/fixtures/test-*` (built as this crate's dev-dependencies) and their log on stderr.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

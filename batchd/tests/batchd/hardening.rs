@@ -1,4 +1,5 @@
-//! Issue 9, daemon side: each test starts real daemons and would fail on the daemon before it.
+//! The daemon's defences (a second instance, slow or idle clients, file modes, log injection,
+//! open-file limits, the default config): each test starts real daemons.
 //! Limits are configured small (a few hundred ms) so that each test takes about a second.
 
 use super::*;
@@ -102,7 +103,7 @@ fn state_bytes(state: &Path) -> Vec<(String, Vec<u8>)> {
     v
 }
 
-/// Item 1: a second batchd on the same config, while jobs stream through the first, exits
+/// A second batchd on the same config, while jobs stream through the first, exits
 /// non-zero with one line naming the holder's pid, changes nothing, and no job runs twice.
 #[test]
 fn a_refused_second_daemon_changes_nothing_and_no_job_runs_twice() {
@@ -176,7 +177,7 @@ fn a_refused_second_daemon_changes_nothing_and_no_job_runs_twice() {
     }
 }
 
-/// Item 2: a header announcing 16 MiB followed by (almost) nothing allocates nothing and holds
+/// A header announcing 16 MiB followed by (almost) nothing allocates nothing and holds
 /// nothing: the connection gets an error once the frame deadline passes; others are served
 /// meanwhile.
 #[test]
@@ -210,7 +211,7 @@ fn a_started_frame_has_a_deadline_and_its_announced_length_is_only_a_limit() {
     version(&mut c.client());
 }
 
-/// Items 2 and 4: idle connections are closed after the idle timeout, and make room for new
+/// Idle connections are closed after the idle timeout, and make room for new
 /// ones past the per-user cap; when none is idle, the new one is refused with the limit named.
 #[test]
 fn idle_connections_are_closed_and_the_caps_refuse_clearly() {
@@ -257,7 +258,7 @@ fn idle_connections_are_closed_and_the_caps_refuse_clearly() {
     version(&mut c.client());
 }
 
-/// Item 2: a client that asks for a listing and does not read holds a few frames, not the
+/// A client that asks for a listing and does not read holds a few frames, not the
 /// listing: it is dropped once a frame waits longer than the frame deadline.
 #[test]
 fn a_listing_client_that_does_not_read_is_dropped() {
@@ -300,7 +301,7 @@ fn a_listing_client_that_does_not_read_is_dropped() {
     assert_eq!(all.len(), 300);
 }
 
-/// Item 5: the state directory, database, job files are batchd's user's only; output files get
+/// The state directory, database, job files are batchd's user's only; output files get
 /// the submitter's umask (private when the submission gives none), and the job inherits it.
 #[test]
 fn state_is_private_and_output_files_follow_the_submitters_umask() {
@@ -380,12 +381,17 @@ fn state_is_private_and_output_files_follow_the_submitters_umask() {
             readable(&c.path(&format!("esched-{shared}.out"))),
             "the check can succeed"
         );
+    } else {
+        eprintln!(
+            "SKIPPED in state_is_private_and_output_files_follow_the_submitters_umask: \
+             that another user reads none of it (needs root to act as another uid)"
+        );
     }
     c.cancel(vec![running], None);
     c.wait_state(running, JobState::Cancelled);
 }
 
-/// Items 2 and 3 on the real binary: a client's text cannot forge a log line, and the soft
+/// On the real binary: a client's text cannot forge a log line, and the soft
 /// open-file limit is raised to the hard one at start.
 #[test]
 fn client_text_is_escaped_in_the_log_and_the_open_file_limit_is_raised() {
@@ -445,7 +451,7 @@ fn client_text_is_escaped_in_the_log_and_the_open_file_limit_is_raised() {
     assert!(warning.contains("\\n2026-01-01"), "{warning}");
 }
 
-/// Item 7 on the real binary: a config without `[[pool]]` and `[policy]` runs the documented
+/// On the real binary: a config without `[[pool]]` and `[policy]` runs the documented
 /// defaults; a broken one is refused with one line.
 #[test]
 fn a_minimal_config_runs_the_defaults_and_a_broken_one_is_one_line() {

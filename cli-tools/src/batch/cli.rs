@@ -3,10 +3,8 @@
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use batch_proto::{Client, ClientError};
-use sched_core::time::Time;
 
 /// Connects to batchd at `socket`, or where `ESCHED_SOCKET` and the defaults say.
 pub fn connect(socket: Option<&Path>) -> Result<Client, ClientError> {
@@ -16,12 +14,7 @@ pub fn connect(socket: Option<&Path>) -> Result<Client, ClientError> {
     }
 }
 
-/// The wall clock in ms since the epoch (0 if the clock is before 1970).
-pub fn now_ms() -> Time {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
+pub use batch_proto::clock::now_ms;
 
 /// The one line a command-line error is reported with: an unknown option as Slurm's tools say
 /// it (`unrecognized option '--mem=4G'`), anything else as clap's first line without its own

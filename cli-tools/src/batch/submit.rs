@@ -107,7 +107,7 @@ pub struct SubmitOpts {
     /// Print only the job id.
     #[arg(long)]
     pub parsable: bool,
-    // Slurm's habits (issue 15), grouped so that other branches' options merge beside them.
+    // Slurm's habits, grouped so that other branches' options merge beside them.
     /// Job array: indices 0-15, 1,3,5, 0-15:4 (step), with %N at most N tasks at once.
     #[arg(short = 'a', long, value_name = "INDICES")]
     pub array: Option<String>,

@@ -1,4 +1,5 @@
 //! `eacct`: see `eacct --help` and docs/tools.md.
+#![forbid(unsafe_code)]
 
 use std::process::ExitCode;
 

@@ -4,6 +4,7 @@
 //!
 //! It starts its own batchd (found next to this executable unless `--batchd` says otherwise) on
 //! a temporary socket and state directory, so it never touches a production daemon.
+#![forbid(unsafe_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};

@@ -1,4 +1,5 @@
 //! `ecancel`: see `ecancel --help` and docs/tools.md.
+#![forbid(unsafe_code)]
 
 use std::process::ExitCode;
 

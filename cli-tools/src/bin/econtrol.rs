@@ -1,4 +1,5 @@
 //! `econtrol`: see `econtrol --help` and docs/tools.md.
+#![forbid(unsafe_code)]
 
 use std::process::ExitCode;
 

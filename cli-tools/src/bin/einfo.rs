@@ -1,4 +1,5 @@
 //! `einfo`: see `einfo --help` and docs/tools.md.
+#![forbid(unsafe_code)]
 
 use std::process::ExitCode;
 

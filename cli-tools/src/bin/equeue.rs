@@ -1,4 +1,5 @@
 //! `equeue`: see `equeue --help` and docs/tools.md.
+#![forbid(unsafe_code)]
 
 use std::process::ExitCode;
 

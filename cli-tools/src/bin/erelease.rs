@@ -1,4 +1,5 @@
 //! `erelease`: see `erelease --help` and docs/tools.md.
+#![forbid(unsafe_code)]
 
 use std::process::ExitCode;
 

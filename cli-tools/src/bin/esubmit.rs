@@ -1,4 +1,5 @@
 //! `esubmit`: see `esubmit --help` and docs/tools.md.
+#![forbid(unsafe_code)]
 
 use std::process::ExitCode;
 

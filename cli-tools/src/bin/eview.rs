@@ -1,4 +1,5 @@
 //! `eview`: see `eview --help` and docs/tools.md.
+#![forbid(unsafe_code)]
 
 use std::process::ExitCode;
 

@@ -1,4 +1,4 @@
-//! Co-allocated jobs under the RPP on a two-pool batchd (issue 12): placement over both pools
+//! Co-allocated jobs under the RPP on a two-pool batchd: placement over both pools
 //! with claimed (reserved) nodes, components started together with their node lists, and at a
 //! start deadline a local job preempted (GP) or the global job failed (LP).
 

@@ -28,40 +28,22 @@ fn ensure_built() -> PathBuf {
     static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     BUILT
         .get_or_init(|| {
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-            let mut cmd = Command::new(cargo);
-            cmd.args([
-                "build",
-                "-p",
-                "batchd",
-                "--bin",
-                "batchd",
-                "-p",
-                "esched-cbf",
-                "-p",
-                "esched-easy",
-                "-p",
-                "esched-bicriteria",
-            ]);
-            // Build batchd next to the tools and with their profile: under `cargo test` that is
-            // the `test` profile, so after `cargo test --workspace` this is a no-op.
-            if bin_dir().file_name().is_some_and(|n| n == "release") {
-                cmd.arg("--release");
-            } else {
-                cmd.args(["--profile", "test"]);
-            }
-            let t0 = Instant::now();
-            let out = cmd.output().map_err(|e| format!("cannot run cargo: {e}"))?;
-            eprintln!(
-                "e2e: cargo build -p batchd took {:.1} s",
-                t0.elapsed().as_secs_f64()
-            );
-            if !out.status.success() {
-                return Err(format!(
-                    "cargo build -p batchd failed:\n{}",
-                    String::from_utf8_lossy(&out.stderr)
-                ));
-            }
+            // The policies the tests name, beside batchd (`plugin_dir`).
+            esched_test_support::cargo_build(
+                &bin_dir(),
+                &[
+                    "-p",
+                    "batchd",
+                    "--bin",
+                    "batchd",
+                    "-p",
+                    "esched-cbf",
+                    "-p",
+                    "esched-easy",
+                    "-p",
+                    "esched-bicriteria",
+                ],
+            )?;
             let exe = bin_dir().join("batchd");
             if exe.exists() {
                 Ok(exe)

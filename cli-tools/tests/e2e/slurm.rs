@@ -1,4 +1,4 @@
-//! A Slurm user's habits through the real tools (issue 15): sbatch scripts run unchanged,
+//! A Slurm user's habits through the real tools: sbatch scripts run unchanged,
 //! nothing accepted and silently wrong. Grouped in few tests so that the suite stays fast.
 
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -213,7 +213,7 @@ fn slurm_spellings_and_errors() {
 #[test]
 fn a_job_array_runs_as_slurm_names_it() {
     let c = Cluster::start(4, "cbf");
-    // The script of issue 15's "Done when", unchanged.
+    // A typical sbatch array script, unchanged.
     c.script(
         "array.sh",
         "#!/bin/sh\n#SBATCH -J x -N 2 -t 5 -o out-%A_%a.txt --array 0-3\n\

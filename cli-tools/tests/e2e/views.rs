@@ -1,4 +1,4 @@
-//! The listings a Slurm user shapes (issue 15): sacct's `--format`, squeue's `-O -l -S -i`
+//! The listings a Slurm user shapes: sacct's `--format`, squeue's `-O -l -S -i`
 //! and folded arrays, sinfo's `-o -l -t`; and the rows of docs/tools.md's "Slurm habits"
 //! table marked *same* that no other test drove through the real tools. Grouped in two tests
 //! so that the suite stays fast.

@@ -1,4 +1,4 @@
-//! `esim coalloc`: one co-allocation trace in (issue 12's JSON), every job's fate out.
+//! `esim coalloc`: one co-allocation trace in (JSON, docs/coalloc.md), every job's fate out.
 //!
 //! The policy is the `rpp` plugin, loaded like `esim run` loads policies (or linked in with
 //! `--linked`), built from the trace's `params`; the replay is the lab's co-allocation

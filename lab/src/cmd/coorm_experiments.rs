@@ -56,13 +56,9 @@ pub struct ExperimentsArgs {
 /// `/proc/thread-self/schedstat` is only brought up to date at scheduler ticks, too coarse for
 /// one policy call).
 fn thread_cpu() -> Option<f64> {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec into `ts`, a valid, exclusively borrowed value.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    (rc == 0).then_some(ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9)
+    use nix::time::{clock_gettime, ClockId};
+    let ts = clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID).ok()?;
+    Some(ts.tv_sec() as f64 + ts.tv_nsec() as f64 * 1e-9)
 }
 
 /// min, q1, median, q3, max (linear interpolation between order statistics).

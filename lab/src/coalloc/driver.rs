@@ -407,7 +407,7 @@ impl Driver {
         self.state[i] = St::Done;
         let j = &mut self.jobs[i];
         j.end = Some(now);
-        // A global job's outcome stays `started` (issue 12's output): it ran from its deadline.
+        // A global job's outcome stays `started` (the output format of docs/coalloc.md): it ran from its deadline.
         if !j.global {
             j.outcome = Some(outcome);
         }

@@ -2,7 +2,7 @@
 //! multi-component global jobs beside per-cluster local jobs, replayed through a policy (the
 //! `rpp` plugin in esim) on a virtual clock.
 //!
-//! - [`trace`]: `esim coalloc`'s input (issue 12's JSON, seconds as reals) and its checks;
+//! - [`trace`]: `esim coalloc`'s input (JSON, seconds as reals; docs/coalloc.md) and its checks;
 //! - [`driver`]: the replay ([`replay`]), every job's fate and §2.3's metrics;
 //! - [`workload`]: §3.1's synthetic workload (Realistic Synthetic Distribution of sizes,
 //!   Poisson arrivals from the requested loads, exponential run times);

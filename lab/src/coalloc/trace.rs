@@ -1,4 +1,5 @@
-//! The input of `esim coalloc`: a co-allocation trace (issue 12's format, seconds as reals).
+//! The input of `esim coalloc`: a co-allocation trace (docs/coalloc.md's format, seconds as
+//! reals).
 
 use serde::{Deserialize, Serialize};
 

@@ -20,6 +20,7 @@
 //!
 //! docs/moldable.md gives every choice the paper leaves open and the findings checked.
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod bicrit;
 pub mod instance;

@@ -1,7 +1,7 @@
 //! From-scratch planning cost of conservative backfilling: one `plan()` call by a fresh policy
 //! on an empty 10,000-node pool with 1,000 / 10,000 / 100,000 queued rigid jobs.
 //!
-//! Goal (issue 2): 100,000 jobs in under 1 s, the cost growing about as n·log n. Run with
+//! What to look for: 100,000 jobs in well under 1 s, the cost growing about as n·log n. Run with
 //! `cargo bench -p esched-cbf --bench plan`; compare the 100k and 10k figures (≈ 10× · log
 //! ratio ≈ 12.5× for n·log n).
 

@@ -31,6 +31,7 @@
 //! - the **fair-start** delay is a driver matter: the driver keeps a finished job's nodes held
 //!   (in the snapshot's running holds) until `done + fair-start`, so the policy needs nothing.
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod pass;
 pub mod select;

@@ -12,6 +12,7 @@
 //! run (0 nodes, more nodes than any pool they may use, no shape, a missed co-allocation
 //! deadline) are rejected with the reason.
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 use esched_rigid_common::{Cluster, Job};
 use sched_core::{

@@ -19,6 +19,7 @@
 //! infX) and `compact` (bool, default false). The papers' variants: noX = `expand_limit=1`,
 //! 2X+c = `expand_limit=2 compact=true`, infX+c = `expand_limit=inf compact=true`.
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod fit;
 pub mod schedule;

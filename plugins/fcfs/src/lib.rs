@@ -10,6 +10,7 @@
 //! id). Jobs that can never run (0 nodes, more nodes than any pool they may use, no shape, a
 //! missed co-allocation deadline) are rejected with the reason.
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub use esched_rigid_common::Counters;
 use esched_rigid_common::{book, Cluster, Job};

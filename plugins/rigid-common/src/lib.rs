@@ -12,6 +12,7 @@
 //! exports its own plugin root module, and a policy library linking another policy's rlib would
 //! carry that one's root module too.
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod book;
 pub mod common;

@@ -23,6 +23,7 @@
 //! `inf` by default: pure RPP), `priority` (`GP` default, or `LP`), `max_tries` (M_p, `none` by
 //! default: tries go on until they reach D at millisecond resolution).
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 use sched_core::idmap::IdMap;
 use sched_core::request::CoAllocated;

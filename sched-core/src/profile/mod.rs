@@ -50,12 +50,12 @@ use flat::Flat;
 use tree::Treap;
 
 /// The most change points a profile keeps in the flat representation before moving to the
-/// tree. Chosen by measurement (docs/results.md, issue 14's fifth session): on a replay whose
+/// tree. Chosen by measurement: on a replay whose
 /// queue grows long (SDSC-SP2 CBF on 96 nodes) the profiles hover at a few hundred points, where
 /// the flat scans beat the treap 2.7× over the whole run; on `cargo bench -p sched-core --bench
 /// profile` (`flat_only` / `tree_only`) the flat one wins 2.7× planning 1,000 jobs from scratch
 /// (up to 2,000 points) and loses 2× planning 10,000 (up to 20,000). 1,024 keeps to the range
-/// where flat was measured faster; at 256 (the first guess) a profile of 300 points was a tree.
+/// where flat was measured faster; at 256 a profile of 300 points would be a tree.
 pub const FLAT_MAX: usize = 1024;
 
 /// A step function from time to an integer, 0 before the first change point.
