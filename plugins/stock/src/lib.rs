@@ -126,8 +126,8 @@ mod tests {
                 Err(_) => continue,
             };
             let name = dir.file_name().unwrap().to_string_lossy().into_owned();
-            // Fixtures built only for the loader's tests are not policies users pick.
-            if !manifest.contains("cdylib") || name.starts_with("test-") {
+            // Test fixtures live under sched-abi/fixtures: a library here is a policy.
+            if !manifest.contains("cdylib") {
                 continue;
             }
             assert!(
