@@ -4,9 +4,9 @@
 use std::fmt;
 use std::str::FromStr;
 
-use sched_core::{MoldConfig, SpeedupModel, Step};
 use serde::{Deserialize, Serialize};
 
+use crate::shape::{MoldConfig, SpeedupModel, Step};
 use crate::EpochMs;
 
 /// Defines [`JobInfo`] and [`JobInfoRef`] from one field list: each field of the borrowed twin
@@ -46,9 +46,11 @@ macro_rules! job_info {
 
 /// How each type a [`JobInfo`] field has is borrowed in a [`JobInfoRef`].
 pub mod field {
+    use std::borrow::Cow;
+
     use serde::Serialize;
 
-    use super::{JobShape, JobState, MoldConfig, PendingReason, StepStatus};
+    use super::{Dependency, JobShape, JobState, MoldConfig, PendingReason, Step, StepStatus};
 
     /// A field type and its borrowed form.
     pub trait Field: Sized {
@@ -99,12 +101,24 @@ pub mod field {
         }
     }
 
-    impl<T: Clone + Serialize + std::fmt::Debug> Field for Vec<T> {
-        type Ref<'a>
-            = &'a [T]
-        where
-            T: 'a;
-        fn own(r: &&[T]) -> Vec<T> {
+    /// Lists lent as slices of what the daemon holds.
+    macro_rules! by_slice {
+        ($($t:ty),*) => {$(
+            impl Field for Vec<$t> {
+                type Ref<'a> = &'a [$t];
+                fn own(r: &&[$t]) -> Vec<$t> {
+                    r.to_vec()
+                }
+            }
+        )*};
+    }
+    by_slice!(String, Dependency);
+
+    /// Steps are lent converted when need be: the daemon holds the scheduler's own step type,
+    /// not the protocol's.
+    impl Field for Vec<Step> {
+        type Ref<'a> = Cow<'a, [Step]>;
+        fn own(r: &Cow<'_, [Step]>) -> Vec<Step> {
             r.to_vec()
         }
     }
@@ -540,7 +554,7 @@ impl JobShape {
     pub fn max_nodes(&self) -> u32 {
         match self {
             JobShape::Rigid { nodes, .. } => *nodes,
-            JobShape::Evolving { steps } => sched_core::request::max_nodes(steps),
+            JobShape::Evolving { steps } => crate::shape::max_nodes(steps),
             JobShape::Moldable { configs, model, .. } => configs
                 .iter()
                 .map(|c| c.nodes)
@@ -576,7 +590,7 @@ impl JobShape {
             JobShape::Rigid { time_limit, .. } | JobShape::Session { time_limit, .. } => {
                 *time_limit
             }
-            JobShape::Evolving { steps } => sched_core::request::total_duration(steps),
+            JobShape::Evolving { steps } => crate::shape::total_duration(steps),
             JobShape::Moldable { configs, model, .. } => configs
                 .iter()
                 .map(|c| c.walltime)

@@ -4,9 +4,9 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use batch_proto::time::{Time, MINUTE, SECOND};
 use batch_proto::{AcctRequest, JobFilter, JobInfo, JobState, ListRequest, Request};
 use clap::Parser;
-use sched_core::time::{Time, MINUTE, SECOND};
 
 use super::cli::{connect, now_ms, parse_refs, print_out, split_list};
 use super::format::parse_states;

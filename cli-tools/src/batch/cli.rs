@@ -5,8 +5,8 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use batch_proto::time::Time;
 use batch_proto::{Client, ClientError};
-use sched_core::time::Time;
 
 /// Connects to batchd at `socket`, or where `ESCHED_SOCKET` and the defaults say.
 pub fn connect(socket: Option<&Path>) -> Result<Client, ClientError> {

@@ -3,14 +3,14 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use batch_proto::time::Time;
+use batch_proto::Step;
 use batch_proto::{
     ClientError, ClusterInfo, DaemonStats, HoldRequest, InfoRequest, JobInfo, JobShape,
     ListRequest, NodeState, ReconfigureRequest, Request, RequeueRequest, Response, ShowJobRequest,
     StatsRequest, StepStatus, UnholdRequest, UpdateRequest, VersionRequest,
 };
 use clap::{Parser, Subcommand};
-use sched_core::time::Time;
-use sched_core::Step;
 
 use super::cli::{connect, now_ms, print_out, resolve_ids};
 use super::escape::shown;
@@ -305,10 +305,10 @@ pub fn show_job(j: &JobInfo, now: Time, zone: &Zone) -> String {
                 .collect();
             if let Some(m) = model {
                 parts.push(match m.model {
-                    sched_core::SpeedupModel::Amdahl { work, serial } => {
+                    batch_proto::SpeedupModel::Amdahl { work, serial } => {
                         format!("amdahl:{}:{serial}", format_sacct_duration(work))
                     }
-                    sched_core::SpeedupModel::Linear { work } => {
+                    batch_proto::SpeedupModel::Linear { work } => {
                         format!("linear:{}", format_sacct_duration(work))
                     }
                 });

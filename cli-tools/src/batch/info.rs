@@ -307,7 +307,7 @@ impl InfoCli {
 pub fn render(
     info: &ClusterInfo,
     cli: &InfoCli,
-    now: sched_core::time::Time,
+    now: batch_proto::time::Time,
     zone: &super::time::Zone,
 ) -> anyhow::Result<String> {
     let info = selected(info, cli)?;

@@ -5,9 +5,9 @@ use std::process::ExitCode;
 
 use std::collections::HashMap;
 
+use batch_proto::time::Time;
 use batch_proto::{JobFilter, JobInfo, JobState, ListRequest, PendingReason, Request};
 use clap::Parser;
-use sched_core::time::Time;
 
 use super::cli::{check_users, connect, now_ms, parse_refs, print_out, split_list};
 use super::format::{

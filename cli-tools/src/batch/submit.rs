@@ -8,8 +8,8 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use batch_proto::{ClientError, JobShape, JobSpec, MoldModel, Request, Response, SubmitRequest};
 
+use batch_proto::time::{Duration, Time, HOUR};
 use clap::{Args, Parser};
-use sched_core::time::{Duration, Time, HOUR};
 
 use super::cli::{connect, now_ms, print_out};
 use super::directives::{marked_args, MAGIC, SBATCH_MAGIC};
@@ -1011,8 +1011,8 @@ pub fn run(cli: SubmitCli) -> anyhow::Result<ExitCode> {
 mod tests {
     use super::super::time::fixed_zone;
     use super::*;
-    use sched_core::request::{MoldConfig, Step};
-    use sched_core::time::{MINUTE, SECOND};
+    use batch_proto::time::{MINUTE, SECOND};
+    use batch_proto::{MoldConfig, Step};
 
     const SCRIPT: &str =
         "#!/bin/sh\n#ESUB -N 2\n#ESUB -t 10 -J fromscript -p batch\n#ESUB -o out.txt\necho hi\n";
@@ -1477,7 +1477,7 @@ mod tests {
                     walltime: 5 * MINUTE
                 }],
                 model: Some(MoldModel {
-                    model: sched_core::SpeedupModel::Amdahl {
+                    model: batch_proto::SpeedupModel::Amdahl {
                         work: 60 * MINUTE,
                         serial: 0.25
                     },
