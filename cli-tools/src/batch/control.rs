@@ -1,6 +1,5 @@
 //! econtrol: show, hold, release and update jobs, switch policy — as scontrol.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use batch_proto::time::Time;
@@ -12,6 +11,7 @@ use batch_proto::{
 };
 use clap::{Parser, Subcommand};
 
+use super::args::GlobalSocketArg;
 use super::cli::{connect, now_ms, print_out, resolve_ids};
 use super::escape::shown;
 use super::format::{reason, time_used};
@@ -34,9 +34,9 @@ pub struct ControlCli {
     /// JSON output for `show`.
     #[arg(long, global = true)]
     pub json: bool,
-    /// Daemon socket (default: $ESCHED_SOCKET, else the standard place).
-    #[arg(long, global = true, value_name = "PATH")]
-    pub socket: Option<PathBuf>,
+    /// The daemon's socket.
+    #[command(flatten)]
+    pub socket: GlobalSocketArg,
 }
 
 /// econtrol's verbs.
@@ -469,7 +469,7 @@ pub fn run(cli: ControlCli) -> anyhow::Result<ExitCode> {
             anyhow::bail!("show stats takes no argument (got {id})");
         }
     }
-    let mut client = connect(cli.socket.as_deref())?;
+    let mut client = connect(cli.socket.path())?;
     match cli.command {
         ControlCommand::Show { entity, .. } if entity == "stats" => {
             match client.request(&Request::Stats(StatsRequest {}))? {

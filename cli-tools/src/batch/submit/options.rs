@@ -1,8 +1,8 @@
 //! esubmit's options, as clap reads them from the command line and from `#ESUB` lines.
 
-use std::path::PathBuf;
-
 use clap::{Args, Parser};
+
+use super::super::args::SocketArg;
 
 /// The options esubmit takes on its command line and in `#ESUB` lines. Values are kept as
 /// text here and parsed by [`SubmitOpts::resolve`], once the three sources are merged, so an
@@ -167,7 +167,7 @@ pub struct SubmitCli {
     /// highest of an array's; 1 for a job cancelled, killed or timed out without one).
     #[arg(short = 'W', long)]
     pub wait: bool,
-    /// Daemon socket (default: $ESCHED_SOCKET, else the standard place).
-    #[arg(long, value_name = "PATH")]
-    pub socket: Option<PathBuf>,
+    /// The daemon's socket.
+    #[command(flatten)]
+    pub socket: SocketArg,
 }

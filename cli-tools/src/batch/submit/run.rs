@@ -114,7 +114,7 @@ pub fn run(cli: SubmitCli) -> anyhow::Result<ExitCode> {
     spec.check(ctx.now)?;
     let mut job = spec.job;
     job.umask = Some(current_umask());
-    let mut client = connect(cli.socket.as_deref())?;
+    let mut client = connect(cli.socket.path())?;
     let req = Request::Submit(SubmitRequest {
         spec: job,
         test_only: spec.test_only,
