@@ -19,7 +19,7 @@ if [ "$profile" = release ]; then flag=(--release); dir=target/release; fi
 dir="${CARGO_TARGET_DIR:-target}/${dir#target/}"
 
 cargo build "${flag[@]}" -q -p batchd --bin batchd -p esched-cbf \
-    -p cli-tools --bin ebench --bin esubmit --bin equeue
+    -p esched-bench --bin ebench -p cli-tools --bin esubmit --bin equeue
 
 
 # ebench also runs `hyperfine` on equeue at the full queue when hyperfine is installed

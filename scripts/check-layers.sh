@@ -7,8 +7,8 @@
 # comment is an edge from the file's top-level module (src/NAME.rs or src/NAME/...) to NAME.
 # lib.rs and main.rs are the root that wires everything and are left out. It fails when
 #
-# - a pure layer uses a module of its own or a later layer (pure layers, in order: record,
-#   evorun, core, view; every other module is the I/O layer, after them);
+# - a pure layer uses a module of its own or a later layer (pure layers, in order: convert,
+#   record, evorun, core, view; every other module is the I/O layer, after them);
 # - a pure layer names I/O: tokio, std::fs, std::process, std::net, std::env, nix, the clock
 #   (SystemTime, Instant::now, now_ms), or `Daemon` (the last even in comments);
 # - the graph has a cycle anywhere (the I/O layer included);
@@ -16,7 +16,7 @@
 set -euo pipefail
 
 src=${1:-"$(dirname "$0")/../batchd/src"}
-pure=(record evorun core view)
+pure=(convert record evorun core view)
 io_pattern='\btokio\b|std::fs\b|std::process\b|std::net\b|std::env\b|\bnix::|\bSystemTime\b|Instant::now|\bnow_ms\b'
 fail=0
 

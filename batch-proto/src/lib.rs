@@ -32,8 +32,10 @@ pub mod job;
 pub mod message;
 pub mod pattern;
 pub mod resources;
+pub mod shape;
 pub mod signal;
 pub mod socket;
+pub mod time;
 
 pub use array::{ArraySpec, ArrayTask, JobRef};
 pub use check::{RequestError, MAX_FILTER_IDS, MAX_FILTER_WORDS};
@@ -47,6 +49,7 @@ pub use job::{
     MAX_WEIGHT, MIN_PRIORITY, TIME_UNLIMITED,
 };
 pub use message::*;
+pub use shape::{MoldConfig, SpeedupModel, Step};
 pub use signal::parse_signal;
 
 /// Version of the protocol; bumped on any incompatible change of the messages. Client and

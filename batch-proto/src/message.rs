@@ -781,7 +781,7 @@ mod tests {
     use super::*;
     use crate::job::{Dependency, JobShape, PendingReason};
     use crate::{frame, JobSpec};
-    use sched_core::{MoldConfig, Step};
+    use crate::{MoldConfig, Step};
 
     fn info() -> JobInfo {
         JobInfo {
@@ -846,7 +846,7 @@ mod tests {
                 walltime: 60_000,
             }],
             model: Some(crate::MoldModel {
-                model: sched_core::SpeedupModel::Amdahl {
+                model: crate::SpeedupModel::Amdahl {
                     work: 3_600_000,
                     serial: 0.05,
                 },

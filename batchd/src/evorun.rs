@@ -3,7 +3,7 @@
 //! clock of its own (the caller passes `now`). `core` moves a job's nodes by it; the I/O layer
 //! (`evolve`) only carries out what `core` decides.
 //!
-//! Layer 1 of batchd (see ARCHITECTURE.md, "Architecture invariant: batchd in layers").
+//! Layer 2 of batchd (see ARCHITECTURE.md, "Architecture invariant: batchd in layers").
 
 use std::time::Duration;
 
@@ -12,6 +12,7 @@ use sched_core::nodemap::NodeId;
 use sched_core::{PoolId, PoolSteps, Shape, Step, Time};
 use serde::{Deserialize, Serialize};
 
+use crate::convert::ToCore;
 use crate::record::JobRecord;
 
 /// How often a job waiting for nodes looks again when no job end wakes it.
@@ -66,7 +67,7 @@ impl EvoRun {
             return None;
         }
         Some(EvoRun {
-            requested: requested.clone(),
+            requested: requested.to_core(),
             scheduled: steps.clone().into_vec(),
             step: 0,
             phase: StepPhase::Running,

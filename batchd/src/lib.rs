@@ -6,12 +6,13 @@
 //! The modules form layers, each using only the ones before (ARCHITECTURE.md; kept by
 //! `scripts/check-layers.sh`):
 //!
-//! 0. [`record`]: a job as stored, plain data;
-//! 1. [`evorun`]: an evolving job's progress through its scheduled EP, a pure state machine;
-//! 2. [`core`]: jobs, nodes, dependencies, snapshots for the policy and every transition of
+//! 0. [`convert`]: the protocol's and the store's types to the scheduler's and back;
+//! 1. [`record`]: a job as stored, plain data;
+//! 2. [`evorun`]: an evolving job's progress through its scheduled EP, a pure state machine;
+//! 3. [`core`]: jobs, nodes, dependencies, snapshots for the policy and every transition of
 //!    them, without I/O;
-//! 3. [`view`]: what a job looks like on the wire;
-//! 4. I/O: [`daemon`] (the state the tasks share), [`config`] (TOML with an embedded
+//! 4. [`view`]: what a job looks like on the wire;
+//! 5. I/O: [`daemon`] (the state the tasks share), [`config`] (TOML with an embedded
 //!    default), [`store`] (SQLite (WAL) with group commit: a submission is durable before it
 //!    is acknowledged), [`launch`] (the job directory's files and the clock), [`scheduler`]
 //!    (snapshot → policy → validator → act, coalesced to one run per interval), [`executor`]
@@ -33,6 +34,7 @@
 #![deny(unsafe_code)]
 
 pub mod config;
+pub mod convert;
 pub mod coorm;
 pub mod core;
 pub mod daemon;

@@ -1,6 +1,6 @@
 //! A job as batchd stores it: the submitted spec plus everything that happened to it.
 //!
-//! Layer 0 of batchd, plain data: it depends on no other module of the crate.
+//! Layer 1 of batchd, plain data: it depends on no other module of the crate.
 
 use batch_proto::{FilterKey, JobSpec, JobState};
 use serde::{Deserialize, Serialize};

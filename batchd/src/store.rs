@@ -15,6 +15,7 @@ use rusqlite::{params, Connection, OptionalExtension, Row};
 use tokio::sync::oneshot;
 
 use crate::config::Sync;
+use crate::convert::StoredShape;
 use crate::record::JobRecord;
 
 /// Schema version kept in SQLite's `user_version`; a newer file is refused, an older one
@@ -143,7 +144,10 @@ fn state_text(s: JobState) -> &'static str {
 fn put(conn: &Connection, r: &JobRecord) -> Result<(), StoreError> {
     let spec = serde_json::to_string(&r.spec).map_err(|e| StoreError::Db(e.to_string()))?;
     let shape = match &r.shape {
-        Some(s) => Some(serde_json::to_string(s).map_err(|e| StoreError::Db(e.to_string()))?),
+        Some(s) => Some(
+            serde_json::to_string(&StoredShape::from(s))
+                .map_err(|e| StoreError::Db(e.to_string()))?,
+        ),
         None => None,
     };
     let mut stmt = conn.prepare_cached(&format!(
@@ -189,8 +193,11 @@ fn read_row(row: &Row<'_>) -> Result<Result<JobRecord, StoreError>, rusqlite::Er
         Ok(s) => s,
         Err(e) => return Ok(Err(bad(e.to_string()))),
     };
-    let shape = match shape.map(|s| serde_json::from_str(&s)).transpose() {
-        Ok(s) => s,
+    let shape = match shape
+        .map(|s| serde_json::from_str::<StoredShape>(&s))
+        .transpose()
+    {
+        Ok(s) => s.map(sched_core::Shape::from),
         Err(e) => return Ok(Err(bad(format!("shape: {e}")))),
     };
     Ok(Ok(JobRecord {

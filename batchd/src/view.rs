@@ -1,16 +1,20 @@
 //! A job as the daemon shows it: the one place that decides what each [`JobInfo`] field says
 //! for a record (pending or running, with the latest plan's expected start and scheduled EP,
 //! an evolving job's step), borrowed so that a listing of 100,000 jobs serialises without
-//! copying ([`JobInfoRef`]: the fields of [`JobInfo`], defined with it from one list), and
-//! turned into an owned `JobInfo` for the requests that answer with one.
+//! copying ([`JobInfoRef`]: the fields of [`JobInfo`], defined with it from one list; only a
+//! scheduled EP is converted, from the scheduler's steps to the protocol's), and turned into
+//! an owned `JobInfo` for the requests that answer with one.
 //!
-//! Layer 3 of batchd: it reads `core` and `record`, nothing reads it but the I/O layer.
+//! Layer 4 of batchd: it reads `core` and `record`, nothing reads it but the I/O layer.
+
+use std::borrow::Cow;
 
 #[cfg(doc)]
 use batch_proto::ListRequest;
 use batch_proto::{JobInfo, JobInfoRef, JobShape, JobState, PendingReason};
-use sched_core::{MoldConfig, Shape};
+use sched_core::Shape;
 
+use crate::convert::ToWire;
 use crate::core::Core;
 use crate::record::JobRecord;
 
@@ -44,17 +48,18 @@ pub fn job_view<'a>(
     let full = !brief;
     let scheduled_ep = match (core, pending) {
         _ if brief => None,
-        (Some(c), true) => c.expected_ep.get(&rec.id).map(Vec::as_slice),
+        (Some(c), true) => c.expected_ep.get(&rec.id).map(|s| s.to_wire()),
         _ => match &rec.shape {
-            Some(sched_core::Shape::Evolving { steps, .. }) => Some(steps.as_slice()),
+            Some(sched_core::Shape::Evolving { steps, .. }) => Some(steps.to_wire()),
             _ => None,
         },
-    };
+    }
+    .map(Cow::Owned);
     // A moldable job's configuration: stored with its started shape, or the latest plan's
     // expectation while pending. `nodes` and `time_limit` follow it.
     let chosen = match (&rec.spec.shape, pending, &rec.shape) {
         (JobShape::Moldable { .. }, true, _) => {
-            core.and_then(|c| c.expected_mold.get(&rec.id).copied())
+            core.and_then(|c| c.expected_mold.get(&rec.id).map(ToWire::to_wire))
         }
         (
             JobShape::Moldable { .. },
@@ -65,7 +70,7 @@ pub fn job_view<'a>(
             | Some(Shape::Rigid {
                 nodes, walltime, ..
             }),
-        ) => Some(MoldConfig {
+        ) => Some(batch_proto::MoldConfig {
             nodes: *nodes,
             walltime: *walltime,
         }),

@@ -804,18 +804,18 @@ fn evolving_and_moldable_jobs_run_under_the_default_policy() {
     let mut e = c.spec("echo $ESCHED_NNODES");
     e.shape = batch_proto::JobShape::Evolving {
         steps: vec![
-            sched_core::Step::new(200, 2),
-            sched_core::Step::new(5_000, 4),
+            batch_proto::Step::new(200, 2),
+            batch_proto::Step::new(5_000, 4),
         ],
     };
     let mut m = c.spec("echo $ESCHED_NNODES");
     m.shape = batch_proto::JobShape::Moldable {
         configs: vec![
-            sched_core::MoldConfig {
+            batch_proto::MoldConfig {
                 nodes: 3,
                 walltime: 5_000,
             },
-            sched_core::MoldConfig {
+            batch_proto::MoldConfig {
                 nodes: 6,
                 walltime: 3_000,
             },
@@ -852,8 +852,8 @@ fn an_evolving_job_is_signalled_when_its_nodes_change() {
     );
     spec.shape = batch_proto::JobShape::Evolving {
         steps: vec![
-            sched_core::Step::new(1_000, 1),
-            sched_core::Step::new(5_000, 3),
+            batch_proto::Step::new(1_000, 1),
+            batch_proto::Step::new(5_000, 3),
         ],
     };
     let id = c.submit(spec);
@@ -887,9 +887,9 @@ fn an_evolving_job_keeps_its_nodes_order_and_choice_across_a_restart() {
     let mut spec = c.spec("sleep 10");
     spec.shape = batch_proto::JobShape::Evolving {
         steps: vec![
-            sched_core::Step::new(1_000, 1),
-            sched_core::Step::new(3_000, 3),
-            sched_core::Step::new(8_000, 1),
+            batch_proto::Step::new(1_000, 1),
+            batch_proto::Step::new(3_000, 3),
+            batch_proto::Step::new(8_000, 1),
         ],
     };
     let id = c.submit(spec);

@@ -61,12 +61,12 @@ fn a_pure_layer_using_a_later_one_or_the_daemon_fails() {
     let d = mutated(&[("core/evolving.rs", "use crate::daemon::Daemon;")]);
     let (ok, err) = check(d.path());
     assert!(!ok);
-    assert!(err.contains("`core` (layer 2) uses `daemon`"), "{err}");
+    assert!(err.contains("`core` (layer 3) uses `daemon`"), "{err}");
     assert!(err.contains("names Daemon"), "{err}");
     let d = mutated(&[("record.rs", "use crate::view::JobView;")]);
     let (ok, err) = check(d.path());
     assert!(!ok);
-    assert!(err.contains("`record` (layer 0) uses `view`"), "{err}");
+    assert!(err.contains("`record` (layer 1) uses `view`"), "{err}");
 }
 
 #[test]

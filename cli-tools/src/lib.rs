@@ -1,7 +1,7 @@
 //! # cli-tools: esched's Slurm-like batch tools
 //!
 //! The binaries in `src/bin/` (`esubmit`, `equeue`, `ecancel`, `einfo`, `eacct`, `econtrol`,
-//! `erelease`, and `ebench`, batchd's benchmark client) are thin `main`s over [`batch`]: their
+//! `erelease`, `eview`) are thin `main`s over [`batch`]: their
 //! command lines, Slurm's time and `--begin` forms, `#ESUB` directives, squeue-style formats,
 //! each talking to batchd through `batch-proto`. The simulator is the `esim` crate, so that these
 //! tools link no policy.

@@ -229,7 +229,7 @@ mod tests {
         ];
         let mut spec = batch_proto::JobSpec::new("#!/bin/sh\n", "/tmp", 1, 1000);
         spec.shape = JobShape::Evolving {
-            steps: steps.clone(),
+            steps: crate::convert::ToWire::to_wire(steps.as_slice()),
         };
         let evolving = JobRecord::submitted(1, 1, 1, "u", spec, 0);
         let rigid_rec = JobRecord::submitted(

@@ -5,7 +5,7 @@
 //! daemon that holds it. Callers hold the lock briefly and do the I/O (database, files,
 //! processes) outside it, from what these methods return.
 //!
-//! Layer 2 of batchd (see ARCHITECTURE.md, "Architecture invariant: batchd in layers";
+//! Layer 3 of batchd (see ARCHITECTURE.md, "Architecture invariant: batchd in layers";
 //! `scripts/check-layers.sh` keeps it so).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -18,6 +18,7 @@ use sched_core::{
     PoolSteps, RNone, Request, Rigid, Running, Shape,
 };
 
+use crate::convert::ToCore;
 use crate::evorun::{EvoRun, Saved};
 use crate::record::JobRecord;
 
@@ -356,7 +357,7 @@ impl Core {
             }),
             JobShape::Evolving { steps } => Request::Evolving(Evolving {
                 pool: pool.into(),
-                steps: steps.clone().into(),
+                steps: steps.to_core().into(),
             }),
             JobShape::CoAllocated {
                 components,
@@ -376,14 +377,8 @@ impl Core {
                 weight,
             } => Request::Moldable(Moldable {
                 pool: pool.into(),
-                configs: configs
-                    .iter()
-                    .map(|c| MoldConfig {
-                        nodes: c.nodes,
-                        walltime: c.walltime,
-                    })
-                    .collect(),
-                model: model.map(|m| m.model).into(),
+                configs: configs.iter().map(ToCore::to_core).collect(),
+                model: model.map(|m| m.model.to_core()).into(),
                 min_nodes: model.map_or(0, |m| m.min_nodes),
                 max_nodes: model.map_or(0, |m| m.max_nodes),
                 weight: weight.unwrap_or(1.0),

@@ -380,7 +380,10 @@ mod tests {
             match id {
                 3 | 6 => {
                     r.spec.shape = JobShape::Evolving {
-                        steps: vec![Step::new(30_000, 2), Step::new(30_000, 1)],
+                        steps: vec![
+                            batch_proto::Step::new(30_000, 2),
+                            batch_proto::Step::new(30_000, 1),
+                        ],
                     }
                 }
                 4 => r.held = true,

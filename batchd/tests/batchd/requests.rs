@@ -9,8 +9,8 @@ use batch_proto::{
     ActionReport, ArraySpec, ArrayTask, HoldRequest, JobShape, MoldModel, SubscribeRequest,
     VersionRequest, MAX_FILTER_IDS, MAX_NAME, MAX_STEPS,
 };
+use batch_proto::{SpeedupModel, Step};
 use batchd::config::PoolConfig;
-use sched_core::{SpeedupModel, Step};
 
 /// A raw connection that has exchanged hellos.
 fn greeted(sock: &Path) -> UnixStream {

@@ -1,15 +1,14 @@
 //! eacct: the accounting history of jobs, as sacct: finished ones from batchd's history,
 //! pending and running ones from its queue.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
+use batch_proto::time::{Time, MINUTE, SECOND};
 use batch_proto::{AcctRequest, JobFilter, JobInfo, JobState, ListRequest, Request};
 use clap::Parser;
-use sched_core::time::{Time, MINUTE, SECOND};
 
+use super::args::{job_states, SocketArg};
 use super::cli::{connect, now_ms, parse_refs, print_out, split_list};
-use super::format::parse_states;
 use super::time::{format_opt_timestamp, format_sacct_duration, local_zone, parse_acct_time, Zone};
 
 /// `eacct`'s command line.
@@ -65,9 +64,9 @@ pub struct AcctCli {
     /// JSON: the daemon's job records.
     #[arg(long)]
     pub json: bool,
-    /// Daemon socket (default: $ESCHED_SOCKET, else the standard place).
-    #[arg(long, value_name = "PATH")]
-    pub socket: Option<PathBuf>,
+    /// The daemon's socket.
+    #[command(flatten)]
+    pub socket: SocketArg,
 }
 
 impl AcctCli {
@@ -91,11 +90,7 @@ impl AcctCli {
         if users.is_empty() && !self.all_users && self.jobs.is_empty() {
             users.extend(me);
         }
-        let states = split_list(&self.states)
-            .iter()
-            .map(|s| parse_states(s))
-            .collect::<Result<Vec<_>, _>>()?
-            .concat();
+        let states = job_states(&self.states)?;
         let when = |s: &Option<String>| {
             s.as_deref()
                 .map(|v| parse_acct_time(v, now, zone))
@@ -510,7 +505,7 @@ pub fn run(cli: AcctCli) -> anyhow::Result<ExitCode> {
     let me = (!nix::unistd::getuid().is_root()).then(super::cli::current_user);
     let now = now_ms();
     let req = cli.request(now, &local_zone(), me)?;
-    let mut client = connect(cli.socket.as_deref())?;
+    let mut client = connect(cli.socket.path())?;
     let live = client.jobs(&Request::List(ListRequest {
         filter: req.filter.clone(),
         include_finished: false,

@@ -1,13 +1,12 @@
 //! ecancel: cancel or signal jobs, as scancel.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use batch_proto::{CancelRequest, ClientError, JobFilter, Request, Response};
 use clap::Parser;
 
+use super::args::{job_states, PoolFilter, SocketArg};
 use super::cli::{check_users, connect, parse_refs, split_list};
-use super::format::parse_states;
 
 /// `ecancel`'s command line.
 #[derive(Parser, Debug)]
@@ -35,20 +34,15 @@ pub struct CancelCli {
     #[arg(short = 't', long = "state", value_name = "STATES")]
     pub states: Vec<String>,
     /// Only jobs of these pools.
-    #[arg(
-        short = 'p',
-        long = "pool",
-        visible_alias = "partition",
-        value_name = "POOLS"
-    )]
-    pub pools: Vec<String>,
+    #[command(flatten)]
+    pub pools: PoolFilter,
     /// Send this signal to running jobs instead of cancelling them (name like TERM, SIGUSR1,
     /// or a number).
     #[arg(short = 's', long = "signal", value_name = "SIGNAL")]
     pub signal: Option<String>,
-    /// Daemon socket (default: $ESCHED_SOCKET, else the standard place).
-    #[arg(long, value_name = "PATH")]
-    pub socket: Option<PathBuf>,
+    /// The daemon's socket.
+    #[command(flatten)]
+    pub socket: SocketArg,
 }
 
 /// A signal by name (`TERM`, `SIGTERM`, any case) or number.
@@ -61,11 +55,7 @@ pub fn parse_signal(s: &str) -> anyhow::Result<i32> {
 impl CancelCli {
     /// The request this command line makes.
     pub fn request(&self) -> anyhow::Result<CancelRequest> {
-        let states = split_list(&self.states)
-            .iter()
-            .map(|s| parse_states(s))
-            .collect::<Result<Vec<_>, _>>()?
-            .concat();
+        let states = job_states(&self.states)?;
         let users = split_list(&self.users);
         let (ids, tasks) = parse_refs(&self.ids)?;
         let filter = JobFilter {
@@ -74,7 +64,7 @@ impl CancelCli {
             users,
             names: split_list(&self.names),
             states,
-            pools: split_list(&self.pools),
+            pools: self.pools.pools(),
         };
         if filter.is_empty() {
             anyhow::bail!("No job identification provided");
@@ -89,7 +79,7 @@ impl CancelCli {
 pub fn run(cli: CancelCli) -> anyhow::Result<ExitCode> {
     check_users(&split_list(&cli.users), "Invalid user name")?;
     let req = cli.request()?;
-    let mut client = connect(cli.socket.as_deref())?;
+    let mut client = connect(cli.socket.path())?;
     match client.request(&Request::Cancel(req))? {
         Response::Acted(report) => {
             for f in &report.failed {

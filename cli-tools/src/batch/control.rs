@@ -1,17 +1,17 @@
 //! econtrol: show, hold, release and update jobs, switch policy — as scontrol.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
+use batch_proto::time::Time;
+use batch_proto::Step;
 use batch_proto::{
     ClientError, ClusterInfo, DaemonStats, HoldRequest, InfoRequest, JobInfo, JobShape,
     ListRequest, NodeState, ReconfigureRequest, Request, RequeueRequest, Response, ShowJobRequest,
     StatsRequest, StepStatus, UnholdRequest, UpdateRequest, VersionRequest,
 };
 use clap::{Parser, Subcommand};
-use sched_core::time::Time;
-use sched_core::Step;
 
+use super::args::GlobalSocketArg;
 use super::cli::{connect, now_ms, print_out, resolve_ids};
 use super::escape::shown;
 use super::format::{reason, time_used};
@@ -34,9 +34,9 @@ pub struct ControlCli {
     /// JSON output for `show`.
     #[arg(long, global = true)]
     pub json: bool,
-    /// Daemon socket (default: $ESCHED_SOCKET, else the standard place).
-    #[arg(long, global = true, value_name = "PATH")]
-    pub socket: Option<PathBuf>,
+    /// The daemon's socket.
+    #[command(flatten)]
+    pub socket: GlobalSocketArg,
 }
 
 /// econtrol's verbs.
@@ -305,10 +305,10 @@ pub fn show_job(j: &JobInfo, now: Time, zone: &Zone) -> String {
                 .collect();
             if let Some(m) = model {
                 parts.push(match m.model {
-                    sched_core::SpeedupModel::Amdahl { work, serial } => {
+                    batch_proto::SpeedupModel::Amdahl { work, serial } => {
                         format!("amdahl:{}:{serial}", format_sacct_duration(work))
                     }
-                    sched_core::SpeedupModel::Linear { work } => {
+                    batch_proto::SpeedupModel::Linear { work } => {
                         format!("linear:{}", format_sacct_duration(work))
                     }
                 });
@@ -469,7 +469,7 @@ pub fn run(cli: ControlCli) -> anyhow::Result<ExitCode> {
             anyhow::bail!("show stats takes no argument (got {id})");
         }
     }
-    let mut client = connect(cli.socket.as_deref())?;
+    let mut client = connect(cli.socket.path())?;
     match cli.command {
         ControlCommand::Show { entity, .. } if entity == "stats" => {
             match client.request(&Request::Stats(StatsRequest {}))? {

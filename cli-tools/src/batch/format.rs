@@ -4,8 +4,8 @@
 //! justifies, no flag or `-` left-justifies, and a field longer than its width is truncated
 //! (squeue does the same, so columns stay aligned).
 
+use batch_proto::time::{Duration, Time};
 use batch_proto::{JobInfo, JobState};
-use sched_core::time::{Duration, Time};
 
 use super::error::SpecError;
 use super::escape::shown;

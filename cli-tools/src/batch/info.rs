@@ -1,6 +1,5 @@
 //! einfo: pools and node states, as sinfo.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use batch_proto::{
@@ -9,6 +8,7 @@ use batch_proto::{
 };
 use clap::Parser;
 
+use super::args::SocketArg;
 use super::cli::{connect, now_ms, print_out, split_list};
 use super::format::Format;
 use super::queue::date_line;
@@ -63,9 +63,9 @@ pub struct InfoCli {
     /// JSON: the daemon's cluster record.
     #[arg(long)]
     pub json: bool,
-    /// Daemon socket (default: $ESCHED_SOCKET, else the standard place).
-    #[arg(long, value_name = "PATH")]
-    pub socket: Option<PathBuf>,
+    /// The daemon's socket.
+    #[command(flatten)]
+    pub socket: SocketArg,
 }
 
 fn state_name(s: NodeState) -> &'static str {
@@ -307,7 +307,7 @@ impl InfoCli {
 pub fn render(
     info: &ClusterInfo,
     cli: &InfoCli,
-    now: sched_core::time::Time,
+    now: batch_proto::time::Time,
     zone: &super::time::Zone,
 ) -> anyhow::Result<String> {
     let info = selected(info, cli)?;
@@ -405,7 +405,7 @@ pub fn run(cli: InfoCli) -> anyhow::Result<ExitCode> {
     // Bad options are refused before batchd is asked.
     cli.format()?;
     parse_node_states(&cli.states)?;
-    let mut client = connect(cli.socket.as_deref())?;
+    let mut client = connect(cli.socket.path())?;
     match client.request(&Request::Info(InfoRequest {}))? {
         Response::Info(info) => {
             if cli.json {

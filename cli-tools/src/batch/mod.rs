@@ -3,6 +3,7 @@
 //! directives, and squeue-style output. The binaries in `src/bin/` are glue over this module and `batch-proto`.
 
 pub mod acct;
+pub mod args;
 pub mod cancel;
 pub mod cli;
 pub mod control;

@@ -1,18 +1,18 @@
 //! equeue: the queue, as squeue shows it.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use std::collections::HashMap;
 
+use batch_proto::time::Time;
 use batch_proto::{JobFilter, JobInfo, JobState, ListRequest, PendingReason, Request};
 use clap::Parser;
-use sched_core::time::Time;
 
+use super::args::{job_states, PoolFilter, SocketArg};
 use super::cli::{check_users, connect, now_ms, parse_refs, print_out, split_list};
 use super::format::{
-    fold_indices, parse_states, Format, SortSpec, SortValue, DEFAULT_FORMAT, DEFAULT_SORT,
-    LONG_FORMAT, START_FORMAT,
+    fold_indices, Format, SortSpec, SortValue, DEFAULT_FORMAT, DEFAULT_SORT, LONG_FORMAT,
+    START_FORMAT,
 };
 use super::time::{local_zone, Zone};
 
@@ -52,13 +52,8 @@ pub struct QueueCli {
     #[arg(short = 't', long = "states", value_name = "STATES")]
     pub states: Vec<String>,
     /// Only jobs of these pools.
-    #[arg(
-        short = 'p',
-        long = "pool",
-        visible_alias = "partition",
-        value_name = "POOLS"
-    )]
-    pub pools: Vec<String>,
+    #[command(flatten)]
+    pub pools: PoolFilter,
     /// Only jobs with these names.
     #[arg(short = 'n', long = "name", value_name = "NAMES")]
     pub names: Vec<String>,
@@ -107,9 +102,9 @@ pub struct QueueCli {
     /// JSON: the daemon's job records.
     #[arg(long)]
     pub json: bool,
-    /// Daemon socket (default: $ESCHED_SOCKET, else the standard place).
-    #[arg(long, value_name = "PATH")]
-    pub socket: Option<PathBuf>,
+    /// The daemon's socket.
+    #[command(flatten)]
+    pub socket: SocketArg,
 }
 
 impl QueueCli {
@@ -120,11 +115,7 @@ impl QueueCli {
         if self.me {
             users.push(super::cli::current_user());
         }
-        let states = split_list(&self.states)
-            .iter()
-            .map(|s| parse_states(s))
-            .collect::<Result<Vec<_>, _>>()?
-            .concat();
+        let states = job_states(&self.states)?;
         let include_finished = states.iter().any(|s| s.is_finished());
         let (ids, tasks) = parse_refs(&self.jobs)?;
         Ok(ListRequest {
@@ -134,7 +125,7 @@ impl QueueCli {
                 users,
                 names: split_list(&self.names),
                 states,
-                pools: split_list(&self.pools),
+                pools: self.pools.pools(),
             },
             include_finished,
             brief: !self.json && self.format()?.brief_suffices(),
@@ -325,7 +316,7 @@ pub fn run(cli: QueueCli) -> anyhow::Result<ExitCode> {
         noheader: cli.noheader,
         unfolded: cli.array,
     };
-    let mut client = connect(cli.socket.as_deref())?;
+    let mut client = connect(cli.socket.path())?;
     if cli.json {
         let jobs = client.jobs(&req)?;
         print_out(&(serde_json::to_string_pretty(&jobs)? + "\n"))?;

@@ -2,13 +2,13 @@
 //! (Klein & Pérez's condition C4). Slurm has no counterpart: `scontrol update NumNodes=` shrinks
 //! a job by hand, keeping whichever nodes Slurm likes.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use batch_proto::hostlist;
 use batch_proto::{Client, ClientError, ReleaseNodesReply, ReleaseNodesRequest, Request, Response};
 use clap::Parser;
 
+use super::args::SocketArg;
 use super::cli::{connect, print_out};
 use super::time::{format_timestamp, local_zone, Zone};
 
@@ -38,9 +38,9 @@ pub struct ReleaseCli {
     /// arguments are joined with commas.
     #[arg(value_name = "NODELIST", required = true)]
     pub nodes: Vec<String>,
-    /// Daemon socket (default: $ESCHED_SOCKET, else the standard place).
-    #[arg(long, value_name = "PATH")]
-    pub socket: Option<PathBuf>,
+    /// The daemon's socket.
+    #[command(flatten)]
+    pub socket: SocketArg,
 }
 
 fn job_id(text: &str, origin: &str) -> anyhow::Result<u64> {
@@ -118,7 +118,7 @@ pub fn release(
 pub fn run(cli: ReleaseCli) -> anyhow::Result<ExitCode> {
     let env_job = std::env::var(JOB_ID_VAR).ok();
     let req = cli.request(env_job.as_deref())?;
-    let mut client = connect(cli.socket.as_deref())?;
+    let mut client = connect(cli.socket.path())?;
     let reply = release(&mut client, req)?;
     print_out(&released_line(&reply, &local_zone()))?;
     Ok(ExitCode::SUCCESS)

@@ -2,8 +2,8 @@
 //! `--moldable-model`, `--nodes-range`, `--weight` and `-N/--nodes`. (`--dependency` is parsed by batch-proto's `Dependency::parse_list`, which the
 //! daemon also uses.)
 
-use sched_core::request::{MoldConfig, SpeedupModel, Step};
-use sched_core::time::{Duration, SECOND};
+use batch_proto::time::{Duration, SECOND};
+use batch_proto::{MoldConfig, SpeedupModel, Step};
 
 use super::error::SpecError;
 use super::time::{parse_time_limit, TimeLimit};

@@ -2,9 +2,9 @@
 //! timestamps, and `--begin` instants.
 //!
 //! Everything is pure: "now" and the time zone are arguments, so tests pin them. Instants are
-//! milliseconds since the Unix epoch (sched-core's [`Time`]).
+//! milliseconds since the Unix epoch (the protocol's [`Time`]).
 
-use sched_core::time::{Duration, Time, SECOND};
+use batch_proto::time::{Duration, Time, SECOND};
 
 use super::error::SpecError;
 

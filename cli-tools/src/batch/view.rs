@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use batch_proto::{CapStep, ClientError, Request, Response, ViewReply, ViewRequest};
 use clap::Parser;
 
+use super::args::SocketArg;
 use super::cli::{connect, print_out};
 use super::time::{format_timestamp, local_zone, Zone};
 
@@ -32,9 +33,9 @@ pub struct ViewCli {
     /// Also write the chart as SVG to FILE (like the paper's Fig. 2).
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
-    /// Daemon socket (default: $ESCHED_SOCKET, else the standard place).
-    #[arg(long, value_name = "PATH")]
-    pub socket: Option<PathBuf>,
+    /// The daemon's socket.
+    #[command(flatten)]
+    pub socket: SocketArg,
 }
 
 /// The table: one line per step, `POOL FROM TO FREE`.
@@ -207,7 +208,7 @@ fn xml_escape(s: &str) -> String {
 
 /// eview.
 pub fn run(cli: ViewCli) -> anyhow::Result<ExitCode> {
-    let mut client = connect(cli.socket.as_deref())?;
+    let mut client = connect(cli.socket.path())?;
     let v = match client.request(&Request::View(ViewRequest { job: cli.job }))? {
         Response::View(v) => v,
         other => return Err(ClientError::unexpected("view", &other).into()),

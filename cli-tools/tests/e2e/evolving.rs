@@ -136,7 +136,7 @@ fn on_time(at: u64, due: u64, start: u64, what: &str, context: &str) {
 }
 
 /// Waits until job `id` runs; its start and the scheduled EP it was started with.
-fn started(c: &Cluster, id: u64) -> (u64, Vec<sched_core::Step>) {
+fn started(c: &Cluster, id: u64) -> (u64, Vec<batch_proto::Step>) {
     let running = c.wait_state(id, JobState::Running);
     let start = running.start_time.expect("a running job has a start");
     let ep = running.scheduled_ep.expect("started with its scheduled EP");

@@ -3,8 +3,8 @@
 //! expected by the plan) and after (as chosen), and the job runs on that many nodes with that
 //! time limit.
 
+use batch_proto::MoldConfig;
 use batch_proto::{JobInfo, JobState};
-use sched_core::MoldConfig;
 
 use crate::harness::{texts, Cluster};
 

@@ -1,0 +1,173 @@
+//! esubmit's options, as clap reads them from the command line and from `#ESUB` lines.
+
+use clap::{Args, Parser};
+
+use super::super::args::SocketArg;
+
+/// The options esubmit takes on its command line and in `#ESUB` lines. Values are kept as
+/// text here and parsed by [`SubmitOpts::resolve`], once the three sources are merged, so an
+/// error can say which source the bad value came from.
+#[derive(Args, Debug, Default, Clone, PartialEq, Eq)]
+pub struct SubmitOpts {
+    /// Number of nodes.
+    #[arg(short = 'N', long, value_name = "N")]
+    pub nodes: Option<String>,
+    /// Time limit: min, min:sec, h:m:s, d-h, d-h:m or d-h:m:s (default 1:00:00).
+    #[arg(short = 't', long, value_name = "TIME")]
+    pub time: Option<String>,
+    /// Job name (default: the script's file name, or "wrap").
+    #[arg(short = 'J', long = "job-name", value_name = "NAME")]
+    pub job_name: Option<String>,
+    /// Standard output file; %j job id, %x job name, %u user, %% a percent sign.
+    #[arg(short = 'o', long, value_name = "PATTERN")]
+    pub output: Option<String>,
+    /// Standard error file (default: with standard output).
+    #[arg(short = 'e', long, value_name = "PATTERN")]
+    pub error: Option<String>,
+    /// Pool to run in (Slurm's partition).
+    #[arg(
+        short = 'p',
+        long = "pool",
+        visible_alias = "partition",
+        value_name = "POOL"
+    )]
+    pub pool: Option<String>,
+    /// Earliest start: HH:MM[:SS], now+N[seconds|minutes|hours|days], YYYY-MM-DD[THH:MM[:SS]],
+    /// today, tomorrow.
+    #[arg(short = 'b', long, value_name = "TIME")]
+    pub begin: Option<String>,
+    /// Submit held: the job waits for `econtrol release`.
+    #[arg(short = 'H', long)]
+    pub hold: bool,
+    /// afterok|afterany|afternotok|after:ID[:ID...][,...] or singleton.
+    #[arg(short = 'd', long, value_name = "LIST")]
+    pub dependency: Option<String>,
+    /// Evolving job: steps SECONDS:NODES[,SECONDS:NODES...].
+    #[arg(long, value_name = "STEPS")]
+    pub profile: Option<String>,
+    /// Moldable job: configurations NODES:TIME[,NODES:TIME...], TIME in -t's forms (a bare
+    /// number is minutes). The policy picks one before the start.
+    #[arg(long, value_name = "CONFIGS")]
+    pub moldable: Option<String>,
+    /// Moldable job whose run time on k nodes follows a model, for every k of --nodes-range:
+    /// amdahl:WORK:SERIAL gives WORK × (SERIAL + (1 − SERIAL) / k), where WORK is the run
+    /// time on one node in -t's forms (amdahl:2:00:00:0.1 is two hours) and SERIAL the serial
+    /// fraction, a number in [0, 1]; linear:WORK is SERIAL = 0. Times are rounded up to the
+    /// millisecond; with --moldable too, its configurations win at their node counts.
+    #[arg(long, value_name = "MODEL")]
+    pub moldable_model: Option<String>,
+    /// The node counts --moldable-model offers: MIN-MAX (or one count).
+    #[arg(long, value_name = "MIN-MAX")]
+    pub nodes_range: Option<String>,
+    /// Moldable job's weight in the weighted sum of completion times, a positive number
+    /// (default 1; the bicriteria policy favours heavier jobs).
+    #[arg(long, value_name = "W")]
+    pub weight: Option<String>,
+    /// Co-allocated (global) job: node counts of its components, N[,N...], placed by the
+    /// policy on pools and started together; needs --deadline.
+    #[arg(long, value_name = "NODES")]
+    pub components: Option<String>,
+    /// Start deadline of a co-allocated job: the forms of --begin, or +N[unit] from now
+    /// (`+10min`); a job not started by then ends FAILED with reason Deadline.
+    #[arg(long, value_name = "TIME")]
+    pub deadline: Option<String>,
+    /// If the policy preempts the job, requeue it (back to PENDING, same id) instead of ending
+    /// it PREEMPTED.
+    #[arg(long, overrides_with = "no_requeue")]
+    pub requeue: bool,
+    /// Never requeue the job: a preempted job ends PREEMPTED (the default).
+    #[arg(long = "no-requeue", overrides_with = "requeue")]
+    pub no_requeue: bool,
+    /// Working directory of the job (default: the current directory).
+    #[arg(short = 'D', long, value_name = "DIR")]
+    pub chdir: Option<String>,
+    /// Environment passed on: ALL (default), NONE, or [ALL,]VAR[=value][,...].
+    #[arg(long, value_name = "LIST")]
+    pub export: Option<String>,
+    /// Print the expected start time and submit nothing.
+    #[arg(long = "test-only")]
+    pub test_only: bool,
+    /// Print only the job id.
+    #[arg(long)]
+    pub parsable: bool,
+    // Slurm's habits, grouped so that other branches' options merge beside them.
+    /// Job array: indices 0-15, 1,3,5, 0-15:4 (step), with %N at most N tasks at once.
+    #[arg(short = 'a', long, value_name = "INDICES")]
+    pub array: Option<String>,
+    /// Tasks: the job gets the nodes N tasks need (a pool's cpus_per_node over -c).
+    #[arg(short = 'n', long = "ntasks", value_name = "N")]
+    pub ntasks: Option<String>,
+    /// CPUs per task (default 1), counted against a pool's cpus_per_node.
+    #[arg(short = 'c', long = "cpus-per-task", value_name = "N")]
+    pub cpus_per_task: Option<String>,
+    /// Tasks on each node.
+    #[arg(long = "ntasks-per-node", value_name = "N")]
+    pub ntasks_per_node: Option<String>,
+    /// Memory per node (K, M, G, T; default M), checked against a pool's mem_per_node.
+    #[arg(long, value_name = "SIZE")]
+    pub mem: Option<String>,
+    /// Memory per CPU; fewer tasks per node when a node's memory runs out first.
+    #[arg(long = "mem-per-cpu", value_name = "SIZE")]
+    pub mem_per_cpu: Option<String>,
+    /// Nodes to itself: what every job gets here (nodes are never shared).
+    #[arg(long)]
+    pub exclusive: bool,
+    /// Account: stored and shown, no policy uses it yet.
+    #[arg(short = 'A', long, value_name = "NAME")]
+    pub account: Option<String>,
+    /// Quality of service: stored and shown, no policy uses it yet.
+    #[arg(short = 'q', long, value_name = "NAME")]
+    pub qos: Option<String>,
+    /// Not supported (batchd sends no mail): refused rather than ignored.
+    #[arg(long = "mail-type", value_name = "TYPE", hide = true)]
+    pub mail_type: Option<String>,
+    /// Not supported (batchd sends no mail): refused rather than ignored.
+    #[arg(long = "mail-user", value_name = "USER", hide = true)]
+    pub mail_user: Option<String>,
+    // Slurm's habits, continued: signals before the limit and the output files' open mode.
+    /// [{R|B}:]SIG[@SECONDS]: send SIG (a name or number) SECONDS (0-65535, default 60)
+    /// before the time limit; B: the batch shell only, else the script's processes but not
+    /// the batch shell. The job is still killed at its limit.
+    #[arg(long, value_name = "[B:]SIG[@SECONDS]")]
+    pub signal: Option<String>,
+    /// append|truncate (the default): how the output files are opened.
+    #[arg(long = "open-mode", value_name = "MODE")]
+    pub open_mode: Option<String>,
+}
+
+/// `esubmit`'s command line.
+#[derive(Parser, Debug)]
+#[command(
+    name = "esubmit",
+    version,
+    about = "Submit a batch script to batchd (like sbatch)",
+    after_help = "Options may also be given as '#ESUB' lines at the top of the script and \
+                  through ESUB_PARTITION, ESUB_TIMELIMIT, ESUB_JOB_NAME, ESUB_OUTPUT, \
+                  ESUB_ERROR, ESUB_HOLD, ESUB_EXPORT, ESUB_SIGNAL, ESUB_OPEN_MODE, ESUB_ACCOUNT, \
+                  ESUB_QOS, ESUB_ARRAY_INX, ESUB_REQUEUE, ESUB_NO_REQUEUE, ESUB_EXCLUSIVE, \
+                  ESUB_WAIT; the command line beats the environment, \
+                  which beats the script. Slurm's '#SBATCH' lines and SBATCH_* variables are read \
+                  too; an '#ESUB' line or ESUB_* variable wins over its Slurm spelling."
+)]
+pub struct SubmitCli {
+    /// The options.
+    #[command(flatten)]
+    pub opts: SubmitOpts,
+    /// Wrap a command line in a /bin/sh script instead of giving SCRIPT.
+    #[arg(long, value_name = "COMMAND", conflicts_with = "script")]
+    pub wrap: Option<String>,
+    /// The batch script and its arguments (everything after SCRIPT goes to the script).
+    #[arg(
+        value_name = "SCRIPT [ARGS]",
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    pub script: Vec<String>,
+    /// Wait for the job (every task of an array) to end, and exit with its exit code (the
+    /// highest of an array's; 1 for a job cancelled, killed or timed out without one).
+    #[arg(short = 'W', long)]
+    pub wait: bool,
+    /// The daemon's socket.
+    #[command(flatten)]
+    pub socket: SocketArg,
+}

@@ -1,0 +1,628 @@
+use std::path::Path;
+
+use batch_proto::time::{Duration, MINUTE, SECOND};
+use batch_proto::{JobShape, JobSpec, MoldConfig, MoldModel, Step};
+use clap::Parser;
+
+use super::super::error::SpecError;
+use super::super::time::fixed_zone;
+use super::*;
+
+const SCRIPT: &str =
+    "#!/bin/sh\n#ESUB -N 2\n#ESUB -t 10 -J fromscript -p batch\n#ESUB -o out.txt\necho hi\n";
+
+fn cli(args: &[&str]) -> SubmitCli {
+    SubmitCli::try_parse_from(std::iter::once("esubmit").chain(args.iter().copied())).unwrap()
+}
+
+#[test]
+fn scripts_are_read_as_text_within_the_limit() {
+    assert_eq!(
+        read_script(&b"#!/bin/sh\ntrue\n"[..], "s").unwrap(),
+        "#!/bin/sh\ntrue\n"
+    );
+    let e = read_script(&b"\x7fELF\x02\x01\x01\0\0"[..], "a.out").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "a.out is a binary file, not a batch script (a script is text)"
+    );
+    let e = read_script(&b"#!/bin/sh\n\xff\xfe\n"[..], "x").unwrap_err();
+    assert!(e.to_string().contains("binary"), "{e}");
+    let max = batch_proto::job::MAX_SCRIPT;
+    // The limit is on the script's bytes: quotes (doubled by JSON) count once.
+    let quotes = "\"".repeat(max);
+    assert_eq!(read_script(quotes.as_bytes(), "q").unwrap().len(), max);
+    let e = read_script("x".repeat(max + 1).as_bytes(), "big").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!("big is larger than the limit of {max} bytes for a batch script")
+    );
+}
+
+/// The rigid time limit of `j`.
+fn limit(j: &JobSpec) -> Duration {
+    match j.shape {
+        JobShape::Rigid { time_limit, .. } => time_limit,
+        _ => panic!("not rigid: {:?}", j.shape),
+    }
+}
+
+/// `s` as esubmit sends it: checked with batch-proto's bounds.
+fn wire(s: &JobSpec) -> Result<JobSpec, SpecError> {
+    let sub = Submission {
+        job: s.clone(),
+        test_only: false,
+        parsable: false,
+    };
+    sub.check(1_000_000).map(|()| sub.job)
+}
+
+fn resolve(c: &SubmitCli, script: &str, env: &[(&str, &str)]) -> Result<JobSpec, SpecError> {
+    let env: Vec<(String, String)> = env
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let ctx = Context {
+        env: &env,
+        cwd: Path::new("/home/u"),
+        now: 1_000_000,
+        zone: &fixed_zone(0),
+    };
+    let so = script_opts(script)?;
+    c.opts
+        .resolve(&so, script.to_string(), vec![], "job.sh", &ctx)
+        .map(|s| s.job)
+}
+
+#[test]
+fn script_args_go_to_the_script() {
+    let c = cli(&["-N", "3", "job.sh", "-N", "5", "--x"]);
+    assert_eq!(c.opts.nodes.as_deref(), Some("3"));
+    assert_eq!(c.script, vec!["job.sh", "-N", "5", "--x"]);
+    let w = cli(&["--wrap", "echo hi", "--partition", "p"]);
+    assert_eq!(w.wrap.as_deref(), Some("echo hi"));
+    assert_eq!(w.opts.pool.as_deref(), Some("p"));
+    assert!(w.script.is_empty());
+}
+
+#[test]
+fn script_alone_sets_options() {
+    let s = resolve(&cli(&["job.sh"]), SCRIPT, &[]).unwrap();
+    assert_eq!(s.shape.max_nodes(), 2);
+    assert_eq!(limit(&s), 10 * MINUTE);
+    assert_eq!(s.name, "fromscript");
+    assert_eq!(s.pool.as_deref(), Some("batch"));
+    assert_eq!(s.stdout.as_deref(), Some("out.txt"));
+    assert_eq!(s.work_dir, "/home/u");
+}
+
+#[test]
+fn command_line_beats_env_beats_script() {
+    let env = [
+        ("ESUB_PARTITION", "envpool"),
+        ("ESUB_TIMELIMIT", "0:30"),
+        ("ESUB_JOB_NAME", "envname"),
+    ];
+    let s = resolve(&cli(&["-J", "cliname", "job.sh"]), SCRIPT, &env).unwrap();
+    assert_eq!(s.name, "cliname");
+    assert_eq!(s.pool.as_deref(), Some("envpool"));
+    assert_eq!(limit(&s), 30 * SECOND);
+    assert_eq!(s.shape.max_nodes(), 2);
+    let s = resolve(
+        &cli(&["-p", "clipool", "-t", "1:00:00", "job.sh"]),
+        SCRIPT,
+        &env,
+    )
+    .unwrap();
+    assert_eq!(s.pool.as_deref(), Some("clipool"));
+    assert_eq!(limit(&s), 3600 * SECOND);
+}
+
+#[test]
+fn errors_say_where_the_value_came_from() {
+    let e = resolve(&cli(&["job.sh"]), SCRIPT, &[("ESUB_TIMELIMIT", "soon")]).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "invalid time limit 'soon': 'soon' is not a number (from ESUB_TIMELIMIT)"
+    );
+    let e = resolve(&cli(&["job.sh"]), "#!/bin/sh\n#ESUB -N zero\n", &[]).unwrap_err();
+    assert!(
+        e.to_string().ends_with("(from #ESUB/#SBATCH directive)"),
+        "{e}"
+    );
+    let e = resolve(&cli(&["job.sh"]), "#!/bin/sh\n#ESUB --bogus\n", &[]).unwrap_err();
+    assert!(e.to_string().contains("--bogus"), "{e}");
+    let e = resolve(&cli(&["job.sh"]), "echo no shebang\n", &[]).unwrap_err();
+    assert!(e.to_string().contains("#!"), "{e}");
+    let e = resolve(
+        &cli(&["--profile", "60:2,60:4", "-t", "5", "job.sh"]),
+        "#!/bin/sh\n",
+        &[],
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "conflicting options: --profile/--moldable/--moldable-model give the nodes and times; drop -N/--nodes and -t/--time"
+    );
+}
+
+#[test]
+fn sbatch_lines_and_variables_are_read_and_esub_wins() {
+    let script = "#!/bin/sh\n#SBATCH -J x -N 2 -t 5\n#SBATCH -o out-%j.txt\n#ESUB -N 3\n";
+    let s = resolve(&cli(&["job.sh"]), script, &[]).unwrap();
+    assert_eq!((s.name.as_str(), s.shape.max_nodes()), ("x", 3));
+    assert_eq!(limit(&s), 5 * MINUTE);
+    assert_eq!(s.stdout.as_deref(), Some("out-%j.txt"));
+    let env = [("SBATCH_PARTITION", "sp"), ("SBATCH_TIMELIMIT", "7")];
+    let s = resolve(&cli(&["job.sh"]), "#!/bin/sh\n", &env).unwrap();
+    assert_eq!(s.pool.as_deref(), Some("sp"));
+    assert_eq!(limit(&s), 7 * MINUTE);
+    let env = [("SBATCH_PARTITION", "sp"), ("ESUB_PARTITION", "ep")];
+    let s = resolve(&cli(&["job.sh"]), "#!/bin/sh\n", &env).unwrap();
+    assert_eq!(s.pool.as_deref(), Some("ep"));
+    let e = resolve(
+        &cli(&["job.sh"]),
+        "#!/bin/sh\n",
+        &[("SBATCH_TIMELIMIT", "x")],
+    )
+    .unwrap_err();
+    assert!(e.to_string().ends_with("(from SBATCH_TIMELIMIT)"), "{e}");
+    let e = resolve(&cli(&["job.sh"]), "#!/bin/sh\n#SBATCH --bogus\n", &[]).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "invalid #SBATCH directive '--bogus': unrecognized option '--bogus'"
+    );
+}
+
+#[test]
+fn resources_account_and_mail() {
+    let s = resolve(
+        &cli(&[
+            "-n",
+            "8",
+            "-c",
+            "2",
+            "--mem=4G",
+            "--exclusive",
+            "-A",
+            "proj",
+            "job.sh",
+        ]),
+        "#!/bin/sh\n#SBATCH -q high -N 2\n",
+        &[],
+    )
+    .unwrap();
+    let r = s.resources.clone().unwrap();
+    assert_eq!(
+        (
+            r.nodes,
+            r.ntasks,
+            r.cpus_per_task,
+            r.mem_per_node,
+            r.exclusive
+        ),
+        (Some(2), Some(8), Some(2), Some(4096), true)
+    );
+    assert_eq!(
+        (s.account.as_deref(), s.qos.as_deref()),
+        (Some("proj"), Some("high"))
+    );
+    // --exclusive alone asks nothing of batchd.
+    let s = resolve(&cli(&["--exclusive", "job.sh"]), "#!/bin/sh\n", &[]).unwrap();
+    assert!(s.resources.is_none());
+    let e = resolve(&cli(&["--mail-type=END", "job.sh"]), "#!/bin/sh\n", &[]).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "invalid --mail-type 'END': not supported: batchd sends no mail"
+    );
+    let e = resolve(
+        &cli(&["job.sh"]),
+        "#!/bin/sh\n#SBATCH --mail-user=me\n",
+        &[],
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().ends_with("(from #ESUB/#SBATCH directive)"),
+        "{e}"
+    );
+    assert!(resolve(&cli(&["-n", "0", "job.sh"]), "#!/bin/sh\n", &[]).is_err());
+    assert!(resolve(&cli(&["--mem", "4X", "job.sh"]), "#!/bin/sh\n", &[]).is_err());
+}
+
+#[test]
+fn signal_open_mode_and_requeue_choices_from_every_source() {
+    let s = resolve(
+        &cli(&["--signal=B:USR1@90", "--open-mode=append", "job.sh"]),
+        "#!/bin/sh\n",
+        &[],
+    )
+    .unwrap();
+    let w = s.warn_signal.unwrap();
+    assert_eq!((w.signal, w.before, w.batch_only), (10, 90, true));
+    assert!(s.open_append && !s.requeue && !s.no_requeue);
+    let script = "#!/bin/sh\n#SBATCH --signal=TERM --open-mode=a --no-requeue\n";
+    let s = resolve(&cli(&["job.sh"]), script, &[]).unwrap();
+    assert_eq!(s.warn_signal.map(|w| (w.signal, w.before)), Some((15, 60)));
+    assert!(s.open_append && s.no_requeue && !s.requeue);
+    // The environment beats the script, the command line the environment.
+    let env = [
+        ("SBATCH_SIGNAL", "USR2@5"),
+        ("SBATCH_OPEN_MODE", "truncate"),
+        ("SBATCH_REQUEUE", "1"),
+        ("SBATCH_ACCOUNT", "proj"),
+        ("SBATCH_QOS", "low"),
+        ("SBATCH_ARRAY_INX", "1-3"),
+    ];
+    let s = resolve(&cli(&["job.sh"]), script, &env).unwrap();
+    assert_eq!(s.warn_signal.map(|w| w.before), Some(5));
+    assert!(!s.open_append && s.requeue && !s.no_requeue);
+    assert_eq!(
+        (s.account.as_deref(), s.qos.as_deref()),
+        (Some("proj"), Some("low"))
+    );
+    assert_eq!(s.array.map(|a| a.indices), Some(vec![1, 2, 3]));
+    let s = resolve(&cli(&["--no-requeue", "job.sh"]), "#!/bin/sh\n", &env).unwrap();
+    assert!(s.no_requeue && !s.requeue);
+    let s = resolve(
+        &cli(&["job.sh"]),
+        "#!/bin/sh\n",
+        &[("SBATCH_EXCLUSIVE", "")],
+    )
+    .unwrap();
+    assert!(s.resources.is_none(), "--exclusive changes nothing");
+    for (args, env, want) in [
+        (
+            &["--signal=USR1@99999", "job.sh"][..],
+            &[][..],
+            "invalid --signal 'USR1@99999'",
+        ),
+        (&["--open-mode=x", "job.sh"], &[], "invalid --open-mode 'x'"),
+        (
+            &["job.sh"],
+            &[("SBATCH_SIGNAL", "HUP@x")],
+            "(from SBATCH_SIGNAL)",
+        ),
+    ] {
+        let e = resolve(&cli(args), "#!/bin/sh\n", env)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(want) && !e.contains('\n'), "{args:?}: {e}");
+    }
+}
+
+#[test]
+fn defaults_and_flags() {
+    let s = resolve(
+        &cli(&["-H", "--begin", "now+10", "-d", "afterok:4", "job.sh"]),
+        "#!/bin/sh\ntrue\n",
+        &[],
+    )
+    .unwrap();
+    assert_eq!(
+        (s.shape.max_nodes(), limit(&s), s.name.as_str()),
+        (1, DEFAULT_TIME_LIMIT, "job.sh")
+    );
+    assert!(s.hold);
+    assert_eq!(s.begin, Some(1_010_000));
+    assert_eq!(s.dependencies.len(), 1);
+    let s = resolve(&cli(&["job.sh"]), "#!/bin/sh\n#ESUB --hold\n", &[]).unwrap();
+    assert!(s.hold);
+    let s = resolve(&cli(&["job.sh"]), "#!/bin/sh\n", &[("ESUB_HOLD", "1")]).unwrap();
+    assert!(s.hold);
+}
+
+#[test]
+fn profile_and_moldable_conflicts() {
+    let s = resolve(
+        &cli(&["--profile", "10:1,20:2", "job.sh"]),
+        "#!/bin/sh\n",
+        &[],
+    )
+    .unwrap();
+    assert!(matches!(&s.shape, JobShape::Evolving { steps } if steps.len() == 2));
+    assert!(resolve(
+        &cli(&["--profile", "10:1", "--moldable", "1:1", "job.sh"]),
+        "#!/bin/sh\n",
+        &[]
+    )
+    .is_err());
+    // The script's -N conflicts with the command line's --moldable.
+    assert!(resolve(&cli(&["--moldable", "1:1", "job.sh"]), SCRIPT, &[]).is_err());
+}
+
+#[test]
+fn chdir_is_relative_to_cwd() {
+    let s = resolve(&cli(&["-D", "sub", "job.sh"]), "#!/bin/sh\n", &[]).unwrap();
+    assert_eq!(s.work_dir, "/home/u/sub");
+    let s = resolve(&cli(&["-D", "/abs", "job.sh"]), "#!/bin/sh\n", &[]).unwrap();
+    assert_eq!(s.work_dir, "/abs");
+}
+
+#[test]
+fn export_lists() {
+    let env: Vec<(String, String)> = [("A", "1"), ("B", "2")]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    assert_eq!(apply_export("ALL", &env).unwrap(), env);
+    assert!(apply_export("NONE", &env).unwrap().is_empty());
+    assert_eq!(
+        apply_export("B,C=3", &env).unwrap(),
+        vec![("B".into(), "2".into()), ("C".into(), "3".into())]
+    );
+    assert_eq!(
+        apply_export("ALL,A=9", &env).unwrap(),
+        vec![("B".into(), "2".into()), ("A".into(), "9".into())]
+    );
+    assert!(apply_export("=x", &env).is_err());
+}
+
+#[test]
+fn wrap_makes_a_shell_script() {
+    let w = wrap_script("echo hi");
+    assert!(w.starts_with("#!/bin/sh\n") && w.contains("\necho hi\n"));
+    assert!(script_opts(&w).unwrap() == SubmitOpts::default());
+}
+
+#[test]
+fn wire_specs() {
+    let s = resolve(&cli(&["-N", "2", "job.sh"]), "#!/bin/sh\n", &[("X", "1")]).unwrap();
+    let j = wire(&s).unwrap();
+    assert_eq!(
+        j.shape,
+        JobShape::Rigid {
+            nodes: 2,
+            time_limit: DEFAULT_TIME_LIMIT
+        }
+    );
+    assert_eq!(
+        (j.work_dir.as_str(), j.name.as_str()),
+        ("/home/u", "job.sh")
+    );
+    assert_eq!(j.environment, vec![("X".to_string(), "1".to_string())]);
+    let s = resolve(&cli(&["-t", "UNLIMITED", "job.sh"]), "#!/bin/sh\n", &[]).unwrap();
+    assert_eq!(
+        wire(&s).unwrap().shape,
+        JobShape::Rigid {
+            nodes: 1,
+            time_limit: batch_proto::TIME_UNLIMITED
+        }
+    );
+    // Parsed, then refused by batch-proto's bounds with their one-line messages.
+    let s = resolve(
+        &cli(&["-t", "99999999999999", "job.sh"]),
+        "#!/bin/sh\n",
+        &[],
+    )
+    .unwrap();
+    assert_eq!(
+        wire(&s).unwrap_err().to_string(),
+        "invalid time limit: 69444444444-10:39:00 is longer than the longest allowed, 365-00:00:00"
+    );
+    let s = resolve(
+        &cli(&["--begin", "now+99999999999999", "job.sh"]),
+        "#!/bin/sh\n",
+        &[],
+    )
+    .unwrap();
+    assert_eq!(
+        wire(&s).unwrap_err().to_string(),
+        "invalid begin time: 1157407407 days ahead; at most 365 days ahead are accepted"
+    );
+    let s = resolve(
+        &cli(&["--begin", "now+365days", "-t", "365-0", "job.sh"]),
+        "#!/bin/sh\n",
+        &[],
+    )
+    .unwrap();
+    assert!(wire(&s).is_ok());
+    let s = resolve(
+        &cli(&["--profile", "500:5,3600:10", "job.sh"]),
+        "#!/bin/sh\n",
+        &[],
+    )
+    .unwrap();
+    assert_eq!(
+        wire(&s).unwrap().shape,
+        JobShape::Evolving {
+            steps: vec![Step::new(500_000, 5), Step::new(3_600_000, 10)]
+        }
+    );
+    let s = resolve(
+        &cli(&["--moldable", "4:60", "-d", "afterok:3", "job.sh"]),
+        "#!/bin/sh\n",
+        &[],
+    )
+    .unwrap();
+    let j = wire(&s).unwrap();
+    assert_eq!(
+        j.shape,
+        JobShape::Moldable {
+            configs: vec![MoldConfig {
+                nodes: 4,
+                walltime: 60 * MINUTE
+            }],
+            model: None,
+            weight: None,
+        }
+    );
+    assert_eq!(j.dependencies.len(), 1);
+    let s = resolve(
+        &cli(&[
+            "--moldable-model",
+            "amdahl:1:00:00:0.25",
+            "--nodes-range",
+            "2-16",
+            "--moldable",
+            "32:5",
+            "--weight",
+            "3",
+            "job.sh",
+        ]),
+        "#!/bin/sh\n",
+        &[],
+    )
+    .unwrap();
+    assert_eq!(
+        wire(&s).unwrap().shape,
+        JobShape::Moldable {
+            configs: vec![MoldConfig {
+                nodes: 32,
+                walltime: 5 * MINUTE
+            }],
+            model: Some(MoldModel {
+                model: batch_proto::SpeedupModel::Amdahl {
+                    work: 60 * MINUTE,
+                    serial: 0.25
+                },
+                min_nodes: 2,
+                max_nodes: 16
+            }),
+            weight: Some(3.0),
+        }
+    );
+}
+
+#[test]
+fn moldable_options_from_directives_and_their_conflicts() {
+    let script =
+        "#!/bin/sh\n#ESUB --moldable-model linear:10\n#ESUB --nodes-range 1-4\n#ESUB --weight 2\n";
+    let s = resolve(&cli(&["job.sh"]), script, &[]).unwrap();
+    match wire(&s).unwrap().shape {
+        JobShape::Moldable { model, weight, .. } => {
+            assert_eq!(weight, Some(2.0));
+            assert_eq!(model.map(|m| (m.min_nodes, m.max_nodes)), Some((1, 4)));
+        }
+        other => panic!("not moldable: {other:?}"),
+    }
+    let refused = |args: &[&str]| {
+        resolve(&cli(args), "#!/bin/sh\n", &[])
+            .unwrap_err()
+            .to_string()
+    };
+    for (args, why) in [
+        (
+            &["--moldable-model", "amdahl:60:0.1", "job.sh"][..],
+            "needs --nodes-range",
+        ),
+        (
+            &["--nodes-range", "1-4", "job.sh"][..],
+            "goes with --moldable-model",
+        ),
+        (
+            &["--weight", "2", "job.sh"][..],
+            "--weight applies to moldable jobs",
+        ),
+        (
+            &["--weight", "0", "--moldable", "1:1", "job.sh"][..],
+            "invalid weight '0'",
+        ),
+        (
+            &["--moldable", "1:1", "--profile", "1:1", "job.sh"][..],
+            "exclude each other",
+        ),
+        (
+            &[
+                "--moldable-model",
+                "linear:5",
+                "--nodes-range",
+                "1-2",
+                "-N",
+                "2",
+                "job.sh",
+            ][..],
+            "drop -N/--nodes",
+        ),
+        (
+            &[
+                "--moldable-model",
+                "amdahl:5:2",
+                "--nodes-range",
+                "1-2",
+                "job.sh",
+            ][..],
+            "not a number in [0, 1]",
+        ),
+    ] {
+        let e = refused(args);
+        assert!(e.contains(why) && !e.contains('\n'), "{args:?}: {e}");
+    }
+    // A directive's bad value says where it came from.
+    let e = resolve(
+        &cli(&["job.sh"]),
+        "#!/bin/sh\n#ESUB --nodes-range 4-1\n",
+        &[],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.ends_with("(from #ESUB/#SBATCH directive)"), "{e}");
+}
+
+#[test]
+fn global_jobs_take_components_a_deadline_and_requeue_from_any_source() {
+    let script = "#!/bin/sh\n#ESUB --components 4,2 --deadline +10min --requeue\ntrue\n";
+    let spec = wire(&resolve(&cli(&["job.sh"]), script, &[]).unwrap()).unwrap();
+    assert_eq!(
+        spec.shape,
+        JobShape::CoAllocated {
+            components: vec![4, 2],
+            time_limit: DEFAULT_TIME_LIMIT
+        }
+    );
+    assert_eq!(spec.deadline, Some(1_000_000 + 10 * MINUTE));
+    assert!(spec.requeue);
+    let s = resolve(&cli(&["--no-requeue", "job.sh"]), script, &[]).unwrap();
+    assert!(!s.requeue);
+    // An #ESUB line's choice wins over an #SBATCH line's, either way.
+    let both = "#!/bin/sh\n#ESUB --no-requeue\n#SBATCH --requeue\n";
+    assert!(!resolve(&cli(&["job.sh"]), both, &[]).unwrap().requeue);
+    // A local job: rigid, bound to its pool, requeued when preempted.
+    let spec = resolve(
+        &cli(&["-p", "a", "--requeue", "job.sh"]),
+        "#!/bin/sh\n",
+        &[],
+    )
+    .unwrap();
+    assert_eq!((spec.pool.as_deref(), spec.requeue), (Some("a"), true));
+}
+
+#[test]
+fn deadlines_parse_like_begin_times_and_must_be_ahead() {
+    let z = fixed_zone(0);
+    // 1_000_000 ms is 00:16:40 on 1970-01-01.
+    let now = 1_000_000;
+    assert_eq!(parse_deadline("+2s", now, &z).unwrap(), now + 2 * SECOND);
+    assert_eq!(
+        parse_deadline("+10min", now, &z).unwrap(),
+        now + 10 * MINUTE
+    );
+    assert_eq!(
+        parse_deadline("now+1hour", now, &z).unwrap(),
+        1_000 * SECOND + 3_600 * SECOND
+    );
+    assert_eq!(parse_deadline("10:30", now, &z).unwrap(), 37_800 * SECOND);
+    for bad in ["yesterday", "+", "now-1minute", "1970-01-01T00:00:00"] {
+        let e = parse_deadline(bad, now, &z).unwrap_err().to_string();
+        assert!(e.starts_with("invalid deadline"), "{bad}: {e}");
+    }
+    assert_eq!(parse_components("16, 16,8").unwrap(), vec![16, 16, 8]);
+    for bad in ["", "4,", "0", "2,-1", "x"] {
+        assert!(parse_components(bad).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn global_options_that_do_not_go_together_are_refused() {
+    let base = ["--components", "2,2", "--deadline", "+1min"];
+    for extra in [&["-N", "2"][..], &["-p", "a"], &["--profile", "60:2"]] {
+        let mut args: Vec<&str> = base.to_vec();
+        args.extend_from_slice(extra);
+        args.push("job.sh");
+        let e = resolve(&cli(&args), "#!/bin/sh\n", &[]).unwrap_err();
+        assert!(matches!(e, SpecError::Conflict(_)), "{extra:?}: {e}");
+    }
+    let e = resolve(&cli(&["--components", "2", "job.sh"]), "#!/bin/sh\n", &[]).unwrap_err();
+    assert!(e.to_string().contains("--deadline"), "{e}");
+    let e = resolve(&cli(&["--deadline", "+1min", "job.sh"]), "#!/bin/sh\n", &[]).unwrap_err();
+    assert!(e.to_string().contains("--components"), "{e}");
+}
