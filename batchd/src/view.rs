@@ -44,7 +44,7 @@ pub fn job_view<'a>(
     let full = !brief;
     let scheduled_ep = match (core, pending) {
         _ if brief => None,
-        (Some(c), true) => c.expected_ep.get(&rec.id).map(Vec::as_slice),
+        (Some(c), true) => c.expected_ep(rec.id),
         _ => match &rec.shape {
             Some(sched_core::Shape::Evolving { steps, .. }) => Some(steps.as_slice()),
             _ => None,
@@ -53,9 +53,7 @@ pub fn job_view<'a>(
     // A moldable job's configuration: stored with its started shape, or the latest plan's
     // expectation while pending. `nodes` and `time_limit` follow it.
     let chosen = match (&rec.spec.shape, pending, &rec.shape) {
-        (JobShape::Moldable { .. }, true, _) => {
-            core.and_then(|c| c.expected_mold.get(&rec.id).copied())
-        }
+        (JobShape::Moldable { .. }, true, _) => core.and_then(|c| c.expected_mold(rec.id)),
         (
             JobShape::Moldable { .. },
             false,
@@ -90,7 +88,7 @@ pub fn job_view<'a>(
         start_time: rec.start,
         end_time: rec.end,
         expected_start: match core {
-            Some(c) if pending => c.expected.get(&rec.id).copied(),
+            Some(c) if pending => c.expected_start(rec.id),
             _ => None,
         },
         time_limit: chosen.map_or_else(|| rec.time_limit(), |c| c.walltime),

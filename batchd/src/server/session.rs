@@ -71,8 +71,7 @@ pub(super) async fn run(d: &Arc<Daemon>, caller: &Caller, link: &mut Link, req: 
     }
     let rec = {
         let mut core = d.core();
-        let id = core.next_id;
-        core.next_id += 1;
+        let id = core.take_ids(1);
         JobRecord::submitted(id, caller.uid, caller.gid, &caller.user, spec, now_ms())
     };
     let id = rec.id;
@@ -116,7 +115,7 @@ pub(super) async fn run(d: &Arc<Daemon>, caller: &Caller, link: &mut Link, req: 
     );
     let pending = d
         .core()
-        .jobs
+        .jobs()
         .get(&id)
         .is_some_and(|a| a.rec.state == JobState::Pending);
     if pending {
@@ -301,7 +300,7 @@ async fn request(d: &Arc<Daemon>, id: u64, pools: &[usize], r: SessionRequest) -
     };
     let updated = {
         let mut core = d.core();
-        match core.jobs.get(&id).map(|a| a.rec.state) {
+        match core.job(id).map(|a| a.rec.state) {
             Some(JobState::Pending) => {}
             Some(_) => {
                 return ErrorReply::new(
@@ -312,7 +311,7 @@ async fn request(d: &Arc<Daemon>, id: u64, pools: &[usize], r: SessionRequest) -
             }
             None => return ErrorReply::invalid_job(id).into(),
         }
-        let mut spec = core.jobs[&id].rec.spec.clone();
+        let mut spec = core.jobs()[&id].rec.spec.clone();
         spec.shape = shape;
         if let Err(e) = spec.check(now_ms(), max_time) {
             return ErrorReply::new(ErrorKind::InvalidSpec, e.to_string()).into();
@@ -332,7 +331,7 @@ async fn request(d: &Arc<Daemon>, id: u64, pools: &[usize], r: SessionRequest) -
 /// `done`: before the start it withdraws the job; after, it frees the nodes once the
 /// fair-start delay has passed. Either way the session ends.
 async fn done(d: &Arc<Daemon>, id: u64, traffic: SessionTraffic) -> (Reply, bool) {
-    let state = d.core().jobs.get(&id).map(|a| a.rec.state);
+    let state = d.core().job(id).map(|a| a.rec.state);
     match state {
         Some(JobState::Pending) => {
             let why = Some("withdrawn by its launcher (`done` before its start)".to_string());
@@ -356,7 +355,7 @@ async fn done(d: &Arc<Daemon>, id: u64, traffic: SessionTraffic) -> (Reply, bool
 /// `view` (`eview`): the job's view from the latest policy run.
 pub(super) fn view(d: &Daemon, r: ViewRequest) -> Reply {
     let core = d.core();
-    let Some(a) = core.jobs.get(&r.job) else {
+    let Some(a) = core.job(r.job) else {
         return match core.state_of(r.job) {
             Some(s) => ErrorReply::new(
                 ErrorKind::InvalidState,
@@ -379,7 +378,7 @@ pub(super) fn view(d: &Daemon, r: ViewRequest) -> Reply {
         )
         .into();
     }
-    match core.views.get(&r.job) {
+    match core.view_of(r.job) {
         Some(v) => Response::View(ViewReply {
             job: r.job,
             now: v.now,
