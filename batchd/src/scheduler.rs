@@ -230,10 +230,10 @@ async fn act(d: &Arc<Daemon>, snap: &SnapshotData, plan: &Plan) {
             tracing::error!(job = r.job, "cannot store the rejection: {e}");
         }
     }
-    for (job, reason) in effects.killed {
-        tracing::warn!(job, "killed by policy: {reason}");
-        if let Err(e) = crate::executor::cancel(d, job) {
-            tracing::error!(job, "{e}");
+    for k in effects.killed {
+        tracing::warn!(job = k.job, for_job = ?k.for_job, "killed by policy: {}", k.reason);
+        if let Err(e) = crate::executor::cancel(d, k.job) {
+            tracing::error!(job = k.job, "{e}");
         }
     }
 }

@@ -29,7 +29,7 @@ pub mod submit;
 
 pub use evolving::Evolved;
 pub use job_files::JobFiles;
-pub use plan::{Effects, Forget, Rejected};
+pub use plan::{Effects, Forget, Killed, Rejected};
 pub use submit::Owner;
 
 /// One pool and which job holds each node.

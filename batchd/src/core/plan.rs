@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use batch_proto::JobState;
-use sched_core::{MoldConfig, Plan, RSome, Shape};
+use sched_core::{MoldConfig, Plan, RSome, RejectKind, Shape};
 
 use super::Core;
 use crate::record::JobRecord;
@@ -21,8 +21,19 @@ pub struct Effects {
     /// Pending jobs the policy refused for good: each to end with its final state and detail.
     pub rejected: Vec<Rejected>,
     /// Running jobs the policy killed (their nodes are given away already): each to stop as a
-    /// cancel stops it, with the policy's reason for the log.
-    pub killed: Vec<(u64, String)>,
+    /// cancel stops it.
+    pub killed: Vec<Killed>,
+}
+
+/// A running job the policy killed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Killed {
+    /// The job.
+    pub job: u64,
+    /// The job it was killed to make room for, if the policy said.
+    pub for_job: Option<u64>,
+    /// The policy's reason, for the log.
+    pub reason: String,
 }
 
 /// A pending job the policy refused, as it ends.
@@ -135,15 +146,14 @@ impl Core {
             .rejects
             .iter()
             .map(|r| {
-                // A co-allocated job that could not start by its deadline has failed; the RPP
-                // words those rejects `Deadline: …`.
-                let (state, detail) = if r.reason.starts_with("Deadline") {
-                    (JobState::Failed, r.reason.to_string())
-                } else {
-                    (
+                // A co-allocated job that could not start by its deadline has failed: its
+                // detail is the policy's reason alone (the RPP words it `Deadline: …`).
+                let (state, detail) = match r.kind {
+                    RejectKind::DeadlineMissed => (JobState::Failed, r.reason.to_string()),
+                    RejectKind::TooLarge | RejectKind::Other => (
                         JobState::Cancelled,
                         format!("rejected by policy {policy}: {}", r.reason),
-                    )
+                    ),
                 };
                 Rejected {
                     job: r.job.0,
@@ -155,7 +165,11 @@ impl Core {
         out.killed = plan
             .kills
             .iter()
-            .map(|k| (k.job.0, k.reason.to_string()))
+            .map(|k| Killed {
+                job: k.job.0,
+                for_job: k.for_job.into_option().map(|j| j.0),
+                reason: k.reason.to_string(),
+            })
             .collect();
         out
     }
@@ -165,7 +179,7 @@ impl Core {
 mod tests {
     use super::*;
     use batch_proto::JobSpec;
-    use sched_core::{JobId, JobReason, Placement, PoolId, RNone};
+    use sched_core::{JobId, Kill, Placement, PoolId, RNone, Reject};
 
     use crate::core::Active;
 
@@ -196,10 +210,10 @@ mod tests {
         add(&mut c, 4, None);
         let plan = Plan {
             placements: sched_core::rvec![placed(2, 10), placed(3, 500)],
-            kills: sched_core::rvec![JobReason::new(JobId(1), "room")],
+            kills: sched_core::rvec![Kill::for_job(JobId(1), JobId(3), "room")],
             rejects: sched_core::rvec![
-                JobReason::new(JobId(4), "too big"),
-                JobReason::new(JobId(3), "Deadline: missed")
+                Reject::new(JobId(4), RejectKind::TooLarge, "too big"),
+                Reject::new(JobId(3), RejectKind::DeadlineMissed, "missed")
             ],
             ..Default::default()
         };
@@ -213,12 +227,19 @@ mod tests {
         assert_eq!(e.store.len(), 1);
         assert_eq!(
             e.store[0].spec.preempted.as_deref(),
-            Some("preempted by policy rpp: room")
+            Some("preempted by policy rpp: room [for job 3]")
         );
         assert_eq!(e.started.len(), 1);
         assert_eq!((e.started[0].id, e.started[0].start), (2, Some(12)));
         assert_eq!(c.expected_start(3), Some(500));
-        assert_eq!(e.killed, vec![(1, "room".to_string())]);
+        assert_eq!(
+            e.killed,
+            vec![Killed {
+                job: 1,
+                for_job: Some(3),
+                reason: "room [for job 3]".into()
+            }]
+        );
         assert_eq!(
             e.rejected,
             vec![
@@ -230,7 +251,7 @@ mod tests {
                 Rejected {
                     job: 3,
                     state: JobState::Failed,
-                    detail: "Deadline: missed".into()
+                    detail: "missed".into()
                 }
             ]
         );

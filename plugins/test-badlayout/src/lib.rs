@@ -26,7 +26,7 @@ impl RootModule for PolicyMod_Ref {
     const BASE_NAME: &'static str = "esched_policy";
     const NAME: &'static str = "esched_policy";
     // The host's own version: only the layout may be what refuses it.
-    const VERSION_STRINGS: VersionStrings = VersionStrings::new("6.0.0");
+    const VERSION_STRINGS: VersionStrings = VersionStrings::new("7.0.0");
 }
 
 /// The root module.

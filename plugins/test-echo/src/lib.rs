@@ -9,9 +9,7 @@
 //! instance rebuilt after a panic starts counting again), to check that a fresh instance plans
 //! on the host's snapshot and is not told an account of a snapshot it never saw.
 
-use sched_core::{
-    Changes, JobId, JobReason, NamedPolicy, ParamError, Params, Plan, Policy, Snapshot,
-};
+use sched_core::{Changes, JobId, NamedPolicy, ParamError, Params, Plan, Policy, Reject, Snapshot};
 
 /// Echoes its snapshot and the account it was told.
 #[derive(Debug, Default)]
@@ -29,8 +27,8 @@ impl Policy for Echo {
         }
         Plan {
             rejects: sched_core::rvec![
-                JobReason::new(JobId(0), format!("{s:?}")),
-                JobReason::new(JobId(1), format!("{:?}", self.told.take())),
+                Reject::other(JobId(0), format!("{s:?}")),
+                Reject::other(JobId(1), format!("{:?}", self.told.take())),
             ],
             ..Plan::default()
         }
