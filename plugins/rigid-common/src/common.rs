@@ -249,7 +249,9 @@ impl Job {
             Some(s) => format!("cannot start by its deadline {d} ms (earliest start {s} ms)"),
             None => format!("cannot start by its deadline {d} ms"),
         };
-        Some(Refusal::new(RejectKind::Other, reason))
+        // Of kind `Other`, so that batchd ends a job the rigid policies refuse here CANCELLED,
+        // its detail naming the policy; `DeadlineMissed` (the RPP's) ends it FAILED.
+        Some(Refusal::other(reason))
     }
 }
 
