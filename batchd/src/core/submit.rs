@@ -102,7 +102,7 @@ impl Core {
     }
 
     /// Takes `n` consecutive ids for new jobs; returns the first.
-    pub fn take_ids(&mut self, n: u64) -> u64 {
+    fn take_ids(&mut self, n: u64) -> u64 {
         let first = self.next_id;
         self.next_id += n;
         first

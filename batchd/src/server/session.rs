@@ -28,7 +28,6 @@ use super::{Caller, Link, Reply};
 use crate::core::Active;
 use crate::daemon::Daemon;
 use crate::launch::now_ms;
-use crate::record::JobRecord;
 use crate::sessions::Outbox;
 
 /// What a session's job runs: nothing of batchd's (shown by `econtrol show`).
@@ -69,10 +68,16 @@ pub(super) async fn run(d: &Arc<Daemon>, caller: &Caller, link: &mut Link, req: 
             .await;
         return;
     }
-    let rec = {
-        let mut core = d.core();
-        let id = core.take_ids(1);
-        JobRecord::submitted(id, caller.uid, caller.gid, &caller.user, spec, now_ms())
+    let recs = d.core().submitted_records(caller.owner(), spec, now_ms());
+    // A session's spec is no array: one record.
+    let Some(rec) = recs.into_iter().next() else {
+        let _ = link
+            .send(&Response::Error(ErrorReply::new(
+                ErrorKind::Internal,
+                "a session's submission made no job",
+            )))
+            .await;
+        return;
     };
     let id = rec.id;
     if let Err(e) = d.store.commit(rec.clone()).await {
