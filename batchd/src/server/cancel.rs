@@ -68,7 +68,7 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: CancelRequest) -> Rep
     {
         let mut core = d.core();
         for &id in filter.ids() {
-            if !core.job(id).is_some() {
+            if core.job(id).is_none() {
                 report.failed.push(match core.state_of(id) {
                     Some(_) => JobFailure::new(
                         id,
@@ -252,7 +252,7 @@ pub(super) async fn send(d: &Arc<Daemon>, id: u64, sig: Option<i32>) -> Result<(
             Ok(()) => return Ok(()),
             Err(e) => last = e,
         }
-        if !d.core().job(id).is_some() {
+        if d.core().job(id).is_none() {
             // It ended meanwhile.
             return Ok(());
         }
