@@ -12,7 +12,12 @@
 # - a pure layer names I/O: tokio, std::fs, std::process, std::net, std::env, nix, the clock
 #   (SystemTime, Instant::now, now_ms), or `Daemon` (the last even in comments);
 # - the graph has a cycle anywhere (the I/O layer included);
-# - a `use crate::{...}` group hides edges from this reading.
+# - a `use crate::{...}` group hides edges from this reading;
+# - core's state is open to other modules: a field of `struct Core` is `pub` (`pub(crate)`,
+#   `pub(super)` and the like included), or a function of core returns a `&mut` (a way to
+#   assign to the state from outside). Every change of the state is then a transition of
+#   core's (a method or function of `core` that changes it and returns what the I/O layer must
+#   do), and the compiler refuses an assignment to core's state from any other module.
 set -euo pipefail
 
 src=${1:-"$(dirname "$0")/../batchd/src"}
@@ -86,6 +91,24 @@ for m in "${pure[@]}"; do
     done
 done
 
+# Core's state is closed: private fields, and no `&mut` handed out.
+core_mod="$src/core/mod.rs"
+if ! fields=$(sed -n '/^pub struct Core {/,/^}/{/^pub struct Core {/!p}' "$core_mod" 2>/dev/null) || [[ -z $fields ]]; then
+    echo "check-layers: \`pub struct Core\` not found in $core_mod" >&2
+    fail=1
+elif hits=$(echo "$fields" | grep -nE '^[[:space:]]*pub\b'); then
+    echo "check-layers: $core_mod: a field of Core is not private; other modules change the state through core's transitions only:" >&2
+    echo "$hits" | sed 's/^/    /' >&2
+    fail=1
+fi
+for file in $(find "$src/core" -name '*.rs' | sort); do
+    if hits=$(code "$file" | grep -nE '\bfn\b.*->[^{]*&mut\b'); then
+        echo "check-layers: $file: a function of core returns \`&mut\`, a way to change its state from outside:" >&2
+        echo "$hits" | sed 's/^/    /' >&2
+        fail=1
+    fi
+done
+
 # No cycle anywhere: tsort fails on a loop and names its members.
 if ! cut -d' ' -f1,2 "$edges" | sort -u | tsort >/dev/null 2>"$edges.err"; then
     echo "check-layers: the module graph has a cycle:" >&2
@@ -97,4 +120,4 @@ rm -f "$edges.err"
 if ((fail)); then
     exit 1
 fi
-echo "check-layers: batchd's modules form layers ${pure[*]} → I/O, with no cycle ($(cut -d' ' -f1,2 "$edges" | sort -u | wc -l) edges)"
+echo "check-layers: batchd's modules form layers ${pure[*]} → I/O, with no cycle ($(cut -d' ' -f1,2 "$edges" | sort -u | wc -l) edges); core's state is closed"

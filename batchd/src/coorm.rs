@@ -11,8 +11,8 @@
 use std::sync::Arc;
 
 use batch_proto::{
-    Change, ChangeNotify, ChangeType, JobShape, JobState, PoolLink, PoolProperties, Response,
-    SessionEnded, StartNotify, StartedPool,
+    Change, ChangeNotify, ChangeType, JobState, PoolLink, PoolProperties, Response, SessionEnded,
+    StartNotify, StartedPool,
 };
 use sched_core::{JobId, Plan};
 
@@ -26,11 +26,15 @@ use crate::record::JobRecord;
 pub fn publish(d: &Daemon, now: u64, plan: &Plan) {
     let (mut views, names) = {
         let core = d.core();
-        let names: Vec<String> = core.pools.iter().map(|p| p.pool.name.to_string()).collect();
+        let names: Vec<String> = core
+            .pools()
+            .iter()
+            .map(|p| p.pool.name.to_string())
+            .collect();
         (crate::core::coorm::views_of(&core, now, plan), names)
     };
     d.sessions.notify(&mut views, &names, now);
-    d.core().views = views;
+    d.core().set_views(views);
 }
 
 /// Session job `rec` has just started: its launcher gets `startNotify`, and a timer ends the
@@ -43,9 +47,9 @@ pub fn started(d: &Arc<Daemon>, rec: JobRecord) {
     let pools = {
         let core = d.core();
         let mut out = Vec::new();
-        if let Some(run) = core.jobs.get(&id).and_then(|a| a.run.as_ref()) {
+        if let Some(run) = core.job(id).and_then(|a| a.run.as_ref()) {
             for &(p, _) in &run.components {
-                let pool = &core.pools[p];
+                let pool = &core.pools()[p];
                 out.push(StartedPool {
                     pool: pool.pool.name.to_string(),
                     nodes: pool.names(pool.map.nodes_of(JobId(id))),
@@ -79,7 +83,7 @@ fn end_at_duration(d: &Arc<Daemon>, id: u64, start: u64, end: u64) {
         .await;
         let running = d
             .core()
-            .jobs
+            .jobs()
             .get(&id)
             .is_some_and(|a| a.rec.state == JobState::Running && a.rec.start == Some(start));
         if running {
@@ -103,7 +107,7 @@ fn end_at_duration(d: &Arc<Daemon>, id: u64, start: u64, end: u64) {
 pub fn adopted(d: &Arc<Daemon>, id: u64) {
     let Some((state, start, limit)) = d
         .core()
-        .jobs
+        .jobs()
         .get(&id)
         .map(|a| (a.rec.state, a.rec.start.unwrap_or(0), a.rec.time_limit()))
     else {
@@ -174,20 +178,8 @@ pub async fn end_job(d: &Arc<Daemon>, id: u64, state: JobState, reason: &str) {
 /// limit is cut to end there, so that the policy sees the nodes busy exactly that long.
 pub fn done_running(d: &Arc<Daemon>, id: u64, fair_start_ms: u64) {
     let at = now_ms();
-    let rec = {
-        let mut core = d.core();
-        let Some(a) = core.jobs.get_mut(&id) else {
-            return;
-        };
-        if a.rec.state != JobState::Running {
-            return;
-        }
-        let start = a.rec.start.unwrap_or(at);
-        if let JobShape::Session { time_limit, .. } = &mut a.rec.spec.shape {
-            *time_limit = (at.saturating_add(fair_start_ms).saturating_sub(start)).max(1);
-        }
-        a.rec.state = JobState::Completing;
-        a.rec.clone()
+    let Some(rec) = crate::core::coorm::done(&mut d.core(), id, at, fair_start_ms) else {
+        return;
     };
     d.store.write(rec);
     // The policy must learn that the job now ends sooner.
@@ -224,7 +216,7 @@ pub fn links_changed(d: &Daemon, old: &Config, new: &Config) {
     d.sessions.push_each(|job, pools| {
         let waiting = d
             .core()
-            .jobs
+            .jobs()
             .get(&job)
             .is_some_and(|a| a.rec.state == JobState::Pending);
         if !waiting {

@@ -162,20 +162,15 @@ impl Daemon {
     pub async fn job_ended(&self, id: u64, status: Option<Status>) {
         // A requeued job runs again with its id, so in the same directory: the old run's goes
         // before the job is queued again, or it could be removed under the new run's feet.
-        let will_requeue = |core: &crate::core::Core| {
-            core.requeues.contains_key(&id)
-                || (core.preempted.contains_key(&id)
-                    && core.jobs.get(&id).is_some_and(|a| a.rec.spec.requeue))
-        };
-        let coming = will_requeue(&self.core());
+        let coming = self.core().will_requeue(id);
         let dir_removed = coming && self.remove_job_dir(id);
         let (rec, requeued) = {
             let mut core = self.core();
             // A requeue decided since (rare): its directory goes now, still before the queue.
-            if !dir_removed && will_requeue(&core) {
+            if !dir_removed && core.will_requeue(id) {
                 self.remove_job_dir(id);
             }
-            let preempted = core.preempted.remove(&id);
+            let preempted = core.take_preempted(id);
             let by_hand = core.take_requeue(id);
             let rec = core.finish(id, |r| {
                 apply_status(r, status.as_ref());

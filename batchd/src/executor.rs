@@ -344,7 +344,7 @@ async fn watch_child(d: Arc<Daemon>, id: u64, mut child: tokio::process::Child, 
 /// its nodes until then. Returns the status to record when there was something to stop
 /// (`None`: nothing was left, the plain "no status" end).
 async fn stop_leftovers(d: &Daemon, id: u64, dir: &Path) -> Option<Status> {
-    let uid = d.core().jobs.get(&id).map(|a| a.rec.uid)?;
+    let uid = d.core().job(id).map(|a| a.rec.uid)?;
     let pids = JobPids::read(&dir.join(files::JOB_PID));
     if pids.leaders.is_empty() {
         return None;

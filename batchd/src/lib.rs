@@ -249,7 +249,7 @@ async fn start(config: Config, config_path: Option<PathBuf>) -> Result<Started, 
     tracing::info!(
         pending = recovered.pending,
         running = recovered.adopted.len() + recovered.sessions.len(),
-        next_id = core.next_id,
+        next_id = core.next_id(),
         policy = policy.name(),
         "state loaded"
     );

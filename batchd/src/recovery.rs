@@ -76,7 +76,7 @@ fn lost_record(core: &mut Core, mut rec: JobRecord, why: &str) -> JobRecord {
     rec.state = JobState::Failed;
     rec.end = Some(now_ms());
     rec.detail = Some(format!("lost at daemon restart: {why}"));
-    core.finished.insert(rec.id, JobState::Failed);
+    core.restore_finished(rec.id, JobState::Failed);
     rec
 }
 
@@ -85,8 +85,7 @@ pub fn restore(core: &mut Core, loaded: Loaded, state_dir: &Path) -> Recovered {
     let mut out = Recovered::default();
     // Pending co-allocated jobs whose record keeps a claim's pools.
     let mut claimed = Vec::new();
-    core.next_id = loaded.next_id;
-    core.finished = loaded.finished;
+    core.restore_history(loaded.next_id, loaded.finished);
     for e in &loaded.unreadable {
         tracing::error!("{e}; the row is left in the database untouched");
     }
@@ -100,7 +99,7 @@ pub fn restore(core: &mut Core, loaded: Loaded, state_dir: &Path) -> Recovered {
                 rec.state = JobState::Cancelled;
                 rec.end = Some(now_ms());
                 rec.detail = Some("its launcher session ended when batchd stopped".into());
-                core.finished.insert(id, rec.state);
+                core.restore_finished(id, rec.state);
                 out.lost.push(rec);
             }
             // A started one keeps its nodes until its duration ends, as when its launcher
@@ -139,9 +138,9 @@ pub fn restore(core: &mut Core, loaded: Loaded, state_dir: &Path) -> Recovered {
                 match core.adopt(rec, dir.clone(), read_saved(&dir), now_ms()) {
                     Ok(()) => {
                         if let Some(held) = by_hand {
-                            core.requeues.insert(id, held);
+                            core.restore_requeue(id, held);
                         }
-                        if core.preempted.contains_key(&id) {
+                        if core.preempted_why(id).is_some() {
                             out.preempted.push(id);
                         }
                         out.adopted.push(id)
@@ -175,7 +174,7 @@ pub fn sweep_job_dirs(core: &Core, state_dir: &Path) {
             .file_name()
             .to_str()
             .and_then(|n| n.parse::<u64>().ok())
-            .is_some_and(|id| core.jobs.contains_key(&id));
+            .is_some_and(|id| core.job(id).is_some());
         if !active {
             let _ = std::fs::remove_dir_all(e.path());
         }
@@ -223,8 +222,8 @@ mod tests {
             (r.id, r.state, r.start, r.nodes),
             (2, JobState::Pending, None, 0)
         );
-        assert_eq!(core.jobs[&2].rec.state, JobState::Pending);
-        assert_eq!(core.pools[0].free(), 2);
+        assert_eq!(core.jobs()[&2].rec.state, JobState::Pending);
+        assert_eq!(core.pools()[0].free(), 2);
         assert_eq!(core.snapshot(10, 0).pending.len(), 1);
         assert!(!state.path().join("jobs").join("2").exists());
     }

@@ -25,10 +25,9 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
-use batch_proto::JobState;
 use sched_core::Plan;
 
-use crate::core::SnapshotData;
+use crate::core::{Forget, SnapshotData};
 use crate::daemon::{lock, Daemon};
 use crate::launch::now_ms;
 use crate::policy::{BoxedPolicy, InForce};
@@ -108,8 +107,7 @@ pub async fn run_once_at(d: &Arc<Daemon>, wake_at: Option<u64>) -> (bool, Option
         let mut core = d.core();
         let snap = core.snapshot(now, grace);
         if snap.pending.is_empty() {
-            core.expected.clear();
-            core.expected_mold.clear();
+            core.forget_expectations(Forget::NothingToPlace);
             return (false, None);
         }
         snap
@@ -202,78 +200,23 @@ async fn call(
     }
 }
 
-/// Carries out a valid plan: starts what starts now, records expected starts, rejects and
-/// kills.
+/// Applies a valid plan to the core and carries out what it returns: the records it changed
+/// stored, the jobs it started launched, the views published, the jobs it rejected ended, the
+/// jobs it killed stopped.
 async fn act(d: &Arc<Daemon>, snap: &SnapshotData, plan: &Plan) {
     let now = snap.now;
-    let mut started = Vec::new();
-    {
+    let policy = d.policy_name();
+    let effects = {
         let mut core = d.core();
-        core.expected.clear();
-        core.expected_ep.clear();
-        core.expected_mold.clear();
-        // Kills first: the nodes of the jobs killed go to the placements of this plan.
-        for k in &plan.kills {
-            let why = format!("preempted by policy {}: {}", d.policy_name(), k.reason);
-            // Queued to the store before the start of any job placed on its nodes.
-            if let Some(rec) = core.preempt(k.job.0, why) {
-                d.store.write(rec);
-            }
+        let mut effects = core.apply_plan(plan, now, &policy, now_ms, |id| d.job_dir(id));
+        // Queued to the store under the lock, so that no later change of these jobs is
+        // stored before them; a killed job's before the start of any job placed on its nodes.
+        for rec in effects.store.drain(..) {
+            d.store.write(rec);
         }
-        // Claims the plan no longer makes are given back (a job that starts now keeps its
-        // claimed nodes: `start` takes them).
-        let claimed: Vec<u64> = core.claims.keys().copied().collect();
-        for id in claimed {
-            if !plan.placements.iter().any(|p| p.job.0 == id) {
-                if let Some(rec) = core.unclaim(id) {
-                    d.store.write(rec);
-                }
-            }
-        }
-        for p in &plan.placements {
-            let id = p.job.0;
-            if let (sched_core::RSome(_), sched_core::Shape::CoAllocated { pools }, true) =
-                (p.claim_from, &p.shape, p.start > now)
-            {
-                // Stored, so that a restart keeps the claim (`Core::restore_claim`).
-                match core.claim(id, pools) {
-                    Ok(Some(rec)) => d.store.write(rec),
-                    Ok(None) => {}
-                    Err(why) => tracing::warn!(job = id, "cannot claim nodes: {why}"),
-                }
-            }
-            if p.start > now {
-                core.expected.insert(id, p.start);
-                match &p.shape {
-                    sched_core::Shape::Evolving { steps, .. } => {
-                        core.expected_ep.insert(id, steps.to_vec());
-                    }
-                    // cbf, easy, fcfs and bicriteria place a moldable job as `Moldable`; a
-                    // policy that places it as `Rigid` gets no expected configuration shown.
-                    sched_core::Shape::Moldable {
-                        nodes, walltime, ..
-                    } => {
-                        core.expected_mold.insert(
-                            id,
-                            sched_core::MoldConfig {
-                                nodes: *nodes,
-                                walltime: *walltime,
-                            },
-                        );
-                    }
-                    _ => {}
-                }
-                continue;
-            }
-            // Real time has moved on since the snapshot; the start is stamped with the present
-            // so that the walltime is counted from when the process really starts.
-            match core.start(id, &p.shape, now_ms(), d.job_dir(id)) {
-                Ok(rec) => started.push(rec),
-                Err(why) => tracing::debug!(job = id, "not started: {why}"),
-            }
-        }
-    }
-    for rec in started {
+        effects
+    };
+    for rec in effects.started {
         if crate::core::coorm::is_session(&rec) {
             crate::coorm::started(d, rec);
         } else {
@@ -281,26 +224,16 @@ async fn act(d: &Arc<Daemon>, snap: &SnapshotData, plan: &Plan) {
         }
     }
     crate::coorm::publish(d, now, plan);
-    for r in &plan.rejects {
-        // A co-allocated job that could not start by its deadline has failed (the issue's
-        // "ends FAILED with reason Deadline"); the RPP words those rejects `Deadline: …`.
-        let (state, detail) = if r.reason.starts_with("Deadline") {
-            (JobState::Failed, r.reason.to_string())
-        } else {
-            (
-                JobState::Cancelled,
-                format!("rejected by policy {}: {}", d.policy_name(), r.reason),
-            )
-        };
-        tracing::warn!(job = r.job.0, "{detail}");
-        if let Err(e) = d.end_pending(r.job.0, state, Some(detail)).await {
-            tracing::error!(job = r.job.0, "cannot store the rejection: {e}");
+    for r in effects.rejected {
+        tracing::warn!(job = r.job, "{}", r.detail);
+        if let Err(e) = d.end_pending(r.job, r.state, Some(r.detail)).await {
+            tracing::error!(job = r.job, "cannot store the rejection: {e}");
         }
     }
-    for k in &plan.kills {
-        tracing::warn!(job = k.job.0, "killed by policy: {}", k.reason);
-        if let Err(e) = crate::executor::cancel(d, k.job.0) {
-            tracing::error!(job = k.job.0, "{e}");
+    for k in effects.killed {
+        tracing::warn!(job = k.job, for_job = ?k.for_job, "killed by policy: {}", k.reason);
+        if let Err(e) = crate::executor::cancel(d, k.job) {
+            tracing::error!(job = k.job, "{e}");
         }
     }
 }

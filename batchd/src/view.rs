@@ -48,7 +48,7 @@ pub fn job_view<'a>(
     let full = !brief;
     let scheduled_ep = match (core, pending) {
         _ if brief => None,
-        (Some(c), true) => c.expected_ep.get(&rec.id).map(|s| s.to_wire()),
+        (Some(c), true) => c.expected_ep(rec.id).map(|s| s.to_wire()),
         _ => match &rec.shape {
             Some(sched_core::Shape::Evolving { steps, .. }) => Some(steps.to_wire()),
             _ => None,
@@ -59,7 +59,7 @@ pub fn job_view<'a>(
     // expectation while pending. `nodes` and `time_limit` follow it.
     let chosen = match (&rec.spec.shape, pending, &rec.shape) {
         (JobShape::Moldable { .. }, true, _) => {
-            core.and_then(|c| c.expected_mold.get(&rec.id).map(ToWire::to_wire))
+            core.and_then(|c| c.expected_mold(rec.id).map(|m| m.to_wire()))
         }
         (
             JobShape::Moldable { .. },
@@ -95,7 +95,7 @@ pub fn job_view<'a>(
         start_time: rec.start,
         end_time: rec.end,
         expected_start: match core {
-            Some(c) if pending => c.expected.get(&rec.id).copied(),
+            Some(c) if pending => c.expected_start(rec.id),
             _ => None,
         },
         time_limit: chosen.map_or_else(|| rec.time_limit(), |c| c.walltime),

@@ -90,3 +90,31 @@ fn a_cycle_among_io_modules_fails() {
     assert!(!ok);
     assert!(err.contains("cycle"), "{err}");
 }
+
+/// A copy of batchd/src with `from` replaced by `to` in `file` (which must contain it).
+fn replaced(file: &str, from: &str, to: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&root().join("batchd/src"), dir.path());
+    let p = dir.path().join(file);
+    let text = fs::read_to_string(&p).unwrap();
+    assert!(text.contains(from), "{file} has no `{from}`");
+    fs::write(&p, text.replacen(from, to, 1)).unwrap();
+    dir
+}
+
+#[test]
+fn a_public_field_of_core_or_a_mut_handed_out_fails() {
+    for field in ["pub next_id: u64,", "pub(crate) next_id: u64,"] {
+        let d = replaced("core/mod.rs", "    next_id: u64,", &format!("    {field}"));
+        let (ok, err) = check(d.path());
+        assert!(!ok);
+        assert!(err.contains("a field of Core is not private"), "{err}");
+    }
+    let d = mutated(&[(
+        "core/submit.rs",
+        "impl Core { pub fn ids(&mut self) -> &mut u64 { &mut self.next_id } }",
+    )]);
+    let (ok, err) = check(d.path());
+    assert!(!ok);
+    assert!(err.contains("returns `&mut`"), "{err}");
+}

@@ -41,11 +41,11 @@ impl std::fmt::Display for AbiVersion {
 }
 
 /// The ABI this build of `sched-abi` speaks.
-pub const ABI_VERSION: AbiVersion = AbiVersion { major: 6, minor: 0 };
+pub const ABI_VERSION: AbiVersion = AbiVersion { major: 7, minor: 0 };
 
 /// [`ABI_VERSION`] as text, for abi_stable's own version check; must agree with it (a unit test
 /// checks).
-const ABI_VERSION_STR: &str = "6.0.0";
+const ABI_VERSION_STR: &str = "7.0.0";
 
 /// What went wrong on the plugin's side of a call.
 #[repr(u8)]

@@ -31,8 +31,8 @@ pub mod time;
 pub mod validate;
 
 pub use policy::{
-    cap_value_at, kill_beneficiary, kill_reason_for, Changes, JobReason, ListChanges, NamedPolicy,
-    ParamError, Params, Pending, Placement, Plan, Policy, PoolSteps, Running, Shape, Snapshot,
+    cap_value_at, kill_reason_for, Changes, Kill, ListChanges, NamedPolicy, ParamError, Params,
+    Pending, Placement, Plan, Policy, PoolSteps, Reject, RejectKind, Running, Shape, Snapshot,
     View, FOREVER,
 };
 pub use pool::{Pool, PoolId};

@@ -296,43 +296,101 @@ pub struct Placement {
     pub claim_from: ROption<Time>,
 }
 
-/// A job and why something is done to it.
+/// What kind of refusal a reject is, for a driver to act on without reading its text.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, StableAbi)]
+pub enum RejectKind {
+    /// Any other reason (a request the policy does not run, an unknown pool, ...): the text
+    /// says which.
+    #[default]
+    Other,
+    /// The job cannot start by its start deadline (a co-allocated job's `--deadline`): it has
+    /// failed.
+    DeadlineMissed,
+    /// The job asks for more nodes than its pool, or than any pool or the whole cluster, has.
+    TooLarge,
+}
+
+impl RejectKind {
+    /// Whether this is [`RejectKind::Other`] (what an absent kind reads as).
+    pub fn is_other(&self) -> bool {
+        *self == RejectKind::Other
+    }
+}
+
+/// A pending job the policy refuses for good, and why.
 #[repr(C)]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, StableAbi)]
-pub struct JobReason {
+pub struct Reject {
     /// The job.
     pub job: JobId,
     /// Why, for the logs and the job's record.
     pub reason: RString,
+    /// What kind of refusal it is.
+    #[serde(default, skip_serializing_if = "RejectKind::is_other")]
+    pub kind: RejectKind,
 }
 
-/// The reason of a kill made to make room for another job (KOALA's GP priority: local jobs
-/// killed at a co-allocated job's deadline) ends with `[for job N]`, so that a driver can tell
-/// which job each kill served (esim's `killed` lists, batchd's message to the owner) without a
-/// field in the plugin ABI. `why` is the human part.
+impl Reject {
+    /// `job` refused as `kind`, and why.
+    pub fn new(job: JobId, kind: RejectKind, reason: impl Into<RString>) -> Self {
+        Reject {
+            job,
+            reason: reason.into(),
+            kind,
+        }
+    }
+
+    /// `job` refused for another reason than the typed ones ([`RejectKind::Other`]).
+    pub fn other(job: JobId, reason: impl Into<RString>) -> Self {
+        Reject::new(job, RejectKind::Other, reason)
+    }
+}
+
+/// A running job the policy kills, and why.
+#[repr(C)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, StableAbi)]
+pub struct Kill {
+    /// The job.
+    pub job: JobId,
+    /// Why, for the logs and the job's record.
+    pub reason: RString,
+    /// The job it is killed to make room for, if one (KOALA's GP: local jobs killed at a
+    /// co-allocated job's deadline).
+    #[serde(default, skip_serializing_if = "ROption::is_none")]
+    pub for_job: ROption<JobId>,
+}
+
+impl Kill {
+    /// `job` killed, and why.
+    pub fn new(job: JobId, reason: impl Into<RString>) -> Self {
+        Kill {
+            job,
+            reason: reason.into(),
+            for_job: ROption::RNone,
+        }
+    }
+
+    /// `job` killed to make room for `beneficiary`; `why` is the human part, and the text
+    /// names the beneficiary too ([`kill_reason_for`]).
+    pub fn for_job(job: JobId, beneficiary: JobId, why: &str) -> Self {
+        Kill {
+            job,
+            reason: kill_reason_for(beneficiary, why).into(),
+            for_job: ROption::RSome(beneficiary),
+        }
+    }
+}
+
+/// The text of a kill made to make room for another job ([`Kill::for_job`]): `why` and
+/// `[for job N]`, so that a reader of the logs, a job's record or esim's output sees which job
+/// each kill served. Drivers read the beneficiary from [`Kill::for_job`].
 pub fn kill_reason_for(job: JobId, why: &str) -> String {
     format!("{why} [for job {job}]")
 }
 
-/// The job a kill's reason says it was made for ([`kill_reason_for`]'s form), if any.
-pub fn kill_beneficiary(reason: &str) -> Option<JobId> {
-    let rest = reason.trim_end().strip_suffix(']')?;
-    let at = rest.rfind("[for job ")?;
-    rest[at + "[for job ".len()..].parse().ok().map(JobId)
-}
-
 /// The duration of the last step of a CAP: "free forever after" (see [`View`]).
 pub const FOREVER: crate::time::Duration = crate::time::Duration::MAX;
-
-impl JobReason {
-    /// `job`, and why.
-    pub fn new(job: JobId, reason: impl Into<RString>) -> Self {
-        JobReason {
-            job,
-            reason: reason.into(),
-        }
-    }
-}
 
 /// A per-job view of the cluster (CooRM's CAPs, Klein & Pérez HPCC 2011 §III-A): what the job
 /// may count on, per pool, after the jobs ahead of it in the queue.
@@ -388,9 +446,9 @@ pub struct Plan {
     /// Pending jobs placed now or later.
     pub placements: RVec<Placement>,
     /// Running jobs to kill (only killable ones).
-    pub kills: RVec<JobReason>,
+    pub kills: RVec<Kill>,
     /// Pending jobs to refuse for good (e.g. a missed co-allocation deadline).
-    pub rejects: RVec<JobReason>,
+    pub rejects: RVec<Reject>,
     /// When to call the policy again even if nothing happens.
     #[serde(default)]
     pub wake_at: ROption<Time>,
@@ -806,13 +864,17 @@ mod tests {
                 },
                 claim_from: crate::RSome(5),
             }],
-            rejects: crate::rvec![JobReason::new(JobId(8), "why")],
+            rejects: crate::rvec![
+                Reject::other(JobId(8), "why"),
+                Reject::new(JobId(9), RejectKind::DeadlineMissed, "late")
+            ],
+            kills: crate::rvec![Kill::for_job(JobId(3), JobId(9), "room")],
             ..Plan::default()
         };
         let text = serde_json::to_string(&plan).expect("a plan serialises");
         assert_eq!(
             text,
-            r#"{"placements":[{"job":7,"start":10,"shape":{"CoAllocated":{"pools":[0,2]}},"claim_from":5}],"kills":[],"rejects":[{"job":8,"reason":"why"}],"wake_at":null,"views":[]}"#
+            r#"{"placements":[{"job":7,"start":10,"shape":{"CoAllocated":{"pools":[0,2]}},"claim_from":5}],"kills":[{"job":3,"reason":"room [for job 9]","for_job":9}],"rejects":[{"job":8,"reason":"why"},{"job":9,"reason":"late","kind":"DeadlineMissed"}],"wake_at":null,"views":[]}"#
         );
         assert_eq!(serde_json::from_str::<Plan>(&text).ok(), Some(plan));
         let bare: Placement = serde_json::from_str(
@@ -861,9 +923,7 @@ mod tests {
     #[test]
     fn kill_reasons_name_their_beneficiary() {
         let r = kill_reason_for(JobId(42), "preempted at a co-allocated job's deadline (GP)");
-        assert_eq!(kill_beneficiary(&r), Some(JobId(42)));
-        assert_eq!(kill_beneficiary("time limit"), None);
-        assert_eq!(kill_beneficiary("[for job x]"), None);
+        assert_eq!(r, "preempted at a co-allocated job's deadline (GP) [for job 42]");
     }
 
     #[test]

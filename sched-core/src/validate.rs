@@ -562,7 +562,7 @@ pub fn starts_now(plan: &Plan, now: Time) -> impl Iterator<Item = &Placement> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::{JobReason, Pending, PoolSteps, Running};
+    use crate::policy::{Kill, Pending, PoolSteps, Running};
     use crate::pool::Pool;
     use crate::request::Step;
 
@@ -669,10 +669,7 @@ mod tests {
             ..Plan::default()
         };
         assert!(validate(&snap, &plan).is_err());
-        plan.kills.push(JobReason {
-            job: JobId(7),
-            reason: "local job preempted".into(),
-        });
+        plan.kills.push(Kill::new(JobId(7), "local job preempted"));
         assert_eq!(validate(&snap, &plan), Ok(()));
     }
 

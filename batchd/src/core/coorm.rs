@@ -179,6 +179,23 @@ pub fn views_of(core: &Core, now: u64, plan: &Plan) -> HashMap<u64, JobView> {
         .collect()
 }
 
+/// `done` at `at` from the launcher of running session job `id`: the job is COMPLETING and
+/// keeps its nodes for the fair-start delay `fair_start_ms` (§III-C); its time limit is cut to
+/// end then, so that the policy sees the nodes busy exactly that long. Returns the record to
+/// store, or `None` when the job is not running.
+pub fn done(core: &mut Core, id: u64, at: u64, fair_start_ms: u64) -> Option<JobRecord> {
+    let a = core.jobs.get_mut(&id)?;
+    if a.rec.state != JobState::Running {
+        return None;
+    }
+    let start = a.rec.start.unwrap_or(at);
+    if let JobShape::Session { time_limit, .. } = &mut a.rec.spec.shape {
+        *time_limit = (at.saturating_add(fair_start_ms).saturating_sub(start)).max(1);
+    }
+    a.rec.state = JobState::Completing;
+    Some(a.rec.clone())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

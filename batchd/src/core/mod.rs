@@ -25,9 +25,13 @@ use crate::record::JobRecord;
 pub mod coorm;
 pub mod evolving;
 pub mod job_files;
+pub mod plan;
+pub mod submit;
 
 pub use evolving::Evolved;
 pub use job_files::JobFiles;
+pub use plan::{Effects, Forget, Killed, Rejected};
+pub use submit::Owner;
 
 /// One pool and which job holds each node.
 #[derive(Debug)]
@@ -114,40 +118,40 @@ pub enum DepStatus {
 #[derive(Debug)]
 pub struct Core {
     /// Pools, in config order; `PoolId(i)` is index `i`.
-    pub pools: Vec<PoolState>,
+    pools: Vec<PoolState>,
     /// Active jobs by id.
-    pub jobs: BTreeMap<u64, Active>,
+    jobs: BTreeMap<u64, Active>,
     /// Final state of every finished job.
-    pub finished: HashMap<u64, JobState>,
+    finished: HashMap<u64, JobState>,
     /// Next job id.
-    pub next_id: u64,
+    next_id: u64,
     /// Expected start of pending jobs from the latest plan.
-    pub expected: HashMap<u64, u64>,
+    expected: HashMap<u64, u64>,
     /// The latest plan's scheduled EP of pending evolving jobs it placed as evolving.
-    pub expected_ep: HashMap<u64, Vec<sched_core::Step>>,
+    expected_ep: HashMap<u64, Vec<sched_core::Step>>,
     /// The latest plan's configuration of pending moldable jobs it placed.
-    pub expected_mold: HashMap<u64, MoldConfig>,
+    expected_mold: HashMap<u64, MoldConfig>,
     /// Pending jobs that are not held, in queue order. With the next two sets, it spares the
     /// policy loop a walk over every record: at 100,000 queued jobs that walk (and a sort)
     /// at each run held the lock long enough to cut submissions to a tenth.
-    pub(crate) queue: BTreeSet<QueueKey>,
+    queue: BTreeSet<QueueKey>,
     /// Held pending jobs, in queue order.
     held: BTreeSet<QueueKey>,
     /// Running and completing jobs.
-    pub(crate) running: BTreeSet<u64>,
+    running: BTreeSet<u64>,
     /// Nodes claimed by pending co-allocated jobs (KOALA's RPP claims a placement's nodes at
     /// once and holds them idle until the start deadline): pool index and nodes of each
     /// component, in component order. The nodes are the job's in their pools' maps, so no
     /// other job gets them; `einfo` shows them reserved.
-    pub claims: HashMap<u64, Vec<(usize, Vec<NodeId>)>>,
+    claims: HashMap<u64, Vec<(usize, Vec<NodeId>)>>,
     /// Running jobs the policy killed, with its reason: their end is PREEMPTED (or a requeue).
-    pub preempted: HashMap<u64, String>,
+    preempted: HashMap<u64, String>,
     /// Running jobs `econtrol requeue` is stopping: at their end they are pending again with
     /// their id (held if the value is true, `requeuehold`).
-    pub requeues: HashMap<u64, bool>,
+    requeues: HashMap<u64, bool>,
     /// The latest plan's views (CooRM's CAPs), by job: what `eview` shows and launchers are
     /// sent.
-    pub views: HashMap<u64, coorm::JobView>,
+    views: HashMap<u64, coorm::JobView>,
 }
 
 /// Queue order: higher priority first, then lower id.
@@ -234,6 +238,107 @@ impl Core {
             .get(&id)
             .map(|a| a.rec.state)
             .or_else(|| self.finished.get(&id).copied())
+    }
+
+    /// Pools, in config order; `PoolId(i)` is index `i`.
+    pub fn pools(&self) -> &[PoolState] {
+        &self.pools
+    }
+
+    /// Active job `id`.
+    pub fn job(&self, id: u64) -> Option<&Active> {
+        self.jobs.get(&id)
+    }
+
+    /// Active jobs by id.
+    pub fn jobs(&self) -> &BTreeMap<u64, Active> {
+        &self.jobs
+    }
+
+    /// Whether pending job `id` holds claimed nodes.
+    pub fn is_claimed(&self, id: u64) -> bool {
+        self.claims.contains_key(&id)
+    }
+
+    /// The latest plan's expected start of pending job `id`.
+    pub fn expected_start(&self, id: u64) -> Option<u64> {
+        self.expected.get(&id).copied()
+    }
+
+    /// The latest plan's scheduled EP of pending evolving job `id`.
+    pub fn expected_ep(&self, id: u64) -> Option<&[sched_core::Step]> {
+        self.expected_ep.get(&id).map(Vec::as_slice)
+    }
+
+    /// The latest plan's configuration of pending moldable job `id`.
+    pub fn expected_mold(&self, id: u64) -> Option<MoldConfig> {
+        self.expected_mold.get(&id).copied()
+    }
+
+    /// The latest plan's view (CooRM's CAPs) of job `id`.
+    pub fn view_of(&self, id: u64) -> Option<&coorm::JobView> {
+        self.views.get(&id)
+    }
+
+    /// Keeps the latest plan's views (see [`coorm::views_of`]).
+    pub fn set_views(&mut self, views: HashMap<u64, coorm::JobView>) {
+        self.views = views;
+    }
+
+    /// Why the policy killed running job `id`, if it did (it ends PREEMPTED or requeued).
+    pub fn preempted_why(&self, id: u64) -> Option<&str> {
+        self.preempted.get(&id).map(String::as_str)
+    }
+
+    /// Forgets that the policy killed job `id` (it has just ended); the reason if it did.
+    pub fn take_preempted(&mut self, id: u64) -> Option<String> {
+        self.preempted.remove(&id)
+    }
+
+    /// Whether running job `id` is being requeued by hand ([`Core::start_requeue`]).
+    pub fn is_requeuing(&self, id: u64) -> bool {
+        self.requeues.contains_key(&id)
+    }
+
+    /// Whether job `id`, once it ends, goes back to the queue with its id: a requeue by hand
+    /// is on its way, or the policy killed it and it asked to be requeued (`--requeue`).
+    pub fn will_requeue(&self, id: u64) -> bool {
+        self.is_requeuing(id)
+            || (self.preempted.contains_key(&id)
+                && self.jobs.get(&id).is_some_and(|a| a.rec.spec.requeue))
+    }
+
+    /// Starts the cancel of running job `id`: a requeue by hand on its way is dropped (the job
+    /// ends CANCELLED), the job is COMPLETING while its supervisor stops it. Returns its record
+    /// to store and whether it must be told to stop (not when a cancel is on its way already).
+    pub fn start_cancel(&mut self, id: u64) -> Option<(JobRecord, bool)> {
+        self.drop_requeue(id);
+        let a = self.jobs.get_mut(&id)?;
+        let already = a.run.as_ref().is_some_and(|r| r.cancelling);
+        if let Some(run) = a.run.as_mut() {
+            run.cancelling = true;
+        }
+        a.rec.state = JobState::Completing;
+        Some((a.rec.clone(), !already))
+    }
+
+    /// At start-up: the id the next job gets and the final state of every finished job, as
+    /// the store loaded them.
+    pub fn restore_history(&mut self, next_id: u64, finished: HashMap<u64, JobState>) {
+        self.next_id = next_id;
+        self.finished = finished;
+    }
+
+    /// At start-up: job `id`, stored as active, is finished as `state` instead (it cannot be
+    /// re-attached, or its launcher session is gone); it is not in the active set.
+    pub fn restore_finished(&mut self, id: u64, state: JobState) {
+        self.finished.insert(id, state);
+    }
+
+    /// At start-up: re-attached job `id` was being requeued by hand (`held` for
+    /// `requeuehold`); its end still requeues it.
+    pub fn restore_requeue(&mut self, id: u64, held: bool) {
+        self.requeues.insert(id, held);
     }
 
     /// Adds a job (pending, or running with `run` set) to the active set.

@@ -28,7 +28,7 @@ enum Outcome {
 }
 
 fn outcome(core: &Core, caller: &Caller, id: u64, signal: Option<i32>) -> Option<Outcome> {
-    let a = core.jobs.get(&id)?;
+    let a = core.job(id)?;
     let fail = |kind, message: String| Outcome::Failed(JobFailure::new(id, kind, message));
     Some(if !caller.may_touch(a.rec.uid) {
         fail(
@@ -68,7 +68,7 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: CancelRequest) -> Rep
     {
         let mut core = d.core();
         for &id in filter.ids() {
-            if !core.jobs.contains_key(&id) {
+            if core.job(id).is_none() {
                 report.failed.push(match core.state_of(id) {
                     Some(_) => JobFailure::new(
                         id,
@@ -88,7 +88,7 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: CancelRequest) -> Rep
         let tasks = filter.tasks();
         if !tasks.is_empty() {
             let mut queued = vec![false; tasks.len()];
-            for a in core.jobs.values() {
+            for a in core.jobs().values() {
                 if let Some(t) = a.rec.spec.array_task.as_deref() {
                     if let Ok(i) = tasks.binary_search(&(t.array_id, t.index)) {
                         queued[i] = true;
@@ -104,7 +104,7 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: CancelRequest) -> Rep
             }
         }
         let selected: Vec<(u64, Outcome)> = core
-            .jobs
+            .jobs()
             .values()
             .filter(|a| filter.selects(a.rec.filter_key()))
             .filter_map(|a| Some((a.rec.id, outcome(&core, caller, a.rec.id, req.signal)?)))
@@ -160,15 +160,9 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: CancelRequest) -> Rep
 /// job ends CANCELLED); `Some(id)` when it must be told to stop, `None` when a cancel is
 /// already on its way.
 fn stop(d: &Daemon, core: &mut Core, id: u64) -> Option<u64> {
-    core.drop_requeue(id);
-    let a = core.jobs.get_mut(&id)?;
-    let already = a.run.as_ref().is_some_and(|r| r.cancelling);
-    if let Some(run) = a.run.as_mut() {
-        run.cancelling = true;
-    }
-    a.rec.state = JobState::Completing;
-    d.store.write(a.rec.clone());
-    (!already).then_some(id)
+    let (rec, send) = core.start_cancel(id)?;
+    d.store.write(rec);
+    send.then_some(id)
 }
 
 /// Ends the pending jobs `ids` CANCELLED, [`LOCK_CHUNK`] of them per hold of the core lock,
@@ -183,7 +177,7 @@ async fn end_pending(
     for chunk in ids.chunks(LOCK_CHUNK) {
         let mut core = d.core();
         for &id in chunk {
-            match core.jobs.get(&id).map(|a| a.rec.state) {
+            match core.job(id).map(|a| a.rec.state) {
                 Some(JobState::Pending) => {
                     let rec = core.finish(id, |r| {
                         r.state = JobState::Cancelled;
@@ -241,7 +235,7 @@ pub(super) async fn send(d: &Arc<Daemon>, id: u64, sig: Option<i32>) -> Result<(
     for _ in 0..50 {
         let session = d
             .core()
-            .jobs
+            .jobs()
             .get(&id)
             .is_some_and(|a| crate::core::coorm::is_session(&a.rec));
         if session && sig.is_none() {
@@ -258,7 +252,7 @@ pub(super) async fn send(d: &Arc<Daemon>, id: u64, sig: Option<i32>) -> Result<(
             Ok(()) => return Ok(()),
             Err(e) => last = e,
         }
-        if !d.core().jobs.contains_key(&id) {
+        if d.core().job(id).is_none() {
             // It ended meanwhile.
             return Ok(());
         }

@@ -24,7 +24,7 @@ async fn set_held(d: &Arc<Daemon>, caller: &Caller, ids: Vec<u64>, held: bool) -
         for &id in chunk {
             let fail = |kind, message: String| JobFailure::new(id, kind, message);
             let known = core.state_of(id).is_some();
-            let Some(a) = core.jobs.get(&id) else {
+            let Some(a) = core.job(id) else {
                 report.failed.push(if known {
                     fail(
                         ErrorKind::InvalidState,

@@ -20,7 +20,7 @@ pub fn handle(d: &Arc<Daemon>) -> Reply {
     };
     let core = d.core();
     let pools = core
-        .pools
+        .pools()
         .iter()
         .map(|p| {
             let nodes: Vec<NodeInfo> = (0..p.pool.nodes)
@@ -30,7 +30,7 @@ pub fn handle(d: &Arc<Daemon>) -> Reply {
                         name: p.node_name(i),
                         state: match job {
                             // A pending holder has claimed the node for a later start.
-                            Some(j) if core.claims.contains_key(&j) => NodeState::Reserved,
+                            Some(j) if core.is_claimed(j) => NodeState::Reserved,
                             Some(_) => NodeState::Allocated,
                             None => NodeState::Idle,
                         },
@@ -63,11 +63,11 @@ pub fn handle(d: &Arc<Daemon>) -> Reply {
         })
         .collect();
     let pending = core
-        .jobs
+        .jobs()
         .values()
         .filter(|a| a.rec.state == JobState::Pending)
         .count() as u64;
-    let running = core.jobs.len() as u64 - pending;
+    let running = core.jobs().len() as u64 - pending;
     Response::Info(ClusterInfo {
         pools,
         policy,

@@ -149,7 +149,7 @@ fn encode_active<C: std::ops::Deref<Target = Core>>(
     let order: Vec<(u64, Option<PendingReason>)> = {
         let c = core();
         let mut order: Vec<_> = c
-            .jobs
+            .jobs()
             .values()
             .filter(|a| a.rec.state != JobState::Pending && filter.selects(a.rec.filter_key()))
             .map(|a| (a.rec.id, None))
@@ -178,7 +178,7 @@ fn encode_active<C: std::ops::Deref<Target = Core>>(
         let mut made = None;
         more = false;
         for &(id, reason) in next.by_ref() {
-            let Some(rec) = c.jobs.get(&id).map(|a| &a.rec) else {
+            let Some(rec) = c.job(id).map(|a| &a.rec) else {
                 continue;
             };
             if !filter.selects(rec.filter_key()) {
@@ -412,9 +412,29 @@ mod tests {
             PathBuf::from("/j/3"),
         )
         .unwrap();
-        c.expected.insert(2, 60_100);
-        c.expected.insert(6, 90_100);
-        c.expected_ep.insert(6, steps);
+        // A plan made at 100 that expects jobs 2 and 6 later.
+        let later = |job, start, shape| sched_core::Placement {
+            job: sched_core::JobId(job),
+            start,
+            shape,
+            claim_from: sched_core::RNone,
+        };
+        let plan = sched_core::Plan {
+            placements: sched_core::rvec![
+                later(2, 60_100, Shape::rigid(PoolId(0), 2, 60_000)),
+                later(
+                    6,
+                    90_100,
+                    Shape::Evolving {
+                        pool: PoolId(0),
+                        steps: steps.into(),
+                    }
+                ),
+            ],
+            ..Default::default()
+        };
+        let effects = c.apply_plan(&plan, 100, "test", || 100, |_| PathBuf::new());
+        assert!(effects.store.is_empty() && effects.started.is_empty());
         c
     }
 
@@ -434,7 +454,7 @@ mod tests {
     /// pending ones in queue order with their reasons.
     fn reference(c: &Core, now: u64) -> Vec<JobInfo> {
         let mut v: Vec<JobInfo> = c
-            .jobs
+            .jobs()
             .values()
             .filter(|a| a.rec.state != JobState::Pending)
             .map(|a| crate::view::active_info(c, &a.rec, None))

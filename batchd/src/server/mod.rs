@@ -64,6 +64,15 @@ pub struct Caller {
 }
 
 impl Caller {
+    /// The caller as the owner of the jobs it submits.
+    pub fn owner(&self) -> crate::core::Owner<'_> {
+        crate::core::Owner {
+            uid: self.uid,
+            gid: self.gid,
+            user: &self.user,
+        }
+    }
+
     /// Whether the caller may act on a job owned by `owner`.
     pub fn may_touch(&self, owner: u32) -> bool {
         self.uid == 0 || self.uid == owner

@@ -53,11 +53,7 @@ pub async fn reconfigure(d: &Arc<Daemon>) -> Result<ReconfigureReply, ErrorReply
     crate::coorm::links_changed(d, &settings.config, &config);
     d.settings.write().unwrap_or_else(|p| p.into_inner()).config = config;
     // The new policy has no expected starts yet; the next run gives them.
-    {
-        let mut core = d.core();
-        core.expected.clear();
-        core.expected_mold.clear();
-    }
+    d.core().forget_expectations(crate::core::Forget::NewPolicy);
     d.reschedule();
     tracing::info!(policy = %name, "reconfigured");
     Ok(ReconfigureReply {

@@ -27,7 +27,7 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, r: ReleaseNodesRequest) ->
     };
     let (reply, progress, dir) = {
         let mut core = d.core();
-        let Some(a) = core.jobs.get(&r.job) else {
+        let Some(a) = core.job(r.job) else {
             return match core.state_of(r.job) {
                 Some(_) => ErrorReply::new(
                     ErrorKind::InvalidState,

@@ -53,7 +53,7 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: RequeueRequest) -> Re
     for chunk in super::hold::unique(req.ids).chunks(super::cancel::LOCK_CHUNK) {
         let mut core = d.core();
         for &id in chunk {
-            let Some(a) = core.jobs.get(&id) else {
+            let Some(a) = core.job(id) else {
                 if core.state_of(id).is_some() {
                     finished.push(id);
                 } else {
@@ -69,7 +69,7 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: RequeueRequest) -> Re
                 report.failed.push(f);
                 continue;
             }
-            if a.run.as_ref().is_some_and(|r| r.cancelling) && !core.requeues.contains_key(&id) {
+            if a.run.as_ref().is_some_and(|r| r.cancelling) && !core.is_requeuing(id) {
                 report.failed.push(fail(
                     id,
                     ErrorKind::InvalidState,
@@ -131,7 +131,7 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: RequeueRequest) -> Re
                 continue;
             }
             // Requeued meanwhile by another request: not twice.
-            if core.jobs.contains_key(&id) {
+            if core.job(id).is_some() {
                 report.failed.push(fail(
                     id,
                     ErrorKind::InvalidState,

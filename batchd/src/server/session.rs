@@ -28,7 +28,6 @@ use super::{Caller, Link, Reply};
 use crate::core::Active;
 use crate::daemon::Daemon;
 use crate::launch::now_ms;
-use crate::record::JobRecord;
 use crate::sessions::Outbox;
 
 /// What a session's job runs: nothing of batchd's (shown by `econtrol show`).
@@ -69,11 +68,16 @@ pub(super) async fn run(d: &Arc<Daemon>, caller: &Caller, link: &mut Link, req: 
             .await;
         return;
     }
-    let rec = {
-        let mut core = d.core();
-        let id = core.next_id;
-        core.next_id += 1;
-        JobRecord::submitted(id, caller.uid, caller.gid, &caller.user, spec, now_ms())
+    let recs = d.core().submitted_records(caller.owner(), spec, now_ms());
+    // A session's spec is no array: one record.
+    let Some(rec) = recs.into_iter().next() else {
+        let _ = link
+            .send(&Response::Error(ErrorReply::new(
+                ErrorKind::Internal,
+                "a session's submission made no job",
+            )))
+            .await;
+        return;
     };
     let id = rec.id;
     if let Err(e) = d.store.commit(rec.clone()).await {
@@ -116,7 +120,7 @@ pub(super) async fn run(d: &Arc<Daemon>, caller: &Caller, link: &mut Link, req: 
     );
     let pending = d
         .core()
-        .jobs
+        .jobs()
         .get(&id)
         .is_some_and(|a| a.rec.state == JobState::Pending);
     if pending {
@@ -301,7 +305,7 @@ async fn request(d: &Arc<Daemon>, id: u64, pools: &[usize], r: SessionRequest) -
     };
     let updated = {
         let mut core = d.core();
-        match core.jobs.get(&id).map(|a| a.rec.state) {
+        match core.job(id).map(|a| a.rec.state) {
             Some(JobState::Pending) => {}
             Some(_) => {
                 return ErrorReply::new(
@@ -312,7 +316,7 @@ async fn request(d: &Arc<Daemon>, id: u64, pools: &[usize], r: SessionRequest) -
             }
             None => return ErrorReply::invalid_job(id).into(),
         }
-        let mut spec = core.jobs[&id].rec.spec.clone();
+        let mut spec = core.jobs()[&id].rec.spec.clone();
         spec.shape = shape;
         if let Err(e) = spec.check(now_ms(), max_time) {
             return ErrorReply::new(ErrorKind::InvalidSpec, e.to_string()).into();
@@ -332,7 +336,7 @@ async fn request(d: &Arc<Daemon>, id: u64, pools: &[usize], r: SessionRequest) -
 /// `done`: before the start it withdraws the job; after, it frees the nodes once the
 /// fair-start delay has passed. Either way the session ends.
 async fn done(d: &Arc<Daemon>, id: u64, traffic: SessionTraffic) -> (Reply, bool) {
-    let state = d.core().jobs.get(&id).map(|a| a.rec.state);
+    let state = d.core().job(id).map(|a| a.rec.state);
     match state {
         Some(JobState::Pending) => {
             let why = Some("withdrawn by its launcher (`done` before its start)".to_string());
@@ -356,7 +360,7 @@ async fn done(d: &Arc<Daemon>, id: u64, traffic: SessionTraffic) -> (Reply, bool
 /// `view` (`eview`): the job's view from the latest policy run.
 pub(super) fn view(d: &Daemon, r: ViewRequest) -> Reply {
     let core = d.core();
-    let Some(a) = core.jobs.get(&r.job) else {
+    let Some(a) = core.job(r.job) else {
         return match core.state_of(r.job) {
             Some(s) => ErrorReply::new(
                 ErrorKind::InvalidState,
@@ -379,7 +383,7 @@ pub(super) fn view(d: &Daemon, r: ViewRequest) -> Reply {
         )
         .into();
     }
-    match core.views.get(&r.job) {
+    match core.view_of(r.job) {
         Some(v) => Response::View(ViewReply {
             job: r.job,
             now: v.now,

@@ -11,7 +11,7 @@ use crate::launch::now_ms;
 pub async fn handle(d: &Arc<Daemon>, id: u64) -> Reply {
     {
         let core = d.core();
-        if let Some(a) = core.jobs.get(&id) {
+        if let Some(a) = core.job(id) {
             let reason = core.reason_of(now_ms(), id);
             return Reply::Jobs(vec![crate::view::active_info(&core, &a.rec, reason)]);
         }

@@ -23,11 +23,11 @@ pub fn handle(d: &Arc<Daemon>) -> Reply {
     let (pending, running) = {
         let core = d.core();
         let pending = core
-            .jobs
+            .jobs()
             .values()
             .filter(|a| a.rec.state == JobState::Pending)
             .count() as u64;
-        (pending, core.jobs.len() as u64 - pending)
+        (pending, core.jobs().len() as u64 - pending)
     };
     Response::Stats(DaemonStats {
         started: d.started,

@@ -4,91 +4,15 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use batch_proto::{
-    Dependency, ErrorKind, ErrorReply, JobShape, JobSpec, Response, SubmitRequest, TestOnlyReply,
-};
+use batch_proto::{ErrorKind, ErrorReply, JobSpec, Response, SubmitRequest, TestOnlyReply};
 
 use super::{internal, Caller, Reply};
-use crate::config::PoolConfig;
-use crate::core::{Active, Core};
+use crate::core::submit::size_from_resources;
+use crate::core::Active;
 use crate::daemon::{Daemon, TEST_ONLY_SLOTS};
 use crate::launch::now_ms;
 use crate::record::JobRecord;
 use sched_core::JobId;
-
-/// Checks `spec` against the cluster: pool, size, dependencies.
-pub fn check_against(core: &Core, spec: &JobSpec) -> Result<(), ErrorReply> {
-    let invalid = |m: String| ErrorReply::new(ErrorKind::InvalidSpec, m);
-    // A co-allocated job's components may go to different pools: each must fit in one, and
-    // all of them in the whole cluster.
-    let need = match &spec.shape {
-        JobShape::CoAllocated { components, .. } => {
-            let total: u64 = core.pools.iter().map(|p| u64::from(p.pool.nodes)).sum();
-            let want: u64 = components.iter().map(|&n| u64::from(n)).sum();
-            if want > total {
-                return Err(invalid(format!(
-                    "Requested node configuration is not available: {want} nodes in all, the pools have {total}"
-                )));
-            }
-            components.iter().copied().max().unwrap_or(0)
-        }
-        // A moldable job needs room for its smallest configuration only: a policy drops the
-        // configurations no pool can hold.
-        shape => shape.least_nodes(),
-    };
-    match &spec.pool {
-        Some(name) => {
-            let Some(i) = core.pool_index(name) else {
-                let names: Vec<&str> = core.pools.iter().map(|p| p.pool.name.as_str()).collect();
-                return Err(invalid(format!(
-                    "invalid pool `{name}` (pools: {})",
-                    names.join(", ")
-                )));
-            };
-            let nodes = core.pools[i].pool.nodes;
-            if need > nodes {
-                return Err(invalid(format!(
-                    "Requested node configuration is not available: {need} nodes, pool {name} has {nodes}"
-                )));
-            }
-        }
-        None => {
-            let max = core.pools.iter().map(|p| p.pool.nodes).max().unwrap_or(0);
-            if need > max {
-                return Err(invalid(format!(
-                    "Requested node configuration is not available: {need} nodes, the largest pool has {max}"
-                )));
-            }
-        }
-    }
-    for d in &spec.dependencies {
-        if let Dependency::On { job, .. } = d {
-            if core.state_of(*job).is_none() {
-                return Err(invalid(format!(
-                    "Job dependency problem: job {job} does not exist"
-                )));
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Clips a moldable job's `--nodes-range` to the largest pool it may run in (its own, or the
-/// largest of all): as Slurm clips a node range to what the partition holds, since node counts
-/// no pool has could never be chosen, and a policy would weigh each of them at every fit. A
-/// range wholly beyond the pools is left alone (`check_against` judged the job by its
-/// smallest count).
-pub fn clip_to_pools(core: &Core, spec: &mut JobSpec) {
-    let largest = match &spec.pool {
-        Some(name) => core.pool_index(name).map(|i| core.pools[i].pool.nodes),
-        None => core.pools.iter().map(|p| p.pool.nodes).max(),
-    };
-    if let (JobShape::Moldable { model: Some(m), .. }, Some(largest)) = (&mut spec.shape, largest) {
-        if m.max_nodes > largest && m.min_nodes <= largest {
-            m.max_nodes = largest;
-        }
-    }
-}
 
 pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: SubmitRequest) -> Reply {
     // What a client may send (fields batchd sets refused, every bound) was checked when the
@@ -99,7 +23,9 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: SubmitRequest) -> Rep
     if let Err(e) = spec.check(now_ms(), max_time) {
         return ErrorReply::new(ErrorKind::InvalidSpec, e.to_string()).into();
     }
-    if let Err(m) = size_from_resources(&mut spec, &d.settings().config.pools) {
+    let pools = d.settings().config.pools;
+    let sizes = pools.iter().map(|p| (p.name.as_str(), p.node_size()));
+    if let Err(m) = size_from_resources(&mut spec, sizes) {
         return ErrorReply::new(ErrorKind::InvalidSpec, m).into();
     }
     if d.euid != 0 && caller.uid != d.euid {
@@ -125,11 +51,11 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: SubmitRequest) -> Rep
     let now = now_ms();
     let recs = {
         let mut core = d.core();
-        if let Err(e) = check_against(&core, &spec) {
+        if let Err(e) = core.check_against(&spec) {
             return e.into();
         }
-        clip_to_pools(&core, &mut spec);
-        array_records(&mut core.next_id, caller, spec, now)
+        core.clip_to_pools(&mut spec);
+        core.submitted_records(caller.owner(), spec, now)
     };
     let Some(id) = recs.first().map(|r| r.id) else {
         return internal("an array without tasks");
@@ -156,69 +82,6 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: SubmitRequest) -> Rep
     Response::Submitted { id }.into()
 }
 
-/// Sets a rigid job's node count from its `-n/-c/--mem...` (batch_proto::resources) with the
-/// node size of its pool; without `-p`, of every pool that can hold it, the largest count, so
-/// that whichever pool the policy picks, the job has enough. No pool can hold it: refused with
-/// Slurm's words and the reason.
-fn size_from_resources(spec: &mut JobSpec, pools: &[PoolConfig]) -> Result<(), String> {
-    let Some(r) = spec.resources.as_ref().filter(|r| !r.is_empty()) else {
-        return Ok(());
-    };
-    let JobShape::Rigid { nodes, .. } = &mut spec.shape else {
-        return Ok(());
-    };
-    let mut counts = pools
-        .iter()
-        .filter(|p| spec.pool.as_ref().is_none_or(|name| *name == p.name))
-        .map(|p| r.node_count(p.node_size()));
-    let Some(first) = counts.next() else {
-        // An unknown pool: check_against says so.
-        return Ok(());
-    };
-    let best = counts.fold(first, |a, b| match (a, b) {
-        (Ok(a), Ok(b)) => Ok(a.max(b)),
-        (Ok(a), Err(_)) | (Err(_), Ok(a)) => Ok(a),
-        (Err(e), Err(_)) => Err(e),
-    });
-    *nodes = best.map_err(|why| format!("Requested node configuration is not available: {why}"))?;
-    Ok(())
-}
-
-/// The records a submission makes, ids taken from `next_id`: one job, or one per task of a job
-/// array, each an ordinary pending job that knows its array (the array's id is its first
-/// task's job id, as in Slurm).
-fn array_records(
-    next_id: &mut u64,
-    caller: &Caller,
-    mut spec: JobSpec,
-    now: u64,
-) -> Vec<JobRecord> {
-    let Some(array) = spec.array.take() else {
-        let id = *next_id;
-        *next_id += 1;
-        return vec![JobRecord::submitted(
-            id,
-            caller.uid,
-            caller.gid,
-            &caller.user,
-            spec,
-            now,
-        )];
-    };
-    let first = *next_id;
-    *next_id += array.indices.len() as u64;
-    array
-        .indices
-        .iter()
-        .zip(first..)
-        .map(|(&index, id)| {
-            let mut task = spec.clone();
-            task.array_task = Some(Box::new(array.task(first, index)));
-            JobRecord::submitted(id, caller.uid, caller.gid, &caller.user, task, now)
-        })
-        .collect()
-}
-
 /// When the job would start if submitted now: a fresh instance of the policy in force plans
 /// the present queue plus this job, so the running policy's state is not disturbed.
 ///
@@ -240,12 +103,12 @@ async fn test_only(d: &Arc<Daemon>, caller: &Caller, mut spec: JobSpec) -> Reply
     let now = now_ms();
     let (snap, id, pools) = {
         let core = d.core();
-        if let Err(e) = check_against(&core, &spec) {
+        if let Err(e) = core.check_against(&spec) {
             return e.into();
         }
-        clip_to_pools(&core, &mut spec);
+        core.clip_to_pools(&mut spec);
         let mut snap = core.snapshot(now, config.grace_period_ms);
-        let id = core.next_id;
+        let id = core.next_id();
         let rec = JobRecord::submitted(id, caller.uid, caller.gid, &caller.user, spec.clone(), now);
         let eligible = !spec.hold && core.dep_status(&rec) == crate::core::DepStatus::Satisfied;
         if eligible {
@@ -256,7 +119,11 @@ async fn test_only(d: &Arc<Daemon>, caller: &Caller, mut spec: JobSpec) -> Reply
                 .unwrap_or(snap.pending.len());
             snap.pending.insert(pos, core.pending_of(&rec, now));
         }
-        let pools: Vec<String> = core.pools.iter().map(|p| p.pool.name.to_string()).collect();
+        let pools: Vec<String> = core
+            .pools()
+            .iter()
+            .map(|p| p.pool.name.to_string())
+            .collect();
         (snap, id, pools)
     };
     let planning = tokio::task::spawn_blocking(move || {

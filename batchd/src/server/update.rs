@@ -15,7 +15,7 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: UpdateRequest) -> Rep
     let config = d.settings().config;
     let rec = {
         let mut core = d.core();
-        let Some(a) = core.jobs.get(&id) else {
+        let Some(a) = core.job(id) else {
             return ErrorReply::invalid_job(id).into();
         };
         if !caller.may_touch(a.rec.uid) {
@@ -58,7 +58,7 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: UpdateRequest) -> Rep
         if let Err(e) = spec.check(crate::launch::now_ms(), max_time) {
             return ErrorReply::new(ErrorKind::InvalidSpec, e.to_string()).into();
         }
-        if let Err(e) = super::submit::check_against(&core, &spec) {
+        if let Err(e) = core.check_against(&spec) {
             return e.into();
         }
         let Some(rec) = core.update_pending(id, |r| r.spec = spec) else {

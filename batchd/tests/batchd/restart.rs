@@ -423,6 +423,17 @@ fn a_restart_while_a_killed_job_stops_keeps_its_nodes_with_the_job_they_went_to(
     };
     let global = c.submit(global);
     c.wait_state(global, JobState::Running);
+    // Running in the core comes before its supervisor starts: a restart in between would
+    // requeue the global job (it never started), which is not the case under test.
+    let pidfile = c.path(&format!("state/jobs/{global}/supervisor.pid"));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !pidfile.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the global job's supervisor did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     assert_eq!(c.show(local).state, JobState::Running, "still stopping");
     c.stop();
     c.boot();

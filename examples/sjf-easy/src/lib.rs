@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 
 use sched_core::time::HOUR;
 use sched_core::{
-    JobReason, NamedPolicy, ParamError, Params, Pending, Placement, Plan, Policy, PoolId, Profile, RNone, Shape,
+    NamedPolicy, ParamError, Params, Pending, Placement, Plan, Policy, PoolId, Profile, RNone, Reject, RejectKind, Shape,
     Snapshot, Time,
 };
 
@@ -52,18 +52,21 @@ impl Policy for SjfEasy {
         let mut reserved: BTreeMap<PoolId, bool> = BTreeMap::new();
         for job in self.order(s) {
             let Some(r) = job.request.as_rigid() else {
-                plan.rejects.push(JobReason::new(job.id, "the request offers no shape"));
+                plan.rejects.push(Reject::other(job.id, "the request offers no shape"));
                 continue;
             };
             let pool_id = r.pool.unwrap_or(first_pool);
             let (Some(pool), Some(prof)) = (s.pool(pool_id), used.get_mut(&pool_id)) else {
-                plan.rejects.push(JobReason::new(job.id, format!("no pool {pool_id}")));
+                plan.rejects.push(Reject::other(job.id, format!("no pool {pool_id}")));
                 continue;
             };
             let cap = i64::from(pool.nodes);
             if r.nodes == 0 || i64::from(r.nodes) > cap {
-                plan.rejects.push(JobReason::new(
+                // Zero nodes is no size at all; more than the pool has, too large.
+                let kind = if r.nodes == 0 { RejectKind::Other } else { RejectKind::TooLarge };
+                plan.rejects.push(Reject::new(
                     job.id,
+                    kind,
                     format!("asks for {} nodes, pool {} has {}", r.nodes, pool.name, pool.nodes),
                 ));
                 continue;

@@ -27,8 +27,8 @@ use sched_abi::{Failure, HostedPolicy, PolicyHost};
 use sched_core::request::{CoAllocated, Component, Rigid};
 use sched_core::time::{as_secs_f64, Time};
 use sched_core::{
-    kill_beneficiary, JobId, Pending, PlanError, Pool, PoolId, PoolSteps, RNone, RSome, Request,
-    Running, Shape, Snapshot,
+    JobId, Pending, PlanError, Pool, PoolId, PoolSteps, RNone, RSome, Request, Running, Shape,
+    Snapshot,
 };
 
 use super::trace::{secs_to_ms, CoallocTrace, TraceError, TraceId, TraceJob};
@@ -502,7 +502,7 @@ impl Driver {
         for k in &plan.kills {
             let i = idx(k.job);
             self.finish(i, now, Outcome::Killed);
-            if let Some(b) = kill_beneficiary(&k.reason) {
+            if let RSome(b) = k.for_job {
                 if let Some(job) = self.jobs.get_mut(idx(b)) {
                     job.killed.push(i);
                 }

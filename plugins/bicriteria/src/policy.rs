@@ -23,8 +23,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use sched_core::{
-    JobId, JobReason, NamedPolicy, ParamError, Params, Pending, Placement, Plan, Policy, PoolId,
-    RSome, Request, Running, Shape, Snapshot, Time,
+    JobId, NamedPolicy, ParamError, Params, Pending, Placement, Plan, Policy, PoolId, RSome,
+    Reject, RejectKind, Request, Running, Shape, Snapshot, Time,
 };
 
 use crate::bicrit::{bicrit, compaction_list, BiCritParams};
@@ -183,10 +183,7 @@ impl Policy for BiCriteria {
             plan.rejects = snap
                 .pending
                 .iter()
-                .map(|p| JobReason {
-                    job: p.id,
-                    reason: "no pool".into(),
-                })
+                .map(|p| Reject::other(p.id, "no pool"))
                 .collect();
             return plan;
         };
@@ -197,23 +194,23 @@ impl Policy for BiCriteria {
         for p in snap.pending {
             let pool_id = p.request.pool().unwrap_or(largest.id);
             let Some(pool) = snap.pool(pool_id) else {
-                plan.rejects.push(JobReason {
-                    job: p.id,
-                    reason: format!("pool {} does not exist", pool_id.0).into(),
-                });
+                plan.rejects.push(Reject::other(
+                    p.id,
+                    format!("pool {} does not exist", pool_id.0),
+                ));
                 continue;
             };
             match configs(p) {
-                Err(reason) => plan.rejects.push(JobReason::new(p.id, reason)),
+                Err(reason) => plan.rejects.push(Reject::other(p.id, reason)),
                 Ok(c) if !c.iter().any(|&(n, _)| n >= 1 && n <= pool.nodes) => {
-                    plan.rejects.push(JobReason {
-                        job: p.id,
-                        reason: format!(
+                    plan.rejects.push(Reject::new(
+                        p.id,
+                        RejectKind::TooLarge,
+                        format!(
                             "no configuration fits pool {} ({} nodes)",
                             pool.name, pool.nodes
-                        )
-                        .into(),
-                    })
+                        ),
+                    ))
                 }
                 Ok(c) => waiting.entry(pool_id).or_default().push((p, c)),
             }

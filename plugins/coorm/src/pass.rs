@@ -1,10 +1,10 @@
 //! The policy loop of §III-C (Klein & Pérez, HPCC 2011) over per-pool profiles, with the views
 //! filled on the way.
 
-use esched_rigid_common::{Cluster, Job};
+use esched_rigid_common::{Cluster, Job, Refusal};
 use sched_core::{
-    Duration, JobId, JobReason, Pending, Placement, Plan, Pool, PoolId, PoolSteps, RSome, Request,
-    Shape, Snapshot, Step, Time, View, FOREVER,
+    Duration, JobId, Pending, Placement, Plan, Pool, PoolId, PoolSteps, RSome, Request, Shape,
+    Snapshot, Step, Time, View, FOREVER,
 };
 
 /// One configuration of a moldable job: `nodes` nodes of `pool` for `walltime`.
@@ -38,7 +38,7 @@ pub enum Ask {
     /// completes earliest; ties go to the first in the list.
     Configs(Vec<Config>),
     /// Refused for good, with the reason (an unknown pool, or what cbf refuses).
-    Reject(String),
+    Reject(Refusal),
 }
 
 /// A queued job as the loop sees it.
@@ -79,7 +79,9 @@ impl Entry {
                         .iter()
                         .find(|(p, _)| !pools.iter().any(|q| q.id == *p))
                     {
-                        Some((p, _)) => Ask::Reject(format!("asks for {p}, which does not exist")),
+                        Some((p, _)) => Ask::Reject(Refusal::other(format!(
+                            "asks for {p}, which does not exist"
+                        ))),
                         None => Ask::Fixed {
                             components,
                             walltime: c.walltime,
@@ -103,7 +105,9 @@ impl Entry {
                     .filter(|c| c.nodes > 0)
                     .collect();
                 if configs.is_empty() {
-                    Ask::Reject("the moldable request offers no configuration".to_string())
+                    Ask::Reject(Refusal::other(
+                        "the moldable request offers no configuration",
+                    ))
                 } else {
                     Ask::Configs(configs)
                 }
@@ -142,7 +146,7 @@ pub enum Planned {
     /// A launcher without a request.
     Waiting,
     /// Refused.
-    Rejected(String),
+    Rejected(Refusal),
 }
 
 /// What the calls did.
@@ -321,7 +325,7 @@ pub fn pass(
                 components,
                 walltime,
             } => match needs_of(&cl, components) {
-                None => Planned::Rejected("asks for a pool that does not exist".to_string()),
+                None => Planned::Rejected(Refusal::other("asks for a pool that does not exist")),
                 Some(needs) => match earliest_all(&cl, &needs, *walltime, from) {
                     None => Planned::Never,
                     Some(start) => {
@@ -403,10 +407,7 @@ pub fn pass(
                     claim_from: sched_core::RNone,
                 });
             }
-            Planned::Rejected(why) => out.plan.rejects.push(JobReason {
-                job: e.job,
-                reason: why.clone().into(),
-            }),
+            Planned::Rejected(why) => out.plan.rejects.push(why.clone().reject(e.job)),
             Planned::Never | Planned::Waiting => {}
         }
         out.planned.push(planned);

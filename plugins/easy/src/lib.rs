@@ -15,9 +15,7 @@
 #![forbid(unsafe_code)]
 
 use esched_rigid_common::{Cluster, Job};
-use sched_core::{
-    JobReason, NamedPolicy, ParamError, Params, Placement, Plan, Policy, Snapshot, Time,
-};
+use sched_core::{NamedPolicy, ParamError, Params, Placement, Plan, Policy, Snapshot, Time};
 
 /// EASY backfilling.
 ///
@@ -55,8 +53,8 @@ impl Policy for Easy {
         for p in snap.pending {
             let (job, options) = match Job::view(p, &cluster.pools) {
                 Ok(view) => view,
-                Err(reason) => {
-                    plan.rejects.push(JobReason::new(p.id, reason));
+                Err(refused) => {
+                    plan.rejects.push(refused.reject(p.id));
                     continue;
                 }
             };
@@ -70,8 +68,9 @@ impl Policy for Easy {
                 None => job,
             };
             if job.deadline.is_some_and(|d| d < now) {
-                let reason = job.missed_deadline(None).unwrap_or_default();
-                plan.rejects.push(JobReason::new(p.id, reason));
+                if let Some(refused) = job.missed_deadline(None) {
+                    plan.rejects.push(refused.reject(p.id));
+                }
                 continue;
             }
             // Fits now: start. Behind the first waiting job this is the backfill, and the profile
@@ -96,8 +95,8 @@ impl Policy for Easy {
             }
             // The first job that cannot start now: the only reservation.
             let slot = cluster.earliest(&job, now.max(job.earliest));
-            if let Some(reason) = job.missed_deadline(slot.map(|s| s.1)) {
-                plan.rejects.push(JobReason::new(p.id, reason));
+            if let Some(refused) = job.missed_deadline(slot.map(|s| s.1)) {
+                plan.rejects.push(refused.reject(p.id));
                 continue;
             }
             head_found = true;

@@ -25,8 +25,8 @@ pub mod fit;
 pub mod schedule;
 
 use sched_core::{
-    JobReason, NamedPolicy, ParamError, Params, Placement, Plan, Policy, PoolId, Request, Shape,
-    Snapshot, Step,
+    NamedPolicy, ParamError, Params, Placement, Plan, Policy, PoolId, Reject, RejectKind, Request,
+    Shape, Snapshot, Step,
 };
 
 pub use fit::{ExpandLimit, Fitted};
@@ -174,10 +174,7 @@ impl Policy for EvolvingPolicy {
             let w = match want(&job.request) {
                 Ok(w) => w,
                 Err(reason) => {
-                    plan.rejects.push(JobReason {
-                        job: job.id,
-                        reason: reason.into(),
-                    });
+                    plan.rejects.push(Reject::other(job.id, reason));
                     continue;
                 }
             };
@@ -191,19 +188,21 @@ impl Policy for EvolvingPolicy {
             };
             if !eligible().any(|(_, (_, s))| s.nodes() >= widest) {
                 let largest = eligible().map(|(_, (_, s))| s.nodes()).max();
-                let reason = match largest {
-                    None => format!(
-                        "no pool {} in this cluster",
-                        w.pool.map_or_else(String::new, |p| p.to_string())
+                let reject = match largest {
+                    None => Reject::other(
+                        job.id,
+                        format!(
+                            "no pool {} in this cluster",
+                            w.pool.map_or_else(String::new, |p| p.to_string())
+                        ),
                     ),
-                    Some(n) => {
-                        format!("asks for {widest} nodes, the largest eligible pool has {n}")
-                    }
+                    Some(n) => Reject::new(
+                        job.id,
+                        RejectKind::TooLarge,
+                        format!("asks for {widest} nodes, the largest eligible pool has {n}"),
+                    ),
                 };
-                plan.rejects.push(JobReason {
-                    job: job.id,
-                    reason: reason.into(),
-                });
+                plan.rejects.push(reject);
                 continue;
             }
             let from = now.max(job.earliest_start).max(job.submit);

@@ -15,8 +15,7 @@
 pub use esched_rigid_common::Counters;
 use esched_rigid_common::{book, Cluster, Job};
 use sched_core::{
-    JobId, JobReason, NamedPolicy, ParamError, Params, Placement, Plan, Policy, Request, Snapshot,
-    Time,
+    JobId, NamedPolicy, ParamError, Params, Placement, Plan, Policy, Request, Snapshot, Time,
 };
 
 /// First come, first served, with the whole planned schedule kept between calls.
@@ -123,8 +122,8 @@ fn starts_now(snap: &Snapshot<'_>) -> Option<Plan> {
         }
         let (job, options) = match Job::view(p, &cluster.pools) {
             Ok(view) => view,
-            Err(reason) => {
-                plan.rejects.push(JobReason::new(p.id, reason));
+            Err(refused) => {
+                plan.rejects.push(refused.reject(p.id));
                 continue;
             }
         };

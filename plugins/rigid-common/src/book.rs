@@ -5,12 +5,12 @@ use std::collections::VecDeque;
 
 use sched_core::idmap::IdMap;
 use sched_core::{
-    Changes, JobId, JobReason, ListChanges, Pending, Placement, Plan, Pool, PoolSteps, RVec,
-    Request, Running, Snapshot, Time,
+    Changes, JobId, ListChanges, Pending, Placement, Plan, Pool, PoolSteps, RVec, Request, Running,
+    Snapshot, Time,
 };
 
 use crate::common::{
-    holds_end, holds_one_interval, same_holds_from, Cluster, FitHints, Job, Options,
+    holds_end, holds_one_interval, same_holds_from, Cluster, FitHints, Job, Options, Refusal,
 };
 
 /// What happened to the book during the calls so far: for tests and benchmarks.
@@ -444,7 +444,7 @@ impl Book {
             );
             for (k, p) in snap.pending.iter().enumerate().skip(first) {
                 match view(p, &self.cluster.pools) {
-                    Err(reason) => plan.rejects.push(JobReason::new(p.id, reason)),
+                    Err(refused) => plan.rejects.push(refused.reject(p.id)),
                     Ok((job, asked)) => new_jobs.push((k, job, asked)),
                 }
             }
@@ -469,7 +469,7 @@ impl Book {
                     _ => {
                         let Some(&seq) = self.pos.get(&p.id) else {
                             match view(p, &self.cluster.pools) {
-                                Err(reason) => plan.rejects.push(JobReason::new(p.id, reason)),
+                                Err(refused) => plan.rejects.push(refused.reject(p.id)),
                                 Ok((job, asked)) => new_jobs.push((k, job, asked)),
                             }
                             continue;
@@ -671,8 +671,8 @@ impl Book {
                 old.is_none() || slot.zip(old).is_some_and(|((_, n), (_, o))| n <= o),
                 "job {id} moved later in a compression: {old:?} → {slot:?}"
             );
-            if let Some(reason) = job.missed_deadline(slot.map(|s| s.1)) {
-                plan.rejects.push(JobReason::new(id, reason));
+            if let Some(refused) = job.missed_deadline(slot.map(|s| s.1)) {
+                plan.rejects.push(refused.reject(id));
                 self.take(id);
                 if let Some((_, s)) = old {
                     self.freed.record(s.saturating_add(job.walltime));
@@ -782,8 +782,8 @@ impl Book {
                 !one_pool || old.is_none() || slot.zip(old).is_some_and(|((_, n), (_, o))| n <= o),
                 "job {id} moved later in a compression: {old:?} → {slot:?}"
             );
-            if let Some(reason) = job.missed_deadline(slot.map(|s| s.1)) {
-                plan.rejects.push(JobReason::new(id, reason));
+            if let Some(refused) = job.missed_deadline(slot.map(|s| s.1)) {
+                plan.rejects.push(refused.reject(id));
                 self.take(id);
                 self.freed_until = Time::MAX;
                 continue;
@@ -861,8 +861,8 @@ impl Book {
                 from.and_then(|f| self.cluster.earliest_hinted(&job, f, hints)),
             ),
         };
-        if let Some(reason) = job.missed_deadline(slot.map(|s| s.1)) {
-            plan.rejects.push(JobReason::new(id, reason));
+        if let Some(refused) = job.missed_deadline(slot.map(|s| s.1)) {
+            plan.rejects.push(refused.reject(id));
             return;
         }
         if let Some((p, s)) = slot {
@@ -917,7 +917,7 @@ impl Book {
             (snap.pending.len() >= 256).then(|| FitHints::new(now, self.cluster.pools.len()));
         for p in snap.pending {
             match view(p, &self.cluster.pools) {
-                Err(reason) => plan.rejects.push(JobReason::new(p.id, reason)),
+                Err(refused) => plan.rejects.push(refused.reject(p.id)),
                 Ok((job, asked)) => self.push(p.id, job, asked, now, plan, hints.as_mut()),
             }
         }
@@ -997,6 +997,6 @@ fn same_request(p: &Pending, e: &Entry, pools: &[Pool]) -> bool {
 }
 
 /// How the book sees a pending job: [`Job::view`].
-fn view(p: &Pending, pools: &[Pool]) -> Result<(Job, Options), String> {
+fn view(p: &Pending, pools: &[Pool]) -> Result<(Job, Options), Refusal> {
     Job::view(p, pools)
 }

@@ -8,8 +8,44 @@ use sched_core::idmap::IdHasher;
 
 use sched_core::request::total_duration;
 use sched_core::{
-    Duration, Pending, Pool, PoolId, PoolSteps, Profile, Request, Rigid, Shape, Step, Time,
+    Duration, JobId, Pending, Pool, PoolId, PoolSteps, Profile, Reject, RejectKind, Request, Rigid,
+    Shape, Step, Time,
 };
+
+/// Why a pending job is refused for good: its kind, for the driver, and its text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    /// What kind of refusal.
+    pub kind: RejectKind,
+    /// Why, for humans.
+    pub reason: String,
+}
+
+impl Refusal {
+    /// A refusal of kind `kind`.
+    pub fn new(kind: RejectKind, reason: impl Into<String>) -> Self {
+        Refusal {
+            kind,
+            reason: reason.into(),
+        }
+    }
+
+    /// A refusal of none of the typed kinds.
+    pub fn other(reason: impl Into<String>) -> Self {
+        Refusal::new(RejectKind::Other, reason)
+    }
+
+    /// The plan's reject of `job` for this refusal.
+    pub fn reject(self, job: JobId) -> Reject {
+        Reject::new(job, self.kind, self.reason)
+    }
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.reason)
+    }
+}
 
 /// A pending job as a rigid-only policy sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,7 +75,7 @@ impl Job {
     ///
     /// A moldable request's view is its first configuration that some pool can hold; the
     /// policies pick among all of them with [`Job::options`] and [`Cluster::choose`].
-    pub fn of(p: &Pending, pools: &[Pool]) -> Result<Job, String> {
+    pub fn of(p: &Pending, pools: &[Pool]) -> Result<Job, Refusal> {
         if let Request::Moldable(_) = &p.request {
             return Job::options(p, pools).map(|o| o[0]);
         }
@@ -47,21 +83,21 @@ impl Job {
         // the sum of its steps' durations; `as_rigid` implements exactly that, and packs a
         // co-allocated job's components into one pool.
         let Some(rigid) = p.request.as_rigid() else {
-            return Err(format!(
+            return Err(Refusal::other(format!(
                 "the {} request offers no configuration to run with",
                 p.request.kind()
-            ));
+            )));
         };
         let pool = match &p.request {
             Request::CoAllocated(c) => {
                 let mut fixed = c.components.iter().filter_map(|c| c.pool.into_option());
                 let first = fixed.next();
                 if let Some(other) = fixed.find(|q| Some(*q) != first) {
-                    return Err(format!(
+                    return Err(Refusal::other(format!(
                         "co-allocated components are fixed to {} and {}; a rigid policy packs a job into one pool",
                         first.map_or_else(String::new, |f| f.to_string()),
                         other
-                    ));
+                    )));
                 }
                 first
             }
@@ -78,7 +114,7 @@ impl Job {
     /// some pool it may use can hold (explicit configurations first, then the model's, as
     /// [`sched_core::Moldable::choices`] lists them), the one of [`Job::of`] for any other.
     /// Refused for good, with the reason of the first configuration, when none can run.
-    pub fn options(p: &Pending, pools: &[Pool]) -> Result<Vec<Job>, String> {
+    pub fn options(p: &Pending, pools: &[Pool]) -> Result<Vec<Job>, Refusal> {
         let Request::Moldable(m) = &p.request else {
             return Job::of(p, pools).map(|j| vec![j]);
         };
@@ -107,14 +143,15 @@ impl Job {
         }
         if out.is_empty() {
             return Err(match first_error {
-                Some(e) if choices.len() > 1 => {
+                Some(e) if choices.len() > 1 => Refusal::new(
+                    e.kind,
                     format!(
                         "none of its {} moldable configurations can run: {e}",
                         choices.len()
-                    )
-                }
+                    ),
+                ),
                 Some(e) => e,
-                None => "the moldable request offers no configuration to run with".to_string(),
+                None => Refusal::other("the moldable request offers no configuration to run with"),
             });
         }
         Ok(out)
@@ -122,7 +159,7 @@ impl Job {
 
     /// [`Job::of`] and, for a moldable request only, [`Job::options`]: what a policy needs to
     /// place any job, without a list for the requests that offer one shape.
-    pub fn view(p: &Pending, pools: &[Pool]) -> Result<(Job, Options), String> {
+    pub fn view(p: &Pending, pools: &[Pool]) -> Result<(Job, Options), Refusal> {
         if let Request::Moldable(_) = p.request {
             let options = Job::options(p, pools)?;
             Ok((options[0], Some(options.into_boxed_slice())))
@@ -139,17 +176,26 @@ impl Job {
         pool: Option<PoolId>,
         deadline: Option<Time>,
         moldable: bool,
-    ) -> Result<Job, String> {
+    ) -> Result<Job, Refusal> {
         if rigid.nodes == 0 {
-            return Err("asks for 0 nodes; a job needs at least one node".to_string());
+            return Err(Refusal::other(
+                "asks for 0 nodes; a job needs at least one node",
+            ));
         }
         match pool {
             Some(id) => match pools.iter().find(|q| q.id == id) {
-                None => return Err(format!("asks for {id}, which does not exist")),
+                None => {
+                    return Err(Refusal::other(format!(
+                        "asks for {id}, which does not exist"
+                    )))
+                }
                 Some(q) if q.nodes < rigid.nodes => {
-                    return Err(format!(
-                        "asks for {} nodes in pool `{}`, which has {}",
-                        rigid.nodes, q.name, q.nodes
+                    return Err(Refusal::new(
+                        RejectKind::TooLarge,
+                        format!(
+                            "asks for {} nodes in pool `{}`, which has {}",
+                            rigid.nodes, q.name, q.nodes
+                        ),
                     ))
                 }
                 Some(_) => {}
@@ -157,9 +203,12 @@ impl Job {
             None => {
                 let largest = pools.iter().map(|q| q.nodes).max().unwrap_or(0);
                 if largest < rigid.nodes {
-                    return Err(format!(
-                        "asks for {} nodes, the largest pool has {largest}",
-                        rigid.nodes
+                    return Err(Refusal::new(
+                        RejectKind::TooLarge,
+                        format!(
+                            "asks for {} nodes, the largest pool has {largest}",
+                            rigid.nodes
+                        ),
                     ));
                 }
             }
@@ -193,15 +242,16 @@ impl Job {
     }
 
     /// The reason to refuse the job when `start` misses its deadline.
-    pub fn missed_deadline(&self, start: Option<Time>) -> Option<String> {
+    pub fn missed_deadline(&self, start: Option<Time>) -> Option<Refusal> {
         let d = self.deadline?;
-        match start {
-            Some(s) if s <= d => None,
-            Some(s) => Some(format!(
-                "cannot start by its deadline {d} ms (earliest start {s} ms)"
-            )),
-            None => Some(format!("cannot start by its deadline {d} ms")),
-        }
+        let reason = match start {
+            Some(s) if s <= d => return None,
+            Some(s) => format!("cannot start by its deadline {d} ms (earliest start {s} ms)"),
+            None => format!("cannot start by its deadline {d} ms"),
+        };
+        // Of kind `Other`, so that batchd ends a job the rigid policies refuse here CANCELLED,
+        // its detail naming the policy; `DeadlineMissed` (the RPP's) ends it FAILED.
+        Some(Refusal::other(reason))
     }
 }
 

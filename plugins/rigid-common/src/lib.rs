@@ -18,4 +18,4 @@ pub mod book;
 pub mod common;
 
 pub use book::{Book, Counters};
-pub use common::{Cluster, FitHints, Job};
+pub use common::{Cluster, FitHints, Job, Refusal};

@@ -106,9 +106,10 @@ fn configurations_no_pool_holds_are_dropped_and_none_left_is_refused() {
     assert_eq!((view.nodes, view.walltime), (8, 20));
     let err = Job::options(&moldable(1, &[(16, 10), (9, 20)]), &pools).unwrap_err();
     assert_eq!(
-        err,
+        err.reason,
         "none of its 2 moldable configurations can run: asks for 16 nodes, the largest pool has 8"
     );
+    assert_eq!(err.kind, sched_core::RejectKind::TooLarge);
     let p = plan(
         &mut Book::new(false),
         0,

@@ -28,8 +28,8 @@
 use sched_core::idmap::IdMap;
 use sched_core::request::CoAllocated;
 use sched_core::{
-    kill_reason_for, JobId, JobReason, NamedPolicy, ParamError, Params, Placement, Plan, Policy,
-    PoolId, PoolSteps, RSome, RString, Request, Shape, Snapshot, Time,
+    JobId, Kill, NamedPolicy, ParamError, Params, Placement, Plan, Policy, PoolId, PoolSteps,
+    RSome, RString, Reject, RejectKind, Request, Shape, Snapshot, Time,
 };
 
 /// Which of the two kinds of jobs wins when a global job's deadline comes and nodes are short
@@ -248,8 +248,8 @@ impl Call<'_, '_> {
         }
     }
 
-    fn reject(&mut self, job: JobId, reason: impl Into<RString>) {
-        self.plan.rejects.push(JobReason::new(job, reason));
+    fn reject(&mut self, job: JobId, kind: RejectKind, reason: impl Into<RString>) {
+        self.plan.rejects.push(Reject::new(job, kind, reason));
     }
 
     fn place(&mut self, job: JobId, start: Time, pools: &[usize], claim_from: Option<Time>) {
@@ -309,14 +309,11 @@ impl Call<'_, '_> {
             while self.idle[p] < want {
                 let (_, victim, n) = killable[p].pop()?;
                 self.idle[p] += i64::from(n);
-                self.plan.kills.push(JobReason {
-                    job: victim,
-                    reason: kill_reason_for(
-                        job,
-                        "preempted at a co-allocated job's start deadline (GP)",
-                    )
-                    .into(),
-                });
+                self.plan.kills.push(Kill::for_job(
+                    victim,
+                    job,
+                    "preempted at a co-allocated job's start deadline (GP)",
+                ));
             }
         }
         Some(pools)
@@ -382,12 +379,16 @@ impl Policy for Rpp {
                     let comps = match components(&call, c) {
                         Ok(comps) => comps,
                         Err(why) => {
-                            call.reject(p.id, why);
+                            call.reject(p.id, RejectKind::Other, why);
                             continue;
                         }
                     };
                     let RSome(deadline) = c.deadline else {
-                        call.reject(p.id, "the RPP needs a start deadline (--deadline)");
+                        call.reject(
+                            p.id,
+                            RejectKind::Other,
+                            "the RPP needs a start deadline (--deadline)",
+                        );
                         continue;
                     };
                     let submit = p.submit.max(p.earliest_start);
@@ -435,13 +436,18 @@ impl Policy for Rpp {
                         g.settled = epoch;
                         call.reject(
                             p.id,
+                            RejectKind::DeadlineMissed,
                             "Deadline: the start deadline passed before the scheduler ran",
                         );
                     }
                 }
             } else if deadline < now {
                 g.settled = epoch;
-                call.reject(p.id, "Deadline: the start deadline has already passed");
+                call.reject(
+                    p.id,
+                    RejectKind::DeadlineMissed,
+                    "Deadline: the start deadline has already passed",
+                );
             } else if g.next <= now {
                 due.push(p.id);
             }
@@ -478,13 +484,11 @@ impl Policy for Rpp {
                         call.take(&g.comps, &pools);
                         call.place(id, now, &pools, None);
                     }
-                    None => call.reject(
-                        id,
+                    None => call.reject(id, RejectKind::DeadlineMissed,
                         "Deadline: no room for every component at the start deadline, even killing local jobs (GP)",
                     ),
                 },
-                Priority::Lp => call.reject(
-                    id,
+                Priority::Lp => call.reject(id, RejectKind::DeadlineMissed,
                     "Deadline: no room for every component at the start deadline (LP)",
                 ),
             }
@@ -505,6 +509,7 @@ impl Policy for Rpp {
                 other => {
                     call.reject(
                         p.id,
+                        RejectKind::Other,
                         format!(
                             "the RPP runs local rigid jobs and co-allocated jobs, not {} ones",
                             other.kind()
@@ -514,7 +519,11 @@ impl Policy for Rpp {
                 }
             };
             let Some(pool) = rigid.pool.into_option().and_then(|id| call.pool_index(id)) else {
-                call.reject(p.id, "a local job must name a known pool (-p)");
+                call.reject(
+                    p.id,
+                    RejectKind::Other,
+                    "a local job must name a known pool (-p)",
+                );
                 continue;
             };
             if blocked[pool] {
@@ -523,6 +532,7 @@ impl Policy for Rpp {
             if rigid.nodes == 0 || rigid.nodes > snap.pools[pool].nodes {
                 call.reject(
                     p.id,
+                    RejectKind::TooLarge,
                     format!(
                         "{} nodes can never run in pool {} of {} nodes",
                         rigid.nodes, snap.pools[pool].name, snap.pools[pool].nodes

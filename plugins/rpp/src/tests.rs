@@ -189,7 +189,8 @@ fn gp_kills_the_youngest_local_jobs_at_the_deadline() {
     assert!(plan
         .kills
         .iter()
-        .all(|k| sched_core::kill_beneficiary(&k.reason) == Some(JobId(1))));
+        .all(|k| k.for_job == sched_core::RSome(JobId(1))
+            && k.for_job == sched_core::RSome(JobId(1))));
     assert_eq!(plan.placements[0].start, 100);
 }
 

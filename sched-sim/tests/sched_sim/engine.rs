@@ -1,7 +1,7 @@
 //! The engine's handling of events, plans, refusals and stalls.
 
 use sched_core::validate::PlanError;
-use sched_core::{JobId, JobReason, Placement, Plan, Policy, PoolId, Shape, Snapshot, Time};
+use sched_core::{JobId, Kill, Placement, Plan, Policy, PoolId, Reject, Shape, Snapshot, Time};
 use sched_sim::{EndReason, Observer, SimError, Simulation};
 
 use crate::common::{job, pools, TinyFcfs};
@@ -211,10 +211,7 @@ fn kills_and_rejects_are_applied_and_counted() {
             let mut plan = Plan::default();
             for p in s.pending {
                 match p.id.0 {
-                    3 => plan.rejects.push(JobReason {
-                        job: p.id,
-                        reason: "no".into(),
-                    }),
+                    3 => plan.rejects.push(Reject::other(p.id, "no")),
                     1 | 2 => plan.placements.push(Placement {
                         job: p.id,
                         start: s.now,
@@ -225,10 +222,8 @@ fn kills_and_rejects_are_applied_and_counted() {
                 }
             }
             if s.pending.iter().any(|p| p.id.0 == 2) {
-                plan.kills.extend(s.running.iter().map(|r| JobReason {
-                    job: r.id,
-                    reason: "make room".into(),
-                }));
+                plan.kills
+                    .extend(s.running.iter().map(|r| Kill::new(r.id, "make room")));
             }
             plan
         }

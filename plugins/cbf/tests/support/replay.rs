@@ -7,7 +7,7 @@
 
 use sched_core::policy::Pending;
 use sched_core::{
-    validate, JobId, JobReason, Placement, Plan, Policy, Pool, PoolId, RSome, Request, Rigid,
+    validate, JobId, Kill, Placement, Plan, Policy, Pool, PoolId, RSome, Reject, Request, Rigid,
     Running, Shape, Snapshot, Time,
 };
 
@@ -132,14 +132,9 @@ pub fn replay<P: Policy>(
             shape: Shape::rigid(PoolId(0), 1, 1),
             claim_from: sched_core::RNone,
         });
-        junk.rejects.push(JobReason {
-            job: JobId(u64::MAX - 1),
-            reason: "junk".into(),
-        });
-        junk.kills.push(JobReason {
-            job: JobId(u64::MAX - 2),
-            reason: "junk".into(),
-        });
+        junk.rejects
+            .push(Reject::other(JobId(u64::MAX - 1), "junk"));
+        junk.kills.push(Kill::new(JobId(u64::MAX - 2), "junk"));
         junk.wake_at = RSome(now);
         policy.recycle(junk);
     }
