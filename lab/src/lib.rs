@@ -22,4 +22,5 @@ pub mod cmd;
 pub mod coalloc;
 pub mod coorm;
 pub mod evolving;
+pub mod measure;
 pub mod moldable;

@@ -923,7 +923,10 @@ mod tests {
     #[test]
     fn kill_reasons_name_their_beneficiary() {
         let r = kill_reason_for(JobId(42), "preempted at a co-allocated job's deadline (GP)");
-        assert_eq!(r, "preempted at a co-allocated job's deadline (GP) [for job 42]");
+        assert_eq!(
+            r,
+            "preempted at a co-allocated job's deadline (GP) [for job 42]"
+        );
     }
 
     #[test]

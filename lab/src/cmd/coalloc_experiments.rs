@@ -19,6 +19,7 @@ use std::time::Instant;
 
 use crate::coalloc::experiments::{estimate, run_seeds, Estimate, Protocol, SeedResult};
 use crate::coalloc::{replay, CoallocParams, CoallocSummary, PriorityName, WorkloadSpec};
+use crate::measure::thread_cpu;
 use anyhow::Context;
 use clap::Args;
 use sched_abi::{Linked, PolicyHost};
@@ -502,14 +503,6 @@ fn table(c: &Chart, file: &str) -> String {
     }
     o.push('\n');
     o
-}
-
-/// CPU time of the calling thread in seconds, from `/proc/thread-self/schedstat` (Linux); the
-/// machine is shared, so wall time alone says little about what a replay costs.
-fn thread_cpu() -> Option<f64> {
-    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    let ns: u64 = text.split_whitespace().next()?.parse().ok()?;
-    Some(ns as f64 / 1e9)
 }
 
 /// Times the replay of a 10⁶ s trace at the paper's heaviest load (U_l = 60 %, U_g = 40 %),

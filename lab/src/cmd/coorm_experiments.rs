@@ -12,6 +12,7 @@ use std::path::PathBuf;
 
 use crate::coorm::workload::{self, PACK};
 use crate::coorm::{run, Mode, Platform, RunParams, RunStats, WorkloadKind};
+use crate::measure::{quantile, thread_cpu};
 use anyhow::Context;
 use clap::Args;
 use sched_sim::swf::{read_path, ReadOptions, SwfJob};
@@ -52,30 +53,13 @@ pub struct ExperimentsArgs {
     pub quick: bool,
 }
 
-/// CPU time of the calling thread in seconds, from `CLOCK_THREAD_CPUTIME_ID` (nanoseconds;
-/// `/proc/thread-self/schedstat` is only brought up to date at scheduler ticks, too coarse for
-/// one policy call).
-fn thread_cpu() -> Option<f64> {
-    use nix::time::{clock_gettime, ClockId};
-    let ts = clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID).ok()?;
-    Some(ts.tv_sec() as f64 + ts.tv_nsec() as f64 * 1e-9)
-}
-
 /// min, q1, median, q3, max (linear interpolation between order statistics).
 fn five(mut v: Vec<f64>) -> [f64; 5] {
     if v.is_empty() {
         return [f64::NAN; 5];
     }
     v.sort_by(f64::total_cmp);
-    let q = |p: f64| {
-        let x = p * (v.len() - 1) as f64;
-        let (i, f) = (x.floor() as usize, x.fract());
-        if i + 1 < v.len() {
-            v[i] * (1.0 - f) + v[i + 1] * f
-        } else {
-            v[i]
-        }
-    };
+    let q = |p: f64| quantile(&v, p);
     [v[0], q(0.25), q(0.5), q(0.75), v[v.len() - 1]]
 }
 

@@ -45,6 +45,7 @@ use std::time::{Duration, Instant};
 use crate::coorm::workload::{self, App, Kind, PACK};
 use crate::coorm::{cem, driver, run, Mode, Platform, RunParams};
 use anyhow::{bail, Context};
+use batch_proto::clock::now_ms;
 use clap::Args;
 use esched_launcher::{Event, Launcher, PoolNodes, SessionFilter, SessionRequest};
 use sched_core::{JobId, PoolId, PoolSteps, Step, Time, View, FOREVER};
@@ -140,12 +141,6 @@ struct LauncherReport {
     consistent: bool,
     /// Why the session failed, if it did.
     error: Option<String>,
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// Real epoch ms ↔ trace ms for a run that started trace time 0 at `origin`.
@@ -416,9 +411,7 @@ fn children_cpu() -> anyhow::Result<f64> {
 }
 
 fn thread_cpu() -> f64 {
-    use nix::time::{clock_gettime, ClockId};
-    clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID)
-        .map_or(0.0, |ts| ts.tv_sec() as f64 + ts.tv_nsec() as f64 * 1e-9)
+    crate::measure::thread_cpu().unwrap_or(0.0)
 }
 
 /// batchd's config for a real run in `dir`.
