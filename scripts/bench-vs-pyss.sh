@@ -1,20 +1,21 @@
 #!/usr/bin/env bash
-# esim against pyss (the reference simulator of ../shared/reference) on the same normalised SWF
+# esim against pyss (the reference simulator of the reference schedules) on the same normalised SWF
 # trace: both replay it RUNS times, in alternation so that a machine's load falls on both alike,
 # each run timed as a whole process; prints every time, the medians and their ratio, and (when
-# compare_schedule.py is found) how many of esim's starts equal pyss's.
+# $COMPARE names compare_schedule.py) how many of esim's starts equal pyss's.
 #
-#   scripts/bench-vs-pyss.sh PYSS_DIR [TRACE]
+#   scripts/bench-vs-pyss.sh PYSS_DIR TRACE
 #
 # PYSS_DIR: either an extracted pyss tree (holding `src/`) or a directory holding the pyss
-# archive (`pyss-*.tar.gz`, extracted to a temporary directory), like ../shared/tools/pyss. The
+# archive (`pyss-*.tar.gz`, extracted to a temporary directory). The
 # runner that makes pyss write one CSV line per job is `$PYSS_DUMP`, else `PYSS_DIR/pyss_dump.py`.
 # Nothing of pyss is part of this project: it is only run from where it is.
-# TRACE: an SWF file, plain or gzip-compressed, with a `; MaxProcs:` header line; default
-# ../shared/reference/KTH-SP2-1996-2.1-cln.norm.swf.gz (pyss takes about 15 s on it).
+# TRACE: an SWF file, plain or gzip-compressed, with a `; MaxProcs:` header line (pyss takes
+# about 15 s on the normalised KTH-SP2 of the reference schedules).
 #
 # Environment: RUNS (default 3), POLICY (cbf, easy or fcfs; default cbf), PYTHON2 (default
-# python2.7 with PYENV_VERSION=2.7.18), ESIM_ARGS (more esim options, e.g. --linked).
+# python2.7 with PYENV_VERSION=2.7.18), ESIM_ARGS (more esim options, e.g. --linked), COMPARE
+# (the reference schedules' compare_schedule.py: esim's starts are compared with pyss's).
 # esim runs with `--events per-event`, the order of events pyss uses.
 set -euo pipefail
 # Runs are timed by bash's own clock: reading it starts no process. (A `date` run by `$(...)`
@@ -23,14 +24,13 @@ set -euo pipefail
 [ -n "${EPOCHREALTIME:-}" ] || { echo "bench-vs-pyss: needs bash 5 or later (EPOCHREALTIME)" >&2; exit 2; }
 LC_ALL=C
 cd "$(dirname "$0")/.."
-repo=$PWD
 
-if [ $# -lt 1 ] || [ $# -gt 2 ]; then
-    sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2
+if [ $# -ne 2 ]; then
+    sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 fi
 pyss_dir=$(cd "$1" && pwd)
-trace=$(realpath "${2:-$repo/../shared/reference/KTH-SP2-1996-2.1-cln.norm.swf.gz}")
+trace=$(realpath "$2")
 runs=${RUNS:-3}
 policy=${POLICY:-cbf}
 case "$policy" in
@@ -90,7 +90,8 @@ mp=$(median < "$work/pyss.times")
 printf 'median of %d: esim %.3f s, pyss %.3f s: esim is %.1fx faster\n' \
     "$runs" "$me" "$mp" "$(echo "$mp / $me" | bc -l)"
 
-compare=$repo/../shared/tools/compare_schedule.py
-if [ -f "$compare" ]; then
-    echo "starts: $(python3 "$compare" "$work/pyss.csv" "$work/esim.csv" | tail -n 1)"
+if [ -n "${COMPARE:-}" ]; then
+    echo "starts: $(python3 "$COMPARE" "$work/pyss.csv" "$work/esim.csv" | tail -n 1)"
+else
+    echo "starts: not compared (set COMPARE to compare_schedule.py)"
 fi

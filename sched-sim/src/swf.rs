@@ -9,7 +9,7 @@
 //!
 //! # Field mapping
 //!
-//! The mapping is the normalisation of the reference schedules in `shared/reference/`, so that
+//! The mapping is the normalisation of the reference schedules (docs/results.md), so that
 //! esim and the reference run the very same jobs and can be compared job by job (fields are
 //! numbered from 1 as in the SWF definition; non-integer values are rounded):
 //!

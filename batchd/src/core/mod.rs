@@ -368,8 +368,20 @@ impl Core {
         self.running.remove(&id);
     }
 
-    /// Changes a pending job's record (hold, release, update) keeping the queue in order.
-    pub fn update_pending(&mut self, id: u64, f: impl FnOnce(&mut JobRecord)) -> Option<JobRecord> {
+    /// Holds or releases pending job `id` (`held`), keeping the queue in order; the record as
+    /// changed, to store.
+    pub fn set_held(&mut self, id: u64, held: bool) -> Option<JobRecord> {
+        self.update_pending(id, |r| r.held = held)
+    }
+
+    /// Replaces pending job `id`'s spec (an update, checked by the caller), keeping the queue
+    /// in order; the record as changed, to store.
+    pub fn replace_spec(&mut self, id: u64, spec: batch_proto::JobSpec) -> Option<JobRecord> {
+        self.update_pending(id, |r| r.spec = spec)
+    }
+
+    /// Changes a pending job's record keeping the queue in order.
+    fn update_pending(&mut self, id: u64, f: impl FnOnce(&mut JobRecord)) -> Option<JobRecord> {
         let mut a = self.jobs.get(&id)?.clone();
         f(&mut a.rec);
         let rec = a.rec.clone();
@@ -1258,8 +1270,9 @@ impl Core {
             .collect())
     }
 
-    /// Removes job `id` from the active set with its final fields applied by `finish`, freeing
-    /// its nodes; returns the final record.
+    /// Removes job `id` from the active set, freeing its nodes; `finish` then writes the final
+    /// fields (state, end, exit status, detail) of the record, which has left the core by then:
+    /// the core keeps only its final state. Returns the final record, to store.
     pub fn finish(&mut self, id: u64, finish: impl FnOnce(&mut JobRecord)) -> Option<JobRecord> {
         self.unindex(id);
         self.unclaim(id);

@@ -62,7 +62,7 @@ async fn set_held(d: &Arc<Daemon>, caller: &Caller, ids: Vec<u64>, held: bool) -
                 ));
                 continue;
             }
-            if let Some(rec) = core.update_pending(id, |r| r.held = held) {
+            if let Some(rec) = core.set_held(id, held) {
                 changed.push(rec);
             }
         }

@@ -321,7 +321,7 @@ async fn request(d: &Arc<Daemon>, id: u64, pools: &[usize], r: SessionRequest) -
         if let Err(e) = spec.check(now_ms(), max_time) {
             return ErrorReply::new(ErrorKind::InvalidSpec, e.to_string()).into();
         }
-        core.update_pending(id, |rec| rec.spec = spec)
+        core.replace_spec(id, spec)
     };
     let Some(rec) = updated else {
         return ErrorReply::invalid_job(id).into();

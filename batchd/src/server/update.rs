@@ -61,7 +61,7 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: UpdateRequest) -> Rep
         if let Err(e) = core.check_against(&spec) {
             return e.into();
         }
-        let Some(rec) = core.update_pending(id, |r| r.spec = spec) else {
+        let Some(rec) = core.replace_spec(id, spec) else {
             return ErrorReply::invalid_job(id).into();
         };
         rec

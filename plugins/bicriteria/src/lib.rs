@@ -1,7 +1,7 @@
 //! # esched-bicriteria: Dutot & Eyraud's bi-criteria scheduling of moldable jobs
 //!
 //! P.-F. Dutot and L. Eyraud, "Bi-criteria algorithm for scheduling jobs on cluster
-//! platforms", SPAA 2004 (`shared/seeds/002`): moldable tasks whose run time p_i(k) depends on
+//! platforms", SPAA 2004: moldable tasks whose run time p_i(k) depends on
 //! the k processors they get, scheduled for both the makespan Cmax (the administrators') and the
 //! weighted sum of completion times ΣωC (the users').
 //!

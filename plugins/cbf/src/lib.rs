@@ -3,7 +3,7 @@
 //! Every queued job gets a reservation in queue order, at the earliest time it fits given the
 //! running jobs and the reservations of the jobs ahead of it; a later job may use any hole but
 //! never delays an earlier job's reservation (Mu'alem & Feitelson's conservative backfilling,
-//! the pyss reference of `shared/reference`). When a job ends (before its walltime it frees
+//! the reference simulator pyss). When a job ends (before its walltime it frees
 //! nodes; pyss compresses at every termination) or a queued job is cancelled, the schedule is
 //! compressed in queue order and no job moves later.
 //!

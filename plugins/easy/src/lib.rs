@@ -3,7 +3,7 @@
 //! Jobs start in queue order while they fit now; the first one that does not fit gets a
 //! reservation at its earliest fit, the only reservation; any later job starts now if it fits
 //! now without delaying that reservation (Lifka's EASY scheduler, as in Mu'alem & Feitelson
-//! and the pyss reference of `shared/reference`). Jobs behind the first waiting one get no
+//! and the reference simulator pyss). Jobs behind the first waiting one get no
 //! planned start: EASY promises nothing to them.
 //!
 //! Other request kinds are planned as their rigid baseline (`Request::as_rigid`). A job bound

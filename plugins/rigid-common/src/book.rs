@@ -608,7 +608,7 @@ impl Book {
     /// CBF: for each job in queue order, remove its reservation, find its earliest fit from
     /// now among everything else (the running jobs and every other reservation, including those
     /// of the jobs behind it), and put it back there. This is the pyss reference's
-    /// `_reschedule_jobs` (shared/reference), which asserts that no job is delayed.
+    /// `_reschedule_jobs` (the reference simulator pyss), which asserts that no job is delayed.
     ///
     /// No job moves later, by induction over the queue order. Before this pass, job j's slot
     /// was free in the profile holding the running jobs, every other reservation and j itself.

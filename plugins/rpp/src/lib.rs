@@ -2,7 +2,7 @@
 //!
 //! KOALA's policy for co-allocated jobs with start deadlines, as simulated by Ballier, Caron,
 //! Epema & Mohamed ("Simulating Grid Schedulers with Deadlines and Co-Allocation", INRIA
-//! RR-5815, 2006; `shared/seeds/003_*`), §2.2, beside the FCFS local schedulers of §2.1. A
+//! RR-5815, 2006), §2.2, beside the FCFS local schedulers of §2.1. A
 //! cluster of the paper is a pool.
 //!
 //! - A **global job** is a [`Request::CoAllocated`] with a deadline D: its components must all
@@ -530,9 +530,15 @@ impl Policy for Rpp {
                 continue;
             }
             if rigid.nodes == 0 || rigid.nodes > snap.pools[pool].nodes {
+                // Zero nodes is not too large, only impossible.
+                let kind = if rigid.nodes == 0 {
+                    RejectKind::Other
+                } else {
+                    RejectKind::TooLarge
+                };
                 call.reject(
                     p.id,
-                    RejectKind::TooLarge,
+                    kind,
                     format!(
                         "{} nodes can never run in pool {} of {} nodes",
                         rigid.nodes, snap.pools[pool].name, snap.pools[pool].nodes

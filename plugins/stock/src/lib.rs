@@ -127,7 +127,10 @@ mod tests {
             };
             let name = dir.file_name().unwrap().to_string_lossy().into_owned();
             // Test fixtures live under sched-abi/fixtures: a library here is a policy.
-            if !manifest.contains("cdylib") {
+            let builds_a_library = manifest
+                .lines()
+                .any(|l| l.trim_start().starts_with("crate-type") && l.contains("\"cdylib\""));
+            if !builds_a_library {
                 continue;
             }
             assert!(
