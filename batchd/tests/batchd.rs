@@ -52,18 +52,36 @@ fn submit_on(client: &mut Client, spec: JobSpec) -> u64 {
     }
 }
 
+/// A pool of `nodes` plain nodes.
+fn pool(name: &str, nodes: u32) -> batchd::config::PoolConfig {
+    batchd::config::PoolConfig {
+        name: name.into(),
+        nodes,
+        max_time: Default::default(),
+        speed: 1.0,
+        cpus_per_node: 1,
+        mem_per_node: None,
+    }
+}
+
+/// A booted cluster whose config `tweak` adjusts first.
+fn cluster(tweak: impl FnOnce(&mut Config)) -> Cluster {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(dir.path());
+    tweak(&mut config);
+    let mut c = Cluster {
+        dir,
+        config,
+        config_path: None,
+        daemon: None,
+    };
+    c.boot();
+    c
+}
+
 impl Cluster {
     fn new() -> Cluster {
-        let dir = tempfile::tempdir().unwrap();
-        let config = config(dir.path());
-        let mut c = Cluster {
-            dir,
-            config,
-            config_path: None,
-            daemon: None,
-        };
-        c.boot();
-        c
+        cluster(|_| {})
     }
 
     fn boot(&mut self) {

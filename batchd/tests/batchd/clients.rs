@@ -4,7 +4,7 @@
 //! binary, re-executed as an unused uid (the suite runs as root; without root those tests
 //! say so and pass).
 
-use super::hardening::{batchd, cluster, greeted, version, wait_listening};
+use super::hardening::{batchd, greeted, version, wait_listening};
 use super::*;
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;

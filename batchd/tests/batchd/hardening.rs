@@ -9,21 +9,6 @@ use std::process::{Child, Command, Stdio};
 
 use batch_proto::{ClientError, VersionRequest};
 
-/// A cluster whose config `tweak` adjusts before it boots.
-pub(super) fn cluster(tweak: impl FnOnce(&mut Config)) -> Cluster {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = config(dir.path());
-    tweak(&mut config);
-    let mut c = Cluster {
-        dir,
-        config,
-        config_path: None,
-        daemon: None,
-    };
-    c.boot();
-    c
-}
-
 fn mode(path: &Path) -> u32 {
     std::fs::metadata(path)
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()))

@@ -10,7 +10,6 @@ use batch_proto::{
     VersionRequest, MAX_FILTER_IDS, MAX_NAME, MAX_STEPS,
 };
 use batch_proto::{SpeedupModel, Step};
-use batchd::config::PoolConfig;
 
 /// A raw connection that has exchanged hellos.
 fn greeted(sock: &Path) -> UnixStream {
@@ -316,28 +315,11 @@ fn a_moldable_range_is_clipped_to_the_largest_pool() {
 /// wrapped count; a request over a bound on a session is refused and the session goes on.
 #[test]
 fn a_session_request_whose_counts_overflow_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = config(dir.path());
-    config.pools = ["a", "b"]
-        .map(|name| PoolConfig {
-            name: name.into(),
-            nodes: 4,
-            max_time: Default::default(),
-            speed: 1.0,
-            cpus_per_node: 1,
-            mem_per_node: None,
-        })
-        .to_vec();
-    // The policy that plans sessions' jobs (a rigid one refuses a request-less one).
-    config.policy.name = "coorm".into();
-    let c = Cluster {
-        dir,
-        config,
-        config_path: None,
-        daemon: None,
-    };
-    let mut c = c;
-    c.boot();
+    let c = cluster(|config| {
+        config.pools = vec![pool("a", 4), pool("b", 4)];
+        // The policy that plans sessions' jobs (a rigid one refuses a request-less one).
+        config.policy.name = "coorm".into();
+    });
     let mut raw = greeted(c.config.socket.as_ref().unwrap());
     let job = match ask(&mut raw, &Request::Subscribe(SubscribeRequest::default())) {
         Response::Subscribed(s) => s.job,

@@ -5,26 +5,12 @@
 
 use super::*;
 use batch_proto::{InfoRequest, JobShape};
-use batchd::config::PoolConfig;
 use std::process::{Child, Command, Stdio};
 
-fn pool(name: &str, nodes: u32) -> PoolConfig {
-    PoolConfig {
-        name: name.into(),
-        nodes,
-        max_time: Default::default(),
-        speed: 1.0,
-        cpus_per_node: 1,
-        mem_per_node: None,
-    }
-}
-
 /// Two pools of 4 nodes, `site-a` and `site-b`, under the RPP.
-fn two_sites(dir: &Path) -> Config {
-    let mut c = config(dir);
+fn two_sites(c: &mut Config) {
     c.pools = vec![pool("site-a", 4), pool("site-b", 4)];
     c.policy.name = "rpp".into();
-    c
 }
 
 /// A co-allocated job of two components of 2 nodes running `script` (60 s limit), whose start
@@ -152,7 +138,8 @@ fn pids(file: &Path) -> Vec<i32> {
 #[test]
 fn a_coallocated_job_survives_kill_9_of_batchd_and_keeps_its_nodes() {
     let dir = tempfile::tempdir().unwrap();
-    let cfg = two_sites(dir.path());
+    let mut cfg = config(dir.path());
+    two_sites(&mut cfg);
     let sock = cfg.socket.clone().unwrap();
     let mut daemon = real_batchd(dir.path(), &cfg);
     let spec = coallocated(
@@ -271,16 +258,7 @@ fn a_job_whose_supervisor_died_while_batchd_was_down_leaves_no_process() {
 
 #[test]
 fn a_running_job_whose_pool_left_the_config_is_killed_before_it_is_recorded_failed() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut cfg = config(dir.path());
-    cfg.pools = vec![pool("debug", 4), pool("gone", 4)];
-    let mut c = Cluster {
-        dir,
-        config: cfg,
-        config_path: None,
-        daemon: None,
-    };
-    c.boot();
+    let mut c = cluster(|cfg| cfg.pools = vec![pool("debug", 4), pool("gone", 4)]);
     let mut spec = c.spec("sleep 60");
     spec.pool = Some("gone".into());
     let job = c.submit(spec);
@@ -310,14 +288,7 @@ fn a_running_job_whose_pool_left_the_config_is_killed_before_it_is_recorded_fail
 
 #[test]
 fn a_signal_reaches_every_component_of_a_coallocated_job() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut c = Cluster {
-        config: two_sites(dir.path()),
-        dir,
-        config_path: None,
-        daemon: None,
-    };
-    c.boot();
+    let c = cluster(two_sites);
     let script = "trap 'echo got > sig-$ESCHED_COMPONENT' USR1\n\
                   i=0; while [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done";
     let job = c.submit(coallocated(c.dir.path(), script, 500));
@@ -341,14 +312,7 @@ fn a_signal_reaches_every_component_of_a_coallocated_job() {
 
 #[test]
 fn a_claim_survives_a_restart_and_the_job_starts_at_its_deadline_on_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut c = Cluster {
-        config: two_sites(dir.path()),
-        dir,
-        config_path: None,
-        daemon: None,
-    };
-    c.boot();
+    let mut c = cluster(two_sites);
     // The RPP's first try comes at 70 % of the way to the deadline and claims the nodes.
     let job = c.submit(coallocated(c.dir.path(), "sleep 1", 3_000));
     let reserved = |c: &Cluster| {
@@ -394,17 +358,11 @@ fn a_claim_survives_a_restart_and_the_job_starts_at_its_deadline_on_it() {
 
 #[test]
 fn a_restart_while_a_killed_job_stops_keeps_its_nodes_with_the_job_they_went_to() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut cfg = two_sites(dir.path());
-    // Long enough for the restart, under load, to come while the killed job still runs.
-    cfg.grace_period_ms = 10_000;
-    let mut c = Cluster {
-        config: cfg,
-        dir,
-        config_path: None,
-        daemon: None,
-    };
-    c.boot();
+    let mut c = cluster(|cfg| {
+        two_sites(cfg);
+        // Long enough for the restart, under load, to come while the killed job still runs.
+        cfg.grace_period_ms = 10_000;
+    });
     // A local job of all of site-a that ignores SIGTERM: the GP kill takes the grace period.
     let mut local = c.spec("trap '' TERM; sleep 60");
     local.pool = Some("site-a".into());
