@@ -167,7 +167,22 @@ impl Request {
                 }
                 .validate()?)
             }
+            Request::StepStart(r) => {
+                length("a step name", r.name.len(), MAX_NAME)?;
+                count("nodes of a step", r.node_names.len(), MAX_FILTER_WORDS)?;
+                count(
+                    "excluded nodes of a step",
+                    r.exclude.len(),
+                    MAX_FILTER_WORDS,
+                )?;
+                length(
+                    "a node name",
+                    longest(&r.node_names).max(longest(&r.exclude)),
+                    MAX_WORD,
+                )
+            }
             Request::Version(_)
+            | Request::StepEnd(_)
             | Request::ShowJob(_)
             | Request::Info(_)
             | Request::Reconfigure(_)
@@ -278,7 +293,8 @@ mod tests {
         f.states.push(JobState::Running);
         assert!(Request::Cancel(CancelRequest {
             filter: f,
-            signal: None
+            signal: None,
+            scope: Default::default(),
         })
         .check()
         .is_err());

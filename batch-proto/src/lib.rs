@@ -10,6 +10,7 @@
 //!   afterwards, states, pending reasons and dependencies;
 //! - [`client`]: a blocking client for the tools: connect, exchange versions, ask, read;
 //! - [`socket`]: where the socket lives, resolved the same way by daemon and tools;
+//! - [`jobstep`]: a job's steps (`ID.batch`, `ID.0`, ...) and what they used;
 //! - [`hostlist`]: Slurm's compressed host lists (`debug[001-004,007]`);
 //! - [`check`]: the bounds of every request, [`Request::check`], run by both sides.
 //!
@@ -29,6 +30,7 @@ pub mod coorm;
 pub mod frame;
 pub mod hostlist;
 pub mod job;
+pub mod jobstep;
 pub mod message;
 pub mod pattern;
 pub mod resources;
@@ -48,6 +50,7 @@ pub use job::{
     MAX_MODEL_NODES, MAX_MOLDABLE_CHOICES, MAX_NAME, MAX_PRIORITY, MAX_STEPS, MAX_TIME_LIMIT,
     MAX_WEIGHT, MIN_PRIORITY, TIME_UNLIMITED,
 };
+pub use jobstep::{JobStep, StepEndRequest, StepId, StepStartRequest, StepStarted, Usage};
 pub use message::*;
 pub use shape::{MoldConfig, SpeedupModel, Step};
 pub use signal::parse_signal;

@@ -86,6 +86,10 @@ pub enum Request {
     Requeue(RequeueRequest),
     /// The daemon's figures (`econtrol show stats`, Slurm's `sdiag`).
     Stats(StatsRequest),
+    /// `erun` starts a step of a running job.
+    StepStart(crate::jobstep::StepStartRequest),
+    /// `erun`'s step ended.
+    StepEnd(crate::jobstep::StepEndRequest),
 }
 
 impl Request {
@@ -113,6 +117,8 @@ impl Request {
             Request::View(_) => "view",
             Request::Requeue(_) => "requeue",
             Request::Stats(_) => "stats",
+            Request::StepStart(_) => "step-start",
+            Request::StepEnd(_) => "step-end",
         }
     }
 }
@@ -356,6 +362,22 @@ pub struct CancelRequest {
     /// jobs are unaffected by a signal.
     #[serde(default)]
     pub signal: Option<i32>,
+    /// Which of a running job's processes `signal` reaches (Slurm's default: the steps).
+    #[serde(default)]
+    pub scope: SignalScope,
+}
+
+/// Which processes of a running job a signal reaches, as scancel chooses them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SignalScope {
+    /// Every step (`erun`'s tasks), not the batch shell: scancel's default.
+    #[default]
+    Steps,
+    /// The batch shell only (`scancel -b`).
+    Batch,
+    /// The batch shell, what it started, and every step (`scancel -f`).
+    Full,
 }
 
 /// Hold pending jobs.
@@ -526,6 +548,15 @@ pub enum Response {
     Error(ErrorReply),
     /// The daemon's figures.
     Stats(DaemonStats),
+    /// A step is recorded as started.
+    StepStarted(crate::jobstep::StepStarted),
+    /// A step's end is recorded.
+    StepEnded {
+        /// The job.
+        job: u64,
+        /// The step.
+        step: u32,
+    },
 }
 
 /// The daemon's versions.
@@ -821,6 +852,7 @@ mod tests {
             account: None,
             qos: None,
             warn_signal: None,
+            job_steps: Vec::new(),
         }
     }
 
@@ -884,6 +916,7 @@ mod tests {
                     ..Default::default()
                 },
                 signal: Some(10),
+                scope: SignalScope::Batch,
             }),
             Request::Hold(HoldRequest { ids: vec![1, 2] }),
             Request::Unhold(UnholdRequest { ids: vec![3] }),

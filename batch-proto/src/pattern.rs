@@ -156,6 +156,67 @@ pub fn expand_node(partial: &str, node: &str) -> String {
     out
 }
 
+/// Where a step's task runs, for srun's patterns: in a step `%s` is its number, `%J`
+/// `JOB.STEP`, `%t` the task's id, `%n` its node's index in the step and `%N` its node.
+#[derive(Clone, Copy, Debug)]
+pub struct TaskVars<'a> {
+    /// The step's number.
+    pub step: u32,
+    /// The task's id in the step.
+    pub task: u32,
+    /// Its node's index among the step's nodes.
+    pub node_index: u32,
+    /// Its node's name.
+    pub node: &'a str,
+}
+
+/// Expands an `erun` (srun) output pattern for one task ([`check`]ed first: an unknown escape
+/// is kept as written).
+pub fn expand_task(pattern: &str, vars: &PatternVars<'_>, t: &TaskVars<'_>) -> String {
+    let Ok(pieces) = pieces(pattern) else {
+        return pattern.to_string();
+    };
+    let num = |n: u64, width: usize| format!("{n:0width$}");
+    let (array_id, task) = vars.array.unwrap_or((vars.id, NO_ARRAY_TASK));
+    let mut out = String::with_capacity(pattern.len() + 16);
+    for p in pieces {
+        match p {
+            Piece::Text(s) => out.push_str(s),
+            Piece::Escape { width, letter } => match letter {
+                'A' => out.push_str(&num(array_id, width)),
+                'a' => out.push_str(&num(task, width)),
+                'b' => out.push_str(&num(task % 10, width)),
+                'J' => out.push_str(&format!("{}.{}", num(vars.id, width), t.step)),
+                'j' => out.push_str(&num(vars.id, width)),
+                'n' => out.push_str(&num(u64::from(t.node_index), width)),
+                't' => out.push_str(&num(u64::from(t.task), width)),
+                's' => out.push_str(&num(u64::from(t.step), width)),
+                'u' => out.push_str(vars.user),
+                'x' => out.push_str(vars.name),
+                'N' => out.push_str(t.node),
+                _ => out.push('%'),
+            },
+        }
+    }
+    out
+}
+
+/// Whether `pattern` differs from task to task (`%t`, `%n`, `%N`): each task then writes its
+/// own file, else all share one.
+pub fn per_task(pattern: &str) -> bool {
+    pieces(pattern).is_ok_and(|p| {
+        p.iter().any(|p| {
+            matches!(
+                p,
+                Piece::Escape {
+                    letter: 't' | 'n' | 'N',
+                    ..
+                }
+            )
+        })
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -50,6 +50,10 @@ pub struct PoolConfig {
     pub speed: f64,
 }
 
+fn default_cluster_name() -> String {
+    "esched".into()
+}
+
 fn default_cpus_per_node() -> u32 {
     1
 }
@@ -222,6 +226,9 @@ pub struct Config {
     /// Time between SIGTERM and SIGKILL at the time limit and at a cancel, in ms.
     #[serde(default = "default_grace")]
     pub grace_period_ms: u64,
+    /// The cluster's name, as jobs see it (`SLURM_CLUSTER_NAME`) and sacct shows it.
+    #[serde(default = "default_cluster_name")]
+    pub cluster_name: String,
     /// Database durability.
     #[serde(default)]
     pub sync: Sync,

@@ -268,6 +268,64 @@ pub fn apply_status(r: &mut JobRecord, status: Option<&Status>) {
             if s.detail.is_some() {
                 r.detail = s.detail.clone();
             }
+            if s.outcome != Outcome::StartFailed {
+                // Listed first, as sacct lists a job's batch step.
+                let batch = batch_step(r, s);
+                r.steps.insert(0, batch);
+            }
         }
+    }
+    end_steps(r);
+}
+
+/// Job `r`'s batch step, ended as `s` says: the script on the job's first node, with what its
+/// processes used. Its state is the job's, but a job stopped at its limit or by a cancel has
+/// its batch step CANCELLED, as sacct shows it.
+fn batch_step(r: &JobRecord, s: &Status) -> batch_proto::JobStep {
+    let first = r.first_node();
+    batch_proto::JobStep {
+        id: batch_proto::StepId::Batch,
+        name: "batch".into(),
+        state: match r.state {
+            JobState::Timeout | JobState::Cancelled | JobState::Preempted => JobState::Cancelled,
+            s => s,
+        },
+        start: r.start.unwrap_or(s.end_ms),
+        end: Some(s.end_ms.max(r.start.unwrap_or(0))),
+        node_list: first,
+        nodes: 1,
+        tasks: 1,
+        cpus_per_task: r
+            .spec
+            .resources
+            .as_ref()
+            .map_or(1, |x| x.cpus_per_task.unwrap_or(1).max(1)),
+        exit_code: Some(s.exit_code),
+        signal: Some(s.signal),
+        // The supervisor measures every process the script waited for, `erun`'s tasks
+        // included; those are the steps' own, so the batch step keeps the rest, as slurmstepd
+        // counts a batch step apart from its srun steps.
+        usage: s.usage.map(|u| {
+            let steps = r
+                .steps
+                .iter()
+                .filter_map(|x| x.usage)
+                .fold(batch_proto::Usage::default(), batch_proto::Usage::merge);
+            batch_proto::Usage {
+                max_rss_kib: u.max_rss_kib,
+                user_ms: u.user_ms.saturating_sub(steps.user_ms),
+                system_ms: u.system_ms.saturating_sub(steps.system_ms),
+            }
+        }),
+    }
+}
+
+/// The steps of ended job `r` that did not report their end (their `erun` was killed with
+/// the job): CANCELLED at the job's end.
+fn end_steps(r: &mut JobRecord) {
+    let end = r.end;
+    for s in r.steps.iter_mut().filter(|s| s.state == JobState::Running) {
+        s.state = JobState::Cancelled;
+        s.end = end;
     }
 }

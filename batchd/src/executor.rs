@@ -10,6 +10,7 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
+use batch_proto::SignalScope;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
@@ -24,19 +25,62 @@ use crate::record::JobRecord;
 /// How often an adopted supervisor is checked.
 const ADOPTED_POLL: Duration = Duration::from_millis(200);
 
-/// The short name of the job's first node (`SLURMD_NODENAME`, an output pattern's `%N`).
-fn first_node(rec: &JobRecord) -> String {
-    rec.node_list
-        .as_deref()
-        .and_then(|l| batch_proto::hostlist::expand(l).ok())
-        .and_then(|v| v.into_iter().next())
-        .unwrap_or_default()
+/// What a job's environment takes from where it runs rather than from its record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Site {
+    /// CPUs of each of the job's nodes (its pool's `cpus_per_node`).
+    pub cpus_per_node: u32,
+    /// `cluster_name` of the config (`SLURM_CLUSTER_NAME`).
+    pub cluster: String,
+    /// This machine's name: every submission comes over its Unix socket
+    /// (`SLURM_SUBMIT_HOST`).
+    pub host: String,
+    /// batchd's socket (`ESCHED_SOCKET`), so that `erun` inside the job finds the daemon
+    /// whatever the job's environment says.
+    pub socket: String,
+}
+
+impl Site {
+    /// The site of job `rec` under `config`.
+    pub fn of(config: &crate::config::Config, rec: &JobRecord) -> Site {
+        let pool = rec.pool.as_deref().or(rec.spec.pool.as_deref());
+        Site {
+            cpus_per_node: config
+                .pools
+                .iter()
+                .find(|p| Some(p.name.as_str()) == pool)
+                .or(config.pools.first())
+                .map_or(1, |p| p.cpus_per_node.max(1)),
+            cluster: config.cluster_name.clone(),
+            host: nix::unistd::gethostname()
+                .ok()
+                .and_then(|h| h.into_string().ok())
+                .unwrap_or_else(|| "localhost".into()),
+            socket: config.socket_path().display().to_string(),
+        }
+    }
+}
+
+/// Slurm's run-length form of per-node counts: `2(x3),1` for 2, 2, 2, 1.
+pub fn per_node_text(counts: &[u32]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < counts.len() {
+        let n = counts[i..].iter().take_while(|&&c| c == counts[i]).count();
+        out.push(if n > 1 {
+            format!("{}(x{n})", counts[i])
+        } else {
+            counts[i].to_string()
+        });
+        i += n;
+    }
+    out.join(",")
 }
 
 /// The variables Slurm gives a batch job, from the same values as batchd's `ESCHED_*` ones,
 /// so that an sbatch script's `cd $SLURM_SUBMIT_DIR` or `srun -N $SLURM_NNODES` works
 /// unchanged. The batch script is task 0 on the first node, as with sbatch.
-fn slurm_variables(rec: &JobRecord) -> Vec<(&'static str, String)> {
+fn slurm_variables(rec: &JobRecord, site: &Site) -> Vec<(&'static str, String)> {
     let id = rec.id.to_string();
     let nodelist = rec.node_list.clone().unwrap_or_default();
     let nnodes = rec.nodes.to_string();
@@ -44,7 +88,15 @@ fn slurm_variables(rec: &JobRecord) -> Vec<(&'static str, String)> {
         ("SLURM_JOB_ID", id.clone()),
         ("SLURM_JOBID", id),
         ("SLURM_JOB_NAME", rec.spec.name.clone()),
-        ("SLURM_SUBMIT_DIR", rec.spec.work_dir.clone()),
+        (
+            "SLURM_SUBMIT_DIR",
+            rec.spec
+                .submit_dir
+                .clone()
+                .unwrap_or_else(|| rec.spec.work_dir.clone()),
+        ),
+        ("SLURM_SUBMIT_HOST", site.host.clone()),
+        ("SLURM_CLUSTER_NAME", site.cluster.clone()),
         ("SLURM_JOB_NODELIST", nodelist.clone()),
         ("SLURM_NODELIST", nodelist),
         ("SLURM_NNODES", nnodes.clone()),
@@ -53,7 +105,7 @@ fn slurm_variables(rec: &JobRecord) -> Vec<(&'static str, String)> {
         ("SLURM_JOB_USER", rec.user.clone()),
         ("SLURM_JOB_UID", rec.uid.to_string()),
         ("SLURM_JOB_GID", rec.gid.to_string()),
-        ("SLURMD_NODENAME", first_node(rec)),
+        ("SLURMD_NODENAME", rec.first_node()),
         ("SLURM_NODEID", "0".into()),
         ("SLURM_PROCID", "0".into()),
         ("SLURM_LOCALID", "0".into()),
@@ -65,7 +117,54 @@ fn slurm_variables(rec: &JobRecord) -> Vec<(&'static str, String)> {
             "SLURM_JOB_END_TIME",
             (rec.start.unwrap_or(0).saturating_add(rec.time_limit()) / 1000).to_string(),
         ),
+        ("SLURM_RESTART_COUNT", rec.restarts.to_string()),
+        ("SLURM_CPUS_ON_NODE", site.cpus_per_node.to_string()),
+        (
+            "SLURM_JOB_CPUS_PER_NODE",
+            per_node_text(&vec![site.cpus_per_node; rec.nodes.max(1) as usize]),
+        ),
+        ("ENVIRONMENT", "BATCH".into()),
+        // sbatch's --open-mode, which srun's output files follow.
+        (
+            "SLURM_OPEN_MODE",
+            if rec.spec.open_append { "a" } else { "t" }.into(),
+        ),
     ];
+    let res = rec.spec.resources.as_deref().cloned().unwrap_or_default();
+    let nodes = rec.nodes.max(1);
+    // Tasks: `-n`, else `--ntasks-per-node` on each node; without either, Slurm sets no
+    // SLURM_NTASKS and counts one task per node in SLURM_TASKS_PER_NODE.
+    let ntasks = res
+        .ntasks
+        .or(res.ntasks_per_node.map(|t| t.saturating_mul(nodes)));
+    if let Some(n) = ntasks {
+        vars.push(("SLURM_NTASKS", n.to_string()));
+        vars.push(("SLURM_NPROCS", n.to_string()));
+    }
+    if let Some(t) = res.ntasks_per_node {
+        vars.push(("SLURM_NTASKS_PER_NODE", t.to_string()));
+    }
+    let per_node = batch_proto::jobstep::layout(
+        ntasks.unwrap_or(nodes).max(nodes),
+        nodes,
+        res.ntasks_per_node.unwrap_or(0),
+    );
+    vars.push(("SLURM_TASKS_PER_NODE", per_node_text(&per_node)));
+    if let Some(c) = res.cpus_per_task {
+        vars.push(("SLURM_CPUS_PER_TASK", c.to_string()));
+    }
+    if let Some(m) = res.mem_per_node {
+        vars.push(("SLURM_MEM_PER_NODE", m.to_string()));
+    }
+    if let Some(m) = res.mem_per_cpu {
+        vars.push(("SLURM_MEM_PER_CPU", m.to_string()));
+    }
+    if let Some(a) = &rec.spec.account {
+        vars.push(("SLURM_JOB_ACCOUNT", a.clone()));
+    }
+    if let Some(q) = &rec.spec.qos {
+        vars.push(("SLURM_JOB_QOS", q.clone()));
+    }
     if let Some(t) = &rec.spec.array_task {
         vars.push(("SLURM_ARRAY_JOB_ID", t.array_id.to_string()));
         vars.push(("SLURM_ARRAY_TASK_ID", t.index.to_string()));
@@ -86,7 +185,7 @@ fn slurm_variables(rec: &JobRecord) -> Vec<(&'static str, String)> {
 /// nodes when its pattern names the node (see `batch_proto::pattern`).
 fn output_path(pattern: Option<&str>, stored: &str, rec: &JobRecord) -> PathBuf {
     if pattern.is_some_and(batch_proto::pattern::names_node) {
-        PathBuf::from(batch_proto::pattern::expand_node(stored, &first_node(rec)))
+        PathBuf::from(batch_proto::pattern::expand_node(stored, &rec.first_node()))
     } else {
         PathBuf::from(stored)
     }
@@ -94,7 +193,7 @@ fn output_path(pattern: Option<&str>, stored: &str, rec: &JobRecord) -> PathBuf 
 
 /// The environment of a job whose directory is `dir`: the submitter's, then batchd's
 /// variables (`ESCHED_*` and Slurm's `SLURM_*`) over it.
-pub fn job_environment(rec: &JobRecord, dir: &Path) -> Vec<(String, String)> {
+pub fn job_environment(rec: &JobRecord, dir: &Path, site: &Site) -> Vec<(String, String)> {
     let file = |f: &str| dir.join(f).display().to_string();
     let mut ours = vec![
         ("ESCHED_NODEFILE", file(files::NODES)),
@@ -105,11 +204,12 @@ pub fn job_environment(rec: &JobRecord, dir: &Path) -> Vec<(String, String)> {
         ("ESCHED_POOL", rec.pool.clone().unwrap_or_default()),
         ("ESCHED_SUBMIT_DIR", rec.spec.work_dir.clone()),
         ("ESCHED_JOB_USER", rec.user.clone()),
+        ("ESCHED_SOCKET", site.socket.clone()),
     ];
     if matches!(rec.shape, Some(sched_core::Shape::Evolving { .. })) {
         ours.push(("ESCHED_STEPFILE", file(files::STEP)));
     }
-    ours.extend(slurm_variables(rec));
+    ours.extend(slurm_variables(rec, site));
     let mut env: Vec<(String, String)> = rec
         .spec
         .environment
@@ -117,11 +217,37 @@ pub fn job_environment(rec: &JobRecord, dir: &Path) -> Vec<(String, String)> {
         .filter(|(k, _)| !ours.iter().any(|(o, _)| o == k))
         .cloned()
         .collect();
-    if !env.iter().any(|(k, _)| k == "PATH") {
-        env.push(("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into()));
+    // What a login gives and Slurm keeps even with `--export=NONE` or a list: the user's
+    // HOME, USER, LOGNAME and SHELL, a login PATH, and a TMPDIR.
+    let login = login_variables(&rec.user, rec.uid);
+    for (k, v) in login {
+        if !env.iter().any(|(e, _)| e == k) {
+            env.push((k.to_string(), v));
+        }
     }
     env.extend(ours.into_iter().map(|(k, v)| (k.to_string(), v)));
     env
+}
+
+/// A login's variables for `user` (`uid`), from the password database where it knows them.
+fn login_variables(user: &str, uid: u32) -> Vec<(&'static str, String)> {
+    let pw = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+        .ok()
+        .flatten();
+    let mut v = vec![
+        ("USER", user.to_string()),
+        ("LOGNAME", user.to_string()),
+        (
+            "PATH",
+            "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".to_string(),
+        ),
+        ("TMPDIR", "/tmp".to_string()),
+    ];
+    if let Some(pw) = pw {
+        v.push(("HOME", pw.dir.display().to_string()));
+        v.push(("SHELL", pw.shell.display().to_string()));
+    }
+    v
 }
 
 /// The variables of each component's process of a co-allocated job (`components`: each one's
@@ -172,6 +298,7 @@ pub fn component_environments(
 /// Writes the job's directory: the script, its node (and step) file and `launch.json`.
 fn prepare(
     rec: &JobRecord,
+    site: &Site,
     dir: &Path,
     grace_ms: u64,
     job_files: Option<&JobFiles>,
@@ -209,7 +336,7 @@ fn prepare(
         script,
         via_shell: !rec.spec.script.starts_with("#!"),
         args: rec.spec.args.clone(),
-        env: job_environment(rec, dir),
+        env: job_environment(rec, dir, site),
         work_dir: PathBuf::from(&rec.spec.work_dir),
         stdout: output_path(rec.spec.stdout.as_deref(), &rec.stdout, rec),
         stderr: output_path(
@@ -260,8 +387,9 @@ pub async fn launch(d: Arc<Daemon>, rec: JobRecord) {
     let prepared = {
         let (rec, dir) = (rec.clone(), dir.clone());
         let grace = settings.config.grace_period_ms;
+        let site = Site::of(&settings.config, &rec);
         tokio::task::spawn_blocking(move || {
-            prepare(&rec, &dir, grace, job_files.as_ref(), &components)
+            prepare(&rec, &site, &dir, grace, job_files.as_ref(), &components)
         })
         .await
     };
@@ -317,6 +445,7 @@ async fn fail_start(d: &Daemon, id: u64, detail: String) {
         signal: 0,
         end_ms: now_ms(),
         detail: Some(detail),
+        usage: None,
     };
     d.job_ended(id, Some(st)).await;
 }
@@ -371,6 +500,7 @@ async fn stop_leftovers(d: &Daemon, id: u64, dir: &Path) -> Option<Status> {
             "the job's supervisor ended without recording an exit status; batchd stopped the \
              {stopped} process(es) left of the job"
         )),
+        usage: None,
     })
 }
 
@@ -470,9 +600,21 @@ pub fn cancel(d: &Daemon, id: u64) -> Result<(), String> {
 /// Sends `signal` to job `id`'s process groups: every component's of a co-allocated job whose
 /// process still runs (only leaders that are provably the job's: a group id outlives its
 /// leader only as long as its members, then may be another's).
-pub fn signal(d: &Daemon, id: u64, signal: i32) -> Result<(), String> {
+pub fn signal(d: &Daemon, id: u64, signal: i32, scope: SignalScope) -> Result<(), String> {
     let sig = Signal::try_from(signal).map_err(|_| format!("invalid signal {signal}"))?;
-    let pids = JobPids::read(&d.job_dir(id).join(files::JOB_PID));
+    let dir = d.job_dir(id);
+    // scancel: "signals other than SIGKILL are not sent to the batch step" by default; a
+    // SIGKILL reaches everything.
+    let scope = match (scope, sig) {
+        (SignalScope::Steps, Signal::SIGKILL) => SignalScope::Full,
+        (s, _) => s,
+    };
+    if scope == SignalScope::Steps {
+        // No step running: nothing to signal, as with scancel.
+        crate::launch::StepPid::signal_all(&dir, sig);
+        return Ok(());
+    }
+    let pids = JobPids::read(&dir.join(files::JOB_PID));
     if pids.leaders.is_empty() {
         return Err(format!("job {id} has not started its process yet"));
     }
@@ -484,10 +626,19 @@ pub fn signal(d: &Daemon, id: u64, signal: i32) -> Result<(), String> {
     let mut reached = false;
     let mut last = None;
     for g in groups {
-        match kill(Pid::from_raw(-g), sig) {
+        // `-b`: the batch shell alone; `-f`: its whole group, and the steps (whose tasks
+        // are in groups of their own, reached through their `erun`).
+        let target = match scope {
+            SignalScope::Batch => g,
+            _ => -g,
+        };
+        match kill(Pid::from_raw(target), sig) {
             Ok(()) => reached = true,
             Err(e) => last = Some(e),
         }
+    }
+    if scope == SignalScope::Full && sig != Signal::SIGKILL {
+        crate::launch::StepPid::signal_all(&dir, sig);
     }
     match (reached, last) {
         (false, Some(e)) => Err(format!("cannot signal job {id}: {e}")),
@@ -499,6 +650,15 @@ pub fn signal(d: &Daemon, id: u64, signal: i32) -> Result<(), String> {
 mod tests {
     use super::*;
     use batch_proto::{JobSpec, JobState};
+
+    fn site() -> Site {
+        Site {
+            cpus_per_node: 4,
+            cluster: "c1".into(),
+            host: "login1".into(),
+            socket: "/run/b.sock".into(),
+        }
+    }
 
     #[test]
     fn batchd_variables_override_the_submitters() {
@@ -513,7 +673,7 @@ mod tests {
         rec.pool = Some("debug".into());
         rec.node_list = Some("debug[001-002]".into());
         rec.nodes = 2;
-        let env = job_environment(&rec, Path::new("/s/jobs/5"));
+        let env = job_environment(&rec, Path::new("/s/jobs/5"), &site());
         let get = |k: &str| {
             env.iter()
                 .filter(|(n, _)| n == k)
@@ -534,6 +694,61 @@ mod tests {
         assert_eq!(get("SLURM_SUBMIT_DIR"), vec!["/w"]);
         assert_eq!(get("SLURM_JOB_PARTITION"), vec!["debug"]);
         assert_eq!(get("SLURMD_NODENAME"), vec!["debug001"]);
+        // Slurm's job variables a script reads: sbatch sets no SLURM_NTASKS without -n or
+        // --ntasks-per-node, and counts one task per node then.
+        assert!(get("SLURM_NTASKS").is_empty());
+        assert_eq!(get("SLURM_TASKS_PER_NODE"), vec!["1(x2)"]);
+        assert_eq!(get("SLURM_CPUS_ON_NODE"), vec!["4"]);
+        assert_eq!(get("SLURM_JOB_CPUS_PER_NODE"), vec!["4(x2)"]);
+        assert_eq!(get("SLURM_CLUSTER_NAME"), vec!["c1"]);
+        assert_eq!(get("SLURM_SUBMIT_HOST"), vec!["login1"]);
+        assert_eq!(get("SLURM_RESTART_COUNT"), vec!["0"]);
+        assert_eq!(get("ENVIRONMENT"), vec!["BATCH"]);
+        assert_eq!(get("SLURM_OPEN_MODE"), vec!["t"]);
+        assert_eq!(get("ESCHED_SOCKET"), vec!["/run/b.sock"]);
+        assert_eq!(get("TMPDIR"), vec!["/tmp"]);
+    }
+
+    #[test]
+    fn tasks_cpus_memory_and_the_submit_dir_as_sbatch_exports_them() {
+        let mut spec = JobSpec::new("#!/bin/sh\n", "/w/sub", 2, 10);
+        spec.submit_dir = Some("/w".into());
+        spec.resources = Some(Box::new(batch_proto::resources::Resources {
+            ntasks: Some(5),
+            cpus_per_task: Some(2),
+            mem_per_cpu: Some(512),
+            ..Default::default()
+        }));
+        spec.account = Some("proj".into());
+        spec.qos = Some("high".into());
+        // --export=NONE: nothing of the submitter's.
+        spec.environment = Vec::new();
+        let mut rec = JobRecord::submitted(5, 0, 0, "root", spec, 0);
+        rec.state = JobState::Running;
+        rec.node_list = Some("debug[001-002]".into());
+        rec.nodes = 2;
+        rec.restarts = 2;
+        let env = job_environment(&rec, Path::new("/s/jobs/5"), &site());
+        let get = |k: &str| {
+            env.iter()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| v.clone())
+                .unwrap_or_default()
+        };
+        assert_eq!(get("SLURM_NTASKS"), "5");
+        assert_eq!(get("SLURM_NPROCS"), "5");
+        assert_eq!(get("SLURM_TASKS_PER_NODE"), "3,2");
+        assert_eq!(get("SLURM_CPUS_PER_TASK"), "2");
+        assert_eq!(get("SLURM_MEM_PER_CPU"), "512");
+        assert_eq!(get("SLURM_JOB_ACCOUNT"), "proj");
+        assert_eq!(get("SLURM_JOB_QOS"), "high");
+        assert_eq!(get("SLURM_RESTART_COUNT"), "2");
+        // -D moves the job, not where it was submitted from.
+        assert_eq!(get("SLURM_SUBMIT_DIR"), "/w");
+        // A login's variables, as Slurm keeps them with --export=NONE.
+        assert_eq!(get("USER"), "root");
+        assert_eq!(get("HOME"), "/root");
+        assert!(get("PATH").contains("/usr/bin"));
     }
 
     #[test]

@@ -34,6 +34,49 @@ pub mod files {
     pub const STEP: &str = "step";
     /// An evolving job's step and chosen release, kept for a daemon restart.
     pub const PROGRESS: &str = "evolve.json";
+    /// The running `erun` steps' processes ([`super::StepPid`]): who a signal to the steps
+    /// (`ecancel -s`, `--signal`) goes to.
+    pub const STEPS: &str = "steps.json";
+}
+
+/// A running step's `erun` process, as `steps.json` lists it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepPid {
+    /// The step's number.
+    pub step: u32,
+    /// `erun`'s pid.
+    pub pid: i32,
+    /// Its start time in clock ticks since the boot: a reused pid is not the step's.
+    pub start: u64,
+    /// The CPUs it holds on each of its nodes (none for an `--overlap` step): the next step
+    /// gets what is left.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpus: Vec<(String, u32)>,
+}
+
+impl StepPid {
+    /// The running steps of the job in `dir` (none when the file is missing or unreadable).
+    pub fn read_all(dir: &Path) -> Vec<StepPid> {
+        read_json(&dir.join(files::STEPS))
+            .ok()
+            .flatten()
+            .unwrap_or_default()
+    }
+
+    /// Whether the process is still this step's `erun` (same pid, same start).
+    pub fn alive(&self) -> bool {
+        crate::procs::stat(self.pid).is_some_and(|s| s.start == self.start && !s.exited())
+    }
+
+    /// Sends `sig` to each running step's `erun`, which passes it to its tasks; how many were
+    /// reached.
+    pub fn signal_all(dir: &Path, sig: nix::sys::signal::Signal) -> usize {
+        StepPid::read_all(dir)
+            .iter()
+            .filter(|s| s.alive())
+            .filter(|s| nix::sys::signal::kill(nix::unistd::Pid::from_raw(s.pid), sig).is_ok())
+            .count()
+    }
 }
 
 /// Everything the supervisor needs to run one job, with no access to the daemon.
@@ -131,6 +174,9 @@ pub struct Status {
     /// Why a start failed.
     #[serde(default)]
     pub detail: Option<String>,
+    /// What the job's processes used (the batch step's usage).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<batch_proto::Usage>,
 }
 
 /// Writes a running job's files into its directory `dir`, node file last: a job that sees a
@@ -356,6 +402,11 @@ mod tests {
             signal: 15,
             end_ms: 5,
             detail: None,
+            usage: Some(batch_proto::Usage {
+                max_rss_kib: 7,
+                user_ms: 8,
+                system_ms: 9,
+            }),
         };
         write_json(&p, &s).unwrap();
         assert_eq!(read_json::<Status>(&p).unwrap(), Some(s));

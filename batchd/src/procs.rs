@@ -109,6 +109,16 @@ pub fn group_members(groups: &[i32]) -> Vec<i32> {
         .collect()
 }
 
+/// The live processes of session `sid`, its leader left out: what a job's `erun` started in
+/// process groups of their own is still in the job's session.
+pub fn session_members(sid: i32) -> Vec<i32> {
+    all()
+        .into_iter()
+        .filter(|(pid, s)| !s.exited() && *pid != sid && s.session == sid)
+        .map(|(pid, _)| pid)
+        .collect()
+}
+
 /// The leaders of `pids` that live and are provably job `job`'s (they started when the
 /// supervisor recorded, in this boot; one recorded without its start must carry the job's
 /// `ESCHED_JOB_ID`): the process groups a signal to the job may reach.

@@ -46,6 +46,34 @@ pub struct JobRecord {
     pub stdout: String,
     /// Resolved stderr path.
     pub stderr: String,
+    /// Its steps: each `erun` step of the current run (`ID.0`, ...), running or ended, and
+    /// the batch step once ended (a running job's is made up by the view).
+    pub steps: Vec<batch_proto::JobStep>,
+    /// How many times it was requeued (Slurm's `SLURM_RESTART_COUNT`).
+    pub restarts: u32,
+}
+
+/// The record's fields kept in one JSON column: they are empty for most jobs, and a new one
+/// needs no new column.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Extra {
+    /// [`JobRecord::steps`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<batch_proto::JobStep>,
+    /// [`JobRecord::restarts`].
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub restarts: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+impl Extra {
+    /// Whether there is nothing to store.
+    pub fn is_empty(&self) -> bool {
+        self.steps.is_empty() && self.restarts == 0
+    }
 }
 
 impl JobRecord {
@@ -86,7 +114,26 @@ impl JobRecord {
             detail: None,
             stdout,
             stderr,
+            steps: Vec::new(),
+            restarts: 0,
         }
+    }
+
+    /// The short name of the job's first node, where its batch script runs
+    /// (`SLURMD_NODENAME`, an output pattern's `%N`); empty before the start.
+    pub fn first_node(&self) -> String {
+        self.node_list
+            .as_deref()
+            .and_then(|l| batch_proto::hostlist::expand(l).ok())
+            .and_then(|v| v.into_iter().next())
+            .unwrap_or_default()
+    }
+
+    /// Numbered step `n`, if recorded.
+    pub fn step_mut(&mut self, n: u32) -> Option<&mut batch_proto::JobStep> {
+        self.steps
+            .iter_mut()
+            .find(|s| s.id == batch_proto::StepId::Number(n))
     }
 
     /// The pool it runs or ran in, else the one it asked for (what listings show and filter
@@ -119,6 +166,18 @@ impl JobRecord {
             _ => self.spec.shape.time_limit(),
         }
     }
+}
+
+/// The next `erun` step's number after `steps`: one more than the highest so far.
+pub fn next_step(steps: &[batch_proto::JobStep]) -> u32 {
+    steps
+        .iter()
+        .filter_map(|s| match s.id {
+            batch_proto::StepId::Number(n) => Some(n + 1),
+            batch_proto::StepId::Batch => None,
+        })
+        .max()
+        .unwrap_or(0)
 }
 
 /// Expands an output pattern (sbatch's escapes, `batch_proto::pattern`; `%N` waits for the

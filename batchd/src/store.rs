@@ -27,7 +27,10 @@ use crate::record::JobRecord;
 ///   cannot read, hence the bump: such a batchd refuses the file as a whole instead of
 ///   failing row by row. Migrating 1 → 2 changes no row: a version-1 spec reads as a job
 ///   without deadline that is not requeued (the new fields' defaults).
-pub const SCHEMA_VERSION: i64 = 2;
+/// - 3 (job steps): a column `extra`, JSON of [`crate::record::Extra`] (the job's steps and
+///   restart count), NULL when empty; added by the migration, so older rows read as jobs
+///   without steps.
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// Largest number of queued operations folded into one transaction.
 const MAX_BATCH: usize = 4096;
@@ -102,7 +105,7 @@ impl StoreThread {
 }
 
 const COLUMNS: &str = "id, uid, gid, user, name, spec, submit, state, held, start, end_, \
-    exit_code, signal, pool, node_list, nodes, shape, detail, stdout, stderr";
+    exit_code, signal, pool, node_list, nodes, shape, detail, stdout, stderr, extra";
 
 fn open_connection(path: &Path, sync: Sync) -> Result<Connection, StoreError> {
     let conn = Connection::open(path)?;
@@ -128,11 +131,17 @@ fn open_connection(path: &Path, sync: Sync) -> Result<Connection, StoreError> {
             state TEXT NOT NULL, held INTEGER NOT NULL,
             start INTEGER, end_ INTEGER, exit_code INTEGER, signal INTEGER,
             pool TEXT, node_list TEXT, nodes INTEGER NOT NULL, shape TEXT, detail TEXT,
-            stdout TEXT NOT NULL, stderr TEXT NOT NULL);
+            stdout TEXT NOT NULL, stderr TEXT NOT NULL, extra TEXT);
          CREATE INDEX IF NOT EXISTS jobs_active ON jobs(id)
             WHERE state IN ('PENDING', 'RUNNING', 'COMPLETING');
          CREATE INDEX IF NOT EXISTS jobs_end ON jobs(end_);",
     )?;
+    let has_extra = conn
+        .prepare("SELECT 1 FROM pragma_table_info('jobs') WHERE name = 'extra'")?
+        .exists([])?;
+    if !has_extra {
+        conn.execute_batch("ALTER TABLE jobs ADD COLUMN extra TEXT")?;
+    }
     conn.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     Ok(conn)
 }
@@ -150,9 +159,18 @@ fn put(conn: &Connection, r: &JobRecord) -> Result<(), StoreError> {
         ),
         None => None,
     };
+    let extra = crate::record::Extra {
+        steps: r.steps.clone(),
+        restarts: r.restarts,
+    };
+    let extra = if extra.is_empty() {
+        None
+    } else {
+        Some(serde_json::to_string(&extra).map_err(|e| StoreError::Db(e.to_string()))?)
+    };
     let mut stmt = conn.prepare_cached(&format!(
         "INSERT OR REPLACE INTO jobs ({COLUMNS}) VALUES \
-         (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)"
+         (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)"
     ))?;
     stmt.execute(params![
         r.id as i64,
@@ -175,6 +193,7 @@ fn put(conn: &Connection, r: &JobRecord) -> Result<(), StoreError> {
         r.detail,
         r.stdout,
         r.stderr,
+        extra,
     ])?;
     Ok(())
 }
@@ -200,6 +219,14 @@ fn read_row(row: &Row<'_>) -> Result<Result<JobRecord, StoreError>, rusqlite::Er
         Ok(s) => s.map(sched_core::Shape::from),
         Err(e) => return Ok(Err(bad(format!("shape: {e}")))),
     };
+    let extra: Option<String> = row.get(20)?;
+    let extra = match extra
+        .map(|s| serde_json::from_str::<crate::record::Extra>(&s))
+        .transpose()
+    {
+        Ok(e) => e.unwrap_or_default(),
+        Err(e) => return Ok(Err(bad(format!("extra: {e}")))),
+    };
     Ok(Ok(JobRecord {
         id,
         uid: row.get(1)?,
@@ -220,6 +247,8 @@ fn read_row(row: &Row<'_>) -> Result<Result<JobRecord, StoreError>, rusqlite::Er
         detail: row.get(17)?,
         stdout: row.get(18)?,
         stderr: row.get(19)?,
+        steps: extra.steps,
+        restarts: extra.restarts,
     }))
 }
 
@@ -444,6 +473,8 @@ mod tests {
             detail: None,
             stdout: "/tmp/o".into(),
             stderr: "/tmp/o".into(),
+            steps: Vec::new(),
+            restarts: 0,
         }
     }
 
@@ -515,6 +546,8 @@ mod tests {
             [serde_json::to_string(&v).unwrap()],
         )
         .unwrap();
+        c.execute_batch("ALTER TABLE jobs DROP COLUMN extra")
+            .unwrap();
         c.pragma_update(None, "user_version", 1).unwrap();
         drop(c);
         let (_s, _t, loaded) = Store::open(&path, Sync::Full).unwrap();
@@ -522,12 +555,47 @@ mod tests {
         assert!(loaded.unreadable.is_empty());
         let r = &loaded.active[0];
         assert_eq!((r.spec.deadline, r.spec.requeue), (None, false));
+        assert!(r.steps.is_empty());
         assert_eq!(loaded.finished.get(&2), Some(&JobState::Completed));
         let c = Connection::open(&path).unwrap();
         let v: i64 = c
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .unwrap();
         assert_eq!(v, SCHEMA_VERSION);
+    }
+
+    #[tokio::test]
+    async fn steps_and_restarts_are_stored() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.sqlite");
+        let mut r = record(1, JobState::Running);
+        r.restarts = 2;
+        r.steps.push(batch_proto::JobStep {
+            id: batch_proto::StepId::Number(0),
+            name: "hostname".into(),
+            state: JobState::Completed,
+            start: 5,
+            end: Some(9),
+            node_list: "n[1-2]".into(),
+            nodes: 2,
+            tasks: 4,
+            cpus_per_task: 1,
+            exit_code: Some(0),
+            signal: Some(0),
+            usage: Some(batch_proto::Usage {
+                max_rss_kib: 1024,
+                user_ms: 20,
+                system_ms: 3,
+            }),
+        });
+        {
+            let (store, thread, _) = Store::open(&path, Sync::Full).unwrap();
+            store.commit(r.clone()).await.unwrap();
+            drop(store);
+            thread.join();
+        }
+        let (_s, _t, loaded) = Store::open(&path, Sync::Full).unwrap();
+        assert_eq!(loaded.active, vec![r]);
     }
 
     #[tokio::test]

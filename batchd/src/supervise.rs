@@ -180,11 +180,12 @@ pub fn supervise(job_dir: &Path) -> i32 {
     if let Some(w) = launch.warn {
         let outcome = Arc::clone(&outcome);
         let groups = Arc::clone(&groups);
+        let dir = job_dir.to_path_buf();
         std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(w.at_ms.saturating_sub(now_ms())));
             // A job already told to stop (cancel, time limit) gets no notice.
             if outcome.load(Ordering::SeqCst) == NONE {
-                warn_job(&groups, w.signal, w.batch_only);
+                warn_job(&groups, w.signal, w.batch_only, &dir);
             }
         });
     }
@@ -207,7 +208,17 @@ pub fn supervise(job_dir: &Path) -> i32 {
                 Err(e) => return fail(job_dir, format!("waiting for the job: {e}")),
             }
         }
-        let _ = kill(Pid::from_raw(-group.pid.as_raw()), Signal::SIGKILL);
+        // A job being stopped (cancel, time limit): its steps' tasks, which got the SIGTERM
+        // from their `erun`, have the grace period to end before the SIGKILL.
+        if outcome.load(Ordering::SeqCst) != NONE {
+            let until = std::time::Instant::now() + grace;
+            while std::time::Instant::now() < until
+                && !crate::procs::session_members(group.pid.as_raw()).is_empty()
+            {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        kill_session(group.pid);
         group.gone.store(true, Ordering::SeqCst);
         let s = loop {
             match child.wait() {
@@ -234,6 +245,8 @@ pub fn supervise(job_dir: &Path) -> i32 {
         signal: status.signal().unwrap_or(0),
         end_ms: now_ms(),
         detail: None,
+        // Every process the job started that its processes waited for: the batch step's use.
+        usage: batch_proto::Usage::of_children(),
     };
     match write_json(&job_dir.join(files::STATUS), &st) {
         Ok(()) => 0,
@@ -262,24 +275,28 @@ fn live(groups: &[Group]) -> Vec<Pid> {
 }
 
 /// Sends `--signal`'s `signal` to the job: to each batch shell (the process the supervisor
-/// started, leader of its group) with `batch_only`, else to every other process of the
-/// groups (sbatch signals the job steps but not the batch shell; here the processes the
-/// script started stand for the steps).
-fn warn_job(groups: &[Group], signal: i32, batch_only: bool) {
+/// started, leader of its group) with `batch_only`, else to the job's running steps (their
+/// `erun`, which passes it to its tasks), never the batch shell: sbatch's rule.
+fn warn_job(groups: &[Group], signal: i32, batch_only: bool, job_dir: &Path) {
     let Ok(sig) = Signal::try_from(signal) else {
         eprintln!("batchd supervise: --signal {signal} is not a signal");
         return;
     };
-    let leaders = live(groups);
     if batch_only {
-        for &shell in &leaders {
+        for shell in live(groups) {
             let _ = kill(shell, sig);
         }
         return;
     }
-    let leaders: Vec<i32> = leaders.iter().map(|g| g.as_raw()).collect();
-    for pid in crate::procs::group_members(&leaders) {
-        let _ = kill(Pid::from_raw(pid), sig);
+    crate::launch::StepPid::signal_all(job_dir, sig);
+}
+
+/// SIGKILL to group `g` and to whatever else is left in its session (an `erun`'s tasks run in
+/// process groups of their own).
+fn kill_session(g: Pid) {
+    let _ = kill(Pid::from_raw(-g.as_raw()), Signal::SIGKILL);
+    for pid in crate::procs::session_members(g.as_raw()) {
+        let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
     }
 }
 
@@ -292,6 +309,7 @@ fn fail(job_dir: &Path, detail: String) -> i32 {
         signal: 0,
         end_ms: now_ms(),
         detail: Some(detail),
+        usage: None,
     };
     match write_json(&job_dir.join(files::STATUS), &st) {
         Ok(()) => 0,
@@ -313,7 +331,7 @@ fn stop_groups(groups: &[Group], grace: Duration) {
     std::thread::sleep(grace);
     for g in live {
         if !g.gone.load(Ordering::SeqCst) {
-            let _ = kill(Pid::from_raw(-g.pid.as_raw()), Signal::SIGKILL);
+            kill_session(g.pid);
         }
     }
 }

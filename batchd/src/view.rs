@@ -121,5 +121,45 @@ pub fn job_view<'a>(
         account: rec.spec.account.as_deref(),
         qos: rec.spec.qos.as_deref(),
         warn_signal: rec.spec.warn_signal,
+        job_steps: if brief {
+            Cow::Borrowed(&[])
+        } else {
+            job_steps(rec)
+        },
     }
+}
+
+/// `rec`'s steps as sacct lists them: a running job's batch step (recorded only at its end)
+/// first, then the recorded ones.
+fn job_steps(rec: &JobRecord) -> Cow<'_, [batch_proto::JobStep]> {
+    let running = matches!(rec.state, JobState::Running | JobState::Completing);
+    let Some(start) = rec
+        .start
+        .filter(|_| running && !crate::core::coorm::is_session(rec))
+    else {
+        return Cow::Borrowed(&rec.steps);
+    };
+    let first = rec.first_node();
+    let mut v = Vec::with_capacity(rec.steps.len() + 1);
+    v.push(batch_proto::JobStep {
+        id: batch_proto::StepId::Batch,
+        name: "batch".into(),
+        state: JobState::Running,
+        start,
+        end: None,
+        node_list: first,
+        nodes: 1,
+        tasks: 1,
+        cpus_per_task: rec
+            .spec
+            .resources
+            .as_ref()
+            .and_then(|r| r.cpus_per_task)
+            .unwrap_or(1),
+        exit_code: None,
+        signal: None,
+        usage: None,
+    });
+    v.extend(rec.steps.iter().cloned());
+    Cow::Owned(v)
 }

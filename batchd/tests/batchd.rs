@@ -151,7 +151,11 @@ impl Cluster {
             ..Default::default()
         };
         self.client()
-            .request(&Request::Cancel(CancelRequest { filter, signal }))
+            .request(&Request::Cancel(CancelRequest {
+                filter,
+                signal,
+                scope: Default::default(),
+            }))
             .unwrap()
     }
 }

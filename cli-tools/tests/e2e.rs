@@ -15,6 +15,9 @@ mod jobs;
 #[path = "e2e/cancel.rs"]
 mod cancel;
 
+#[path = "e2e/steps.rs"]
+mod steps;
+
 #[path = "e2e/durability.rs"]
 mod durability;
 

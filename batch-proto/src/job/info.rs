@@ -116,6 +116,21 @@ pub mod field {
     }
     by_slice!(String, Dependency);
 
+    /// A job's steps (`ID.batch`, `ID.0`): its running batch step is made up for the view, so
+    /// lent owned then.
+    impl Field for Vec<crate::jobstep::JobStep> {
+        type Ref<'a> = Cow<'a, [crate::jobstep::JobStep]>;
+        fn own(r: &Cow<'_, [crate::jobstep::JobStep]>) -> Vec<crate::jobstep::JobStep> {
+            r.to_vec()
+        }
+    }
+
+    impl IsEmpty for Cow<'_, [crate::jobstep::JobStep]> {
+        fn is_empty(&self) -> bool {
+            <[crate::jobstep::JobStep]>::is_empty(self)
+        }
+    }
+
     /// Steps are lent converted when need be: the daemon holds the scheduler's own step type,
     /// not the protocol's.
     impl Field for Vec<Step> {
@@ -272,6 +287,10 @@ job_info! {
         /// `--signal`: the signal sent before the time limit, and when.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub warn_signal: Option<crate::signal::JobSignal>,
+        /// Its steps, as sacct lists them: the batch step (`ID.batch`) and each `erun` step
+        /// (`ID.0`, ...), running or ended (empty in a brief listing).
+        #[serde(default, skip_serializing_if = "crate::job::field::is_empty")]
+        pub job_steps: Vec<crate::jobstep::JobStep>,
     }
 }
 

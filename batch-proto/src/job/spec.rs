@@ -129,6 +129,10 @@ pub struct JobSpec {
     /// between re-attaches it without nodes and still ends it PREEMPTED; never in a submission.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preempted: Option<String>,
+    /// Where the submission ran (`SLURM_SUBMIT_DIR`), which `-D` does not change; `None`:
+    /// `work_dir`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub submit_dir: Option<String>,
 }
 
 /// The umask of a job whose submission did not give one: output files readable by their
@@ -179,6 +183,7 @@ impl JobSpec {
             no_requeue: false,
             requeue_by_hand: None,
             preempted: None,
+            submit_dir: None,
         }
     }
 
@@ -316,6 +321,9 @@ impl JobSpec {
             return field("name", "must be non-empty, without control characters");
         }
         too_long("work_dir", &self.work_dir, MAX_PATH)?;
+        if let Some(d) = &self.submit_dir {
+            too_long("submit_dir", d, MAX_PATH)?;
+        }
         if !self.work_dir.starts_with('/') {
             return field("work_dir", "must be an absolute path");
         }

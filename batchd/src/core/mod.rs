@@ -380,6 +380,24 @@ impl Core {
         self.update_pending(id, |r| r.spec = spec)
     }
 
+    /// Changes running job `id`'s steps with `f`, which sees the record as it was; the
+    /// record as changed, to store, and what `f` said. `None` for a job that is not running
+    /// (a step belongs to a run).
+    pub fn change_steps<R>(
+        &mut self,
+        id: u64,
+        f: impl FnOnce(&JobRecord, &mut Vec<batch_proto::JobStep>) -> R,
+    ) -> Option<(JobRecord, R)> {
+        let a = self.jobs.get_mut(&id)?;
+        if a.rec.state != JobState::Running || a.run.is_none() {
+            return None;
+        }
+        let mut steps = std::mem::take(&mut a.rec.steps);
+        let out = f(&a.rec, &mut steps);
+        a.rec.steps = steps;
+        Some((a.rec.clone(), out))
+    }
+
     /// Changes a pending job's record keeping the queue in order.
     fn update_pending(&mut self, id: u64, f: impl FnOnce(&mut JobRecord)) -> Option<JobRecord> {
         let mut a = self.jobs.get(&id)?.clone();
@@ -968,6 +986,10 @@ impl Core {
         rec.nodes = 0;
         rec.shape = None;
         rec.detail = Some(format!("requeued: {why}"));
+        // The steps were the last run's; the next run numbers its own from 0 (sacct shows a
+        // requeued job's last run).
+        rec.steps.clear();
+        rec.restarts = rec.restarts.saturating_add(1);
         rec.spec.requeue_by_hand = None;
         rec.spec.preempted = None;
         self.finished.remove(&rec.id);

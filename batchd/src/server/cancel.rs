@@ -1,12 +1,15 @@
 //! `Cancel`: pending jobs end CANCELLED at once; running jobs are stopped by their supervisor
 //! (SIGTERM to the group, SIGKILL after the grace period) and end CANCELLED when they are
-//! gone; with `signal`, running jobs' groups get just that signal.
+//! gone; with `signal`, running jobs get just that signal: their steps, their batch shell, or
+//! both and everything the script started, as the request's scope says (scancel's default,
+//! `-b`, `-f`).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use batch_proto::{
-    ActionReport, CancelRequest, ErrorKind, ErrorReply, JobFailure, JobState, Response, MAX_FRAME,
+    ActionReport, CancelRequest, ErrorKind, ErrorReply, JobFailure, JobState, Response,
+    SignalScope, MAX_FRAME,
 };
 
 use super::{internal, Caller, Reply};
@@ -135,7 +138,7 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: CancelRequest) -> Rep
             match o {
                 Outcome::Failed(f) => report.failed.push(f),
                 Outcome::End => pending.push(id),
-                Outcome::Signal(Some(sig)) => running.push((id, Some(sig))),
+                Outcome::Signal(Some(sig)) => running.push((id, Some((sig, req.scope)))),
                 Outcome::Signal(None) => {
                     if let Some(id) = stop(d, &mut core, id) {
                         running.push((id, None));
@@ -203,14 +206,22 @@ async fn end_pending(
     Ok((ids, started))
 }
 
-/// Signals each running job (its end does the rest), then answers with what was done: the
-/// last steps of `ecancel` and of `econtrol requeue`.
+/// Signals each running job (its end does the rest) and answers with what was done: the
+/// last steps of `ecancel` and of `econtrol requeue`. A signal (`ecancel -s`) is sent before
+/// the answer, which says whether it could be; a stop after it, so that a client inside the
+/// job it stops gets its answer (a stop that fails is logged).
 pub(super) async fn signal_and_answer(
     d: &Arc<Daemon>,
-    running: impl IntoIterator<Item = (u64, Option<i32>)>,
+    running: impl IntoIterator<Item = (u64, Option<(i32, SignalScope)>)>,
     mut report: ActionReport,
 ) -> Reply {
+    let mut stops = Vec::new();
     for (id, sig) in running {
+        if sig.is_none() {
+            stops.push(id);
+            report.done.push(id);
+            continue;
+        }
         match send(d, id, sig).await {
             Ok(()) => report.done.push(id),
             Err(message) => {
@@ -225,12 +236,28 @@ pub(super) async fn signal_and_answer(
     if !report.done.is_empty() {
         d.reschedule();
     }
-    Response::Acted(report).into()
+    if stops.is_empty() {
+        return Response::Acted(report).into();
+    }
+    let d = Arc::clone(d);
+    let after: super::After = Box::pin(async move {
+        for id in stops {
+            if let Err(message) = send(&d, id, None).await {
+                tracing::warn!(job = id, "cannot stop the job: {message}");
+            }
+        }
+        d.reschedule();
+    });
+    Reply::Then(Response::Acted(report), after)
 }
 
 /// Signals a running job; a job started a moment ago may not have its pid files yet, so a
 /// few short retries cover the supervisor's start.
-pub(super) async fn send(d: &Arc<Daemon>, id: u64, sig: Option<i32>) -> Result<(), String> {
+pub(super) async fn send(
+    d: &Arc<Daemon>,
+    id: u64,
+    sig: Option<(i32, SignalScope)>,
+) -> Result<(), String> {
     let mut last = String::new();
     for _ in 0..50 {
         let session = d
@@ -245,7 +272,7 @@ pub(super) async fn send(d: &Arc<Daemon>, id: u64, sig: Option<i32>) -> Result<(
             return Ok(());
         }
         let r = match sig {
-            Some(s) => crate::executor::signal(d, id, s),
+            Some((s, scope)) => crate::executor::signal(d, id, s, scope),
             None => crate::executor::cancel(d, id),
         };
         match r {

@@ -447,6 +447,7 @@ mod tests {
         j.dependencies.clear();
         j.detail = None;
         j.scheduled_ep = None;
+        j.job_steps.clear();
         j
     }
 

@@ -29,6 +29,7 @@ mod requeue;
 mod session;
 mod show;
 mod stats;
+mod step;
 mod submit;
 mod update;
 
@@ -61,6 +62,8 @@ pub struct Caller {
     pub gid: u32,
     /// Peer user name.
     pub user: String,
+    /// Peer pid (SO_PEERCRED), when the system gives it.
+    pub pid: Option<i32>,
 }
 
 impl Caller {
@@ -79,10 +82,20 @@ impl Caller {
     }
 }
 
+/// How long work left for after an answer waits for the client to take the answer.
+const AFTER_WAIT: Duration = Duration::from_secs(2);
+
+/// Work a handler leaves for after its answer is sent.
+pub type After = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+
 /// What a handler answers: one response, or a listing sent in parts.
 pub enum Reply {
     /// One frame.
     One(Response),
+    /// One frame, then work that must follow the answer: stopping jobs, which may include the
+    /// client's own (`econtrol requeue $SLURM_JOB_ID` in a job gets its answer before the
+    /// job is stopped, as with Slurm).
+    Then(Response, After),
     /// A listing.
     Jobs(Vec<JobInfo>),
     /// A listing encoded as it is sent (`List`).
@@ -550,6 +563,7 @@ async fn connection(
                 uid,
                 gid: c.gid(),
                 user,
+                pid: c.pid(),
             }
         }
         Err(e) => {
@@ -612,9 +626,13 @@ async fn connection(
         let handled = began.elapsed();
         link.slot.set(Phase::Busy(Instant::now()));
         let evict = Arc::clone(&link.slot.evict);
+        let (reply, after) = match reply {
+            Reply::Then(r, after) => (Reply::One(r), Some(after)),
+            other => (other, None),
+        };
         let sent = async {
             match reply {
-                Reply::One(r) => link.send(&r).await,
+                Reply::One(r) | Reply::Then(r, _) => link.send(&r).await,
                 Reply::Jobs(jobs) => list::send(&mut link.stream, &jobs, link.frame).await,
                 Reply::Listing(frames) => {
                     list::send_frames(&mut link.stream, frames, link.frame).await
@@ -632,6 +650,13 @@ async fn connection(
             }
         };
         tracing::debug!(verb, ?handled, total = ?began.elapsed(), "answered");
+        if let Some(after) = after {
+            // The client reads its answer before the stop: the work waits until the client is
+            // done with it (it closes the connection, or sends its next request), at most
+            // `AFTER_WAIT`, since the client may be one of the processes stopped.
+            let _ = tokio::time::timeout(AFTER_WAIT, link.stream.readable()).await;
+            after.await;
+        }
         if !ok {
             return;
         }
@@ -663,6 +688,8 @@ async fn dispatch(d: &Arc<Daemon>, caller: &Caller, req: Request) -> Reply {
         Request::View(r) => session::view(d, r),
         Request::Requeue(r) => requeue::handle(d, caller, r).await,
         Request::Stats(_) => stats::handle(d),
+        Request::StepStart(r) => step::start(d, caller, r).await,
+        Request::StepEnd(r) => step::end(d, caller, r).await,
         Request::Subscribe(_)
         | Request::ListClustersInfo(_)
         | Request::ListInterClusterInfo(_)

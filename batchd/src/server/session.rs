@@ -233,6 +233,11 @@ async fn serve(
         };
         let ok = match reply {
             Reply::One(r) => link.send(&r).await,
+            Reply::Then(r, after) => {
+                let ok = link.send(&r).await;
+                after.await;
+                ok
+            }
             Reply::Jobs(jobs) => super::list::send(&mut link.stream, &jobs, link.frame).await,
             Reply::Listing(f) => super::list::send_frames(&mut link.stream, f, link.frame).await,
         };

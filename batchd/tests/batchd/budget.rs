@@ -67,6 +67,7 @@ fn cancel(d: &Daemon, id: u64) {
                 ..Default::default()
             },
             signal: None,
+            scope: Default::default(),
         }))
         .unwrap();
 }

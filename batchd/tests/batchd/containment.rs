@@ -165,6 +165,7 @@ fn a_panicking_plugin_is_logged_by_name_and_rebuilt_and_the_daemon_goes_on() {
                 ..Default::default()
             },
             signal: None,
+            scope: Default::default(),
         }))
         .unwrap();
     d.wait_state(other, JobState::Completed);

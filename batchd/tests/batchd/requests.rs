@@ -101,6 +101,7 @@ fn a_filter_over_its_bound_is_refused_and_others_are_served() {
             Request::Cancel(CancelRequest {
                 filter: over.clone(),
                 signal: None,
+                scope: Default::default(),
             }),
             Request::Hold(HoldRequest {
                 ids: over.ids.clone(),
@@ -166,6 +167,7 @@ fn a_repeated_id_is_answered_once() {
                 ..Default::default()
             },
             signal: None,
+            scope: Default::default(),
         }),
     ));
     assert_eq!(cancel.done, vec![b]);

@@ -4,7 +4,12 @@
 use std::process::ExitCode;
 
 use batch_proto::time::{Time, MINUTE, SECOND};
-use batch_proto::{AcctRequest, JobFilter, JobInfo, JobState, ListRequest, Request};
+use std::collections::HashMap;
+
+use batch_proto::{
+    AcctRequest, InfoRequest, JobFilter, JobInfo, JobState, JobStep, ListRequest, Request,
+    Response, StepId, Usage,
+};
 use clap::Parser;
 
 use super::args::{job_states, SocketArg};
@@ -50,7 +55,7 @@ pub struct AcctCli {
     /// Fields separated by `|`, without a trailing `|`.
     #[arg(short = 'P', long)]
     pub parsable2: bool,
-    /// Jobs only, no steps: what eacct always shows (esched jobs have no steps).
+    /// Jobs only, without their steps (`ID.batch`, `ID.0`, ...).
     #[arg(short = 'X', long = "allocations")]
     pub allocations: bool,
     /// The columns: sacct's field names in any case, comma-separated, each with an optional
@@ -118,12 +123,103 @@ struct Field {
     name: &'static str,
     width: usize,
     value: fn(&JobInfo, &Ctx) -> String,
+    step: StepValue,
 }
 
-/// What a value may depend on beyond the job: the clock (running jobs' Elapsed) and the zone.
+/// What a field shows on a step's row (`ID.batch`, `ID.0`): blank, as sacct leaves the
+/// job-only fields, the job's value, or the step's own.
+enum StepValue {
+    Blank,
+    Job,
+    Own(fn(&JobInfo, &JobStep, &Ctx) -> String),
+}
+
+impl Field {
+    /// The field's value on `row`.
+    fn of(&self, row: &Row<'_>, c: &Ctx<'_>) -> String {
+        match (row.step, &self.step) {
+            (None, _) | (Some(_), StepValue::Job) => (self.value)(row.job, c),
+            (Some(_), StepValue::Blank) => String::new(),
+            (Some(s), StepValue::Own(f)) => f(row.job, s, c),
+        }
+    }
+}
+
+/// One row of the table: a job, or one of its steps.
+struct Row<'a> {
+    job: &'a JobInfo,
+    step: Option<&'a JobStep>,
+}
+
+fn step_elapsed(s: &JobStep, now: Time) -> u64 {
+    s.end.unwrap_or(now).saturating_sub(s.start)
+}
+
+/// What a value may depend on beyond the job: the clock (running jobs' Elapsed), the zone,
+/// and each pool's CPUs per node (for the CPU fields).
 struct Ctx<'a> {
     now: Time,
     zone: &'a Zone,
+    cpus: &'a HashMap<String, u32>,
+}
+
+impl Ctx<'_> {
+    /// CPUs per node of job `j`'s pool (1 when unknown).
+    fn cpus_per_node(&self, j: &JobInfo) -> u32 {
+        j.pool
+            .as_deref()
+            .and_then(|p| self.cpus.get(p))
+            .copied()
+            .unwrap_or(1)
+            .max(1)
+    }
+
+    /// CPUs job `j` holds (none before its start).
+    fn job_cpus(&self, j: &JobInfo) -> u64 {
+        if j.start_time.is_none() {
+            return 0;
+        }
+        u64::from(j.nodes) * u64::from(self.cpus_per_node(j))
+    }
+
+    /// CPUs step `s` of job `j` holds: its tasks' (the batch step: its node's).
+    fn step_cpus(&self, j: &JobInfo, s: &JobStep) -> u64 {
+        match s.id {
+            StepId::Batch => u64::from(self.cpus_per_node(j)),
+            StepId::Number(_) => u64::from(s.tasks) * u64::from(s.cpus_per_task.max(1)),
+        }
+    }
+}
+
+/// sacct's CPU times: `MM:SS.mmm` under an hour, then `HH:MM:SS`, `D-HH:MM:SS`.
+pub fn format_cpu_time(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (d, h, m, s) = (secs / 86_400, secs / 3600 % 24, secs / 60 % 60, secs % 60);
+    if d > 0 {
+        format!("{d}-{h:02}:{m:02}:{s:02}")
+    } else if h > 0 {
+        format!("{h:02}:{m:02}:{s:02}")
+    } else {
+        format!("{m:02}:{s:02}.{:03}", ms % 1000)
+    }
+}
+
+/// sacct's memory sizes: KiB with a `K` suffix (`MaxRSS`).
+fn kib(n: u64) -> String {
+    format!("{n}K")
+}
+
+/// A job's usage: the sum of its steps' (the batch step's counts only the batch script's own
+/// processes, erun's tasks being the steps').
+fn job_usage(j: &JobInfo) -> Option<Usage> {
+    j.job_steps
+        .iter()
+        .filter_map(|s| s.usage)
+        .reduce(Usage::merge)
+}
+
+fn cpu_field(u: Option<Usage>, f: fn(&Usage) -> u64) -> String {
+    u.map(|u| format_cpu_time(f(&u))).unwrap_or_default()
 }
 
 fn elapsed(job: &JobInfo, now: Time) -> u64 {
@@ -164,11 +260,13 @@ fn opt_or(v: Option<&str>, none: &str) -> String {
 const FIELDS: &[Field] = &[
     Field {
         name: "Account",
+        step: StepValue::Job,
         width: 10,
         value: |j, _| opt_or(j.account.as_deref(), ""),
     },
     Field {
         name: "AllocNodes",
+        step: StepValue::Own(|_, s, _| s.nodes.to_string()),
         width: 10,
         value: |j, _| {
             if j.start_time.is_some() {
@@ -180,26 +278,33 @@ const FIELDS: &[Field] = &[
     },
     Field {
         name: "Elapsed",
+        step: StepValue::Own(|_, s, c| format_sacct_duration(step_elapsed(s, c.now))),
         width: 10,
         value: |j, c| format_sacct_duration(elapsed(j, c.now)),
     },
     Field {
         name: "ElapsedRaw",
+        step: StepValue::Own(|_, s, c| (step_elapsed(s, c.now) / SECOND).to_string()),
         width: 10,
         value: |j, c| (elapsed(j, c.now) / SECOND).to_string(),
     },
     Field {
         name: "Eligible",
+        step: StepValue::Own(|_, s, c| format_opt_timestamp(Some(s.start), c.zone)),
         width: 19,
         value: |j, c| format_opt_timestamp(Some(eligible(j)), c.zone),
     },
     Field {
         name: "End",
+        step: StepValue::Own(|_, s, c| timestamp_or_unknown(s.end, c.zone)),
         width: 19,
         value: |j, c| timestamp_or_unknown(j.end_time, c.zone),
     },
     Field {
         name: "ExitCode",
+        step: StepValue::Own(|_, s, _| {
+            format!("{}:{}", s.exit_code.unwrap_or(0), s.signal.unwrap_or(0))
+        }),
         width: 8,
         value: |j, _| match (j.exit_code, j.signal) {
             (None, None) => "0:0".to_string(),
@@ -208,26 +313,31 @@ const FIELDS: &[Field] = &[
     },
     Field {
         name: "JobID",
+        step: StepValue::Own(|j, s, _| s.label(&j.label())),
         width: 12,
         value: |j, _| j.label(),
     },
     Field {
         name: "JobIDRaw",
+        step: StepValue::Own(|j, s, _| s.label(&j.id.to_string())),
         width: 12,
         value: |j, _| j.id.to_string(),
     },
     Field {
         name: "JobName",
+        step: StepValue::Own(|_, s, _| s.name.clone()),
         width: 10,
         value: |j, _| j.name.clone(),
     },
     Field {
         name: "NNodes",
+        step: StepValue::Own(|_, s, _| s.nodes.to_string()),
         width: 8,
         value: |j, _| j.nodes.to_string(),
     },
     Field {
         name: "NodeList",
+        step: StepValue::Own(|_, s, _| s.node_list.clone()),
         width: 15,
         value: |j, _| match j.node_list.as_deref() {
             Some(l) if !l.is_empty() => l.to_string(),
@@ -236,26 +346,31 @@ const FIELDS: &[Field] = &[
     },
     Field {
         name: "Partition",
+        step: StepValue::Blank,
         width: 10,
         value: |j, _| opt_or(j.pool.as_deref(), ""),
     },
     Field {
         name: "Planned",
+        step: StepValue::Blank,
         width: 10,
         value: planned,
     },
     Field {
         name: "Priority",
+        step: StepValue::Blank,
         width: 10,
         value: |j, _| j.priority.to_string(),
     },
     Field {
         name: "QOS",
+        step: StepValue::Blank,
         width: 10,
         value: |j, _| opt_or(j.qos.as_deref(), ""),
     },
     Field {
         name: "Reason",
+        step: StepValue::Blank,
         width: 20,
         value: |j, _| match (&j.detail, j.reason) {
             (Some(d), _) => d.clone(),
@@ -265,49 +380,150 @@ const FIELDS: &[Field] = &[
     },
     Field {
         name: "Reserved",
+        step: StepValue::Blank,
         width: 10,
         value: planned,
     },
     Field {
         name: "Start",
+        step: StepValue::Own(|_, s, c| format_opt_timestamp(Some(s.start), c.zone)),
         width: 19,
         value: |j, c| timestamp_or_unknown(j.start_time, c.zone),
     },
     Field {
         name: "State",
+        step: StepValue::Own(|_, s, _| s.state.name().to_string()),
         width: 10,
         value: |j, _| j.state.name().to_string(),
     },
     Field {
         name: "Submit",
+        step: StepValue::Own(|_, s, c| format_opt_timestamp(Some(s.start), c.zone)),
         width: 19,
         value: |j, c| format_opt_timestamp(Some(j.submit_time), c.zone),
     },
     Field {
         name: "Timelimit",
+        step: StepValue::Blank,
         width: 10,
         value: |j, _| format_sacct_duration(j.time_limit),
     },
     Field {
         name: "TimelimitRaw",
+        step: StepValue::Blank,
         width: 12,
         // Minutes, rounded up as Slurm stores limits.
         value: |j, _| j.time_limit.div_ceil(MINUTE).to_string(),
     },
     Field {
         name: "UID",
+        step: StepValue::Blank,
         width: 6,
         value: |j, _| j.uid.to_string(),
     },
     Field {
         name: "User",
+        step: StepValue::Blank,
         width: 9,
         value: |j, _| j.user.clone(),
     },
     Field {
         name: "WorkDir",
+        step: StepValue::Blank,
         width: 15,
         value: |j, _| j.work_dir.clone(),
+    },
+    Field {
+        name: "AllocCPUS",
+        width: 10,
+        value: |j, c| c.job_cpus(j).to_string(),
+        step: StepValue::Own(|j, s, c| c.step_cpus(j, s).to_string()),
+    },
+    Field {
+        name: "AllocTRES",
+        width: 10,
+        value: |j, c| {
+            if j.start_time.is_none() {
+                String::new()
+            } else {
+                format!("cpu={},node={}", c.job_cpus(j), j.nodes)
+            }
+        },
+        step: StepValue::Own(|j, s, c| format!("cpu={},node={}", c.step_cpus(j, s), s.nodes)),
+    },
+    Field {
+        name: "CPUTime",
+        width: 10,
+        value: |j, c| format_sacct_duration(elapsed(j, c.now) / 1000 * c.job_cpus(j) * 1000),
+        step: StepValue::Own(|j, s, c| {
+            format_sacct_duration(step_elapsed(s, c.now) / 1000 * c.step_cpus(j, s) * 1000)
+        }),
+    },
+    Field {
+        name: "CPUTimeRAW",
+        width: 10,
+        value: |j, c| (elapsed(j, c.now) / SECOND * c.job_cpus(j)).to_string(),
+        step: StepValue::Own(|j, s, c| {
+            (step_elapsed(s, c.now) / SECOND * c.step_cpus(j, s)).to_string()
+        }),
+    },
+    Field {
+        name: "DerivedExitCode",
+        width: 15,
+        // The highest exit code of the job's steps, as sacct derives it.
+        value: |j, _| {
+            let worst = j
+                .job_steps
+                .iter()
+                .filter_map(|s| s.exit_code)
+                .max()
+                .unwrap_or(0);
+            let sig = j
+                .job_steps
+                .iter()
+                .filter(|s| s.exit_code == Some(worst))
+                .filter_map(|s| s.signal)
+                .max()
+                .unwrap_or(0);
+            format!("{worst}:{sig}")
+        },
+        step: StepValue::Blank,
+    },
+    Field {
+        name: "MaxRSS",
+        width: 10,
+        value: |_, _| String::new(),
+        step: StepValue::Own(|_, s, _| s.usage.map(|u| kib(u.max_rss_kib)).unwrap_or_default()),
+    },
+    Field {
+        name: "NTasks",
+        width: 8,
+        value: |_, _| String::new(),
+        step: StepValue::Own(|_, s, _| s.tasks.to_string()),
+    },
+    Field {
+        name: "ReqCPUS",
+        width: 8,
+        value: |j, c| (u64::from(j.nodes) * u64::from(c.cpus_per_node(j))).to_string(),
+        step: StepValue::Own(|j, s, c| c.step_cpus(j, s).to_string()),
+    },
+    Field {
+        name: "SystemCPU",
+        width: 10,
+        value: |j, _| cpu_field(job_usage(j), |u| u.system_ms),
+        step: StepValue::Own(|_, s, _| cpu_field(s.usage, |u| u.system_ms)),
+    },
+    Field {
+        name: "TotalCPU",
+        width: 10,
+        value: |j, _| cpu_field(job_usage(j), Usage::total_cpu_ms),
+        step: StepValue::Own(|_, s, _| cpu_field(s.usage, Usage::total_cpu_ms)),
+    },
+    Field {
+        name: "UserCPU",
+        width: 10,
+        value: |j, _| cpu_field(job_usage(j), |u| u.user_ms),
+        step: StepValue::Own(|_, s, _| cpu_field(s.usage, |u| u.user_ms)),
     },
 ];
 
@@ -368,7 +584,9 @@ impl AcctFormat {
 /// `--helpformat`: the field names, four a line as sacct prints them.
 pub fn help_format() -> String {
     let mut out = String::new();
-    for row in FIELDS.chunks(4) {
+    let mut fields: Vec<&Field> = FIELDS.iter().collect();
+    fields.sort_by_key(|f| f.name.to_ascii_lowercase());
+    for row in fields.chunks(4) {
         let line: Vec<String> = row.iter().map(|f| format!("{:<20}", f.name)).collect();
         out.push_str(line.concat().trim_end());
         out.push('\n');
@@ -392,6 +610,17 @@ fn cell(v: &str, width: isize) -> String {
 
 /// The table of `jobs`, `now` being the time running jobs' Elapsed counts to.
 pub fn render(jobs: &[JobInfo], cli: &AcctCli, now: Time, zone: &Zone) -> anyhow::Result<String> {
+    render_with(jobs, cli, now, zone, &HashMap::new())
+}
+
+/// [`render`] with each pool's CPUs per node (`cpus`), which the CPU fields need.
+pub fn render_with(
+    jobs: &[JobInfo],
+    cli: &AcctCli,
+    now: Time,
+    zone: &Zone,
+    cpus: &HashMap<String, u32>,
+) -> anyhow::Result<String> {
     let given = cli.format_text();
     let mut format = match given.as_deref() {
         Some(f) => AcctFormat::parse(f)?,
@@ -407,7 +636,7 @@ pub fn render(jobs: &[JobInfo], cli: &AcctCli, now: Time, zone: &Zone) -> anyhow
             width: 0,
         });
     }
-    let ctx = Ctx { now, zone };
+    let ctx = Ctx { now, zone, cpus };
     let sep = cli.parsable || cli.parsable2;
     let line = |vals: Vec<String>, header: bool| -> String {
         if sep {
@@ -455,11 +684,22 @@ pub fn render(jobs: &[JobInfo], cli: &AcctCli, now: Time, zone: &Zone) -> anyhow
             out.push('\n');
         }
     }
-    for j in jobs {
+    let rows = jobs.iter().flat_map(|j| {
+        let steps = if cli.allocations {
+            &[][..]
+        } else {
+            &j.job_steps[..]
+        };
+        std::iter::once(Row { job: j, step: None }).chain(steps.iter().map(move |s| Row {
+            job: j,
+            step: Some(s),
+        }))
+    });
+    for row in rows {
         let vals = format
             .columns
             .iter()
-            .map(|c| super::escape::shown(&(FIELDS[c.field].value)(j, &ctx)).into_owned())
+            .map(|c| super::escape::shown(&FIELDS[c.field].of(&row, &ctx)).into_owned())
             .collect();
         out.push_str(&line(vals, false));
         out.push('\n');
@@ -517,7 +757,15 @@ pub fn run(cli: AcctCli) -> anyhow::Result<ExitCode> {
     if cli.json {
         print_out(&(serde_json::to_string_pretty(&jobs)? + "\n"))?;
     } else {
-        print_out(&render(&jobs, &cli, now, &local_zone())?)?;
+        let cpus = match client.request(&Request::Info(InfoRequest {}))? {
+            Response::Info(info) => info
+                .pools
+                .into_iter()
+                .map(|p| (p.name, p.cpus_per_node))
+                .collect(),
+            _ => HashMap::new(),
+        };
+        print_out(&render_with(&jobs, &cli, now, &local_zone(), &cpus)?)?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -570,6 +818,7 @@ mod tests {
             account: None,
             qos: None,
             warn_signal: None,
+            job_steps: Vec::new(),
         }
     }
 

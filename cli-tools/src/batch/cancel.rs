@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use batch_proto::{CancelRequest, ClientError, JobFilter, Request, Response};
+use batch_proto::{CancelRequest, ClientError, JobFilter, Request, Response, SignalScope};
 use clap::Parser;
 
 use super::args::{job_states, PoolFilter, SocketArg};
@@ -37,9 +37,16 @@ pub struct CancelCli {
     #[command(flatten)]
     pub pools: PoolFilter,
     /// Send this signal to running jobs instead of cancelling them (name like TERM, SIGUSR1,
-    /// or a number).
+    /// or a number). It reaches the jobs' steps (`erun`'s tasks), not the batch shell, unless
+    /// `-b` or `-f` says otherwise; SIGKILL reaches everything.
     #[arg(short = 's', long = "signal", value_name = "SIGNAL")]
     pub signal: Option<String>,
+    /// Signal the batch shell only, not the steps.
+    #[arg(short = 'b', long = "batch", conflicts_with = "full")]
+    pub batch: bool,
+    /// Signal the batch shell, everything it started, and the steps.
+    #[arg(short = 'f', long = "full")]
+    pub full: bool,
     /// The daemon's socket.
     #[command(flatten)]
     pub socket: SocketArg,
@@ -69,8 +76,23 @@ impl CancelCli {
         if filter.is_empty() {
             anyhow::bail!("No job identification provided");
         }
-        let signal = self.signal.as_deref().map(parse_signal).transpose()?;
-        Ok(CancelRequest { filter, signal })
+        let mut signal = self.signal.as_deref().map(parse_signal).transpose()?;
+        // scancel: `-b` or `-f` without `-s` sends SIGKILL to what they name.
+        if signal.is_none() && (self.batch || self.full) {
+            signal = Some(nix::libc::SIGKILL);
+        }
+        let scope = if self.batch {
+            SignalScope::Batch
+        } else if self.full {
+            SignalScope::Full
+        } else {
+            SignalScope::Steps
+        };
+        Ok(CancelRequest {
+            filter,
+            signal,
+            scope,
+        })
     }
 }
 
@@ -129,6 +151,12 @@ mod tests {
         assert_eq!(r.filter.ids, vec![4, 5, 6]);
         assert_eq!(r.filter.states, vec![JobState::Pending]);
         assert_eq!(r.signal, Some(nix::libc::SIGUSR1));
+        assert_eq!(r.scope, SignalScope::Steps);
+        let r = cli(&["4", "-b", "-s", "USR1"]).request().unwrap();
+        assert_eq!(r.scope, SignalScope::Batch);
+        // scancel -f without -s: SIGKILL to everything.
+        let r = cli(&["4", "-f"]).request().unwrap();
+        assert_eq!((r.signal, r.scope), (Some(9), SignalScope::Full));
         let e = cli(&[]).request().unwrap_err().to_string();
         assert_eq!(e, "No job identification provided");
         assert_eq!(

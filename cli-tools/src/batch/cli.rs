@@ -74,11 +74,39 @@ where
     }
 }
 
+/// Each tool and the Slurm command it stands for (`esched slurm-compat` links the one to the
+/// other).
+pub const SLURM_NAMES: [(&str, &str); 8] = [
+    ("esubmit", "sbatch"),
+    ("equeue", "squeue"),
+    ("ecancel", "scancel"),
+    ("eacct", "sacct"),
+    ("einfo", "sinfo"),
+    ("econtrol", "scontrol"),
+    ("erun", "srun"),
+    ("ealloc", "salloc"),
+];
+
+/// The name tool `tool` reports itself by: its Slurm name when it was started by that name
+/// (through the Slurm-named directory), so that a message reads as the command typed.
+pub fn invoked_name(tool: &str) -> &str {
+    let argv0 = std::env::args_os().next().unwrap_or_default();
+    let base = std::path::Path::new(&argv0)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    SLURM_NAMES
+        .iter()
+        .find(|(e, s)| *e == tool && *s == base)
+        .map_or(tool, |(_, s)| s)
+}
+
 /// A tool's `main`: parse the command line with [`parse_args`], then [`run_tool`].
 pub fn tool_main<T: clap::Parser>(
     tool: &str,
     body: impl FnOnce(T) -> anyhow::Result<ExitCode>,
 ) -> ExitCode {
+    let tool = invoked_name(tool);
     match parse_args::<T>(tool) {
         Ok(cli) => run_tool(tool, || body(cli)),
         Err(code) => code,

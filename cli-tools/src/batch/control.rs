@@ -702,6 +702,7 @@ mod tests {
             account: None,
             qos: None,
             warn_signal: None,
+            job_steps: Vec::new(),
         }
     }
 

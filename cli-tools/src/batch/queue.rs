@@ -102,6 +102,9 @@ pub struct QueueCli {
     /// JSON: the daemon's job records.
     #[arg(long)]
     pub json: bool,
+    /// List the running jobs' steps (`ID.batch`, `ID.0`, ...) instead of the jobs.
+    #[arg(short = 's', long = "steps")]
+    pub steps: bool,
     /// The daemon's socket.
     #[command(flatten)]
     pub socket: SocketArg,
@@ -128,7 +131,7 @@ impl QueueCli {
                 pools: self.pools.pools(),
             },
             include_finished,
-            brief: !self.json && self.format()?.brief_suffices(),
+            brief: !self.json && !self.steps && self.format()?.brief_suffices(),
         })
     }
 
@@ -317,6 +320,11 @@ pub fn run(cli: QueueCli) -> anyhow::Result<ExitCode> {
         unfolded: cli.array,
     };
     let mut client = connect(cli.socket.path())?;
+    if cli.steps && !cli.json {
+        let jobs = client.jobs(&req)?;
+        print_out(&steps_table(&jobs, cli.noheader, now_ms()))?;
+        return Ok(ExitCode::SUCCESS);
+    }
     if cli.json {
         let jobs = client.jobs(&req)?;
         print_out(&(serde_json::to_string_pretty(&jobs)? + "\n"))?;
@@ -351,6 +359,56 @@ pub fn run(cli: QueueCli) -> anyhow::Result<ExitCode> {
         print_out(&out)?;
         std::thread::sleep(std::time::Duration::from_secs(secs));
     }
+}
+
+/// `squeue -s`: the running steps of `jobs`, in squeue's default step format
+/// (`%.15i %.8j %.9P %.8u %.9M %N`).
+pub fn steps_table(jobs: &[batch_proto::JobInfo], noheader: bool, now: u64) -> String {
+    let mut out = String::new();
+    let row = |v: [&str; 6]| {
+        format!(
+            "{:>15} {:>8} {:>9} {:>8} {:>9} {}\n",
+            cut(v[0], 15),
+            cut(v[1], 8),
+            cut(v[2], 9),
+            cut(v[3], 8),
+            cut(v[4], 9),
+            v[5]
+        )
+    };
+    if !noheader {
+        out.push_str(&row([
+            "STEPID",
+            "NAME",
+            "PARTITION",
+            "USER",
+            "TIME",
+            "NODELIST",
+        ]));
+    }
+    for j in jobs {
+        for s in j
+            .job_steps
+            .iter()
+            .filter(|s| s.state == batch_proto::JobState::Running)
+        {
+            let time = super::time::format_squeue_duration(now.saturating_sub(s.start));
+            out.push_str(&row([
+                &s.label(&j.label()),
+                &super::escape::shown(&s.name),
+                &super::escape::shown(j.pool.as_deref().unwrap_or("")),
+                &super::escape::shown(&j.user),
+                &time,
+                &super::escape::shown(&s.node_list),
+            ]));
+        }
+    }
+    out
+}
+
+/// `s` cut to `w` characters, as squeue's `%.W` cuts.
+fn cut(s: &str, w: usize) -> String {
+    s.chars().take(w).collect()
 }
 
 /// squeue's answer to `-j` ids none of which is in the queue (finished, or never there):

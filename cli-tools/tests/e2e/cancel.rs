@@ -90,7 +90,9 @@ fn other_user_cannot_cancel_or_hold_my_job() {
 #[test]
 fn signal_hold_release_and_cancel_by_name() {
     let c = Cluster::start(1, "cbf");
-    // -s delivers a signal without cancelling: the job notes it and carries on.
+    // -b -s delivers a signal to the batch shell without cancelling: the job notes it and
+    // carries on (scancel's -b: a shell that traps the signal needs it; without -b the
+    // signal goes to the job's steps only).
     c.script(
         "usr1.sh",
         "#!/bin/sh\ntrap 'echo got-usr1 > usr1.seen' USR1\necho $$ > usr1.pids\n\
@@ -101,7 +103,7 @@ fn signal_hold_release_and_cancel_by_name() {
     c.wait_until("the job's trap installed", || {
         !recorded_pids(&c.work).is_empty()
     });
-    c.ok("ecancel", &["-s", "USR1", &id.to_string()]);
+    c.ok("ecancel", &["-b", "-s", "USR1", &id.to_string()]);
     let j = c.wait_state(id, JobState::Completed);
     assert_eq!(j.exit_code, Some(0));
     assert!(c.work.join("usr1.seen").exists());

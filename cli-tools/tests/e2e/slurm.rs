@@ -114,8 +114,17 @@ fn slurm_spellings_and_errors() {
         acct.starts_with(&format!("{id}|sleeper|debug|RUNNING|")),
         "{acct}"
     );
-    let acct = c.ok("eacct", &["-P", "-n", "-s", "R"]);
+    let acct = c.ok("eacct", &["-X", "-P", "-n", "-s", "R"]);
     assert_eq!(acct.lines().count(), 1, "{acct}");
+    // Without -X, sacct lists the running job's batch step under it.
+    let acct = c.ok(
+        "eacct",
+        &["-P", "-n", "-s", "R", "-o", "JobID,JobName,State"],
+    );
+    assert_eq!(
+        acct,
+        format!("{id}|sleeper|RUNNING\n{id}.batch|batch|RUNNING\n")
+    );
 
     // Unknown options: one line, the tool's prefix, exit 1, named as options.
     for tool in [
@@ -237,9 +246,12 @@ fn a_job_array_runs_as_slurm_names_it() {
     // sacct's JobID of a task is ARRAY_TASK; the array's id selects every task.
     let acct = c.ok("eacct", &["-P", "-n", "-j", &array.to_string()]);
     let labels: Vec<&str> = acct.lines().filter_map(|l| l.split('|').next()).collect();
-    let want: Vec<String> = (0..4).map(|t| format!("{array}_{t}")).collect();
+    // Each task's batch step follows it, as sacct lists them.
+    let want: Vec<String> = (0..4)
+        .flat_map(|t| [format!("{array}_{t}"), format!("{array}_{t}.batch")])
+        .collect();
     assert_eq!(labels, want, "{acct}");
-    let one = c.ok("eacct", &["-P", "-n", "-j", &format!("{array}_2")]);
+    let one = c.ok("eacct", &["-X", "-P", "-n", "-j", &format!("{array}_2")]);
     assert!(
         one.starts_with(&format!("{array}_2|x|")) && one.lines().count() == 1,
         "{one}"
@@ -316,7 +328,7 @@ fn an_array_throttle_and_task_ids() {
         &["--array", "3-1", "--wrap", "true"],
         "runs backwards",
     );
-    assert!(c.ok("eacct", &["-n", "-j", &a]).lines().count() == 3);
+    assert!(c.ok("eacct", &["-X", "-n", "-j", &a]).lines().count() == 3);
 }
 
 #[test]
@@ -427,10 +439,16 @@ fn wait_hostnames_and_allocations() {
         &["show", "hostnames", "debug[3-1]"],
         "invalid host list",
     );
+    // -X leaves out the steps sacct lists under the job (here its batch step).
     let all = c.ok("eacct", &["-n", "-P", "-j", &id.to_string()]);
-    assert_eq!(
-        c.ok("eacct", &["-X", "-n", "-P", "-j", &id.to_string()]),
-        all
+    let jobs = c.ok("eacct", &["-X", "-n", "-P", "-j", &id.to_string()]);
+    assert_eq!(all.lines().count(), 2, "{all}");
+    assert_eq!(jobs.lines().next(), all.lines().next());
+    assert!(
+        all.lines()
+            .nth(1)
+            .is_some_and(|l| l.starts_with(&format!("{id}.batch|batch||FAILED|7:0|"))),
+        "{all}"
     );
 }
 
@@ -454,8 +472,14 @@ fn signals_open_modes_requeue_and_nodes() {
     let warned = c.submit(&["warned.sh"]);
     let show = c.ok("econtrol", &["show", "job", &warned.to_string()]);
     assert!(show.contains("\n   Signal=B:USR1@2\n"), "{show}");
-    // Without B: every process of the job but the batch shell: the child's trap runs and
-    // the shell, which has none (USR1 would kill it), finishes the job normally.
+    // Without B: the job's steps, never the batch shell (sbatch's rule): the step's trap
+    // runs and the shell, which has none (USR1 would kill it), finishes the job normally.
+    let erun = crate::harness::bin_dir().join("erun");
+    let wrap = format!(
+        "{} sh -c 'trap \"echo child > child-$SLURM_JOB_ID; exit 0\" USR1; \
+         while :; do sleep 0.1; done'; echo shell > shell-$SLURM_JOB_ID",
+        erun.display()
+    );
     let steps = c.submit(&[
         "--signal=USR1@3",
         "-t",
@@ -463,8 +487,7 @@ fn signals_open_modes_requeue_and_nodes() {
         "-p",
         "debug",
         "--wrap",
-        "sh -c 'trap \"echo child > child-$SLURM_JOB_ID; exit 0\" USR1; \
-         while :; do sleep 0.1; done' & wait; echo shell > shell-$SLURM_JOB_ID",
+        &wrap,
     ]);
     let j = c.wait_state(warned, JobState::Timeout);
     let at: u64 = std::fs::read_to_string(c.work.join(format!("warned-{warned}")))

@@ -139,6 +139,7 @@ fn queue_accounting_and_info_views() {
         c.ok(
             "eacct",
             &[
+                "-X",
                 "-P",
                 "-n",
                 "-j",
@@ -152,7 +153,13 @@ fn queue_accounting_and_info_views() {
     assert_eq!(
         c.ok(
             "eacct",
-            &["-n", "-j", &rs, "--format=JobIDRaw%10,State%-9,jobname%3"]
+            &[
+                "-X",
+                "-n",
+                "-j",
+                &rs,
+                "--format=JobIDRaw%10,State%-9,jobname%3"
+            ]
         ),
         format!("{run:>10} RUNNING   ru+\n")
     );
@@ -171,7 +178,7 @@ fn queue_accounting_and_info_views() {
     let out = c
         .tool("eacct")
         .env("SACCT_FORMAT", "jobidraw,State")
-        .args(["-p", "-j", &rs])
+        .args(["-X", "-p", "-j", &rs])
         .output()
         .expect("eacct");
     assert_eq!(texts(&out).0, format!("JobIDRaw|State|\n{run}|RUNNING|\n"));
@@ -327,7 +334,7 @@ fn slurm_rows_marked_same() {
     let names = |args: &[&str]| {
         c.ok(
             "eacct",
-            &[&["-n", "-P", "-o", "JobName"][..], args].concat(),
+            &[&["-X", "-n", "-P", "-o", "JobName"][..], args].concat(),
         )
     };
     assert_eq!(names(&["-a", "-s", "CD", "--name", "first"]), "first\n");

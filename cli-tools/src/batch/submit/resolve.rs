@@ -578,6 +578,7 @@ impl SubmitOpts {
             no_requeue,
             requeue_by_hand: None,
             preempted: None,
+            submit_dir: ctx.cwd.to_str().map(str::to_string),
         };
         Ok(Submission {
             job,

@@ -1,0 +1,417 @@
+//! `StepStart` and `StepEnd`: `erun` inside a running job records a step (`ID.0`, `ID.1`,
+//! ...), gets its nodes and its tasks' layout, and reports its end with what its tasks used.
+//!
+//! Steps share the job's nodes as Slurm 22.05's do: a step holds every CPU of each of its
+//! nodes unless it asks for only what its tasks need (`--exact`, `--exclusive`, `-c`), and
+//! `--overlap` steps hold none; a step that does not fit beside the running ones is answered
+//! `Busy`, and `erun` tries again (srun's "Job step creation temporarily disabled").
+//! The running steps' `erun` processes are listed in the job's `steps.json`, which a signal to
+//! the steps goes by (`ecancel -s`, `--signal`).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use batch_proto::{
+    ErrorKind, ErrorReply, JobState, JobStep, Response, StepEndRequest, StepId, StepStartRequest,
+    StepStarted,
+};
+
+use super::{internal, Caller, Reply};
+use crate::daemon::Daemon;
+use crate::launch::{files, now_ms, write_json, StepPid};
+use batch_proto::jobstep::layout;
+
+fn error(kind: ErrorKind, message: impl Into<String>) -> Reply {
+    ErrorReply::new(kind, message.into()).into()
+}
+
+/// The job's nodes in the order it got them (its node file), else its sorted host list.
+fn job_hosts(d: &Daemon, id: u64, node_list: Option<&str>) -> Vec<String> {
+    crate::launch::read_saved(&d.job_dir(id))
+        .nodes
+        .or_else(|| node_list.and_then(|l| batch_proto::hostlist::expand(l).ok()))
+        .unwrap_or_default()
+}
+
+/// CPUs of node `host`: its pool's `cpus_per_node` (a node is named after its pool).
+fn cpus_of(pools: &[crate::config::PoolConfig], host: &str) -> u32 {
+    pools
+        .iter()
+        .filter(|p| {
+            host.strip_prefix(p.name.as_str())
+                .is_some_and(|rest| !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .map(|p| p.cpus_per_node)
+        .next()
+        .unwrap_or(1)
+        .max(1)
+}
+
+/// A step's placement: its nodes, the tasks on each, and the CPUs it holds on each.
+type Placement = (Vec<String>, Vec<u32>, Vec<(String, u32)>);
+
+/// Why a step cannot be placed: for good, or only until running steps end.
+enum NoFit {
+    Never(String),
+    Busy(String),
+}
+
+/// Chooses the step's nodes among `hosts` (the job's, in order) and the CPUs it holds on
+/// each, given the CPUs running steps hold (`used`).
+fn place(
+    req: &StepStartRequest,
+    hosts: &[String],
+    used: &HashMap<String, u32>,
+    cpus: impl Fn(&str) -> u32,
+) -> Result<Placement, NoFit> {
+    for h in &req.node_names {
+        if !hosts.contains(h) {
+            return Err(NoFit::Never(format!(
+                "node {h} is not one of the job's ({})",
+                batch_proto::hostlist::compress(hosts)
+            )));
+        }
+    }
+    let eligible: Vec<&String> = hosts
+        .iter()
+        .filter(|h| req.node_names.is_empty() || req.node_names.contains(h))
+        .filter(|h| !req.exclude.contains(h))
+        .collect();
+    let want = if req.nodes > 0 {
+        req.nodes
+    } else if !req.node_names.is_empty() || req.tasks_per_node > 0 {
+        eligible.len() as u32
+    } else {
+        req.tasks.min(eligible.len() as u32).max(1)
+    };
+    if want as usize > eligible.len() {
+        return Err(NoFit::Never(format!(
+            "the step asks for {want} nodes, the job has {} it may use",
+            eligible.len()
+        )));
+    }
+    let tasks = if req.tasks_per_node > 0 {
+        req.tasks_per_node.saturating_mul(want)
+    } else {
+        req.tasks.max(want)
+    };
+    if req.tasks > 0 && req.tasks < want {
+        return Err(NoFit::Never(format!(
+            "{} tasks on {want} nodes: fewer tasks than nodes",
+            req.tasks
+        )));
+    }
+    let per_node = layout(tasks, want, req.tasks_per_node);
+    let cpt = req.cpus_per_task.max(1);
+    // More CPUs than a node has: never (srun: "More processors requested than permitted").
+    let need = |h: &str, t: u32| -> u32 {
+        if req.exact {
+            t.saturating_mul(cpt)
+        } else {
+            cpus(h)
+        }
+    };
+    let max_tasks = *per_node.iter().max().unwrap_or(&0);
+    if let Some(h) = eligible
+        .iter()
+        .find(|h| max_tasks.saturating_mul(cpt) > cpus(h))
+    {
+        return Err(NoFit::Never(format!(
+            "More processors requested than permitted: {max_tasks} tasks of {cpt} CPUs on a \
+             node of {} CPUs ({h})",
+            cpus(h)
+        )));
+    }
+    if req.overlap {
+        let chosen: Vec<String> = eligible
+            .iter()
+            .take(want as usize)
+            .map(|h| (*h).clone())
+            .collect();
+        return Ok((chosen, per_node, Vec::new()));
+    }
+    // The first nodes, in the job's order, with room for their share.
+    let mut chosen = Vec::new();
+    let mut held = Vec::new();
+    for h in eligible {
+        let k = chosen.len();
+        if k == want as usize {
+            break;
+        }
+        let n = need(h, per_node[k]);
+        if used.get(h.as_str()).copied().unwrap_or(0) + n <= cpus(h) {
+            chosen.push(h.clone());
+            held.push((h.clone(), n));
+        }
+    }
+    if chosen.len() < want as usize {
+        return Err(NoFit::Busy("Requested nodes are busy".into()));
+    }
+    Ok((chosen, per_node, held))
+}
+
+pub async fn start(d: &Arc<Daemon>, caller: &Caller, req: StepStartRequest) -> Reply {
+    let id = req.job_id;
+    let Some(pid) = caller.pid.filter(|&p| p > 0) else {
+        return error(
+            ErrorKind::BadRequest,
+            "the step's process cannot be identified",
+        );
+    };
+    let Some(pstart) = crate::procs::stat(pid).map(|s| s.start) else {
+        return error(ErrorKind::BadRequest, "the step's process is gone");
+    };
+    let pools = d.settings().config.pools;
+    let dir = d.job_dir(id);
+    let (rec, started) = {
+        let mut core = d.core();
+        let Some(a) = core.job(id) else {
+            return match core.state_of(id) {
+                Some(_) => error(
+                    ErrorKind::InvalidState,
+                    format!("Job/step already completing or completed: {id}"),
+                ),
+                None => error(
+                    ErrorKind::InvalidJobId,
+                    format!("Invalid job id specified: {id}"),
+                ),
+            };
+        };
+        if !caller.may_touch(a.rec.uid) {
+            return error(
+                ErrorKind::PermissionDenied,
+                format!("Access/permission denied for job {id}"),
+            );
+        }
+        if a.rec.state != JobState::Running || crate::core::coorm::is_session(&a.rec) {
+            return error(
+                ErrorKind::InvalidState,
+                format!("Job/step already completing or completed: {id}"),
+            );
+        }
+        let hosts = job_hosts(d, id, a.rec.node_list.as_deref());
+        // Under the core lock: two steps starting at once see each other's CPUs.
+        let mut running = StepPid::read_all(&dir);
+        running.retain(StepPid::alive);
+        let mut used: HashMap<String, u32> = HashMap::new();
+        for (h, n) in running.iter().flat_map(|s| s.cpus.iter()) {
+            *used.entry(h.clone()).or_default() += n;
+        }
+        let (chosen, tasks, held) = match place(&req, &hosts, &used, |h| cpus_of(&pools, h)) {
+            Ok(p) => p,
+            Err(NoFit::Never(m)) => return error(ErrorKind::InvalidSpec, m),
+            Err(NoFit::Busy(m)) => return error(ErrorKind::Busy, m),
+        };
+        let now = now_ms();
+        let changed = core.change_steps(id, |_, steps| {
+            let n = crate::record::next_step(steps);
+            steps.push(JobStep {
+                id: StepId::Number(n),
+                name: req.name.clone(),
+                state: JobState::Running,
+                start: now,
+                end: None,
+                node_list: batch_proto::hostlist::compress(&chosen),
+                nodes: chosen.len() as u32,
+                tasks: tasks.iter().sum(),
+                cpus_per_task: req.cpus_per_task.max(1),
+                exit_code: None,
+                signal: None,
+                usage: None,
+            });
+            n
+        });
+        let Some((rec, n)) = changed else {
+            return error(
+                ErrorKind::InvalidState,
+                format!("Job/step already completing or completed: {id}"),
+            );
+        };
+        running.push(StepPid {
+            step: n,
+            pid,
+            start: pstart,
+            cpus: held,
+        });
+        if let Err(e) = write_json(&dir.join(files::STEPS), &running) {
+            return internal(format!("cannot record the step: {e}"));
+        }
+        let started = StepStarted {
+            step: n,
+            hosts: chosen,
+            tasks,
+            job_node_list: rec.node_list.clone().unwrap_or_default(),
+        };
+        (rec, started)
+    };
+    if let Err(e) = d.store.commit(rec).await {
+        return internal(e);
+    }
+    tracing::info!(job = id, step = started.step, "step started");
+    Response::StepStarted(started).into()
+}
+
+pub async fn end(d: &Arc<Daemon>, caller: &Caller, req: StepEndRequest) -> Reply {
+    let id = req.job_id;
+    let dir = d.job_dir(id);
+    let rec = {
+        let mut core = d.core();
+        let Some(a) = core.job(id) else {
+            return error(
+                ErrorKind::InvalidState,
+                format!("Job/step already completing or completed: {id}"),
+            );
+        };
+        if !caller.may_touch(a.rec.uid) {
+            return error(
+                ErrorKind::PermissionDenied,
+                format!("Access/permission denied for job {id}"),
+            );
+        }
+        let cancelling = a.rec.state != JobState::Running;
+        let now = now_ms();
+        let changed = core.change_steps(id, |_, steps| {
+            let Some(s) = steps
+                .iter_mut()
+                .find(|s| s.id == StepId::Number(req.step) && s.state == JobState::Running)
+            else {
+                return false;
+            };
+            s.end = Some(now);
+            s.exit_code = Some(req.exit_code);
+            s.signal = Some(req.signal);
+            s.usage = req.usage;
+            s.state = match (req.exit_code, req.signal) {
+                (_, sig) if sig != 0 && (cancelling || req.stopped) => JobState::Cancelled,
+                (0, 0) => JobState::Completed,
+                _ => JobState::Failed,
+            };
+            true
+        });
+        match changed {
+            Some((rec, true)) => {
+                let mut running = StepPid::read_all(&dir);
+                running.retain(|s| s.step != req.step);
+                if let Err(e) = write_json(&dir.join(files::STEPS), &running) {
+                    tracing::warn!(job = id, "cannot update the running steps: {e}");
+                }
+                rec
+            }
+            _ => {
+                return error(
+                    ErrorKind::InvalidState,
+                    format!(
+                        "Job/step already completing or completed: {id}.{}",
+                        req.step
+                    ),
+                )
+            }
+        }
+    };
+    if let Err(e) = d.store.commit(rec).await {
+        return internal(e);
+    }
+    Response::StepEnded {
+        job: id,
+        step: req.step,
+    }
+    .into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hosts(n: usize) -> Vec<String> {
+        (1..=n).map(|i| format!("n{i}")).collect()
+    }
+
+    fn req(tasks: u32, nodes: u32) -> StepStartRequest {
+        StepStartRequest {
+            job_id: 1,
+            tasks,
+            nodes,
+            cpus_per_task: 1,
+            ..StepStartRequest::default()
+        }
+    }
+
+    #[test]
+    fn tasks_spread_in_blocks_over_as_many_nodes_as_tasks() {
+        assert_eq!(layout(4, 2, 0), vec![2, 2]);
+        assert_eq!(layout(5, 2, 0), vec![3, 2]);
+        assert_eq!(layout(3, 3, 0), vec![1, 1, 1]);
+        assert_eq!(layout(0, 2, 3), vec![3, 3]);
+        let free = HashMap::new();
+        // srun -n 2 in a job of 4 one-CPU nodes: two nodes, one task each.
+        let (h, t, _) = place(&req(2, 0), &hosts(4), &free, |_| 1).ok().unwrap();
+        assert_eq!((h, t), (hosts(2), vec![1, 1]));
+        // srun -n 4 on two nodes of 2 CPUs.
+        let (h, t, _) = place(&req(4, 2), &hosts(2), &free, |_| 2).ok().unwrap();
+        assert_eq!((h, t), (hosts(2), vec![2, 2]));
+    }
+
+    #[test]
+    fn more_tasks_than_cpus_are_refused_and_busy_nodes_wait() {
+        let free = HashMap::new();
+        assert!(matches!(
+            place(&req(4, 1), &hosts(1), &free, |_| 2),
+            Err(NoFit::Never(_))
+        ));
+        // A step without --exact holds its nodes' CPUs: the next one waits...
+        let (_, _, held) = place(&req(1, 1), &hosts(1), &free, |_| 4).ok().unwrap();
+        assert_eq!(held, vec![("n1".to_string(), 4)]);
+        let used: HashMap<String, u32> = held.into_iter().collect();
+        assert!(matches!(
+            place(&req(1, 1), &hosts(1), &used, |_| 4),
+            Err(NoFit::Busy(_))
+        ));
+        // ...unless it overlaps.
+        let overlap = StepStartRequest {
+            overlap: true,
+            ..req(1, 1)
+        };
+        assert!(place(&overlap, &hosts(1), &used, |_| 4).is_ok());
+        // Exact steps share a node while its CPUs last.
+        let exact = StepStartRequest {
+            exact: true,
+            ..req(2, 1)
+        };
+        let (_, _, held) = place(&exact, &hosts(1), &free, |_| 4).ok().unwrap();
+        let used: HashMap<String, u32> = held.into_iter().collect();
+        assert!(place(&exact, &hosts(1), &used, |_| 4).is_ok());
+        let three = StepStartRequest {
+            exact: true,
+            ..req(3, 1)
+        };
+        assert!(matches!(
+            place(&three, &hosts(1), &used, |_| 4),
+            Err(NoFit::Busy(_))
+        ));
+    }
+
+    #[test]
+    fn named_and_excluded_nodes() {
+        let free = HashMap::new();
+        let r = StepStartRequest {
+            node_names: vec!["n3".into()],
+            ..req(1, 0)
+        };
+        let (h, _, _) = place(&r, &hosts(4), &free, |_| 1).ok().unwrap();
+        assert_eq!(h, vec!["n3".to_string()]);
+        let r = StepStartRequest {
+            exclude: vec!["n1".into()],
+            ..req(1, 0)
+        };
+        let (h, _, _) = place(&r, &hosts(2), &free, |_| 1).ok().unwrap();
+        assert_eq!(h, vec!["n2".to_string()]);
+        let r = StepStartRequest {
+            node_names: vec!["x9".into()],
+            ..req(1, 0)
+        };
+        assert!(matches!(
+            place(&r, &hosts(2), &free, |_| 1),
+            Err(NoFit::Never(_))
+        ));
+    }
+}
