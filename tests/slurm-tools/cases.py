@@ -79,8 +79,9 @@ def final_state(job, want, seconds=15):
 
 
 def executor(folder, **params):
+    """submitit's defaults (5 minutes, USR2 90 s before the end) unless `params` says."""
     ex = submitit.AutoExecutor(folder=folder, cluster="slurm")
-    ex.update_parameters(timeout_min=1, **params)
+    ex.update_parameters(**params)
     return ex
 
 
@@ -123,13 +124,16 @@ def case_submitit_array(work):
 def case_submitit_requeue(work):
     folder = work / "submitit-requeue" / "%j"
     # A one-minute limit and USR2 50 s before it: the signal comes 10 s in.
-    ex = executor(folder, slurm_signal_delay_s=50)
+    ex = executor(folder, timeout_min=1, slurm_signal_delay_s=50)
     job = ex.submit(SleepsUntilRequeued(), 120)
     print(f"  job {job.job_id}")
     wait_done(job, 100)
     assert job.result() == 2, f"result {job.result()}, want 2 (the rerun after the requeue)"
     state = final_state(job, "COMPLETED")
     assert state == "COMPLETED", f"sacct state {state!r}, want COMPLETED"
+    # submitit logs this line once `scontrol requeue` has returned 0 inside the job. Had the
+    # requeue's SIGTERM killed scontrol first, submitit's handler would have raised and, in
+    # the first run, written an error result that the client may read before the rerun's.
     log = job.paths.stdout.read_text(errors="replace") if job.paths.stdout.exists() else ""
     assert "Requeued job" in log, "the job's log has no 'Requeued job' line"
     return folder.parent
@@ -162,7 +166,16 @@ def case_dask_map(work):
             assert len(workers) == 2, f"{len(workers)} workers"
         ids = [j.job_id for j in cluster.workers.values()]
         print(f"  worker jobs {ids}")
-    # The cluster's close ran `scancel ID` for each worker job.
+    # The cluster's close ran `scancel ID` for each worker job: CANCELLED, as in Slurm.
+    deadline = time.time() + 15
+    while True:
+        out = subprocess.run(["sacct", "-n", "-P", "-X", "-o", "JobID,State", "-j", ",".join(ids)],
+                             capture_output=True, text=True).stdout
+        states = dict(line.split("|", 1) for line in out.splitlines() if "|" in line)
+        if all(states.get(i, "").startswith("CANCELLED") for i in ids) or time.time() > deadline:
+            break
+        time.sleep(0.5)
+    assert all(states.get(i, "").startswith("CANCELLED") for i in ids), f"sacct: {states}"
     return logs
 
 
