@@ -14,6 +14,8 @@
 #                     them (release) into ${CARGO_TARGET_DIR:-target}/release
 #   SLURM_TOOLS_VENV  the virtual environment; default ${CARGO_TARGET_DIR:-target}/slurm-tools-venv,
 #                     created on the first run and reused
+#   SLURM_TOOLS_COMPAT_CMD  the command that makes the Slurm-named directory (DIR appended);
+#                     default: esched's own when the build has one, else stand-in wrappers
 #   SLURM_TOOLS_KEEP  set: keep the temporary directory (config, batchd.log, job folders)
 #   SLURM_TOOLS_SRUN_SHIM  set: while esched has no srun of its own, a one-task shell stand-in
 #                     (to see how far the rest gets); never set in CI
@@ -33,12 +35,14 @@ venv=${SLURM_TOOLS_VENV:-$target/slurm-tools-venv}
 packages=(submitit dask-jobqueue distributed)
 if ! "$venv/bin/python" -c 'import submitit, dask_jobqueue, distributed' 2>/dev/null; then
     mkdir -p "$(dirname "$venv")"
+    fresh=; [ -e "$venv" ] || fresh=1
     piplog=$(mktemp)
     if ! { python3 -m venv "$venv" && "$venv/bin/pip" install -q --disable-pip-version-check \
         "${packages[@]}"; } >"$piplog" 2>&1; then
-        echo "slurm-tools-e2e: SKIP: cannot install ${packages[*]} from the package registry" \
-            "($(grep -v '^\s*$' "$piplog" | tail -1 | cut -c1-160))"
+        echo "slurm-tools-e2e: SKIP: no virtual environment with ${packages[*]} from the" \
+            "package registry ($(grep -v '^\s*$' "$piplog" | tail -1 | cut -c1-160))"
         rm -f "$piplog"
+        [ -z "$fresh" ] || rm -rf "$venv"
         exit 0
     fi
     rm -f "$piplog"
@@ -58,15 +62,23 @@ done
 
 # ---- the Slurm command names -------------------------------------------------------------
 # make_slurm_commands DIR: DIR/{sbatch,squeue,scancel,sacct,sinfo,scontrol,srun,salloc}
-# running the esched tools. esched's own command does it when the build has one; otherwise a
-# stand-in of one-line wrappers, which only renames (no option or output is translated), so
-# every case exercises the tools as they are.
+# running the esched tools. esched's own command does it when the build has one
+# ($SLURM_TOOLS_COMPAT_CMD, a command line DIR is appended to, names it explicitly);
+# otherwise a stand-in of one-line wrappers, which only renames (no option or output is
+# translated), so every case exercises the tools as they are.
 make_slurm_commands() {
-    local dir=$1
+    local dir=$1 how=
     mkdir -p "$dir"
-    if "$bin/esubmit" --help 2>&1 | grep -q -- '--slurm-compat'; then
-        "$bin/esubmit" --slurm-compat "$dir"
-        say "Slurm command names made by esubmit --slurm-compat"
+    if [ -n "${SLURM_TOOLS_COMPAT_CMD:-}" ]; then
+        how=$SLURM_TOOLS_COMPAT_CMD
+    elif [ -x "$bin/esched" ] && "$bin/esched" --help 2>&1 | grep -q 'slurm-compat'; then
+        how="$bin/esched slurm-compat"
+    elif "$bin/esubmit" --help 2>&1 | grep -q -- '--slurm-compat'; then
+        how="$bin/esubmit --slurm-compat"
+    fi
+    if [ -n "$how" ]; then
+        $how "$dir"
+        say "Slurm command names made by: $how DIR"
         return
     fi
     say "Slurm command names: stand-in wrappers (no esched command makes them yet)"
@@ -107,6 +119,8 @@ sync = "normal"
 [[pool]]
 name = "debug"
 nodes = 4
+cpus_per_node = 2
+mem_per_node = 4096
 
 [policy]
 name = "cbf"

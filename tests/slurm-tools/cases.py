@@ -147,7 +147,7 @@ def case_dask_map(work):
     # interface="lo": scheduler and workers talk over the loopback, so the case needs no
     # network beyond this machine.
     with SLURMCluster(
-        cores=1,
+        cores=2,
         processes=1,
         memory="512MB",
         walltime="00:05:00",
