@@ -30,6 +30,23 @@ def square(x):
     return x * x
 
 
+def whereami():
+    """What submitit's job environment reads from the variables Slurm sets for a task."""
+    import os
+
+    env = submitit.JobEnvironment()
+    return {
+        "job_id": env.job_id,
+        "num_tasks": env.num_tasks,
+        "num_nodes": env.num_nodes,
+        "global_rank": env.global_rank,
+        "local_rank": env.local_rank,
+        "node": env.node,
+        "hostnames": list(env.hostnames),
+        "step_id": os.environ.get("SLURM_STEP_ID"),
+    }
+
+
 class SleepsUntilRequeued(submitit.helpers.Checkpointable):
     """Its first run waits for the time-limit signal; submitit checkpoints it (this object,
     with `runs` as it is then) and requeues the job; the rerun returns at once."""
@@ -99,12 +116,22 @@ def show_folder(folder):
 
 def case_submitit_one(work):
     folder = work / "submitit-one" / "%j"
-    job = executor(folder).submit(add, 2, 3)
-    print(f"  job {job.job_id}")
+    ex = executor(folder)
+    job = ex.submit(add, 2, 3)
+    where = ex.submit(whereami)
+    print(f"  jobs {job.job_id} {where.job_id}")
     wait_done(job, 60)
     assert job.result() == 5, job.result()
     state = final_state(job, "COMPLETED")
     assert state == "COMPLETED", f"sacct state {state!r}, want COMPLETED"
+    # One task of one node, as srun starts it in a job of one node: the first step (0),
+    # SLURM_JOB_NODELIST the node sacct shows.
+    wait_done(where, 60)
+    got = where.result()
+    node = where.get_info().get("NodeList")
+    want = {"job_id": where.job_id, "num_tasks": 1, "num_nodes": 1, "global_rank": 0,
+            "local_rank": 0, "node": 0, "hostnames": [node], "step_id": "0"}
+    assert got == want, f"job environment {got}, want {want}"
     return folder.parent
 
 
