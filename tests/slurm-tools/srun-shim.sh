@@ -42,6 +42,13 @@ expand() {
 export SLURM_STEP_ID=$step SLURM_STEPID=$step SLURM_PROCID=0 SLURM_LOCALID=0 SLURM_NODEID=0
 export SLURM_NTASKS=1 SLURM_NPROCS=1 SLURM_STEP_NUM_TASKS=1 SLURM_STEP_NUM_NODES=1
 export SLURM_STEP_NODELIST=${SLURM_JOB_NODELIST:-}
-if [ -n "$out" ]; then exec >>"$(expand "$out")"; fi
-if [ -n "$err" ]; then exec 2>>"$(expand "$err")"; elif [ -n "$out" ]; then exec 2>&1; fi
+# srun's --open-mode defaults to $SLURM_OPEN_MODE, which sbatch --open-mode sets for the job
+# (`a` or `t`), else truncate.
+if [ "${SLURM_OPEN_MODE:-t}" = a ]; then
+    if [ -n "$out" ]; then exec >>"$(expand "$out")"; fi
+    if [ -n "$err" ]; then exec 2>>"$(expand "$err")"; elif [ -n "$out" ]; then exec 2>&1; fi
+else
+    if [ -n "$out" ]; then exec >"$(expand "$out")"; fi
+    if [ -n "$err" ]; then exec 2>"$(expand "$err")"; elif [ -n "$out" ]; then exec 2>&1; fi
+fi
 exec "$@"
