@@ -14,11 +14,7 @@
 #                     them (release) into ${CARGO_TARGET_DIR:-target}/release
 #   SLURM_TOOLS_VENV  the virtual environment; default ${CARGO_TARGET_DIR:-target}/slurm-tools-venv,
 #                     created on the first run and reused
-#   SLURM_TOOLS_COMPAT_CMD  the command that makes the Slurm-named directory (DIR appended);
-#                     default: esched's own when the build has one, else stand-in wrappers
 #   SLURM_TOOLS_KEEP  set: keep the temporary directory (config, batchd.log, job folders)
-#   SLURM_TOOLS_SRUN_SHIM  set: while esched has no srun of its own, a one-task shell stand-in
-#                     (to see how far the rest gets); never set in CI
 #
 # Where pip cannot install the packages (no registry), it prints one line starting
 # `slurm-tools-e2e: SKIP` and exits 0. Otherwise it exits non-zero when a case fails, after
@@ -56,49 +52,16 @@ else
     cargo build --release -q -p batchd --bin batchd -p esched-cbf -p cli-tools --bins
     bin=$target/release
 fi
-for b in batchd esubmit equeue ecancel eacct einfo econtrol; do
+for b in batchd esubmit equeue ecancel eacct einfo econtrol erun ealloc esched; do
     [ -x "$bin/$b" ] || { say "$bin/$b missing"; exit 1; }
 done
 
 # ---- the Slurm command names -------------------------------------------------------------
-# make_slurm_commands DIR: DIR/{sbatch,squeue,scancel,sacct,sinfo,scontrol,srun,salloc}
-# running the esched tools. esched's own command does it when the build has one
-# ($SLURM_TOOLS_COMPAT_CMD, a command line DIR is appended to, names it explicitly);
-# otherwise a stand-in of one-line wrappers, which only renames (no option or output is
-# translated), so every case exercises the tools as they are.
+# esched's own directory of Slurm names (links to the tools): the cases go through exactly what
+# a user who opts in gets.
 make_slurm_commands() {
-    local dir=$1 how=
-    mkdir -p "$dir"
-    if [ -n "${SLURM_TOOLS_COMPAT_CMD:-}" ]; then
-        how=$SLURM_TOOLS_COMPAT_CMD
-    elif [ -x "$bin/esched" ] && "$bin/esched" --help 2>&1 | grep -q 'slurm-compat'; then
-        how="$bin/esched slurm-compat"
-    elif "$bin/esubmit" --help 2>&1 | grep -q -- '--slurm-compat'; then
-        how="$bin/esubmit --slurm-compat"
-    fi
-    if [ -n "$how" ]; then
-        $how "$dir"
-        say "Slurm command names made by: $how DIR"
-        return
-    fi
-    say "Slurm command names: stand-in wrappers (no esched command makes them yet)"
-    local pair slurm tool
-    for pair in sbatch:esubmit squeue:equeue scancel:ecancel sacct:eacct sinfo:einfo \
-        scontrol:econtrol srun:erun salloc:ealloc; do
-        slurm=${pair%%:*} tool=${pair#*:}
-        if [ -x "$bin/$tool" ]; then
-            printf '#!/bin/sh\nexec %q "$@"\n' "$bin/$tool" >"$dir/$slurm"
-        else
-            printf '#!/bin/sh\necho "%s: stand-in: esched has no %s in %s" >&2\nexit 1\n' \
-                "$slurm" "$tool" "$bin" >"$dir/$slurm"
-        fi
-        chmod 755 "$dir/$slurm"
-    done
-    if [ -n "${SLURM_TOOLS_SRUN_SHIM:-}" ] && [ ! -x "$bin/erun" ]; then
-        cp "$root/tests/slurm-tools/srun-shim.sh" "$dir/srun"
-        chmod 755 "$dir/srun"
-        say "srun: one-task shell stand-in (SLURM_TOOLS_SRUN_SHIM)"
-    fi
+    "$bin/esched" slurm-compat "$1" >/dev/null 2>&1 ||
+        { say "esched slurm-compat failed"; "$bin/esched" slurm-compat "$1"; exit 1; }
 }
 
 # ---- a cluster of its own ----------------------------------------------------------------
