@@ -821,6 +821,7 @@ mod tests {
             account: None,
             qos: None,
             warn_signal: None,
+            inert: None,
         }
     }
 

@@ -121,5 +121,6 @@ pub fn job_view<'a>(
         account: rec.spec.account.as_deref(),
         qos: rec.spec.qos.as_deref(),
         warn_signal: rec.spec.warn_signal,
+        inert: rec.spec.inert.as_deref(),
     }
 }

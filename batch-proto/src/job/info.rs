@@ -96,6 +96,13 @@ pub mod field {
         }
     }
 
+    impl Field for super::super::inert::InertOptions {
+        type Ref<'a> = &'a super::super::inert::InertOptions;
+        fn own(r: &&Self) -> Self {
+            (*r).clone()
+        }
+    }
+
     impl Field for JobShape {
         type Ref<'a> = &'a JobShape;
         fn own(r: &&JobShape) -> JobShape {
@@ -272,6 +279,9 @@ job_info! {
         /// `--signal`: the signal sent before the time limit, and when.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub warn_signal: Option<crate::signal::JobSignal>,
+        /// Slurm options stored that change nothing here (`--wckey`, `--comment`, `--nice`...).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub inert: Option<super::inert::InertOptions>,
     }
 }
 

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::dependency::Dependency;
+use super::inert::InertOptions;
 use super::limits::*;
 use super::shape::JobShape;
 use crate::EpochMs;
@@ -129,6 +130,10 @@ pub struct JobSpec {
     /// between re-attaches it without nodes and still ends it PREEMPTED; never in a submission.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preempted: Option<String>,
+    /// Slurm options stored and shown that change nothing here (`--wckey`, `--comment`,
+    /// `--nice`, `--mail-type`...; see [`InertOptions`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inert: Option<Box<InertOptions>>,
 }
 
 /// The umask of a job whose submission did not give one: output files readable by their
@@ -179,6 +184,7 @@ impl JobSpec {
             no_requeue: false,
             requeue_by_hand: None,
             preempted: None,
+            inert: None,
         }
     }
 
@@ -307,6 +313,9 @@ impl JobSpec {
                 }
                 too_long(what, v, MAX_WORD)?;
             }
+        }
+        if let Some(i) = &self.inert {
+            i.validate()?;
         }
         if self.umask.is_some_and(|m| m > 0o777) {
             return field("umask", "must be at most 0777");

@@ -372,6 +372,9 @@ pub fn show_job(j: &JobInfo, now: Time, zone: &Zone) -> String {
         // sbatch's own syntax, so that it reads as it was given (`B:USR1@90`).
         s.push_str(&format!("   Signal={w}\n"));
     }
+    if let Some(i) = &j.inert {
+        s.push_str(&inert_line(i));
+    }
     if let Some(c) = &j.chosen {
         // Before the start, what the latest plan expects; after, what the job runs with.
         let key = if j.state == batch_proto::JobState::Pending {
@@ -408,6 +411,41 @@ pub fn show_job(j: &JobInfo, now: Time, zone: &Zone) -> String {
         s.push('\n');
     }
     s
+}
+
+/// The Slurm options stored with the job that change nothing here, under scontrol's keys
+/// (`Nice`, `TimeMin`, `MinTmpDiskNode`, `WCKey`, `Comment`, `MailUser`, `MailType`, `Profile`)
+/// and, for those scontrol does not show, their option's name.
+fn inert_line(i: &batch_proto::InertOptions) -> String {
+    let mut keys: Vec<String> = Vec::new();
+    let mut text = |k: &str, v: &Option<String>| {
+        if let Some(v) = v {
+            keys.push(format!("{k}={}", shown(v)));
+        }
+    };
+    text("WCKey", &i.wckey);
+    text("Comment", &i.comment);
+    text("MailUser", &i.mail_user);
+    text("MailType", &i.mail_type);
+    text("Profile", &i.profile);
+    text("Hint", &i.hint);
+    text("Distribution", &i.distribution);
+    if let Some(n) = i.nice {
+        keys.push(format!("Nice={n}"));
+    }
+    if let Some(t) = i.time_min {
+        keys.push(format!("TimeMin={}", format_sacct_duration(t)));
+    }
+    if let Some(t) = i.tmp_mb {
+        keys.push(format!("MinTmpDiskNode={t}M"));
+    }
+    if i.no_kill {
+        keys.push("NoKill=YES".into());
+    }
+    if keys.is_empty() {
+        return String::new();
+    }
+    format!("   {}\n", keys.join(" "))
 }
 
 fn acted(verb: &str, resp: Response) -> anyhow::Result<ExitCode> {
@@ -702,6 +740,7 @@ mod tests {
             account: None,
             qos: None,
             warn_signal: None,
+            inert: None,
         }
     }
 
@@ -723,6 +762,34 @@ mod tests {
                 && s.contains("NodeList=(null)")
         );
         assert!(!s.contains("ScheduledEP") && !s.contains("Step="), "{s}");
+    }
+
+    /// scontrol show job (Slurm 22.05) shows `Nice=`, `TimeMin=`, `MinTmpDiskNode=`,
+    /// `Comment=`, `MailUser=`, `MailType=` and `Profile=`; econtrol shows those the job was
+    /// submitted with on one line (with `WCKey=`, `Hint=`, `Distribution=`, `NoKill=YES` for
+    /// the options scontrol has no key for), escaped like every text a user chose.
+    #[test]
+    fn show_job_shows_the_stored_slurm_options() {
+        let mut j = held_job();
+        j.inert = Some(batch_proto::InertOptions {
+            wckey: Some("submitit".into()),
+            comment: Some("a\nb".into()),
+            nice: Some(100),
+            time_min: Some(300_000),
+            tmp_mb: Some(2048),
+            mail_type: Some("END,FAIL".into()),
+            no_kill: true,
+            ..Default::default()
+        });
+        let s = show_job(&j, 0, &fixed_zone(0));
+        assert!(
+            s.contains(
+                "\n   WCKey=submitit Comment=a\\nb MailType=END,FAIL Nice=100 TimeMin=00:05:00 \
+                 MinTmpDiskNode=2048M NoKill=YES\n"
+            ),
+            "{s}"
+        );
+        assert!(!show_job(&held_job(), 0, &fixed_zone(0)).contains("Nice="));
     }
 
     #[test]

@@ -746,6 +746,7 @@ pub(super) mod tests {
             account: None,
             qos: None,
             warn_signal: None,
+            inert: None,
         }
     }
 

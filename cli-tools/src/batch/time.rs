@@ -4,7 +4,7 @@
 //! Everything is pure: "now" and the time zone are arguments, so tests pin them. Instants are
 //! milliseconds since the Unix epoch (the protocol's [`Time`]).
 
-use batch_proto::time::{Duration, Time, SECOND};
+use batch_proto::time::{Duration, Time, MINUTE, SECOND};
 
 use super::error::SpecError;
 
@@ -50,15 +50,36 @@ fn number(what: &'static str, input: &str, part: &str) -> Result<u64, SpecError>
         .map_err(|_| invalid(what, input, format!("'{part}' is too large")))
 }
 
-/// Parses a `-t/--time` value in any of Slurm's forms: `min`, `min:sec`, `h:m:s`, `d-h`,
-/// `d-h:m`, `d-h:m:s`, or `UNLIMITED`/`INFINITE`.
+/// Parses a `-t/--time` value as Slurm does: `min`, `min:sec`, `h:m:s`, `d-h`, `d-h:m`,
+/// `d-h:m:s`, or `UNLIMITED`/`INFINITE`, a limit with seconds rounded up to the whole minute
+/// (`0:30` is one minute, `1:00:30` is 1:01:00). esched's own form `Ns` (`90s`, which Slurm
+/// refuses) keeps the seconds: short limits make the TIMEOUT path testable.
 ///
-/// Unlike Slurm, seconds are kept (Slurm rounds up to whole minutes): short limits make the
-/// TIMEOUT path testable. A zero limit is refused; Slurm reads `0` as "no limit", which is a
-/// surprise we would rather spell out as `UNLIMITED` (which is accepted: the pool's
-/// `max_time`). The bounds (at most 365 days, or the pool's `max_time`) are batch-proto's to
-/// check, once, for the tools and the daemon alike.
+/// A zero limit is refused; Slurm reads `0` as "no limit", which is a surprise we would rather
+/// spell out as `UNLIMITED` (which is accepted: the pool's `max_time`). The bounds (at most
+/// 365 days, or the pool's `max_time`) are batch-proto's to check, once, for the tools and the
+/// daemon alike.
 pub fn parse_time_limit(input: &str) -> Result<TimeLimit, SpecError> {
+    const WHAT: &str = "time limit";
+    let s = input.trim();
+    if let Some(n) = s.strip_suffix('s') {
+        if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) {
+            return parse_time_exact(&format!("0:{n}"));
+        }
+    }
+    Ok(match parse_time_exact(input)? {
+        TimeLimit::Limited(d) => TimeLimit::Limited(
+            d.div_ceil(MINUTE)
+                .checked_mul(MINUTE)
+                .ok_or_else(|| invalid(WHAT, input, "too large"))?,
+        ),
+        TimeLimit::Unlimited => TimeLimit::Unlimited,
+    })
+}
+
+/// [`parse_time_limit`]'s forms with the seconds kept: the times of esched's own options
+/// (`--moldable`, `--moldable-model`), which say what a size costs to the second.
+pub fn parse_time_exact(input: &str) -> Result<TimeLimit, SpecError> {
     const WHAT: &str = "time limit";
     let s = input.trim();
     if s.eq_ignore_ascii_case("unlimited") || s.eq_ignore_ascii_case("infinite") {
@@ -352,15 +373,29 @@ mod tests {
         }
     }
 
+    /// Slurm 22.05 (`time_str2mins`) rounds a limit with seconds up to the next whole minute:
+    /// `-t 0:30` is 1 minute, `-t 1:00:30` is 1:01:00, `-t 10:30` is 11 minutes.
     #[test]
     fn time_limit_forms() {
         assert_eq!(lim("10"), 600 * S);
-        assert_eq!(lim("10:30"), 630 * S);
-        assert_eq!(lim("0:05"), 5 * S);
-        assert_eq!(lim("1:02:03"), 3723 * S);
+        assert_eq!(lim("10:30"), 660 * S);
+        assert_eq!(lim("0:05"), 60 * S);
+        assert_eq!(lim("0:30"), 60 * S);
+        assert_eq!(lim("1:00:30"), 3660 * S);
+        assert_eq!(lim("1:02:03"), 3780 * S);
+        assert_eq!(lim("1:02:00"), 3720 * S);
         assert_eq!(lim("2-3"), (2 * 86_400 + 3 * 3600) * S);
         assert_eq!(lim("2-3:04"), (2 * 86_400 + 3 * 3600 + 240) * S);
-        assert_eq!(lim("2-3:04:05"), (2 * 86_400 + 3 * 3600 + 245) * S);
+        assert_eq!(lim("2-3:04:05"), (2 * 86_400 + 3 * 3600 + 300) * S);
+        // esched's seconds, which Slurm has no form for.
+        assert_eq!(lim("5s"), 5 * S);
+        assert_eq!(lim("90s"), 90 * S);
+        assert!(parse_time_limit("0s").is_err());
+        assert!(parse_time_limit("s").is_err());
+        assert_eq!(
+            parse_time_exact("1:02:03").unwrap(),
+            TimeLimit::Limited(3723 * S)
+        );
         assert_eq!(lim(" 90 "), 5400 * S);
         assert_eq!(parse_time_limit("UNLIMITED").unwrap(), TimeLimit::Unlimited);
         assert_eq!(parse_time_limit("infinite").unwrap(), TimeLimit::Unlimited);
@@ -545,8 +580,10 @@ mod tests {
         #[test]
         fn limit_display_parses_back(secs in 1u64..100*86_400) {
             let shown = format_squeue_duration(secs * S);
-            // squeue's M:SS reads back as min:sec, H:MM:SS as h:m:s, D-HH:MM:SS as d-h:m:s.
-            prop_assert_eq!(lim(&shown), secs * S);
+            // squeue's M:SS reads back as min:sec, H:MM:SS as h:m:s, D-HH:MM:SS as d-h:m:s
+            // (the seconds kept by the exact reading, rounded up to the minute by Slurm's).
+            prop_assert_eq!(parse_time_exact(&shown).unwrap(), TimeLimit::Limited(secs * S));
+            prop_assert_eq!(lim(&shown), secs.div_ceil(60) * 60 * S);
         }
 
         #[test]

@@ -155,7 +155,13 @@ fn submit_evolving(c: &Cluster, profile: &str, keep: Option<u32>) -> u64 {
         "ALL,KEEP={}",
         keep.map(|k| k.to_string()).unwrap_or_default()
     );
-    c.submit(&["--profile", profile, "--export", &export, "evolving.sh"])
+    c.submit(&[
+        "--evolving-profile",
+        profile,
+        "--export",
+        &export,
+        "evolving.sh",
+    ])
 }
 
 #[test]
@@ -215,7 +221,7 @@ fn an_expanded_step_tells_the_job_it_waits_until_its_nodes_come() {
         "evolving",
         "\n[policy.params]\nexpand_limit = 2\n\n[evolving]\nrelease_notice_ms = 1500\n",
     );
-    let rigid = c.submit(&["-N", "4", "-t", "0:08", "--wrap", "sleep 30"]);
+    let rigid = c.submit(&["-N", "4", "-t", "8s", "--wrap", "sleep 30"]);
     let rigid_start = c
         .wait_state(rigid, JobState::Running)
         .start_time

@@ -64,7 +64,7 @@ fn job_past_its_walltime_ends_timeout() {
         "long.sh",
         "#!/bin/sh\ntrap '' TERM\necho started\nsleep 30\necho never\n",
     );
-    let id = c.submit(&["-t", "0:01", "-o", "long-%j.log", "long.sh"]);
+    let id = c.submit(&["-t", "1s", "-o", "long-%j.log", "long.sh"]);
     let j = c.wait_state(id, JobState::Timeout);
     let ran = j
         .end_time

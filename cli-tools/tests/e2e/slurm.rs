@@ -447,7 +447,7 @@ fn signals_open_modes_requeue_and_nodes() {
     // before its 4-second limit, and is still killed at the limit.
     c.script(
         "warned.sh",
-        "#!/bin/sh\n#SBATCH --signal=B:USR1@2 -t 0:04 -p debug\n\
+        "#!/bin/sh\n#SBATCH --signal=B:USR1@2 -t 4s -p debug\n\
          trap 'date +%s%3N > \"$SLURM_SUBMIT_DIR/warned-$SLURM_JOB_ID\"' USR1\n\
          while :; do sleep 0.1; done\n",
     );
