@@ -306,7 +306,7 @@ fn slurm_rows_marked_same() {
     ]);
     c.wait_state(dep, JobState::Completed);
     let sub = c.work.join("sub");
-    let out = std::fs::read_to_string(sub.join(format!("p-4-{dep}.batch-0-batch-0-{user}-%.txt")))
+    let out = std::fs::read_to_string(sub.join(format!("p-4-{dep}-0-batch-0-{user}-%.txt")))
         .expect("output named by every escape");
     assert_eq!(out.trim(), sub.display().to_string());
     assert_eq!(

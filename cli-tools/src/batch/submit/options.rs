@@ -12,7 +12,8 @@ pub struct SubmitOpts {
     /// Number of nodes.
     #[arg(short = 'N', long, value_name = "N")]
     pub nodes: Option<String>,
-    /// Time limit: min, min:sec, h:m:s, d-h, d-h:m or d-h:m:s (default 1:00:00).
+    /// Time limit: min, min:sec, h:m:s, d-h, d-h:m or d-h:m:s, seconds rounded up to the
+    /// minute; Ns keeps seconds; UNLIMITED (default: the pool's max_time).
     #[arg(short = 't', long, value_name = "TIME")]
     pub time: Option<String>,
     /// Job name (default: the script's file name, or "wrap").

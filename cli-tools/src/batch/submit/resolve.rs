@@ -559,10 +559,12 @@ impl SubmitOpts {
                 });
             }
         }
+        // Without -t, as Slurm without a DefaultTime: the pool's limit. batchd gives
+        // TIME_UNLIMITED the pool's max_time (365 days for a pool without one).
         let time_limit = match time_limit {
+            None if components.is_none() => batch_proto::TIME_UNLIMITED,
             None => DEFAULT_TIME_LIMIT,
             Some(TimeLimit::Limited(d)) => d,
-            // batchd gives the job its pool's max_time (365 days for a pool without one).
             Some(TimeLimit::Unlimited) => batch_proto::TIME_UNLIMITED,
         };
         let shape = if let Some(components) = components {
@@ -839,6 +841,7 @@ pub fn apply_export(
     Ok(out)
 }
 
-/// Time limit of a job submitted without `-t`. Slurm takes the partition's DefaultTime; batchd
-/// pools have none, and a finite limit is what lets backfilling work, so the tools pick one.
+/// Time limit of a co-allocated job (`--components`, esched's own) submitted without `-t`: its
+/// components must end for the pools' next jobs to be planned, so it gets a finite one. Any
+/// other job without `-t` gets its pool's limit, as with Slurm (a pool without DefaultTime).
 pub const DEFAULT_TIME_LIMIT: Duration = HOUR;

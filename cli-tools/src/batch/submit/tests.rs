@@ -313,9 +313,11 @@ fn defaults_and_flags() {
         &[],
     )
     .unwrap();
+    // Slurm 22.05: a job without -t in a partition without DefaultTime gets its MaxTime
+    // (UNLIMITED unless configured); batchd turns TIME_UNLIMITED into the pool's max_time.
     assert_eq!(
         (s.shape.max_nodes(), limit(&s), s.name.as_str()),
-        (1, DEFAULT_TIME_LIMIT, "job.sh")
+        (1, batch_proto::TIME_UNLIMITED, "job.sh")
     );
     assert!(s.hold);
     assert_eq!(s.begin, Some(1_010_000));
@@ -387,7 +389,7 @@ fn wire_specs() {
         j.shape,
         JobShape::Rigid {
             nodes: 2,
-            time_limit: DEFAULT_TIME_LIMIT
+            time_limit: batch_proto::TIME_UNLIMITED
         }
     );
     assert_eq!(
