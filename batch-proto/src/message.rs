@@ -280,7 +280,9 @@ impl PreparedFilter<'_> {
     /// daemon's stored records and the tools' [`JobInfo`]s alike. Empty lists match
     /// everything; a job must match every non-empty one (ids and tasks count as one, see
     /// [`PreparedFilter::selects_id`]). A user given as a number selects by uid as well as by
-    /// name; a job without a pool passes no pool list.
+    /// name. A pending job without a pool passes every pool list: the policy may start it in
+    /// any pool, as Slurm lists a job submitted without `-p` under its default partition
+    /// (`squeue -p P`, `scancel -p P`); any other job without a pool passes none.
     pub fn selects(&self, key: FilterKey<'_>) -> bool {
         self.selects_id(key.id, key.array)
             && (self.users.is_empty()
@@ -289,9 +291,10 @@ impl PreparedFilter<'_> {
             && (self.names.is_empty() || self.names.binary_search(&key.name).is_ok())
             && self.admits_state(key.state)
             && (self.pools.is_empty()
-                || key
-                    .pool
-                    .is_some_and(|p| self.pools.binary_search(&p).is_ok()))
+                || match key.pool {
+                    Some(p) => self.pools.binary_search(&p).is_ok(),
+                    None => key.state == JobState::Pending,
+                })
     }
 }
 
@@ -822,6 +825,7 @@ mod tests {
             qos: None,
             warn_signal: None,
             inert: None,
+            resources: None,
         }
     }
 
@@ -937,6 +941,16 @@ mod tests {
         assert!(!by_pool.selects(key));
         assert!(by_pool.selects(FilterKey {
             pool: Some("debug"),
+            ..key
+        }));
+        assert!(!by_pool.selects(FilterKey {
+            pool: Some("other"),
+            ..key
+        }));
+        // Slurm 22.05: `squeue -p P` lists a pending job submitted without -p when P is the
+        // default partition; here the policy may start it in any pool, so every -p lists it.
+        assert!(by_pool.selects(FilterKey {
+            state: JobState::Pending,
             ..key
         }));
         let by_uid = JobFilter {

@@ -122,5 +122,6 @@ pub fn job_view<'a>(
         qos: rec.spec.qos.as_deref(),
         warn_signal: rec.spec.warn_signal,
         inert: rec.spec.inert.as_deref(),
+        resources: rec.spec.resources.as_deref(),
     }
 }

@@ -103,6 +103,13 @@ pub mod field {
         }
     }
 
+    impl Field for crate::resources::Resources {
+        type Ref<'a> = &'a crate::resources::Resources;
+        fn own(r: &&Self) -> Self {
+            (*r).clone()
+        }
+    }
+
     impl Field for JobShape {
         type Ref<'a> = &'a JobShape;
         fn own(r: &&JobShape) -> JobShape {
@@ -282,6 +289,10 @@ job_info! {
         /// Slurm options stored that change nothing here (`--wckey`, `--comment`, `--nice`...).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub inert: Option<super::inert::InertOptions>,
+        /// Tasks, CPUs and memory as submitted (`-n`, `-c`, `--mem`...), for squeue's `%C`,
+        /// `%c` and `%m`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub resources: Option<crate::resources::Resources>,
     }
 }
 

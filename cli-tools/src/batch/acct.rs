@@ -571,6 +571,7 @@ mod tests {
             qos: None,
             warn_signal: None,
             inert: None,
+            resources: None,
         }
     }
 

@@ -741,6 +741,7 @@ mod tests {
             qos: None,
             warn_signal: None,
             inert: None,
+            resources: None,
         }
     }
 

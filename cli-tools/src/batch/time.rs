@@ -184,11 +184,70 @@ fn timestamp(t: Time) -> jiff::Timestamp {
     jiff::Timestamp::from_second(secs).unwrap_or(jiff::Timestamp::MAX)
 }
 
-/// A timestamp the way Slurm prints them: `YYYY-MM-DDTHH:MM:SS`, local time.
+/// How the tools print a timestamp, from `$SLURM_TIME_FORMAT` as Slurm reads it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TimeStyle {
+    /// `YYYY-MM-DDTHH:MM:SS` (unset, empty or `standard`).
+    Standard,
+    /// `relative`: the time of day today, `Ystday HH:MM`, `Tomorr HH:MM`, the weekday within
+    /// a week, the day and month within a year, else the date.
+    Relative,
+    /// Any other value: a strftime format (`%a %T`).
+    Custom(String),
+}
+
+impl TimeStyle {
+    /// The style `value` of `SLURM_TIME_FORMAT` asks for.
+    pub fn from_env_value(value: Option<&str>) -> TimeStyle {
+        match value {
+            None | Some("") | Some("standard") => TimeStyle::Standard,
+            Some("relative") => TimeStyle::Relative,
+            Some(f) => TimeStyle::Custom(f.to_string()),
+        }
+    }
+}
+
+/// The style of this process, read once.
+fn time_style() -> &'static TimeStyle {
+    static STYLE: std::sync::OnceLock<TimeStyle> = std::sync::OnceLock::new();
+    STYLE.get_or_init(|| {
+        TimeStyle::from_env_value(std::env::var("SLURM_TIME_FORMAT").ok().as_deref())
+    })
+}
+
+/// A timestamp the way Slurm prints them: `YYYY-MM-DDTHH:MM:SS` local time, or as
+/// `$SLURM_TIME_FORMAT` says ([`TimeStyle`]).
 pub fn format_timestamp(t: Time, zone: &Zone) -> String {
-    zone.to_datetime(timestamp(t))
-        .strftime("%Y-%m-%dT%H:%M:%S")
-        .to_string()
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    format_timestamp_as(t, zone, time_style(), now)
+}
+
+/// [`format_timestamp`] in `style`, `now` for the relative style. A custom format that
+/// cannot be used prints the standard form.
+pub fn format_timestamp_as(t: Time, zone: &Zone, style: &TimeStyle, now: Time) -> String {
+    let dt = zone.to_datetime(timestamp(t));
+    let standard = || dt.strftime("%Y-%m-%dT%H:%M:%S").to_string();
+    match style {
+        TimeStyle::Standard => standard(),
+        TimeStyle::Custom(f) => {
+            jiff::fmt::strtime::format(f.as_str(), dt).unwrap_or_else(|_| standard())
+        }
+        TimeStyle::Relative => {
+            let today = zone.to_datetime(timestamp(now)).date();
+            let days = today.until(dt.date()).map_or(0, |s| s.get_days());
+            let fmt = match days {
+                -1 => "Ystday %H:%M",
+                0 => "%H:%M:%S",
+                1 => "Tomorr %H:%M",
+                d if !(-365..=365).contains(&d) => "%-d %b %Y",
+                d if !(-1..=6).contains(&d) => "%-d %b %H:%M",
+                _ => "%a %H:%M",
+            };
+            jiff::fmt::strtime::format(fmt, dt).unwrap_or_else(|_| standard())
+        }
+    }
 }
 
 /// An optional timestamp: `N/A` when unknown, as squeue shows an unplanned start.
@@ -567,6 +626,49 @@ mod tests {
         ] {
             assert!(parse_begin(bad, NOW, &z).is_err(), "{bad}");
         }
+    }
+
+    /// Slurm 22.05 prints times as `SLURM_TIME_FORMAT` says: `standard` (the default,
+    /// `%FT%T`), `relative`, or any strftime format.
+    #[test]
+    fn slurm_time_format_styles() {
+        let z = fixed_zone(0);
+        let day = 86_400 * S;
+        // 1970-01-05 (a Monday) 10:20:30.
+        let now = 4 * day + 37_230 * S;
+        let style = |v: Option<&str>| TimeStyle::from_env_value(v);
+        assert_eq!(style(None), TimeStyle::Standard);
+        assert_eq!(style(Some("standard")), TimeStyle::Standard);
+        assert_eq!(
+            format_timestamp_as(now, &z, &style(None), now),
+            "1970-01-05T10:20:30"
+        );
+        assert_eq!(
+            format_timestamp_as(now, &z, &style(Some("%a %T")), now),
+            "Mon 10:20:30"
+        );
+        let rel = style(Some("relative"));
+        assert_eq!(format_timestamp_as(now, &z, &rel, now), "10:20:30");
+        assert_eq!(
+            format_timestamp_as(now - day, &z, &rel, now),
+            "Ystday 10:20"
+        );
+        assert_eq!(
+            format_timestamp_as(now + day, &z, &rel, now),
+            "Tomorr 10:20"
+        );
+        assert_eq!(
+            format_timestamp_as(now + 3 * day, &z, &rel, now),
+            "Thu 10:20"
+        );
+        assert_eq!(
+            format_timestamp_as(now + 20 * day, &z, &rel, now),
+            "25 Jan 10:20"
+        );
+        assert_eq!(
+            format_timestamp_as(now + 400 * day, &z, &rel, now),
+            "9 Feb 1971"
+        );
     }
 
     proptest! {
