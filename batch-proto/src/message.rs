@@ -10,7 +10,7 @@ use crate::coorm::{
     PoolProperties, SessionEnded, SessionRequest, SessionTraffic, StartNotify, SubscribeRequest,
     Subscribed, ViewReply, ViewRequest,
 };
-use crate::job::{JobInfo, JobSpec, JobState};
+use crate::job::{Dependency, JobInfo, JobSpec, JobState};
 use crate::EpochMs;
 
 /// The first message in each direction: who speaks which protocol.
@@ -200,6 +200,7 @@ impl JobFilter {
             names: set(self.names.iter().map(String::as_str)),
             states: self.states.iter().fold(0, |m, &s| m | state_bit(s)),
             pools: set(self.pools.iter().map(String::as_str)),
+            poolless: true,
         }
     }
 }
@@ -222,9 +223,21 @@ pub struct PreparedFilter<'a> {
     /// One bit per [`JobState`]; 0: any state.
     states: u16,
     pools: Vec<&'a str>,
+    /// Whether a pending job without a pool passes the pool list (see
+    /// [`PreparedFilter::known_pools`]).
+    poolless: bool,
 }
 
 impl PreparedFilter<'_> {
+    /// The filter for a daemon that knows its pools (`exists`): a pending job without a pool
+    /// passes the pool list only when the list names a pool that exists, one where the policy
+    /// may start it (`-p nosuchpool` selects nothing).
+    #[must_use]
+    pub fn known_pools(mut self, exists: impl Fn(&str) -> bool) -> Self {
+        self.poolless = self.pools.iter().any(|p| exists(p));
+        self
+    }
+
     /// The job ids named, ascending, each once.
     pub fn ids(&self) -> &[u64] {
         &self.ids
@@ -293,7 +306,7 @@ impl PreparedFilter<'_> {
             && (self.pools.is_empty()
                 || match key.pool {
                     Some(p) => self.pools.binary_search(&p).is_ok(),
-                    None => key.state == JobState::Pending,
+                    None => self.poolless && key.state == JobState::Pending,
                 })
     }
 }
@@ -408,6 +421,12 @@ pub struct UpdateRequest {
     /// New priority (root only may raise it).
     #[serde(default)]
     pub priority: Option<i64>,
+    /// New pool of a pending job (scontrol's `Partition=`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool: Option<String>,
+    /// New dependencies of a pending job, replacing its own (`Dependency=`; empty: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dependencies: Option<Vec<Dependency>>,
 }
 
 /// Show one job.
@@ -782,7 +801,7 @@ impl From<ErrorReply> for Response {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::job::{Dependency, JobShape, PendingReason};
+    use crate::job::{JobShape, PendingReason};
     use crate::{frame, JobSpec};
     use crate::{MoldConfig, Step};
 
@@ -949,10 +968,20 @@ mod tests {
         }));
         // Slurm 22.05: `squeue -p P` lists a pending job submitted without -p when P is the
         // default partition; here the policy may start it in any pool, so every -p lists it.
-        assert!(by_pool.selects(FilterKey {
+        let pending = FilterKey {
             state: JobState::Pending,
             ..key
-        }));
+        };
+        assert!(by_pool.selects(pending));
+        // Unless no pool named exists: then nothing can go there.
+        assert!(by_pool
+            .prepare()
+            .known_pools(|p| p == "debug")
+            .selects(pending));
+        assert!(!by_pool
+            .prepare()
+            .known_pools(|p| p == "other")
+            .selects(pending));
         let by_uid = JobFilter {
             users: vec!["1000".into()],
             ..Default::default()

@@ -255,6 +255,27 @@ pub fn format_opt_timestamp(t: Option<Time>, zone: &Zone) -> String {
     t.map_or_else(|| "N/A".to_string(), |t| format_timestamp(t, zone))
 }
 
+/// `HH:MM[:SS]`, or with Slurm's `AM`/`PM` after it (`4:00PM`, `4:00 pm`): hours 1 to 12,
+/// `12AM` midnight and `12PM` noon.
+fn parse_clock_12h(
+    what: &'static str,
+    input: &str,
+    lower: &str,
+) -> Result<jiff::civil::Time, SpecError> {
+    let (clock, pm) = match (lower.strip_suffix("am"), lower.strip_suffix("pm")) {
+        (Some(c), _) => (c.trim_end(), false),
+        (_, Some(c)) => (c.trim_end(), true),
+        _ => return parse_clock(what, input, lower),
+    };
+    let t = parse_clock(what, input, clock)?;
+    if !(1..=12).contains(&t.hour()) {
+        return Err(invalid(what, input, "with AM/PM the hour is 1 to 12"));
+    }
+    let hour = t.hour() % 12 + if pm { 12 } else { 0 };
+    jiff::civil::Time::new(hour, t.minute(), t.second(), 0)
+        .map_err(|e| invalid(what, input, e.to_string()))
+}
+
 fn parse_clock(what: &'static str, input: &str, s: &str) -> Result<jiff::civil::Time, SpecError> {
     let parts: Vec<&str> = s.split(':').collect();
     if !(2..=3).contains(&parts.len()) {
@@ -404,7 +425,7 @@ fn parse_instant(
                         .ok_or_else(|| invalid(what, input, "no such date"))?;
                     at(date.to_datetime(clock))?
                 }
-                _ if lower.contains(':') => of_day(parse_clock(what, input, &lower)?)?,
+                _ if lower.contains(':') => of_day(parse_clock_12h(what, input, &lower)?)?,
                 _ => return Err(invalid(
                     what,
                     input,
@@ -569,6 +590,23 @@ mod tests {
         assert_eq!(f("tomorrow"), "2026-11-23T00:00:00");
         assert!(parse_begin("25:00", NOW, &z).is_err());
         assert!(parse_begin("12:60", NOW, &z).is_err());
+    }
+
+    /// Slurm 22.05's `--begin` takes `HH:MM[:SS]` with `AM`/`PM` (`4:00PM` is 16:00, `12AM`
+    /// midnight, `12PM` noon), rolling to tomorrow when past like the 24-hour form.
+    #[test]
+    fn begin_clock_with_am_pm() {
+        let z = fixed_zone(0);
+        let f = |s: &str| format_timestamp(parse_begin(s, NOW, &z).unwrap(), &z);
+        assert_eq!(f("4:00PM"), f("16:00"));
+        assert_eq!(f("4:00 pm"), f("16:00"));
+        assert_eq!(f("8:04:58PM"), "2026-11-22T20:04:58");
+        assert_eq!(f("9:30AM"), f("09:30"));
+        assert_eq!(f("12:00AM"), f("midnight"));
+        assert_eq!(f("12:00PM"), f("noon"));
+        for bad in ["13:00PM", "0:30AM", "4PM"] {
+            assert!(parse_begin(bad, NOW, &z).is_err(), "{bad}");
+        }
     }
 
     #[test]

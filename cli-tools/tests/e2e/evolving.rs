@@ -75,7 +75,8 @@ fn watch_steps(c: &Cluster, id: u64) -> Vec<String> {
     let deadline = Instant::now() + Duration::from_secs(40);
     loop {
         // A job that has left the queue is an unknown id to equeue, as to squeue.
-        let out = c.run("equeue", &["-j", &ids]);
+        // The step is `-o %s` (squeue's default columns have none).
+        let out = c.run("equeue", &["-j", &ids, "-o", "%.18i %.6D %.5s %R"]);
         let (table, err) = texts(&out);
         if !out.status.success() {
             assert!(err.contains("Invalid job id specified"), "{err}");
@@ -86,7 +87,7 @@ fn watch_steps(c: &Cluster, id: u64) -> Vec<String> {
         };
         let mut shown = vec![row
             .split_whitespace()
-            .nth(7)
+            .nth(2)
             .unwrap_or_default()
             .to_string()];
         if let Some(st) = c.queue(&["-j", &ids]).first().and_then(|j| j.step.clone()) {

@@ -111,6 +111,7 @@ fn pending_reasons_listing_tools_and_test_only() {
 
     let table = c.ok("equeue", &[]);
     let header = table.lines().next().unwrap_or_default();
+    // squeue 22.05's default columns, NODELIST(REASON) eighth.
     assert_eq!(
         header.split_whitespace().collect::<Vec<_>>(),
         [
@@ -121,7 +122,6 @@ fn pending_reasons_listing_tools_and_test_only() {
             "ST",
             "TIME",
             "NODES",
-            "STEP",
             "NODELIST(REASON)"
         ]
     );

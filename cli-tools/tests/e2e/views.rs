@@ -324,6 +324,9 @@ fn slurm_rows_marked_same() {
     assert_eq!(ids(&["-p", "debug", "-t", "R"]), format!("{sleeper}\n"));
     assert_eq!(ids(&["-t", "PD"]), format!("{held}\n"));
     assert_eq!(ids(&["-p", "nosuchpool"]), "");
+    // squeue -p lists a pending job submitted without -p under its (default) partition;
+    // here the policy may start it in any existing pool.
+    assert_eq!(ids(&["-p", "debug", "-t", "PD"]), format!("{held}\n"));
     let names = |args: &[&str]| {
         c.ok(
             "eacct",

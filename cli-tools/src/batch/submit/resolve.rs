@@ -525,10 +525,24 @@ impl SubmitOpts {
                 "--components gives the nodes and lets the policy choose the pools; drop -N, -p, --evolving-profile and --moldable",
             ));
         }
-        if components.is_some() != deadline.is_some() {
-            return Err(conflict(
-                "--components and --deadline go together (a co-allocated job has a start deadline)",
-            ));
+        match (components.is_some(), deadline.is_some()) {
+            (true, false) => {
+                return Err(conflict(
+                    "--components needs --deadline (a co-allocated job has a start deadline)",
+                ))
+            }
+            (false, true) => {
+                return Err(SpecError::Invalid {
+                    what: "--deadline",
+                    input: pick(&self.deadline, None, &s.deadline)
+                        .map(|(v, _)| v)
+                        .unwrap_or_default(),
+                    reason: "Slurm's end-by deadline is not supported yet: --deadline is the \
+                             start deadline of a co-allocated job (--components)"
+                        .into(),
+                })
+            }
+            _ => {}
         }
         let workdir = match pick(&self.chdir, None, &s.chdir) {
             Some((d, _)) => ctx.cwd.join(d),
