@@ -146,10 +146,17 @@ impl Request {
             Request::Hold(r) => ids(r.ids.len()),
             Request::Unhold(r) => ids(r.ids.len()),
             Request::Requeue(r) => ids(r.ids.len()),
-            Request::Update(r) => r
-                .name
-                .as_ref()
-                .map_or(Ok(()), |n| length("a job name", n.len(), MAX_NAME)),
+            Request::Update(r) => {
+                if let Some(n) = &r.name {
+                    length("a job name", n.len(), MAX_NAME)?;
+                }
+                if let Some(p) = &r.pool {
+                    length("a pool name", p.len(), MAX_WORD)?;
+                }
+                r.dependencies.as_ref().map_or(Ok(()), |d| {
+                    count("dependencies", d.len(), crate::job::MAX_DEPENDENCIES)
+                })
+            }
             Request::ReleaseNodes(r) => length("a host list", r.nodes.len(), MAX_HOSTLIST),
             Request::Subscribe(s) => {
                 let f = &s.filter;

@@ -45,7 +45,7 @@ pub use client::{Client, ClientError, ClientTraffic};
 pub use coorm::*;
 pub use frame::{FrameError, MAX_FRAME};
 pub use job::{
-    DepKind, Dependency, JobInfo, JobInfoRef, JobShape, JobSpec, JobState, MoldModel,
+    DepKind, Dependency, InertOptions, JobInfo, JobInfoRef, JobShape, JobSpec, JobState, MoldModel,
     PendingReason, PoolNodes, SpecError, StepPhase, StepStatus, MAX_BEGIN_AHEAD, MAX_COMPONENTS,
     MAX_MODEL_NODES, MAX_MOLDABLE_CHOICES, MAX_NAME, MAX_PRIORITY, MAX_STEPS, MAX_TIME_LIMIT,
     MAX_WEIGHT, MIN_PRIORITY, TIME_UNLIMITED,

@@ -10,7 +10,7 @@ use crate::coorm::{
     PoolProperties, SessionEnded, SessionRequest, SessionTraffic, StartNotify, SubscribeRequest,
     Subscribed, ViewReply, ViewRequest,
 };
-use crate::job::{JobInfo, JobSpec, JobState};
+use crate::job::{Dependency, JobInfo, JobSpec, JobState};
 use crate::EpochMs;
 
 /// The first message in each direction: who speaks which protocol.
@@ -206,6 +206,7 @@ impl JobFilter {
             names: set(self.names.iter().map(String::as_str)),
             states: self.states.iter().fold(0, |m, &s| m | state_bit(s)),
             pools: set(self.pools.iter().map(String::as_str)),
+            poolless: true,
         }
     }
 }
@@ -228,9 +229,21 @@ pub struct PreparedFilter<'a> {
     /// One bit per [`JobState`]; 0: any state.
     states: u16,
     pools: Vec<&'a str>,
+    /// Whether a pending job without a pool passes the pool list (see
+    /// [`PreparedFilter::known_pools`]).
+    poolless: bool,
 }
 
 impl PreparedFilter<'_> {
+    /// The filter for a daemon that knows its pools (`exists`): a pending job without a pool
+    /// passes the pool list only when the list names a pool that exists, one where the policy
+    /// may start it (`-p nosuchpool` selects nothing).
+    #[must_use]
+    pub fn known_pools(mut self, exists: impl Fn(&str) -> bool) -> Self {
+        self.poolless = self.pools.iter().any(|p| exists(p));
+        self
+    }
+
     /// The job ids named, ascending, each once.
     pub fn ids(&self) -> &[u64] {
         &self.ids
@@ -286,7 +299,9 @@ impl PreparedFilter<'_> {
     /// daemon's stored records and the tools' [`JobInfo`]s alike. Empty lists match
     /// everything; a job must match every non-empty one (ids and tasks count as one, see
     /// [`PreparedFilter::selects_id`]). A user given as a number selects by uid as well as by
-    /// name; a job without a pool passes no pool list.
+    /// name. A pending job without a pool passes every pool list: the policy may start it in
+    /// any pool, as Slurm lists a job submitted without `-p` under its default partition
+    /// (`squeue -p P`, `scancel -p P`); any other job without a pool passes none.
     pub fn selects(&self, key: FilterKey<'_>) -> bool {
         self.selects_id(key.id, key.array)
             && (self.users.is_empty()
@@ -295,9 +310,10 @@ impl PreparedFilter<'_> {
             && (self.names.is_empty() || self.names.binary_search(&key.name).is_ok())
             && self.admits_state(key.state)
             && (self.pools.is_empty()
-                || key
-                    .pool
-                    .is_some_and(|p| self.pools.binary_search(&p).is_ok()))
+                || match key.pool {
+                    Some(p) => self.pools.binary_search(&p).is_ok(),
+                    None => self.poolless && key.state == JobState::Pending,
+                })
     }
 }
 
@@ -427,6 +443,12 @@ pub struct UpdateRequest {
     /// New priority (root only may raise it).
     #[serde(default)]
     pub priority: Option<i64>,
+    /// New pool of a pending job (scontrol's `Partition=`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool: Option<String>,
+    /// New dependencies of a pending job, replacing its own (`Dependency=`; empty: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dependencies: Option<Vec<Dependency>>,
 }
 
 /// Show one job.
@@ -810,7 +832,7 @@ impl From<ErrorReply> for Response {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::job::{Dependency, JobShape, PendingReason};
+    use crate::job::{JobShape, PendingReason};
     use crate::{frame, JobSpec};
     use crate::{MoldConfig, Step};
 
@@ -853,6 +875,8 @@ mod tests {
             qos: None,
             warn_signal: None,
             job_steps: Vec::new(),
+            inert: None,
+            resources: None,
         }
     }
 
@@ -971,6 +995,26 @@ mod tests {
             pool: Some("debug"),
             ..key
         }));
+        assert!(!by_pool.selects(FilterKey {
+            pool: Some("other"),
+            ..key
+        }));
+        // Slurm 22.05: `squeue -p P` lists a pending job submitted without -p when P is the
+        // default partition; here the policy may start it in any pool, so every -p lists it.
+        let pending = FilterKey {
+            state: JobState::Pending,
+            ..key
+        };
+        assert!(by_pool.selects(pending));
+        // Unless no pool named exists: then nothing can go there.
+        assert!(by_pool
+            .prepare()
+            .known_pools(|p| p == "debug")
+            .selects(pending));
+        assert!(!by_pool
+            .prepare()
+            .known_pools(|p| p == "other")
+            .selects(pending));
         let by_uid = JobFilter {
             users: vec!["1000".into()],
             ..Default::default()
@@ -1080,7 +1124,12 @@ mod tests {
                     .any(|u| u == key.user || u.parse::<u32>() == Ok(key.uid)))
             && (f.names.is_empty() || f.names.iter().any(|n| n == key.name))
             && (f.states.is_empty() || f.states.contains(&key.state))
-            && (f.pools.is_empty() || key.pool.is_some_and(|p| f.pools.iter().any(|q| q == p)))
+            && (f.pools.is_empty()
+                || match key.pool {
+                    Some(p) => f.pools.iter().any(|q| q == p),
+                    // A pending job without a pool may start in any: every pool lists it.
+                    None => key.state == JobState::Pending,
+                })
     }
 
     proptest::proptest! {

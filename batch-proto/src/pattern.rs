@@ -8,7 +8,7 @@
 //! | `%A` | the array's job id (the job's own id for a job that is not an array task) |
 //! | `%a` | the array task id; `4294967294` for a job that is not an array task, as Slurm |
 //! | `%b` | the array task id modulo 10 (`4` for a job that is not an array task, as Slurm) |
-//! | `%J` | `ID.batch` (the batch step of the job, the only step esched has) |
+//! | `%J` | the job id: Slurm's `jobid.stepid`, which for the batch script is the job id alone |
 //! | `%j` | the job id |
 //! | `%N` | the short name of the job's first node (known at launch: expanded then) |
 //! | `%n` | `0`, the node index of the batch script's node |
@@ -121,7 +121,8 @@ pub fn expand(pattern: &str, vars: &PatternVars<'_>) -> String {
                 'A' => out.push_str(&num(array_id, width)),
                 'a' => out.push_str(&num(task, width)),
                 'b' => out.push_str(&num(task % 10, width)),
-                'J' => out.push_str(&format!("{}.batch", num(vars.id, width))),
+                // Slurm 22.05 writes the batch script's `%J` without a step: the job id.
+                'J' => out.push_str(&num(vars.id, width)),
                 'j' => out.push_str(&num(vars.id, width)),
                 'n' | 't' => out.push_str(&num(0, width)),
                 's' => out.push_str("batch"),
@@ -236,12 +237,16 @@ mod tests {
         let v = vars(Some((40, 3)), Some("debug001"));
         assert_eq!(
             expand("%A_%a_%b-%J-%j-%N-%n-%s-%t-%u-%x-%%", &v),
-            "40_3_3-42.batch-42-debug001-0-batch-0-u-n%x-%"
+            "40_3_3-42-42-debug001-0-batch-0-u-n%x-%"
         );
         assert_eq!(expand("%5j.%3a.%4x.%2N", &v), "00042.003.n%x.debug001");
         let plain = vars(None, None);
         assert_eq!(expand("slurm-%A_%a.out", &plain), "slurm-42_4294967294.out");
         assert_eq!(expand("%b", &plain), "4");
+        // Slurm 22.05: the batch script's `-o %J.out` is `ID.out` (`%J` is `jobid.stepid` for
+        // a step, the job id alone for the batch script).
+        assert_eq!(expand("%J.out", &plain), "42.out");
+        assert_eq!(expand("%5J", &plain), "00042");
     }
 
     #[test]

@@ -126,6 +126,8 @@ pub fn job_view<'a>(
         } else {
             job_steps(rec)
         },
+        inert: rec.spec.inert.as_deref(),
+        resources: rec.spec.resources.as_deref(),
     }
 }
 

@@ -5,7 +5,7 @@
 # $ESCHED_STEPFILE and sends it SIGWINCH; rigid policies (cbf, easy, fcfs) run it as 4 nodes
 # for 210 s. docs/evolving.md, "Running evolving jobs", has the formats.
 #ESUB -J evolving
-#ESUB --profile 60:2,120:4,30:1
+#ESUB --evolving-profile 60:2,120:4,30:1
 
 look() {
     [ -n "$ESCHED_STEPFILE" ] || return 0   # run as rigid: nothing to look at

@@ -64,8 +64,14 @@ impl Dependency {
                 out.push(Dependency::Singleton);
                 continue;
             }
+            // Slurm's oldest form, job ids without a kind (`-d 12` or `-d 12:13`), is afterany.
+            let bare = part.starts_with(|c: char| c.is_ascii_digit());
             let mut it = part.split(':');
-            let kw = it.next().unwrap_or_default().to_ascii_lowercase();
+            let kw = if bare {
+                "afterany".to_string()
+            } else {
+                it.next().unwrap_or_default().to_ascii_lowercase()
+            };
             let kind = match kw.as_str() {
                 "after" => DepKind::After,
                 "afterany" => DepKind::AfterAny,
@@ -79,7 +85,14 @@ impl Dependency {
             };
             let mut n = 0;
             for id in it {
-                // Slurm allows `after:ID+minutes`; we do not, and say so.
+                // Slurm's `after:ID+MINUTES` waits that long after the start; batchd keeps no
+                // start time of a finished job to count from, so it is refused as such.
+                if let Some((j, _)) = id.split_once('+') {
+                    return Err(bad(&format!(
+                        "`{kw}:{id}`: a delay after the other job's start (`+MINUTES`) is not \
+                         supported; use `after:{j}` with --begin, or afterany"
+                    )));
+                }
                 let job: u64 = id
                     .trim()
                     .parse()

@@ -96,6 +96,20 @@ pub mod field {
         }
     }
 
+    impl Field for super::super::inert::InertOptions {
+        type Ref<'a> = &'a super::super::inert::InertOptions;
+        fn own(r: &&Self) -> Self {
+            (*r).clone()
+        }
+    }
+
+    impl Field for crate::resources::Resources {
+        type Ref<'a> = &'a crate::resources::Resources;
+        fn own(r: &&Self) -> Self {
+            (*r).clone()
+        }
+    }
+
     impl Field for JobShape {
         type Ref<'a> = &'a JobShape;
         fn own(r: &&JobShape) -> JobShape {
@@ -291,6 +305,13 @@ job_info! {
         /// (`ID.0`, ...), running or ended (empty in a brief listing).
         #[serde(default, skip_serializing_if = "crate::job::field::is_empty")]
         pub job_steps: Vec<crate::jobstep::JobStep>,
+        /// Slurm options stored that change nothing here (`--wckey`, `--comment`, `--nice`...).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub inert: Option<super::inert::InertOptions>,
+        /// Tasks, CPUs and memory as submitted (`-n`, `-c`, `--mem`...), for squeue's `%C`,
+        /// `%c` and `%m`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub resources: Option<crate::resources::Resources>,
     }
 }
 

@@ -2,6 +2,7 @@
 //! the vocabulary both share (states, pending reasons, dependencies).
 
 mod dependency;
+mod inert;
 mod info;
 mod limits;
 mod shape;
@@ -9,6 +10,7 @@ mod spec;
 mod state;
 
 pub use dependency::{DepKind, Dependency};
+pub use inert::{InertOptions, MAIL_TYPES, MAX_NICE, PROFILE_TYPES};
 pub use info::{field, JobInfo, JobInfoRef, StepPhase, StepStatus};
 pub use limits::*;
 pub use shape::{JobShape, MoldModel, PoolNodes, MAX_MODEL_NODES, MAX_WEIGHT};

@@ -18,7 +18,7 @@ pub enum JobShape {
         /// `max_time`.
         time_limit: u64,
     },
-    /// An evolving profile (`--profile 500:5,3600:10`): steps of (duration ms, nodes).
+    /// An evolving profile (`--evolving-profile 500:5,3600:10`): steps of (duration ms, nodes).
     Evolving {
         /// The steps, in order.
         steps: Vec<Step>,

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::dependency::Dependency;
+use super::inert::InertOptions;
 use super::limits::*;
 use super::shape::JobShape;
 use crate::EpochMs;
@@ -133,6 +134,10 @@ pub struct JobSpec {
     /// `work_dir`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub submit_dir: Option<String>,
+    /// Slurm options stored and shown that change nothing here (`--wckey`, `--comment`,
+    /// `--nice`, `--mail-type`...; see [`InertOptions`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inert: Option<Box<InertOptions>>,
 }
 
 /// The umask of a job whose submission did not give one: output files readable by their
@@ -184,6 +189,7 @@ impl JobSpec {
             requeue_by_hand: None,
             preempted: None,
             submit_dir: None,
+            inert: None,
         }
     }
 
@@ -312,6 +318,9 @@ impl JobSpec {
                 }
                 too_long(what, v, MAX_WORD)?;
             }
+        }
+        if let Some(i) = &self.inert {
+            i.validate()?;
         }
         if self.umask.is_some_and(|m| m > 0o777) {
             return field("umask", "must be at most 0777");

@@ -37,7 +37,31 @@ fn dependency_lists_parse_like_slurm() {
         ]
     );
     assert_eq!(d[0].to_string(), "afterok:12");
+    // Slurm 22.05: job ids without a kind (`-d 12`, `-d 12:13`) are afterany.
+    let any = |job| Dependency::On {
+        kind: DepKind::AfterAny,
+        job,
+    };
+    assert_eq!(Dependency::parse_list("12").unwrap(), vec![any(12)]);
+    assert_eq!(
+        Dependency::parse_list("12:13,afterok:4").unwrap(),
+        vec![
+            any(12),
+            any(13),
+            Dependency::On {
+                kind: DepKind::AfterOk,
+                job: 4
+            }
+        ]
+    );
+    // Slurm's `after:ID+MINUTES` is refused as what it is, not as a bad job id.
+    let e = Dependency::parse_list("after:5+10")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("a delay after the other job's start"), "{e}");
     for bad in [
+        "0",
+        "12x",
         "afterok",
         "afterok:x",
         "before:3",

@@ -64,7 +64,10 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: CancelRequest) -> Rep
         filter.users.push(caller.uid.to_string());
     }
     // Sorted once, each id and task once: a repeated id is answered once.
-    let filter = filter.prepare();
+    let settings = d.settings();
+    let filter = filter
+        .prepare()
+        .known_pools(|p| settings.config.pools.iter().any(|c| c.name == p));
     let mut report = ActionReport::default();
     let mut pending = Vec::new();
     let mut running = Vec::new();

@@ -227,7 +227,10 @@ pub fn handle(d: &Arc<Daemon>, req: ListRequest) -> Reply {
             let d = Arc::clone(&d);
             move || {
                 let began = std::time::Instant::now();
-                let filter = filter.prepare();
+                let settings = d.settings();
+                let filter = filter
+                    .prepare()
+                    .known_pools(|p| settings.config.pools.iter().any(|c| c.name == p));
                 let ok = encode_active(|| d.core(), &filter, now_ms(), brief, last, &mut |f| {
                     out.blocking_send(f).is_ok()
                 });

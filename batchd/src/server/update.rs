@@ -1,4 +1,5 @@
-//! `Update`: change a pending job's name, size, time limit, begin time or priority.
+//! `Update`: change a pending job's name, size, time limit, begin time, priority, pool or
+//! dependencies.
 
 use std::sync::Arc;
 
@@ -42,6 +43,20 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: UpdateRequest) -> Rep
         }
         if let Some(b) = req.begin {
             spec.begin = (b != 0).then_some(b);
+        }
+        if let Some(p) = req.pool {
+            // A new pool sizes `-n/-c/--mem` anew with its nodes (check_against checks it).
+            spec.pool = Some(p);
+            let sizes = config
+                .pools
+                .iter()
+                .map(|p| (p.name.as_str(), p.node_size()));
+            if let Err(m) = crate::core::submit::size_from_resources(&mut spec, sizes) {
+                return ErrorReply::new(ErrorKind::InvalidSpec, m).into();
+            }
+        }
+        if let Some(deps) = req.dependencies {
+            spec.dependencies = deps;
         }
         if let Some(p) = req.priority {
             if p > spec.priority && caller.uid != 0 {

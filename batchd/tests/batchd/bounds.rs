@@ -127,3 +127,48 @@ fn unlimited_on_a_pool_without_max_time_is_the_longest_allowed() {
     let id = c.submit(s);
     assert_eq!(c.show(id).time_limit, batch_proto::MAX_TIME_LIMIT);
 }
+
+/// scontrol 22.05 updates a pending job's Partition and Dependency: a new pool that exists
+/// (its nodes size `-n/-c` anew), an unknown one refused as at submission, a dependency on a
+/// job that exists, and an empty list that clears them.
+#[test]
+fn a_pending_jobs_pool_and_dependencies_can_be_updated() {
+    let c = super::cluster(|cfg| cfg.pools.push(super::pool("big", 4)));
+    let mut s = c.spec("true");
+    s.hold = true;
+    let first = c.submit(s.clone());
+    let id = c.submit(s);
+    let update = |f: &dyn Fn(&mut UpdateRequest)| {
+        let mut u = UpdateRequest {
+            id,
+            ..Default::default()
+        };
+        f(&mut u);
+        Request::Update(u)
+    };
+    c.client()
+        .request(&update(&|u| {
+            u.pool = Some("big".into());
+            u.dependencies = Some(vec![batch_proto::Dependency::On {
+                kind: batch_proto::DepKind::AfterOk,
+                job: first,
+            }]);
+        }))
+        .unwrap();
+    let j = c.show(id);
+    assert_eq!(j.pool.as_deref(), Some("big"));
+    assert_eq!(j.dependencies.len(), 1);
+    assert!(refusal(&c, &update(&|u| u.pool = Some("nosuch".into()))).starts_with("invalid pool"));
+    assert!(refusal(
+        &c,
+        &update(
+            &|u| u.dependencies = Some(batch_proto::Dependency::parse_list("afterok:999").unwrap())
+        )
+    )
+    .contains("does not exist"));
+    c.client()
+        .request(&update(&|u| u.dependencies = Some(vec![])))
+        .unwrap();
+    let j = c.show(id);
+    assert_eq!((j.pool.as_deref(), j.dependencies.len()), (Some("big"), 0));
+}

@@ -819,6 +819,8 @@ mod tests {
             qos: None,
             warn_signal: None,
             job_steps: Vec::new(),
+            inert: None,
+            resources: None,
         }
     }
 

@@ -34,6 +34,13 @@ pub struct ControlCli {
     /// JSON output for `show`.
     #[arg(long, global = true)]
     pub json: bool,
+    /// `show`: each record on one line, as scontrol's `-o`.
+    #[arg(short = 'o', long = "oneliner", global = true)]
+    pub oneliner: bool,
+    /// scontrol's `-d` (more details): accepted; `show job` already shows every detail
+    /// batchd has.
+    #[arg(short = 'd', long = "details", global = true)]
+    pub details: bool,
     /// The daemon's socket.
     #[command(flatten)]
     pub socket: GlobalSocketArg,
@@ -48,7 +55,7 @@ pub enum ControlCommand {
     /// (`show stats`, as sdiag).
     Show {
         /// `job`, `pools`, `node`, `hostnames` or `stats`.
-        #[arg(value_parser = ["job", "jobs", "pool", "pools", "partition", "partitions", "hostnames", "node", "nodes", "stats"])]
+        #[arg(value_parser = ["job", "jobs", "jobid", "pool", "pools", "partition", "partitions", "hostnames", "node", "nodes", "stats"])]
         entity: String,
         /// The job id or pool name (all queued jobs or all pools when omitted).
         id: Option<String>,
@@ -80,8 +87,9 @@ pub enum ControlCommand {
         #[arg(required = true)]
         ids: Vec<String>,
     },
-    /// Change a pending job: `update JobId=N [Name=..] [TimeLimit=..] [NumNodes=..]
-    /// [StartTime=..] [Priority=..]` (JobId=ID_N: an array task; an array's ID: every task).
+    /// Change a pending job: `update JobId=N [Name=..] [TimeLimit=[+|-]..] [NumNodes=..]
+    /// [StartTime=..] [Priority=..] [Partition=..] [Dependency=..]` (JobId=ID_N: an array
+    /// task; an array's ID: every task; `Job=` as scontrol abbreviates it).
     Update {
         /// `Key=Value` pairs.
         #[arg(required = true)]
@@ -114,12 +122,30 @@ fn parse_update_ref(
             .split_once('=')
             .ok_or_else(|| anyhow::anyhow!("Invalid input: {p} (expected Key=Value)"))?;
         match k.to_ascii_lowercase().as_str() {
-            "jobid" => {
+            // scontrol takes `JobId` abbreviated to three letters or more.
+            "jobid" | "jobi" | "job" => {
                 let (ids, tasks) = super::cli::parse_refs(&[v.to_string()])?;
                 id = ids.first().or(tasks.first().map(|(a, _)| a)).copied();
                 job = v.to_string();
             }
             "name" | "jobname" => req.name = Some(v.to_string()),
+            // `+N`/`-N` change the job's own limit: see `time_limit_change`.
+            "timelimit" if v.starts_with(['+', '-']) => {
+                time_limit_change(v)?;
+            }
+            "partition" => {
+                if v.is_empty() {
+                    anyhow::bail!("Invalid Partition value: (empty)");
+                }
+                req.pool = Some(v.to_string());
+            }
+            "dependency" => {
+                req.dependencies = Some(if v.is_empty() {
+                    Vec::new()
+                } else {
+                    batch_proto::Dependency::parse_list(v)?
+                });
+            }
             "timelimit" => match parse_time_limit(v)? {
                 TimeLimit::Limited(d) => req.time_limit = Some(d),
                 // The pool's max_time, as for `esubmit -t UNLIMITED`: batchd resolves it.
@@ -372,6 +398,9 @@ pub fn show_job(j: &JobInfo, now: Time, zone: &Zone) -> String {
         // sbatch's own syntax, so that it reads as it was given (`B:USR1@90`).
         s.push_str(&format!("   Signal={w}\n"));
     }
+    if let Some(i) = &j.inert {
+        s.push_str(&inert_line(i));
+    }
     if let Some(c) = &j.chosen {
         // Before the start, what the latest plan expects; after, what the job runs with.
         let key = if j.state == batch_proto::JobState::Pending {
@@ -410,6 +439,41 @@ pub fn show_job(j: &JobInfo, now: Time, zone: &Zone) -> String {
     s
 }
 
+/// The Slurm options stored with the job that change nothing here, under scontrol's keys
+/// (`Nice`, `TimeMin`, `MinTmpDiskNode`, `WCKey`, `Comment`, `MailUser`, `MailType`, `Profile`)
+/// and, for those scontrol does not show, their option's name.
+fn inert_line(i: &batch_proto::InertOptions) -> String {
+    let mut keys: Vec<String> = Vec::new();
+    let mut text = |k: &str, v: &Option<String>| {
+        if let Some(v) = v {
+            keys.push(format!("{k}={}", shown(v)));
+        }
+    };
+    text("WCKey", &i.wckey);
+    text("Comment", &i.comment);
+    text("MailUser", &i.mail_user);
+    text("MailType", &i.mail_type);
+    text("Profile", &i.profile);
+    text("Hint", &i.hint);
+    text("Distribution", &i.distribution);
+    if let Some(n) = i.nice {
+        keys.push(format!("Nice={n}"));
+    }
+    if let Some(t) = i.time_min {
+        keys.push(format!("TimeMin={}", format_sacct_duration(t)));
+    }
+    if let Some(t) = i.tmp_mb {
+        keys.push(format!("MinTmpDiskNode={t}M"));
+    }
+    if i.no_kill {
+        keys.push("NoKill=YES".into());
+    }
+    if keys.is_empty() {
+        return String::new();
+    }
+    format!("   {}\n", keys.join(" "))
+}
+
 fn acted(verb: &str, resp: Response) -> anyhow::Result<ExitCode> {
     match resp {
         Response::Acted(r) => {
@@ -439,13 +503,79 @@ fn requeue(
     )
 }
 
+/// `TimeLimit=+N` / `-N`: scontrol's change of the job's own limit by N (`-t`'s forms), as
+/// `(grow, by)` in ms.
+fn time_limit_change(v: &str) -> anyhow::Result<(bool, u64)> {
+    let (grow, rest) = match (v.strip_prefix('+'), v.strip_prefix('-')) {
+        (Some(r), _) => (true, r),
+        (_, Some(r)) => (false, r),
+        _ => anyhow::bail!("Invalid TimeLimit value: {v}"),
+    };
+    match parse_time_limit(rest)? {
+        TimeLimit::Limited(d) => Ok((grow, d)),
+        TimeLimit::Unlimited => anyhow::bail!("Invalid TimeLimit value: {v}"),
+    }
+}
+
+/// The `TimeLimit=+N`/`-N` of `update`'s pairs, if any (the last one, as scontrol).
+fn time_limit_delta(pairs: &[String]) -> anyhow::Result<Option<(bool, u64)>> {
+    let mut out = None;
+    for p in pairs {
+        if let Some((k, v)) = p.split_once('=') {
+            if k.eq_ignore_ascii_case("timelimit") {
+                out = if v.starts_with(['+', '-']) {
+                    Some(time_limit_change(v)?)
+                } else {
+                    None
+                };
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `limit` changed by `delta` (see [`time_limit_change`]); a limit that would not stay
+/// positive is scontrol's error.
+fn changed_limit(limit: u64, (grow, by): (bool, u64)) -> anyhow::Result<u64> {
+    let new = if grow {
+        limit.saturating_add(by)
+    } else {
+        limit.saturating_sub(by)
+    };
+    if new == 0 {
+        anyhow::bail!("Invalid TimeLimit value: the limit would not stay positive");
+    }
+    Ok(new)
+}
+
+/// scontrol `-o`: each record of `text` (records apart by a blank line, continued lines
+/// indented by three spaces) on one line.
+fn one_line_records(text: &str) -> String {
+    text.split("\n\n")
+        .map(|r| r.trim_end_matches('\n').replace("\n   ", " "))
+        .filter(|r| !r.is_empty())
+        .map(|r| r + "\n")
+        .collect()
+}
+
 /// econtrol.
 pub fn run(cli: ControlCli) -> anyhow::Result<ExitCode> {
     let now = now_ms();
     // Bad arguments are reported before touching the daemon.
     let update = match &cli.command {
-        ControlCommand::Update { pairs } => Some(parse_update_ref(pairs, now, &local_zone())?),
+        ControlCommand::Update { pairs } => Some((
+            parse_update_ref(pairs, now, &local_zone())?,
+            time_limit_delta(pairs)?,
+        )),
         _ => None,
+    };
+    let oneliner = cli.oneliner;
+    let print_show = |text: &str| {
+        if oneliner {
+            print_out(&one_line_records(text))
+        } else {
+            print_out(text)
+        }
     };
     if let ControlCommand::Show { entity, id } = &cli.command {
         if entity == "hostnames" {
@@ -504,7 +634,7 @@ pub fn run(cli: ControlCli) -> anyhow::Result<ExitCode> {
                     .iter()
                     .map(|j| show_job(j, now, &local_zone()))
                     .collect();
-                print_out(&(text.join("\n")))?;
+                print_show(&(text.join("\n")))?;
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -534,7 +664,7 @@ pub fn run(cli: ControlCli) -> anyhow::Result<ExitCode> {
                             .collect();
                         print_out(&(serde_json::to_string_pretty(&nodes)? + "\n"))?;
                     } else {
-                        print_out(&text)?;
+                        print_show(&text)?;
                     }
                     Ok(ExitCode::SUCCESS)
                 }
@@ -564,7 +694,7 @@ pub fn run(cli: ControlCli) -> anyhow::Result<ExitCode> {
                             info.policy
                         ));
                     }
-                    print_out(&out)?;
+                    print_show(&out)?;
                 }
                 Ok(ExitCode::SUCCESS)
             }
@@ -584,12 +714,21 @@ pub fn run(cli: ControlCli) -> anyhow::Result<ExitCode> {
         ControlCommand::Requeue { ids } => requeue(&mut client, &ids, false),
         ControlCommand::RequeueHold { ids } => requeue(&mut client, &ids, true),
         ControlCommand::Update { .. } => {
-            let (job, req) =
+            let ((job, req), delta) =
                 update.ok_or_else(|| anyhow::anyhow!("internal: update not parsed"))?;
             // `JobId=ID_N` is that task, `JobId=ID` of an array every task, as scontrol.
             let mut code = ExitCode::SUCCESS;
             for id in resolve_ids(&mut client, &[job], false)? {
-                let req = UpdateRequest { id, ..req.clone() };
+                let mut req = UpdateRequest { id, ..req.clone() };
+                if let Some(delta) = delta {
+                    // scontrol's `TimeLimit=+N`: the job's own limit, changed.
+                    let jobs = client.jobs(&Request::ShowJob(ShowJobRequest { id }))?;
+                    let limit = jobs
+                        .first()
+                        .map(|j| j.time_limit)
+                        .ok_or_else(|| anyhow::anyhow!("Invalid job id specified"))?;
+                    req.time_limit = Some(changed_limit(limit, delta)?);
+                }
                 if acted("update", client.request(&Request::Update(req))?)? != ExitCode::SUCCESS {
                     code = ExitCode::from(1);
                 }
@@ -664,6 +803,62 @@ mod tests {
         assert!(parse_update(&p(&["JobId=5_x"]), 0, &z).is_err());
     }
 
+    /// scontrol 22.05: `update job=ID` (JobId abbreviated), `Partition=` and `Dependency=` of
+    /// a pending job (an empty Dependency= clears it), `TimeLimit=+N`/`-N` change the job's
+    /// own limit by N.
+    #[test]
+    fn update_partition_dependency_and_relative_time_limit() {
+        let z = fixed_zone(0);
+        let p = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let r = parse_update(
+            &p(&["job=7", "Partition=big", "Dependency=afterok:3,9"]),
+            0,
+            &z,
+        )
+        .unwrap();
+        assert_eq!(r.id, 7);
+        assert_eq!(r.pool.as_deref(), Some("big"));
+        assert_eq!(
+            r.dependencies.unwrap(),
+            batch_proto::Dependency::parse_list("afterok:3,afterany:9").unwrap()
+        );
+        let r = parse_update(&p(&["JobI=7", "Dependency="]), 0, &z).unwrap();
+        assert_eq!(r.dependencies, Some(vec![]));
+        assert!(parse_update(&p(&["JobId=7", "Dependency=before:3"]), 0, &z).is_err());
+        assert!(parse_update(&p(&["JobId=7", "Partition="]), 0, &z).is_err());
+        // TimeLimit=+5 leaves the request's limit to be computed from the job's own.
+        let pairs = p(&["JobId=7", "TimeLimit=+5"]);
+        let r = parse_update(&pairs, 0, &z).unwrap();
+        assert_eq!(r.time_limit, None);
+        let d = time_limit_delta(&pairs).unwrap().unwrap();
+        assert_eq!(changed_limit(3_600_000, d).unwrap(), 3_900_000);
+        let d = time_limit_delta(&p(&["JobId=7", "TimeLimit=-1:00:00"]))
+            .unwrap()
+            .unwrap();
+        assert!(changed_limit(3_600_000, d).is_err());
+        assert_eq!(changed_limit(7_200_000, d).unwrap(), 3_600_000);
+        assert!(time_limit_delta(&p(&["TimeLimit=+soon"])).is_err());
+        assert_eq!(time_limit_delta(&p(&["TimeLimit=5"])).unwrap(), None);
+    }
+
+    /// scontrol's `-o` prints each record on one line; `show jobid` is `show job`; `-d` is
+    /// accepted.
+    #[test]
+    fn oneliner_jobid_and_details() {
+        let text = show_job(&held_job(), 0, &fixed_zone(0));
+        let two = format!("{text}\n{text}");
+        let one = one_line_records(&two);
+        assert_eq!(one.lines().count(), 2, "{one}");
+        assert!(
+            one.starts_with("JobId=3 JobName=n UserId=alice(1000) Priority=0"),
+            "{one}"
+        );
+        assert!(!one.contains("   "), "{one}");
+        let c = ControlCli::try_parse_from(["econtrol", "-o", "-d", "show", "jobid", "3"]).unwrap();
+        assert!(c.oneliner && c.details);
+        assert!(matches!(c.command, ControlCommand::Show { ref entity, .. } if entity == "jobid"));
+    }
+
     fn held_job() -> JobInfo {
         JobInfo {
             id: 3,
@@ -703,6 +898,8 @@ mod tests {
             qos: None,
             warn_signal: None,
             job_steps: Vec::new(),
+            inert: None,
+            resources: None,
         }
     }
 
@@ -724,6 +921,34 @@ mod tests {
                 && s.contains("NodeList=(null)")
         );
         assert!(!s.contains("ScheduledEP") && !s.contains("Step="), "{s}");
+    }
+
+    /// scontrol show job (Slurm 22.05) shows `Nice=`, `TimeMin=`, `MinTmpDiskNode=`,
+    /// `Comment=`, `MailUser=`, `MailType=` and `Profile=`; econtrol shows those the job was
+    /// submitted with on one line (with `WCKey=`, `Hint=`, `Distribution=`, `NoKill=YES` for
+    /// the options scontrol has no key for), escaped like every text a user chose.
+    #[test]
+    fn show_job_shows_the_stored_slurm_options() {
+        let mut j = held_job();
+        j.inert = Some(batch_proto::InertOptions {
+            wckey: Some("submitit".into()),
+            comment: Some("a\nb".into()),
+            nice: Some(100),
+            time_min: Some(300_000),
+            tmp_mb: Some(2048),
+            mail_type: Some("END,FAIL".into()),
+            no_kill: true,
+            ..Default::default()
+        });
+        let s = show_job(&j, 0, &fixed_zone(0));
+        assert!(
+            s.contains(
+                "\n   WCKey=submitit Comment=a\\nb MailType=END,FAIL Nice=100 TimeMin=00:05:00 \
+                 MinTmpDiskNode=2048M NoKill=YES\n"
+            ),
+            "{s}"
+        );
+        assert!(!show_job(&held_job(), 0, &fixed_zone(0)).contains("Nice="));
     }
 
     #[test]

@@ -68,16 +68,16 @@ pub struct Format {
     pieces: Vec<Piece>,
 }
 
-/// squeue's default format, plus STEP before the node list: where each running evolving job
-/// is in its scheduled EP is what a user of evolving jobs watches.
-pub const DEFAULT_FORMAT: &str = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %.5s %R";
-/// squeue `--start`'s default format, plus STEP as in [`DEFAULT_FORMAT`].
-pub const START_FORMAT: &str = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %.5s %R";
+/// squeue's default format, column for column: scripts read its fields by position
+/// (`awk '{print $8}'` is NODELIST(REASON)), so an evolving job's step is `-o %s` only.
+pub const DEFAULT_FORMAT: &str = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R";
+/// squeue `--start`'s default format (without its SCHEDNODES column, which batchd has not).
+pub const START_FORMAT: &str = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %R";
 /// squeue `-l/--long`'s format, as squeue has it (STATE spelt out, TIME_LIMIT).
 pub const LONG_FORMAT: &str = "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R";
 
 /// squeue's `-O/--Format` field names (lower case) and the `-o` letter each one is.
-const LONG_NAMES: [(&str, char); 27] = [
+const LONG_NAMES: [(&str, char); 30] = [
     ("account", 'a'),
     ("arrayjobid", 'F'),
     ("arraytaskid", 'K'),
@@ -105,6 +105,9 @@ const LONG_NAMES: [(&str, char); 27] = [
     ("username", 'u'),
     ("workdir", 'Z'),
     ("step", 's'),
+    ("numcpus", 'C'),
+    ("mincpus", 'c'),
+    ("minmemory", 'm'),
 ];
 
 /// The `-O` field names, for help and errors.
@@ -283,6 +286,9 @@ fn sort_value(
         'S' => n(shown_start(job).unwrap_or(0)),
         'V' => n(job.submit_time),
         'e' => n(job.end_time.unwrap_or(0)),
+        'C' => n(u64::from(cpus(job))),
+        'c' => n(u64::from(min_cpus(job))),
+        'm' => n(min_memory(job).map_or(0, |(mb, _)| mb)),
         't' | 'T' => SortValue::Num(state_rank(job.state)),
         _ => {
             let start = text.len();
@@ -330,7 +336,7 @@ const FULL_ONLY: &str = "ZE";
 /// The field letters. `s` is squeue's "node selection plugin" field, meaningless here, so it
 /// is free for the step. squeue has a letter for everything; `b` (its generic resources per
 /// job, which batchd does not have) is a moldable job's configuration here.
-const LETTERS: &str = "iAPjuUtTMlLDRrNSVeZEQsaqKFb";
+const LETTERS: &str = "iAPjuUtTMlLDRrNSVeZEQsaqKFbCcm";
 
 fn header(letter: char) -> &'static str {
     match letter {
@@ -359,13 +365,21 @@ fn header(letter: char) -> &'static str {
         'K' => "ARRAY_TASK_ID",
         'F' => "ARRAY_JOB_ID",
         'b' => "CONFIG",
+        'C' => "CPUS",
+        'c' => "MIN_CPUS",
+        'm' => "MIN_MEMORY",
         _ => "PRIORITY",
     }
 }
 
 impl Format {
-    /// Parses a format string; an unknown field letter is an error naming it.
+    /// Parses a format string; an unknown field letter is an error naming it. `%all` is
+    /// squeue's every field, each followed by `|`.
     pub fn parse(input: &str) -> Result<Format, SpecError> {
+        if input.trim() == "%all" {
+            let all: String = LETTERS.chars().map(|l| format!("%{l}|")).collect();
+            return Format::parse_letters(&all, LETTERS);
+        }
         Format::parse_letters(input, LETTERS)
     }
 
@@ -687,8 +701,43 @@ fn field(
             Some(t) => put(buf, format_args!("{}", t.array_id)),
             None => buf.push_str("N/A"),
         },
+        'C' => put(buf, format_args!("{}", cpus(job))),
+        'c' => put(buf, format_args!("{}", min_cpus(job))),
+        'm' => match min_memory(job) {
+            // Slurm's unit: whole gigabytes as `4G`, else megabytes.
+            Some((mb, _)) if mb > 0 && mb % 1024 == 0 => put(buf, format_args!("{}G", mb / 1024)),
+            Some((mb, _)) => put(buf, format_args!("{mb}M")),
+            None => buf.push('0'),
+        },
         _ => put(buf, format_args!("{}", job.priority)),
     }
+}
+
+/// The CPUs a job asked for, squeue's `%C`: its tasks (`-n`, else one a node) times its CPUs
+/// per task (`-c`, else 1). squeue shows a running exclusive job's nodes' CPUs instead; nodes
+/// here are whole whatever the count, and the pool's CPU count is not in the listing.
+pub fn cpus(job: &JobInfo) -> u32 {
+    let r = job.resources.as_ref();
+    let tasks = r.and_then(|r| r.ntasks).unwrap_or(job.nodes.max(1));
+    tasks.saturating_mul(r.and_then(|r| r.cpus_per_task).unwrap_or(1))
+}
+
+/// squeue's `%c`, the CPUs a node must have: CPUs per task times tasks per node (each 1 when
+/// not given).
+pub fn min_cpus(job: &JobInfo) -> u32 {
+    let r = job.resources.as_ref();
+    r.and_then(|r| r.cpus_per_task)
+        .unwrap_or(1)
+        .saturating_mul(r.and_then(|r| r.ntasks_per_node).unwrap_or(1))
+}
+
+/// squeue's `%m`, the memory asked for in MiB and whether it is per CPU (`--mem-per-cpu`)
+/// rather than per node (`--mem`); `None` when neither was given.
+pub fn min_memory(job: &JobInfo) -> Option<(u64, bool)> {
+    let r = job.resources.as_ref()?;
+    r.mem_per_node
+        .map(|m| (m, false))
+        .or(r.mem_per_cpu.map(|m| (m, true)))
 }
 
 #[cfg(test)]
@@ -747,6 +796,8 @@ pub(super) mod tests {
             qos: None,
             warn_signal: None,
             job_steps: Vec::new(),
+            inert: None,
+            resources: None,
         }
     }
 
@@ -759,18 +810,22 @@ pub(super) mod tests {
         assert_eq!(f.row(&j, 0, &fixed_zone(0)), "a\\nb|  a\\nb|/w/\\r\\x1b[2J");
     }
 
+    /// squeue 22.05's default format, `%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R`: the eighth
+    /// column is NODELIST(REASON), which scripts read by position.
     #[test]
     fn default_format_matches_squeue_layout() {
         let f = Format::parse(DEFAULT_FORMAT).unwrap();
         assert_eq!(
             f.header(),
-            "             JOBID PARTITION     NAME     USER ST       TIME  NODES  STEP NODELIST(REASON)"
+            "             JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)"
         );
         let z = fixed_zone(0);
+        let row = f.row(&job(), 1_065_000, &z);
         assert_eq!(
-            f.row(&job(), 1_065_000, &z),
-            "                42     debug a-rather    alice  R       1:05      3     - node[001-003]"
+            row,
+            "                42     debug a-rather    alice  R       1:05      3 node[001-003]"
         );
+        assert_eq!(row.split_whitespace().nth(7), Some("node[001-003]"));
         let mut p = job();
         p.state = JobState::Pending;
         p.node_list = None;
@@ -778,7 +833,7 @@ pub(super) mod tests {
         p.reason = Some(PendingReason::Resources);
         assert!(f
             .row(&p, 5_000_000, &z)
-            .ends_with("PD       0:00      3     - (Resources)"));
+            .ends_with("PD       0:00      3 (Resources)"));
     }
 
     #[test]
@@ -794,16 +849,14 @@ pub(super) mod tests {
             chosen_release: None,
         });
         let z = fixed_zone(0);
-        let f = Format::parse(DEFAULT_FORMAT).unwrap();
+        let f = Format::parse("%.6D %.5s %R").unwrap();
         assert!(
             f.row(&j, 1_065_000, &z)
-                .ends_with("      3   2/3 node[001-003]"),
+                .ends_with("     3   2/3 node[001-003]"),
             "{}",
             f.row(&j, 1_065_000, &z)
         );
-        let f = Format::parse(START_FORMAT).unwrap();
-        assert!(f.header().ends_with("  NODES  STEP NODELIST(REASON)"));
-        assert!(f.row(&j, 0, &z).ends_with("   2/3 node[001-003]"));
+        assert_eq!(f.header(), " NODES  STEP NODELIST(REASON)");
         assert_eq!(
             Format::parse("%s|%-6s|").unwrap().row(&j, 0, &z),
             "2/3|2/3   |"

@@ -293,11 +293,18 @@ fn selected(info: &ClusterInfo, cli: &InfoCli) -> anyhow::Result<ClusterInfo> {
 impl InfoCli {
     /// The `-o`/`-l` format in force, `None` for the built-in tables.
     pub fn format(&self) -> anyhow::Result<Option<Format>> {
-        let text = match (&self.format, self.long, self.node) {
-            (Some(f), _, _) => f.as_str(),
-            (None, true, false) => LONG_FORMAT,
-            (None, true, true) => NODE_LONG_FORMAT,
-            (None, false, _) => return Ok(None),
+        self.format_with(std::env::var("SINFO_FORMAT").ok())
+    }
+
+    /// [`InfoCli::format`] with `env_format` for `$SINFO_FORMAT`, which sinfo reads before
+    /// its options: `-o` wins over it, it wins over `-l` and the built-in tables.
+    pub fn format_with(&self, env_format: Option<String>) -> anyhow::Result<Option<Format>> {
+        let env_format = env_format.filter(|f| !f.is_empty());
+        let text = match (&self.format, &env_format, self.long, self.node) {
+            (Some(f), _, _, _) | (None, Some(f), _, _) => f.as_str(),
+            (None, None, true, false) => LONG_FORMAT,
+            (None, None, true, true) => NODE_LONG_FORMAT,
+            (None, None, false, _) => return Ok(None),
         };
         Ok(Some(Format::parse_letters(text, LETTERS)?))
     }
@@ -493,6 +500,25 @@ mod tests {
         .unwrap();
         assert_eq!(out, "1:30:00 8192\n");
         assert!(cli(&["-o", "%Y"]).format().is_err());
+        // sinfo 22.05 reads SINFO_FORMAT as -o; -o wins over it, it wins over -l.
+        let env = || Some("%P %D".to_string());
+        let header = |f: Option<Format>| {
+            f.unwrap()
+                .render_with(|letter, buf| buf.push_str(super::header(letter)))
+        };
+        assert_eq!(
+            header(cli(&[]).format_with(env()).unwrap()),
+            "PARTITION NODES"
+        );
+        assert_eq!(
+            header(cli(&["-l"]).format_with(env()).unwrap()),
+            "PARTITION NODES"
+        );
+        assert_eq!(
+            header(cli(&["-o", "%a"]).format_with(env()).unwrap()),
+            "AVAIL"
+        );
+        assert!(cli(&[]).format_with(None).unwrap().is_none());
     }
 
     #[test]

@@ -57,6 +57,12 @@ pub struct QueueCli {
     /// Only jobs with these names.
     #[arg(short = 'n', long = "name", value_name = "NAMES")]
     pub names: Vec<String>,
+    /// Only jobs with these accounts (comma-separated).
+    #[arg(short = 'A', long = "account", value_name = "ACCOUNTS")]
+    pub accounts: Vec<String>,
+    /// Only jobs on these nodes (host lists, comma-separated: `debug[001-002]`).
+    #[arg(short = 'w', long = "nodelist", value_name = "NODES")]
+    pub nodelist: Vec<String>,
     /// One line per array task; without it an array's pending tasks are folded into one
     /// line, `ID_[1-3,5%2]`, as squeue does.
     #[arg(short = 'r', long = "array")]
@@ -135,25 +141,67 @@ impl QueueCli {
         })
     }
 
-    /// The format in force: `-o` or `-O`, else `--start`'s, `-l`'s or the default.
+    /// The format in force: `-o` or `-O`, else `$SQUEUE_FORMAT2` (as `-O`) or
+    /// `$SQUEUE_FORMAT` (as `-o`), else `--start`'s, `-l`'s or the default.
     pub fn format(&self) -> anyhow::Result<Format> {
+        self.format_with(&|k| std::env::var(k).ok())
+    }
+
+    /// [`QueueCli::format`] with `env` for the environment. squeue reads its variables
+    /// before its options, so `-o`/`-O` win over them and they win over `-l` and `--start`.
+    pub fn format_with(&self, env: &dyn Fn(&str) -> Option<String>) -> anyhow::Result<Format> {
         if let Some(f) = &self.long_format {
             return Ok(Format::parse_long(f)?);
         }
-        let text = match (&self.format, self.start, self.long) {
-            (Some(f), _, _) => f.as_str(),
-            (None, true, _) => START_FORMAT,
-            (None, false, true) => LONG_FORMAT,
-            (None, false, false) => DEFAULT_FORMAT,
+        if let Some(f) = &self.format {
+            return Ok(Format::parse(f)?);
+        }
+        if let Some(f) = env("SQUEUE_FORMAT2").filter(|f| !f.is_empty()) {
+            return Ok(Format::parse_long(&f)?);
+        }
+        if let Some(f) = env("SQUEUE_FORMAT").filter(|f| !f.is_empty()) {
+            return Ok(Format::parse(&f)?);
+        }
+        let text = match (self.start, self.long) {
+            (true, _) => START_FORMAT,
+            (false, true) => LONG_FORMAT,
+            (false, false) => DEFAULT_FORMAT,
         };
         Ok(Format::parse(text)?)
     }
 
-    /// The order in force: `-S`, else squeue's default.
+    /// The order in force: `-S`, else `$SQUEUE_SORT`, else squeue's default.
     pub fn sort(&self) -> anyhow::Result<SortSpec> {
+        self.sort_with(&|k| std::env::var(k).ok())
+    }
+
+    /// [`QueueCli::sort`] with `env` for the environment.
+    pub fn sort_with(&self, env: &dyn Fn(&str) -> Option<String>) -> anyhow::Result<SortSpec> {
+        let from_env = env("SQUEUE_SORT").filter(|s| !s.is_empty());
         Ok(SortSpec::parse(
-            self.sort.as_deref().unwrap_or(DEFAULT_SORT),
+            self.sort
+                .as_deref()
+                .or(from_env.as_deref())
+                .unwrap_or(DEFAULT_SORT),
         )?)
+    }
+
+    /// The selection equeue makes itself, of what batchd sent: `-A` and `-w`.
+    pub fn local_filter(&self) -> anyhow::Result<LocalFilter> {
+        let mut nodes = Vec::new();
+        // Whole values: a host list has commas inside its brackets (`d[001,003]`).
+        for list in &self.nodelist {
+            nodes.extend(
+                batch_proto::hostlist::expand_at_most(list, MAX_NODES_SELECTED)
+                    .map_err(|e| anyhow::anyhow!("invalid node list '{list}': {e}"))?,
+            );
+        }
+        nodes.sort();
+        nodes.dedup();
+        Ok(LocalFilter {
+            accounts: split_list(&self.accounts),
+            nodes,
+        })
     }
 
     /// Whether a line with the time comes first, as squeue prints one with `-l` and `-i`.
@@ -170,6 +218,36 @@ pub fn render(jobs: &[JobInfo], view: &View, now: Time, zone: &Zone) -> String {
     table.finish()
 }
 
+/// The most node names `-w` may name, expanded.
+const MAX_NODES_SELECTED: usize = 100_000;
+
+/// squeue's selections that batchd's filter has not: by account (`-A`) and by node (`-w`).
+#[derive(Clone, Debug, Default)]
+pub struct LocalFilter {
+    /// Accounts; empty: any.
+    pub accounts: Vec<String>,
+    /// Node names, sorted; empty: any. A job is kept when it holds one of them.
+    pub nodes: Vec<String>,
+}
+
+impl LocalFilter {
+    /// Whether `job` is kept.
+    pub fn keeps(&self, job: &JobInfo) -> bool {
+        let account = || {
+            job.account
+                .as_deref()
+                .is_some_and(|a| self.accounts.iter().any(|x| x == a))
+        };
+        let node = || {
+            job.node_list.as_deref().is_some_and(|l| {
+                batch_proto::hostlist::expand(l)
+                    .is_ok_and(|ns| ns.iter().any(|n| self.nodes.binary_search(n).is_ok()))
+            })
+        };
+        (self.accounts.is_empty() || account()) && (self.nodes.is_empty() || node())
+    }
+}
+
 /// How a listing is shown: its format, order, header and folding of arrays.
 pub struct View {
     /// The columns.
@@ -180,6 +258,8 @@ pub struct View {
     pub noheader: bool,
     /// One line per array task (`-r`).
     pub unfolded: bool,
+    /// `-A` and `-w`.
+    pub filter: LocalFilter,
 }
 
 /// An array's pending tasks that share one line: the first task stands for them all.
@@ -230,7 +310,7 @@ impl<'a> Table<'a> {
         self.lines.reserve(jobs.len() * 96);
         self.ends.reserve(jobs.len());
         self.keys.reserve(jobs.len() * self.view.sort.len());
-        for j in jobs {
+        for j in jobs.iter().filter(|j| self.view.filter.keeps(j)) {
             match (&j.array, j.state) {
                 (Some(t), JobState::Pending) if !self.view.unfolded => {
                     let key = (t.array_id, j.reason, j.held);
@@ -318,6 +398,7 @@ pub fn run(cli: QueueCli) -> anyhow::Result<ExitCode> {
         sort: cli.sort()?,
         noheader: cli.noheader,
         unfolded: cli.array,
+        filter: cli.local_filter()?,
     };
     let mut client = connect(cli.socket.path())?;
     if cli.steps && !cli.json {
@@ -326,7 +407,8 @@ pub fn run(cli: QueueCli) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     if cli.json {
-        let jobs = client.jobs(&req)?;
+        let mut jobs = client.jobs(&req)?;
+        jobs.retain(|j| view.filter.keeps(j));
         print_out(&(serde_json::to_string_pretty(&jobs)? + "\n"))?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -496,10 +578,15 @@ mod tests {
             .header()
             .contains("NODELIST(REASON)"));
         assert_eq!(cli(&["-o", "%i"]).format().unwrap().header(), "JOBID");
-        for args in [&[][..], &["--start"][..]] {
-            let h = cli(args).format().unwrap().header();
-            assert!(h.ends_with(" NODES  STEP NODELIST(REASON)"), "{h}");
-        }
+        // squeue 22.05's default columns, with nothing between NODES and NODELIST(REASON):
+        // `squeue | awk '{print $8}'` is the node list.
+        let none = |_: &str| None;
+        assert_eq!(
+            cli(&[]).format_with(&none).unwrap().header(),
+            "             JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)"
+        );
+        let h = cli(&["--start"]).format_with(&none).unwrap().header();
+        assert!(h.ends_with(" START_TIME  NODES NODELIST(REASON)"), "{h}");
     }
 
     fn view(args: &[&str]) -> View {
@@ -509,6 +596,7 @@ mod tests {
             sort: c.sort().unwrap(),
             noheader: c.noheader,
             unfolded: c.array,
+            filter: c.local_filter().unwrap(),
         }
     }
 
@@ -579,6 +667,95 @@ mod tests {
         assert_eq!(
             date_line(86_400_000 + 3_723_000, &z),
             "Fri Jan 02 01:02:03 1970"
+        );
+    }
+
+    /// squeue 22.05 reads `SQUEUE_FORMAT` (as `-o`), `SQUEUE_FORMAT2` (as `-O`) and
+    /// `SQUEUE_SORT` (as `-S`); the options win over them, they win over `-l` and `--start`.
+    #[test]
+    fn squeue_variables_are_read_as_squeue_reads_them() {
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                vars.iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let f = env(&[("SQUEUE_FORMAT", "%i %j")]);
+        assert_eq!(cli(&[]).format_with(&f).unwrap().header(), "JOBID NAME");
+        assert_eq!(cli(&["-l"]).format_with(&f).unwrap().header(), "JOBID NAME");
+        assert_eq!(cli(&["-o", "%u"]).format_with(&f).unwrap().header(), "USER");
+        let f2 = env(&[("SQUEUE_FORMAT2", "jobid:6,name:5")]);
+        assert_eq!(cli(&[]).format_with(&f2).unwrap().header(), "JOBID NAME ");
+        assert_eq!(
+            cli(&["-O", "state:6"]).format_with(&f2).unwrap().header(),
+            "STATE "
+        );
+        let z = crate::batch::time::fixed_zone(0);
+        let sort = env(&[("SQUEUE_SORT", "-i")]);
+        let c = cli(&["-h", "-r", "-o", "%i"]);
+        let v = View {
+            format: c.format().unwrap(),
+            sort: c.sort_with(&sort).unwrap(),
+            noheader: true,
+            unfolded: true,
+            filter: LocalFilter::default(),
+        };
+        assert_eq!(render(&array(3, None), &v, 0, &z), "10_2\n10_1\n10_0\n");
+        assert!(cli(&["-S", "i"]).sort_with(&sort).is_ok());
+        assert!(cli(&[])
+            .format_with(&env(&[("SQUEUE_FORMAT", "%y")]))
+            .is_err());
+    }
+
+    /// squeue `-A ACCOUNTS` and `-w NODES` keep the jobs of those accounts and on those
+    /// nodes; `-o %all` prints every field, each followed by `|`; `%C %c %m` (and `-O
+    /// NumCPUs,MinCpus,MinMemory`) are the CPUs, CPUs per node and memory asked for.
+    #[test]
+    fn accounts_nodes_all_fields_and_cpus() {
+        let z = crate::batch::time::fixed_zone(0);
+        let mut a = crate::batch::format::tests::job();
+        a.account = Some("proj".into());
+        a.node_list = Some("debug[001-003]".into());
+        let mut b = a.clone();
+        b.id = 43;
+        b.account = None;
+        b.node_list = Some("debug[004-005]".into());
+        b.resources = Some(batch_proto::resources::Resources {
+            ntasks: Some(8),
+            cpus_per_task: Some(2),
+            ntasks_per_node: Some(2),
+            mem_per_node: Some(4096),
+            ..Default::default()
+        });
+        let jobs = [a, b];
+        let out = |args: &[&str]| render(&jobs, &view(args), 0, &z);
+        assert_eq!(out(&["-h", "-o", "%i", "-A", "proj"]), "42\n");
+        assert_eq!(out(&["-h", "-o", "%i", "-w", "debug[002,009]"]), "42\n");
+        assert_eq!(
+            out(&["-h", "-o", "%i", "-w", "debug005", "-w", "x1"]),
+            "43\n"
+        );
+        assert_eq!(out(&["-h", "-o", "%i", "-A", "other"]), "");
+        assert!(cli(&["-w", "d[3-1]"]).local_filter().is_err());
+        assert_eq!(
+            out(&["-h", "-o", "%i %C %c %m", "-S", "i"]),
+            "42 3 1 0\n43 16 4 4G\n"
+        );
+        assert_eq!(
+            out(&[
+                "-h",
+                "-O",
+                "JobID:4,NumCPUs:4,MinCpus:4,MinMemory:4",
+                "-S",
+                "i"
+            ]),
+            "42  3   1   0   \n43  16  4   4G  \n"
+        );
+        let all = cli(&["-o", "%all"]).format().unwrap().header();
+        assert!(
+            all.starts_with("JOBID|JOBID|PARTITION|NAME|USER|") && all.ends_with("|MIN_MEMORY|"),
+            "{all}"
         );
     }
 

@@ -6,7 +6,7 @@ use batch_proto::time::{Duration, SECOND};
 use batch_proto::{MoldConfig, SpeedupModel, Step};
 
 use super::error::SpecError;
-use super::time::{parse_time_limit, TimeLimit};
+use super::time::{parse_time_exact, TimeLimit};
 
 fn invalid(what: &'static str, input: &str, reason: impl Into<String>) -> SpecError {
     SpecError::Invalid {
@@ -64,7 +64,7 @@ pub fn parse_profile(input: &str) -> Result<Vec<Step>, SpecError> {
 /// A time in any of `-t`'s Slurm forms (`min`, `min:sec`, `h:m:s`, `d-h`, `d-h:m`,
 /// `d-h:m:s`), `UNLIMITED` refused: a moldable job's times say what each size costs.
 fn finite_time(what: &'static str, input: &str, t: &str) -> Result<Duration, SpecError> {
-    match parse_time_limit(t) {
+    match parse_time_exact(t) {
         Ok(TimeLimit::Limited(d)) => Ok(d),
         Ok(TimeLimit::Unlimited) => Err(invalid(what, input, "a time cannot be UNLIMITED here")),
         Err(SpecError::Invalid { reason, .. }) => {

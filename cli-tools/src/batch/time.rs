@@ -4,7 +4,7 @@
 //! Everything is pure: "now" and the time zone are arguments, so tests pin them. Instants are
 //! milliseconds since the Unix epoch (the protocol's [`Time`]).
 
-use batch_proto::time::{Duration, Time, SECOND};
+use batch_proto::time::{Duration, Time, MINUTE, SECOND};
 
 use super::error::SpecError;
 
@@ -50,15 +50,36 @@ fn number(what: &'static str, input: &str, part: &str) -> Result<u64, SpecError>
         .map_err(|_| invalid(what, input, format!("'{part}' is too large")))
 }
 
-/// Parses a `-t/--time` value in any of Slurm's forms: `min`, `min:sec`, `h:m:s`, `d-h`,
-/// `d-h:m`, `d-h:m:s`, or `UNLIMITED`/`INFINITE`.
+/// Parses a `-t/--time` value as Slurm does: `min`, `min:sec`, `h:m:s`, `d-h`, `d-h:m`,
+/// `d-h:m:s`, or `UNLIMITED`/`INFINITE`, a limit with seconds rounded up to the whole minute
+/// (`0:30` is one minute, `1:00:30` is 1:01:00). esched's own form `Ns` (`90s`, which Slurm
+/// refuses) keeps the seconds: short limits make the TIMEOUT path testable.
 ///
-/// Unlike Slurm, seconds are kept (Slurm rounds up to whole minutes): short limits make the
-/// TIMEOUT path testable. A zero limit is refused; Slurm reads `0` as "no limit", which is a
-/// surprise we would rather spell out as `UNLIMITED` (which is accepted: the pool's
-/// `max_time`). The bounds (at most 365 days, or the pool's `max_time`) are batch-proto's to
-/// check, once, for the tools and the daemon alike.
+/// A zero limit is refused; Slurm reads `0` as "no limit", which is a surprise we would rather
+/// spell out as `UNLIMITED` (which is accepted: the pool's `max_time`). The bounds (at most
+/// 365 days, or the pool's `max_time`) are batch-proto's to check, once, for the tools and the
+/// daemon alike.
 pub fn parse_time_limit(input: &str) -> Result<TimeLimit, SpecError> {
+    const WHAT: &str = "time limit";
+    let s = input.trim();
+    if let Some(n) = s.strip_suffix('s') {
+        if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) {
+            return parse_time_exact(&format!("0:{n}"));
+        }
+    }
+    Ok(match parse_time_exact(input)? {
+        TimeLimit::Limited(d) => TimeLimit::Limited(
+            d.div_ceil(MINUTE)
+                .checked_mul(MINUTE)
+                .ok_or_else(|| invalid(WHAT, input, "too large"))?,
+        ),
+        TimeLimit::Unlimited => TimeLimit::Unlimited,
+    })
+}
+
+/// [`parse_time_limit`]'s forms with the seconds kept: the times of esched's own options
+/// (`--moldable`, `--moldable-model`), which say what a size costs to the second.
+pub fn parse_time_exact(input: &str) -> Result<TimeLimit, SpecError> {
     const WHAT: &str = "time limit";
     let s = input.trim();
     if s.eq_ignore_ascii_case("unlimited") || s.eq_ignore_ascii_case("infinite") {
@@ -163,16 +184,96 @@ fn timestamp(t: Time) -> jiff::Timestamp {
     jiff::Timestamp::from_second(secs).unwrap_or(jiff::Timestamp::MAX)
 }
 
-/// A timestamp the way Slurm prints them: `YYYY-MM-DDTHH:MM:SS`, local time.
+/// How the tools print a timestamp, from `$SLURM_TIME_FORMAT` as Slurm reads it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TimeStyle {
+    /// `YYYY-MM-DDTHH:MM:SS` (unset, empty or `standard`).
+    Standard,
+    /// `relative`: the time of day today, `Ystday HH:MM`, `Tomorr HH:MM`, the weekday within
+    /// a week, the day and month within a year, else the date.
+    Relative,
+    /// Any other value: a strftime format (`%a %T`).
+    Custom(String),
+}
+
+impl TimeStyle {
+    /// The style `value` of `SLURM_TIME_FORMAT` asks for.
+    pub fn from_env_value(value: Option<&str>) -> TimeStyle {
+        match value {
+            None | Some("") | Some("standard") => TimeStyle::Standard,
+            Some("relative") => TimeStyle::Relative,
+            Some(f) => TimeStyle::Custom(f.to_string()),
+        }
+    }
+}
+
+/// The style of this process, read once.
+fn time_style() -> &'static TimeStyle {
+    static STYLE: std::sync::OnceLock<TimeStyle> = std::sync::OnceLock::new();
+    STYLE.get_or_init(|| {
+        TimeStyle::from_env_value(std::env::var("SLURM_TIME_FORMAT").ok().as_deref())
+    })
+}
+
+/// A timestamp the way Slurm prints them: `YYYY-MM-DDTHH:MM:SS` local time, or as
+/// `$SLURM_TIME_FORMAT` says ([`TimeStyle`]).
 pub fn format_timestamp(t: Time, zone: &Zone) -> String {
-    zone.to_datetime(timestamp(t))
-        .strftime("%Y-%m-%dT%H:%M:%S")
-        .to_string()
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    format_timestamp_as(t, zone, time_style(), now)
+}
+
+/// [`format_timestamp`] in `style`, `now` for the relative style. A custom format that
+/// cannot be used prints the standard form.
+pub fn format_timestamp_as(t: Time, zone: &Zone, style: &TimeStyle, now: Time) -> String {
+    let dt = zone.to_datetime(timestamp(t));
+    let standard = || dt.strftime("%Y-%m-%dT%H:%M:%S").to_string();
+    match style {
+        TimeStyle::Standard => standard(),
+        TimeStyle::Custom(f) => {
+            jiff::fmt::strtime::format(f.as_str(), dt).unwrap_or_else(|_| standard())
+        }
+        TimeStyle::Relative => {
+            let today = zone.to_datetime(timestamp(now)).date();
+            let days = today.until(dt.date()).map_or(0, |s| s.get_days());
+            let fmt = match days {
+                -1 => "Ystday %H:%M",
+                0 => "%H:%M:%S",
+                1 => "Tomorr %H:%M",
+                d if !(-365..=365).contains(&d) => "%-d %b %Y",
+                d if !(-1..=6).contains(&d) => "%-d %b %H:%M",
+                _ => "%a %H:%M",
+            };
+            jiff::fmt::strtime::format(fmt, dt).unwrap_or_else(|_| standard())
+        }
+    }
 }
 
 /// An optional timestamp: `N/A` when unknown, as squeue shows an unplanned start.
 pub fn format_opt_timestamp(t: Option<Time>, zone: &Zone) -> String {
     t.map_or_else(|| "N/A".to_string(), |t| format_timestamp(t, zone))
+}
+
+/// `HH:MM[:SS]`, or with Slurm's `AM`/`PM` after it (`4:00PM`, `4:00 pm`): hours 1 to 12,
+/// `12AM` midnight and `12PM` noon.
+fn parse_clock_12h(
+    what: &'static str,
+    input: &str,
+    lower: &str,
+) -> Result<jiff::civil::Time, SpecError> {
+    let (clock, pm) = match (lower.strip_suffix("am"), lower.strip_suffix("pm")) {
+        (Some(c), _) => (c.trim_end(), false),
+        (_, Some(c)) => (c.trim_end(), true),
+        _ => return parse_clock(what, input, lower),
+    };
+    let t = parse_clock(what, input, clock)?;
+    if !(1..=12).contains(&t.hour()) {
+        return Err(invalid(what, input, "with AM/PM the hour is 1 to 12"));
+    }
+    let hour = t.hour() % 12 + if pm { 12 } else { 0 };
+    jiff::civil::Time::new(hour, t.minute(), t.second(), 0)
+        .map_err(|e| invalid(what, input, e.to_string()))
 }
 
 fn parse_clock(what: &'static str, input: &str, s: &str) -> Result<jiff::civil::Time, SpecError> {
@@ -324,7 +425,7 @@ fn parse_instant(
                         .ok_or_else(|| invalid(what, input, "no such date"))?;
                     at(date.to_datetime(clock))?
                 }
-                _ if lower.contains(':') => of_day(parse_clock(what, input, &lower)?)?,
+                _ if lower.contains(':') => of_day(parse_clock_12h(what, input, &lower)?)?,
                 _ => return Err(invalid(
                     what,
                     input,
@@ -352,15 +453,29 @@ mod tests {
         }
     }
 
+    /// Slurm 22.05 (`time_str2mins`) rounds a limit with seconds up to the next whole minute:
+    /// `-t 0:30` is 1 minute, `-t 1:00:30` is 1:01:00, `-t 10:30` is 11 minutes.
     #[test]
     fn time_limit_forms() {
         assert_eq!(lim("10"), 600 * S);
-        assert_eq!(lim("10:30"), 630 * S);
-        assert_eq!(lim("0:05"), 5 * S);
-        assert_eq!(lim("1:02:03"), 3723 * S);
+        assert_eq!(lim("10:30"), 660 * S);
+        assert_eq!(lim("0:05"), 60 * S);
+        assert_eq!(lim("0:30"), 60 * S);
+        assert_eq!(lim("1:00:30"), 3660 * S);
+        assert_eq!(lim("1:02:03"), 3780 * S);
+        assert_eq!(lim("1:02:00"), 3720 * S);
         assert_eq!(lim("2-3"), (2 * 86_400 + 3 * 3600) * S);
         assert_eq!(lim("2-3:04"), (2 * 86_400 + 3 * 3600 + 240) * S);
-        assert_eq!(lim("2-3:04:05"), (2 * 86_400 + 3 * 3600 + 245) * S);
+        assert_eq!(lim("2-3:04:05"), (2 * 86_400 + 3 * 3600 + 300) * S);
+        // esched's seconds, which Slurm has no form for.
+        assert_eq!(lim("5s"), 5 * S);
+        assert_eq!(lim("90s"), 90 * S);
+        assert!(parse_time_limit("0s").is_err());
+        assert!(parse_time_limit("s").is_err());
+        assert_eq!(
+            parse_time_exact("1:02:03").unwrap(),
+            TimeLimit::Limited(3723 * S)
+        );
         assert_eq!(lim(" 90 "), 5400 * S);
         assert_eq!(parse_time_limit("UNLIMITED").unwrap(), TimeLimit::Unlimited);
         assert_eq!(parse_time_limit("infinite").unwrap(), TimeLimit::Unlimited);
@@ -477,6 +592,23 @@ mod tests {
         assert!(parse_begin("12:60", NOW, &z).is_err());
     }
 
+    /// Slurm 22.05's `--begin` takes `HH:MM[:SS]` with `AM`/`PM` (`4:00PM` is 16:00, `12AM`
+    /// midnight, `12PM` noon), rolling to tomorrow when past like the 24-hour form.
+    #[test]
+    fn begin_clock_with_am_pm() {
+        let z = fixed_zone(0);
+        let f = |s: &str| format_timestamp(parse_begin(s, NOW, &z).unwrap(), &z);
+        assert_eq!(f("4:00PM"), f("16:00"));
+        assert_eq!(f("4:00 pm"), f("16:00"));
+        assert_eq!(f("8:04:58PM"), "2026-11-22T20:04:58");
+        assert_eq!(f("9:30AM"), f("09:30"));
+        assert_eq!(f("12:00AM"), f("midnight"));
+        assert_eq!(f("12:00PM"), f("noon"));
+        for bad in ["13:00PM", "0:30AM", "4PM"] {
+            assert!(parse_begin(bad, NOW, &z).is_err(), "{bad}");
+        }
+    }
+
     #[test]
     fn begin_clock_uses_the_zone() {
         // At 18:04Z it is 03:04 the next morning in UTC+9; "04:00" is 55 minutes away.
@@ -534,6 +666,49 @@ mod tests {
         }
     }
 
+    /// Slurm 22.05 prints times as `SLURM_TIME_FORMAT` says: `standard` (the default,
+    /// `%FT%T`), `relative`, or any strftime format.
+    #[test]
+    fn slurm_time_format_styles() {
+        let z = fixed_zone(0);
+        let day = 86_400 * S;
+        // 1970-01-05 (a Monday) 10:20:30.
+        let now = 4 * day + 37_230 * S;
+        let style = |v: Option<&str>| TimeStyle::from_env_value(v);
+        assert_eq!(style(None), TimeStyle::Standard);
+        assert_eq!(style(Some("standard")), TimeStyle::Standard);
+        assert_eq!(
+            format_timestamp_as(now, &z, &style(None), now),
+            "1970-01-05T10:20:30"
+        );
+        assert_eq!(
+            format_timestamp_as(now, &z, &style(Some("%a %T")), now),
+            "Mon 10:20:30"
+        );
+        let rel = style(Some("relative"));
+        assert_eq!(format_timestamp_as(now, &z, &rel, now), "10:20:30");
+        assert_eq!(
+            format_timestamp_as(now - day, &z, &rel, now),
+            "Ystday 10:20"
+        );
+        assert_eq!(
+            format_timestamp_as(now + day, &z, &rel, now),
+            "Tomorr 10:20"
+        );
+        assert_eq!(
+            format_timestamp_as(now + 3 * day, &z, &rel, now),
+            "Thu 10:20"
+        );
+        assert_eq!(
+            format_timestamp_as(now + 20 * day, &z, &rel, now),
+            "25 Jan 10:20"
+        );
+        assert_eq!(
+            format_timestamp_as(now + 400 * day, &z, &rel, now),
+            "9 Feb 1971"
+        );
+    }
+
     proptest! {
         #[test]
         fn timestamps_parse_back(secs in 0u64..253_402_300_799, off in -14*3600i32..14*3600) {
@@ -545,8 +720,10 @@ mod tests {
         #[test]
         fn limit_display_parses_back(secs in 1u64..100*86_400) {
             let shown = format_squeue_duration(secs * S);
-            // squeue's M:SS reads back as min:sec, H:MM:SS as h:m:s, D-HH:MM:SS as d-h:m:s.
-            prop_assert_eq!(lim(&shown), secs * S);
+            // squeue's M:SS reads back as min:sec, H:MM:SS as h:m:s, D-HH:MM:SS as d-h:m:s
+            // (the seconds kept by the exact reading, rounded up to the minute by Slurm's).
+            prop_assert_eq!(parse_time_exact(&shown).unwrap(), TimeLimit::Limited(secs * S));
+            prop_assert_eq!(lim(&shown), secs.div_ceil(60) * 60 * S);
         }
 
         #[test]

@@ -75,7 +75,8 @@ fn watch_steps(c: &Cluster, id: u64) -> Vec<String> {
     let deadline = Instant::now() + Duration::from_secs(40);
     loop {
         // A job that has left the queue is an unknown id to equeue, as to squeue.
-        let out = c.run("equeue", &["-j", &ids]);
+        // The step is `-o %s` (squeue's default columns have none).
+        let out = c.run("equeue", &["-j", &ids, "-o", "%.18i %.6D %.5s %R"]);
         let (table, err) = texts(&out);
         if !out.status.success() {
             assert!(err.contains("Invalid job id specified"), "{err}");
@@ -86,7 +87,7 @@ fn watch_steps(c: &Cluster, id: u64) -> Vec<String> {
         };
         let mut shown = vec![row
             .split_whitespace()
-            .nth(7)
+            .nth(2)
             .unwrap_or_default()
             .to_string()];
         if let Some(st) = c.queue(&["-j", &ids]).first().and_then(|j| j.step.clone()) {
@@ -155,7 +156,13 @@ fn submit_evolving(c: &Cluster, profile: &str, keep: Option<u32>) -> u64 {
         "ALL,KEEP={}",
         keep.map(|k| k.to_string()).unwrap_or_default()
     );
-    c.submit(&["--profile", profile, "--export", &export, "evolving.sh"])
+    c.submit(&[
+        "--evolving-profile",
+        profile,
+        "--export",
+        &export,
+        "evolving.sh",
+    ])
 }
 
 #[test]
@@ -215,7 +222,7 @@ fn an_expanded_step_tells_the_job_it_waits_until_its_nodes_come() {
         "evolving",
         "\n[policy.params]\nexpand_limit = 2\n\n[evolving]\nrelease_notice_ms = 1500\n",
     );
-    let rigid = c.submit(&["-N", "4", "-t", "0:08", "--wrap", "sleep 30"]);
+    let rigid = c.submit(&["-N", "4", "-t", "8s", "--wrap", "sleep 30"]);
     let rigid_start = c
         .wait_state(rigid, JobState::Running)
         .start_time

@@ -64,7 +64,7 @@ fn job_past_its_walltime_ends_timeout() {
         "long.sh",
         "#!/bin/sh\ntrap '' TERM\necho started\nsleep 30\necho never\n",
     );
-    let id = c.submit(&["-t", "0:01", "-o", "long-%j.log", "long.sh"]);
+    let id = c.submit(&["-t", "1s", "-o", "long-%j.log", "long.sh"]);
     let j = c.wait_state(id, JobState::Timeout);
     let ran = j
         .end_time
@@ -111,6 +111,7 @@ fn pending_reasons_listing_tools_and_test_only() {
 
     let table = c.ok("equeue", &[]);
     let header = table.lines().next().unwrap_or_default();
+    // squeue 22.05's default columns, NODELIST(REASON) eighth.
     assert_eq!(
         header.split_whitespace().collect::<Vec<_>>(),
         [
@@ -121,7 +122,6 @@ fn pending_reasons_listing_tools_and_test_only() {
             "ST",
             "TIME",
             "NODES",
-            "STEP",
             "NODELIST(REASON)"
         ]
     );

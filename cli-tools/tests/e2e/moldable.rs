@@ -62,7 +62,7 @@ fn cbf_takes_the_configuration_that_completes_earliest() {
     c.script("nodes10.sh", &nodes_script("10"));
     // 6 of 8 nodes busy for (at most) 6 s. The margins below leave seconds for the tools on a
     // loaded machine.
-    let blocker = c.submit(&["-N", "6", "-t", "0:06", "nodes5.sh"]);
+    let blocker = c.submit(&["-N", "6", "-t", "6s", "nodes5.sh"]);
     c.wait_state(blocker, JobState::Running);
     // 2 nodes now for a minute end later than 8 nodes for 2 s after the blocker: 8 nodes. The
     // script outlives its 2 s, so it is killed at that limit.
@@ -124,7 +124,7 @@ fn bicriteria_runs_each_job_with_the_configuration_bicrit_chose() {
     c.script("short.sh", &nodes_script("0.2"));
     // The first batch: the blocker alone. The moldable jobs arriving meanwhile wait for the
     // next batch (§2.2) with no placement, so no expected configuration yet.
-    let blocker = c.submit(&["-N", "8", "-t", "0:06", "--wrap", "sleep 3"]);
+    let blocker = c.submit(&["-N", "8", "-t", "6s", "--wrap", "sleep 3"]);
     c.wait_state(blocker, JobState::Running);
     let explicit = c.submit(&["--moldable", "2:0:08,4:0:05,8:0:03", "short.sh"]);
     let model = c.submit(&[

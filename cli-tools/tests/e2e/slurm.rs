@@ -399,13 +399,24 @@ fn resources_map_onto_whole_nodes() {
         &["-p", "big", "-N", "1", "-n", "5", "--wrap", "true"],
         "-N asks for 1",
     );
-    refused(
-        &c,
-        "esubmit",
-        &["--mail-type=END", "--wrap", "true"],
-        "not supported: batchd sends no mail",
+    // sbatch accepts the options its users and tools always pass; here they are stored and
+    // shown, and change nothing.
+    let inert = c.submit(&[
+        "-H",
+        "--mail-type=END",
+        "--mail-user=me",
+        "--wckey=submitit",
+        "--comment=kept",
+        "--nice",
+        "--wrap",
+        "true",
+    ]);
+    let show = c.ok("econtrol", &["show", "job", &inert.to_string()]);
+    assert!(
+        show.contains("   WCKey=submitit Comment=kept MailUser=me MailType=END Nice=100\n"),
+        "{show}"
     );
-    for held in [id, per_cpu, any] {
+    for held in [id, per_cpu, any, inert] {
         ok_cancel(&c, held);
     }
 }
@@ -465,7 +476,7 @@ fn signals_open_modes_requeue_and_nodes() {
     // before its 4-second limit, and is still killed at the limit.
     c.script(
         "warned.sh",
-        "#!/bin/sh\n#SBATCH --signal=B:USR1@2 -t 0:04 -p debug\n\
+        "#!/bin/sh\n#SBATCH --signal=B:USR1@2 -t 4s -p debug\n\
          trap 'date +%s%3N > \"$SLURM_SUBMIT_DIR/warned-$SLURM_JOB_ID\"' USR1\n\
          while :; do sleep 0.1; done\n",
     );
@@ -483,7 +494,7 @@ fn signals_open_modes_requeue_and_nodes() {
     let steps = c.submit(&[
         "--signal=USR1@3",
         "-t",
-        "0:06",
+        "6s",
         "-p",
         "debug",
         "--wrap",

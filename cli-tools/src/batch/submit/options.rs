@@ -12,7 +12,8 @@ pub struct SubmitOpts {
     /// Number of nodes.
     #[arg(short = 'N', long, value_name = "N")]
     pub nodes: Option<String>,
-    /// Time limit: min, min:sec, h:m:s, d-h, d-h:m or d-h:m:s (default 1:00:00).
+    /// Time limit: min, min:sec, h:m:s, d-h, d-h:m or d-h:m:s, seconds rounded up to the
+    /// minute; Ns keeps seconds; UNLIMITED (default: the pool's max_time).
     #[arg(short = 't', long, value_name = "TIME")]
     pub time: Option<String>,
     /// Job name (default: the script's file name, or "wrap").
@@ -43,7 +44,11 @@ pub struct SubmitOpts {
     #[arg(short = 'd', long, value_name = "LIST")]
     pub dependency: Option<String>,
     /// Evolving job: steps SECONDS:NODES[,SECONDS:NODES...].
-    #[arg(long, value_name = "STEPS")]
+    #[arg(long = "evolving-profile", value_name = "STEPS")]
+    pub evolving_profile: Option<String>,
+    /// Slurm's profiling (all, none, energy, task, lustre, network): stored and shown, no
+    /// effect. A value that cannot be Slurm's is an evolving job's steps (--evolving-profile).
+    #[arg(long, value_name = "TYPES|STEPS")]
     pub profile: Option<String>,
     /// Moldable job: configurations NODES:TIME[,NODES:TIME...], TIME in -t's forms (a bare
     /// number is minutes). The policy picks one before the start.
@@ -118,11 +123,12 @@ pub struct SubmitOpts {
     /// Quality of service: stored and shown, no policy uses it yet.
     #[arg(short = 'q', long, value_name = "NAME")]
     pub qos: Option<String>,
-    /// Not supported (batchd sends no mail): refused rather than ignored.
-    #[arg(long = "mail-type", value_name = "TYPE", hide = true)]
+    /// Mail events (NONE, BEGIN, END, FAIL, REQUEUE, ALL, TIME_LIMIT..., comma-separated):
+    /// stored and shown; no mail is sent.
+    #[arg(long = "mail-type", value_name = "TYPE")]
     pub mail_type: Option<String>,
-    /// Not supported (batchd sends no mail): refused rather than ignored.
-    #[arg(long = "mail-user", value_name = "USER", hide = true)]
+    /// Mail recipient: stored and shown; no mail is sent.
+    #[arg(long = "mail-user", value_name = "USER")]
     pub mail_user: Option<String>,
     // Slurm's habits, continued: signals before the limit and the output files' open mode.
     /// [{R|B}:]SIG[@SECONDS]: send SIG (a name or number) SECONDS (0-65535, default 60)
@@ -133,6 +139,51 @@ pub struct SubmitOpts {
     /// append|truncate (the default): how the output files are opened.
     #[arg(long = "open-mode", value_name = "MODE")]
     pub open_mode: Option<String>,
+    // Slurm options stored and shown that change nothing here (batch-proto's InertOptions).
+    /// Workload characterization key: stored and shown, no effect.
+    #[arg(long, value_name = "KEY")]
+    pub wckey: Option<String>,
+    /// A comment: stored and shown, no effect.
+    #[arg(long, value_name = "TEXT")]
+    pub comment: Option<String>,
+    /// Slurm's priority adjustment (100 without a value): stored and shown; the priority is
+    /// not changed.
+    #[arg(
+        long,
+        value_name = "N",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "100",
+        allow_hyphen_values = true
+    )]
+    pub nice: Option<String>,
+    /// The shortest time limit Slurm may cut the job to: stored and shown; the job keeps -t.
+    #[arg(long = "time-min", value_name = "TIME")]
+    pub time_min: Option<String>,
+    /// Keep the job if a node fails (=off: do not): stored and shown; nodes here do not fail.
+    #[arg(
+        short = 'k',
+        long = "no-kill",
+        value_name = "off",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "on"
+    )]
+    pub no_kill: Option<String>,
+    /// Temporary disk per node (K, M, G, T; default M): stored and shown, nodes declare none.
+    #[arg(long, value_name = "SIZE")]
+    pub tmp: Option<String>,
+    /// compute_bound, memory_bound, multithread or nomultithread: stored and shown; nodes are
+    /// whole here.
+    #[arg(long, value_name = "HINT")]
+    pub hint: Option<String>,
+    /// Task distribution (block, cyclic, plane=N...): stored and shown; nodes are whole here.
+    #[arg(short = 'm', long, value_name = "DIST")]
+    pub distribution: Option<String>,
+    /// Ignore the script's `#PBS` lines (without it a script with any is refused: esubmit does
+    /// not read them).
+    #[arg(long = "ignore-pbs")]
+    pub ignore_pbs: bool,
 }
 
 /// `esubmit`'s command line.
@@ -140,14 +191,17 @@ pub struct SubmitOpts {
 #[command(
     name = "esubmit",
     version,
+    args_override_self = true,
     about = "Submit a batch script to batchd (like sbatch)",
     after_help = "Options may also be given as '#ESUB' lines at the top of the script and \
                   through ESUB_PARTITION, ESUB_TIMELIMIT, ESUB_JOB_NAME, ESUB_OUTPUT, \
                   ESUB_ERROR, ESUB_HOLD, ESUB_EXPORT, ESUB_SIGNAL, ESUB_OPEN_MODE, ESUB_ACCOUNT, \
                   ESUB_QOS, ESUB_ARRAY_INX, ESUB_REQUEUE, ESUB_NO_REQUEUE, ESUB_EXCLUSIVE, \
-                  ESUB_WAIT; the command line beats the environment, \
+                  ESUB_WCKEY, ESUB_NO_KILL, ESUB_HINT, ESUB_DISTRIBUTION, ESUB_PROFILE, \
+                  ESUB_IGNORE_PBS, ESUB_WAIT; the command line beats the environment, \
                   which beats the script. Slurm's '#SBATCH' lines and SBATCH_* variables are read \
-                  too; an '#ESUB' line or ESUB_* variable wins over its Slurm spelling."
+                  too; an '#ESUB' line or ESUB_* variable wins over its Slurm spelling. An option given \
+                  twice takes its last value."
 )]
 pub struct SubmitCli {
     /// The options.

@@ -7,7 +7,7 @@ use batch_proto::time::{Duration, Time, HOUR};
 use batch_proto::{Dependency, JobShape, JobSpec, MoldModel};
 use clap::Parser;
 
-use super::super::directives::{marked_args, MAGIC, SBATCH_MAGIC};
+use super::super::directives::{marked_args, parse_marked, MAGIC, SBATCH_MAGIC};
 use super::super::error::SpecError;
 use super::super::spec::{
     parse_moldable, parse_moldable_model, parse_nodes, parse_nodes_range, parse_profile,
@@ -16,11 +16,15 @@ use super::super::spec::{
 use super::super::time::{parse_begin, parse_time_limit, TimeLimit, Zone};
 use super::options::SubmitOpts;
 
+/// The marker of PBS's directive lines, which sbatch also reads.
+const PBS_MAGIC: &str = "#PBS";
+
 /// The options of `#ESUB` lines, parsed with the same rules as the command line.
 #[derive(Parser, Debug)]
 #[command(
     name = "#ESUB",
     no_binary_name = true,
+    args_override_self = true,
     disable_help_flag = true,
     disable_version_flag = true
 )]
@@ -39,7 +43,7 @@ enum Origin {
 
 /// The Slurm spelling of each of [`ENV_VARS`] (`ESUB_X` is `SBATCH_X`, read when `ESUB_X` is
 /// not set, so an environment set up for sbatch keeps working).
-const SBATCH_ENV_VARS: [&str; 15] = [
+const SBATCH_ENV_VARS: [&str; 21] = [
     "SBATCH_PARTITION",
     "SBATCH_TIMELIMIT",
     "SBATCH_JOB_NAME",
@@ -55,10 +59,16 @@ const SBATCH_ENV_VARS: [&str; 15] = [
     "SBATCH_REQUEUE",
     "SBATCH_NO_REQUEUE",
     "SBATCH_EXCLUSIVE",
+    "SBATCH_WCKEY",
+    "SBATCH_NO_KILL",
+    "SBATCH_HINT",
+    "SBATCH_DISTRIBUTION",
+    "SBATCH_PROFILE",
+    "SBATCH_IGNORE_PBS",
 ];
 
 /// The environment variables esubmit reads, and the option each sets.
-pub const ENV_VARS: [&str; 15] = [
+pub const ENV_VARS: [&str; 21] = [
     "ESUB_PARTITION",
     "ESUB_TIMELIMIT",
     "ESUB_JOB_NAME",
@@ -74,6 +84,12 @@ pub const ENV_VARS: [&str; 15] = [
     "ESUB_REQUEUE",
     "ESUB_NO_REQUEUE",
     "ESUB_EXCLUSIVE",
+    "ESUB_WCKEY",
+    "ESUB_NO_KILL",
+    "ESUB_HINT",
+    "ESUB_DISTRIBUTION",
+    "ESUB_PROFILE",
+    "ESUB_IGNORE_PBS",
 ];
 
 /// A resolved submission: the job as batchd receives it (batch-proto's [`JobSpec`], the one
@@ -193,6 +209,16 @@ impl SubmitOpts {
             mail_user,
             signal,
             open_mode,
+            evolving_profile,
+            wckey,
+            comment,
+            nice,
+            time_min,
+            no_kill,
+            tmp,
+            hint,
+            distribution,
+            ignore_pbs,
         } = self;
         SubmitOpts {
             nodes: nodes.or(other.nodes),
@@ -239,6 +265,16 @@ impl SubmitOpts {
             mail_user: mail_user.or(other.mail_user),
             signal: signal.or(other.signal),
             open_mode: open_mode.or(other.open_mode),
+            evolving_profile: evolving_profile.or(other.evolving_profile),
+            wckey: wckey.or(other.wckey),
+            comment: comment.or(other.comment),
+            nice: nice.or(other.nice),
+            time_min: time_min.or(other.time_min),
+            no_kill: no_kill.or(other.no_kill),
+            tmp: tmp.or(other.tmp),
+            hint: hint.or(other.hint),
+            distribution: distribution.or(other.distribution),
+            ignore_pbs: ignore_pbs || other.ignore_pbs,
         }
     }
 
@@ -307,7 +343,18 @@ impl SubmitOpts {
             })
             .transpose()?
             .unwrap_or_default();
-        let profile = pick(&self.profile, None, &s.profile)
+        // `--profile` is Slurm's profiling when its value is one of Slurm's (stored, no effect),
+        // else an evolving job's steps, as `--evolving-profile` gives them.
+        let slurm_profile = pick(&self.profile, Some("ESUB_PROFILE"), &s.profile)
+            .and_then(|(v, _)| batch_proto::InertOptions::parse_profile(&v).ok());
+        let steps = match pick(&self.evolving_profile, None, &s.evolving_profile) {
+            Some(p) => Some(p),
+            None if slurm_profile.is_none() => {
+                pick(&self.profile, Some("ESUB_PROFILE"), &s.profile)
+            }
+            None => None,
+        };
+        let profile = steps
             .map(|(v, o)| parse_profile(&v).map_err(|e| sourced(o, e)))
             .transpose()?;
         let moldable = pick(&self.moldable, None, &s.moldable)
@@ -389,21 +436,7 @@ impl SubmitOpts {
                 })
             })
             .transpose()?;
-        for (opt, v) in [
-            ("--mail-type", pick(&self.mail_type, None, &s.mail_type)),
-            ("--mail-user", pick(&self.mail_user, None, &s.mail_user)),
-        ] {
-            if let Some((v, o)) = v {
-                return Err(sourced(
-                    o,
-                    SpecError::Invalid {
-                        what: opt,
-                        input: v,
-                        reason: "not supported: batchd sends no mail".into(),
-                    },
-                ));
-            }
-        }
+        let inert = self.inert(s, &pick)?;
         let count = |what: &'static str, v: &Option<String>, scr: &Option<String>| {
             pick(v, None, scr)
                 .map(|(v, o)| {
@@ -477,25 +510,39 @@ impl SubmitOpts {
         }
         if profile.is_some() && is_moldable {
             return Err(conflict(
-                "--profile and --moldable/--moldable-model exclude each other",
+                "--evolving-profile and --moldable/--moldable-model exclude each other",
             ));
         }
         if (profile.is_some() || is_moldable) && (nodes.is_some() || time_limit.is_some()) {
             return Err(conflict(
-                "--profile/--moldable/--moldable-model give the nodes and times; drop -N/--nodes and -t/--time",
+                "--evolving-profile/--moldable/--moldable-model give the nodes and times; drop -N/--nodes and -t/--time",
             ));
         }
         if components.is_some()
             && (profile.is_some() || is_moldable || nodes.is_some() || pool.is_some())
         {
             return Err(conflict(
-                "--components gives the nodes and lets the policy choose the pools; drop -N, -p, --profile and --moldable",
+                "--components gives the nodes and lets the policy choose the pools; drop -N, -p, --evolving-profile and --moldable",
             ));
         }
-        if components.is_some() != deadline.is_some() {
-            return Err(conflict(
-                "--components and --deadline go together (a co-allocated job has a start deadline)",
-            ));
+        match (components.is_some(), deadline.is_some()) {
+            (true, false) => {
+                return Err(conflict(
+                    "--components needs --deadline (a co-allocated job has a start deadline)",
+                ))
+            }
+            (false, true) => {
+                return Err(SpecError::Invalid {
+                    what: "--deadline",
+                    input: pick(&self.deadline, None, &s.deadline)
+                        .map(|(v, _)| v)
+                        .unwrap_or_default(),
+                    reason: "Slurm's end-by deadline is not supported yet: --deadline is the \
+                             start deadline of a co-allocated job (--components)"
+                        .into(),
+                })
+            }
+            _ => {}
         }
         let workdir = match pick(&self.chdir, None, &s.chdir) {
             Some((d, _)) => ctx.cwd.join(d),
@@ -513,10 +560,25 @@ impl SubmitOpts {
                 reason: "the first line must start with #! followed by an interpreter".into(),
             });
         }
+        // sbatch reads `#PBS` lines (where it reads `#SBATCH` ones) unless told to ignore them;
+        // esubmit does not translate them, so it refuses them rather than run the job without.
+        let ignore_pbs = self.ignore_pbs || env_val("ESUB_IGNORE_PBS").is_some() || s.ignore_pbs;
+        if !ignore_pbs {
+            if let Some(d) = parse_marked(&script, PBS_MAGIC)?.first() {
+                return Err(SpecError::Directive {
+                    line: d.line,
+                    reason: "#PBS directives are not read by esubmit: write them as #SBATCH \
+                             lines, or pass --ignore-pbs to ignore them"
+                        .into(),
+                });
+            }
+        }
+        // Without -t, as Slurm without a DefaultTime: the pool's limit. batchd gives
+        // TIME_UNLIMITED the pool's max_time (365 days for a pool without one).
         let time_limit = match time_limit {
+            None if components.is_none() => batch_proto::TIME_UNLIMITED,
             None => DEFAULT_TIME_LIMIT,
             Some(TimeLimit::Limited(d)) => d,
-            // batchd gives the job its pool's max_time (365 days for a pool without one).
             Some(TimeLimit::Unlimited) => batch_proto::TIME_UNLIMITED,
         };
         let shape = if let Some(components) = components {
@@ -579,12 +641,118 @@ impl SubmitOpts {
             requeue_by_hand: None,
             preempted: None,
             submit_dir: ctx.cwd.to_str().map(str::to_string),
+            inert: (!inert.is_empty()).then(|| Box::new(inert)),
         };
         Ok(Submission {
             job,
             test_only: self.test_only || s.test_only,
             parsable: self.parsable || s.parsable,
         })
+    }
+}
+
+/// What `pick` gives [`SubmitOpts::inert`]: an option's value from the first source that has
+/// it, with that source.
+type Picked = Option<(String, Origin)>;
+
+/// The chooser [`SubmitOpts::resolve`] uses: command line, then the variable, then the script.
+type Pick<'a> = dyn Fn(&Option<String>, Option<&'static str>, &Option<String>) -> Picked + 'a;
+
+impl SubmitOpts {
+    /// The Slurm options that are stored and shown but change nothing here, parsed
+    /// (`s`: the script's options; `pick` chooses among the sources as for every option).
+    fn inert(
+        &self,
+        s: &SubmitOpts,
+        pick: &Pick<'_>,
+    ) -> Result<batch_proto::InertOptions, SpecError> {
+        let invalid = |what: &'static str, v: &str, o: Origin, reason: String| {
+            sourced(
+                o,
+                SpecError::Invalid {
+                    what,
+                    input: v.to_string(),
+                    reason,
+                },
+            )
+        };
+        let checked =
+            |what: &'static str,
+             p: Picked,
+             f: fn(&str) -> Result<String, batch_proto::SpecError>| {
+                p.map(|(v, o)| f(&v).map_err(|e| invalid(what, &v, o, proto_reason(e))))
+                    .transpose()
+            };
+        let nice = pick(&self.nice, None, &s.nice)
+            .map(|(v, o)| {
+                v.trim()
+                    .parse::<i64>()
+                    .ok()
+                    .filter(|n| n.abs() <= batch_proto::job::MAX_NICE)
+                    .ok_or_else(|| {
+                        invalid(
+                            "--nice",
+                            &v,
+                            o,
+                            format!("expected a number within ±{}", batch_proto::job::MAX_NICE),
+                        )
+                    })
+            })
+            .transpose()?;
+        let time_min = pick(&self.time_min, None, &s.time_min)
+            .map(
+                |(v, o)| match parse_time_limit(&v).map_err(|e| sourced(o, e))? {
+                    TimeLimit::Limited(d) => Ok(d),
+                    TimeLimit::Unlimited => Ok(batch_proto::TIME_UNLIMITED),
+                },
+            )
+            .transpose()?;
+        // sbatch's `--no-kill=off` turns it off; any other value (or none) turns it on.
+        let no_kill = pick(&self.no_kill, Some("ESUB_NO_KILL"), &s.no_kill)
+            .is_some_and(|(v, _)| !v.trim().eq_ignore_ascii_case("off"));
+        let tmp_mb = pick(&self.tmp, None, &s.tmp)
+            .map(|(v, o)| {
+                batch_proto::resources::parse_mem(&v).map_err(|r| invalid("--tmp", &v, o, r))
+            })
+            .transpose()?;
+        let text = |p: Picked| p.map(|(v, _)| v);
+        let out = batch_proto::InertOptions {
+            wckey: text(pick(&self.wckey, Some("ESUB_WCKEY"), &s.wckey)),
+            comment: text(pick(&self.comment, None, &s.comment)),
+            nice,
+            time_min,
+            no_kill,
+            tmp_mb,
+            hint: checked(
+                "--hint",
+                pick(&self.hint, Some("ESUB_HINT"), &s.hint),
+                batch_proto::InertOptions::parse_hint,
+            )?,
+            distribution: text(pick(
+                &self.distribution,
+                Some("ESUB_DISTRIBUTION"),
+                &s.distribution,
+            )),
+            mail_type: checked(
+                "--mail-type",
+                pick(&self.mail_type, None, &s.mail_type),
+                batch_proto::InertOptions::parse_mail_type,
+            )?,
+            mail_user: text(pick(&self.mail_user, None, &s.mail_user)),
+            profile: pick(&self.profile, Some("ESUB_PROFILE"), &s.profile)
+                .and_then(|(v, _)| batch_proto::InertOptions::parse_profile(&v).ok()),
+        };
+        out.validate()
+            .map_err(|e| SpecError::Proto(e.to_string()))?;
+        Ok(out)
+    }
+}
+
+/// The reason a batch-proto check gives, without the field it names.
+fn proto_reason(e: batch_proto::SpecError) -> String {
+    match e {
+        batch_proto::SpecError::Field { reason, .. } => reason,
+        other => other.to_string(),
     }
 }
 
@@ -688,6 +856,7 @@ pub fn apply_export(
     Ok(out)
 }
 
-/// Time limit of a job submitted without `-t`. Slurm takes the partition's DefaultTime; batchd
-/// pools have none, and a finite limit is what lets backfilling work, so the tools pick one.
+/// Time limit of a co-allocated job (`--components`, esched's own) submitted without `-t`: its
+/// components must end for the pools' next jobs to be planned, so it gets a finite one. Any
+/// other job without `-t` gets its pool's limit, as with Slurm (a pool without DefaultTime).
 pub const DEFAULT_TIME_LIMIT: Duration = HOUR;

@@ -56,10 +56,18 @@ pub fn read_script(r: impl Read, what: &str) -> anyhow::Result<String> {
         anyhow::bail!("{what} is larger than the limit of {max} bytes for a batch script");
     }
     // A NUL byte or invalid UTF-8: an executable or an archive given by mistake.
-    match String::from_utf8(bytes) {
-        Ok(text) if !text.contains('\0') => Ok(text),
+    let text = match String::from_utf8(bytes) {
+        Ok(text) if !text.contains('\0') => text,
         _ => anyhow::bail!("{what} is a binary file, not a batch script (a script is text)"),
+    };
+    // sbatch's refusal, in its words: such a script's `#!/bin/sh\r` line cannot start.
+    if text.contains("\r\n") {
+        anyhow::bail!(
+            "Batch script contains DOS line breaks (\\r\\n) instead of expected UNIX line \
+             breaks (\\n)."
+        );
     }
+    Ok(text)
 }
 
 /// This process's umask, sent with the job so that its output files get it, as with sbatch.

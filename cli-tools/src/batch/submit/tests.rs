@@ -28,6 +28,13 @@ fn scripts_are_read_as_text_within_the_limit() {
     );
     let e = read_script(&b"#!/bin/sh\n\xff\xfe\n"[..], "x").unwrap_err();
     assert!(e.to_string().contains("binary"), "{e}");
+    // sbatch 22.05: "sbatch: error: Batch script contains DOS line breaks (\r\n)" /
+    // "sbatch: error: instead of expected UNIX line breaks (\n).", exit 1.
+    let e = read_script(&b"#!/bin/sh\r\n#SBATCH -t 10\r\ntrue\r\n"[..], "w.sh").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "Batch script contains DOS line breaks (\\r\\n) instead of expected UNIX line breaks (\\n)."
+    );
     let max = batch_proto::job::MAX_SCRIPT;
     // The limit is on the script's bytes: quotes (doubled by JSON) count once.
     let quotes = "\"".repeat(max);
@@ -100,7 +107,7 @@ fn script_alone_sets_options() {
 fn command_line_beats_env_beats_script() {
     let env = [
         ("ESUB_PARTITION", "envpool"),
-        ("ESUB_TIMELIMIT", "0:30"),
+        ("ESUB_TIMELIMIT", "30s"),
         ("ESUB_JOB_NAME", "envname"),
     ];
     let s = resolve(&cli(&["-J", "cliname", "job.sh"]), SCRIPT, &env).unwrap();
@@ -142,7 +149,7 @@ fn errors_say_where_the_value_came_from() {
     .unwrap_err();
     assert_eq!(
         e.to_string(),
-        "conflicting options: --profile/--moldable/--moldable-model give the nodes and times; drop -N/--nodes and -t/--time"
+        "conflicting options: --evolving-profile/--moldable/--moldable-model give the nodes and times; drop -N/--nodes and -t/--time"
     );
 }
 
@@ -210,14 +217,22 @@ fn resources_account_and_mail() {
     // --exclusive alone asks nothing of batchd.
     let s = resolve(&cli(&["--exclusive", "job.sh"]), "#!/bin/sh\n", &[]).unwrap();
     assert!(s.resources.is_none());
-    let e = resolve(&cli(&["--mail-type=END", "job.sh"]), "#!/bin/sh\n", &[]).unwrap_err();
+    // sbatch accepts the mail options; they are stored (no mail is sent here).
+    let s = resolve(
+        &cli(&["--mail-type=end,fail", "job.sh"]),
+        "#!/bin/sh\n#SBATCH --mail-user=me\n",
+        &[],
+    )
+    .unwrap();
+    let i = s.inert.unwrap();
     assert_eq!(
-        e.to_string(),
-        "invalid --mail-type 'END': not supported: batchd sends no mail"
+        (i.mail_type.as_deref(), i.mail_user.as_deref()),
+        (Some("END,FAIL"), Some("me"))
     );
+    // sbatch: "sbatch: error: --mail-type=sometimes invalid".
     let e = resolve(
         &cli(&["job.sh"]),
-        "#!/bin/sh\n#SBATCH --mail-user=me\n",
+        "#!/bin/sh\n#SBATCH --mail-type=sometimes\n",
         &[],
     )
     .unwrap_err();
@@ -298,9 +313,11 @@ fn defaults_and_flags() {
         &[],
     )
     .unwrap();
+    // Slurm 22.05: a job without -t in a partition without DefaultTime gets its MaxTime
+    // (UNLIMITED unless configured); batchd turns TIME_UNLIMITED into the pool's max_time.
     assert_eq!(
         (s.shape.max_nodes(), limit(&s), s.name.as_str()),
-        (1, DEFAULT_TIME_LIMIT, "job.sh")
+        (1, batch_proto::TIME_UNLIMITED, "job.sh")
     );
     assert!(s.hold);
     assert_eq!(s.begin, Some(1_010_000));
@@ -372,7 +389,7 @@ fn wire_specs() {
         j.shape,
         JobShape::Rigid {
             nodes: 2,
-            time_limit: DEFAULT_TIME_LIMIT
+            time_limit: batch_proto::TIME_UNLIMITED
         }
     );
     assert_eq!(
@@ -623,6 +640,193 @@ fn global_options_that_do_not_go_together_are_refused() {
     }
     let e = resolve(&cli(&["--components", "2", "job.sh"]), "#!/bin/sh\n", &[]).unwrap_err();
     assert!(e.to_string().contains("--deadline"), "{e}");
+    // Slurm's --deadline (any job: removed when it cannot end by then) is refused as that,
+    // not as a conflict of options the user did not give.
     let e = resolve(&cli(&["--deadline", "+1min", "job.sh"]), "#!/bin/sh\n", &[]).unwrap_err();
-    assert!(e.to_string().contains("--components"), "{e}");
+    assert_eq!(
+        e.to_string(),
+        "invalid --deadline '+1min': Slurm's end-by deadline is not supported yet: --deadline \
+         is the start deadline of a co-allocated job (--components)"
+    );
+}
+
+/// sbatch (Slurm 22.05) accepts `--wckey`, `--comment`, `--nice[=N]`, `--time-min`,
+/// `-k/--no-kill`, `--tmp`, `--hint`, `-m/--distribution`, `--mail-type`, `--mail-user` and
+/// `--profile=TYPES` on the command line, in `#SBATCH` lines and (those sbatch reads from its
+/// environment) as `SBATCH_WCKEY`, `SBATCH_NO_KILL`, `SBATCH_HINT`, `SBATCH_DISTRIBUTION`,
+/// `SBATCH_PROFILE`. Here they are stored and shown and change nothing: the shape, the priority
+/// and the time limit stay what they are without them.
+#[test]
+fn slurm_options_without_effect_are_stored_and_change_nothing() {
+    let plain = resolve(&cli(&["-t", "10", "job.sh"]), "#!/bin/sh\n", &[]).unwrap();
+    let s = resolve(
+        &cli(&[
+            "-t",
+            "10",
+            "--comment",
+            "a note",
+            "--nice",
+            "--time-min=5",
+            "-k",
+            "--tmp=2G",
+            "--hint=nomultithread",
+            "-m",
+            "cyclic",
+            "--mail-type=NONE",
+            "job.sh",
+        ]),
+        "#!/bin/sh\n#SBATCH --wckey=submitit\n#SBATCH --profile=energy,task\n",
+        &[],
+    )
+    .unwrap();
+    let i = s.inert.clone().unwrap();
+    assert_eq!(
+        *i,
+        batch_proto::InertOptions {
+            wckey: Some("submitit".into()),
+            comment: Some("a note".into()),
+            nice: Some(100),
+            time_min: Some(5 * MINUTE),
+            no_kill: true,
+            tmp_mb: Some(2048),
+            hint: Some("nomultithread".into()),
+            distribution: Some("cyclic".into()),
+            mail_type: Some("NONE".into()),
+            mail_user: None,
+            profile: Some("energy,task".into()),
+        }
+    );
+    assert_eq!(
+        (s.shape.clone(), s.priority, s.resources.clone()),
+        (plain.shape.clone(), plain.priority, plain.resources.clone())
+    );
+    assert!(wire(&s).is_ok());
+    // --nice=N, negative too; --no-kill=off turns it off.
+    let s = resolve(
+        &cli(&["--nice=-5", "--no-kill=off", "job.sh"]),
+        "#!/bin/sh\n",
+        &[],
+    )
+    .unwrap();
+    assert_eq!(s.inert.unwrap().nice, Some(-5));
+    // The environment spellings sbatch reads.
+    let s = resolve(
+        &cli(&["job.sh"]),
+        "#!/bin/sh\n",
+        &[
+            ("SBATCH_WCKEY", "k"),
+            ("SBATCH_NO_KILL", "1"),
+            ("SBATCH_HINT", "compute_bound"),
+            ("SBATCH_DISTRIBUTION", "block"),
+            ("SBATCH_PROFILE", "all"),
+        ],
+    )
+    .unwrap();
+    let i = s.inert.unwrap();
+    assert_eq!(
+        (
+            i.wckey.as_deref(),
+            i.no_kill,
+            i.hint.as_deref(),
+            i.distribution.as_deref(),
+            i.profile.as_deref()
+        ),
+        (
+            Some("k"),
+            true,
+            Some("compute_bound"),
+            Some("block"),
+            Some("all")
+        )
+    );
+    assert!(matches!(s.shape, JobShape::Rigid { .. }));
+    // Nothing given: nothing sent.
+    assert!(plain.inert.is_none());
+    // Bad values are refused as sbatch refuses them.
+    for bad in [
+        &["--hint=fast", "job.sh"][..],
+        &["--nice=x", "job.sh"],
+        &["--tmp=3X", "job.sh"],
+        &["--time-min=soon", "job.sh"],
+    ] {
+        assert!(resolve(&cli(bad), "#!/bin/sh\n", &[]).is_err(), "{bad:?}");
+    }
+    // `--nice 5` is `--nice` (100) and a script named 5, as with sbatch's optional argument.
+    let c = cli(&["--nice", "5"]);
+    assert_eq!(
+        (c.opts.nice.as_deref(), c.script.clone()),
+        (Some("100"), vec!["5".to_string()])
+    );
+}
+
+/// Slurm's `--profile` is its profiling (all, none, energy, task, lustre, network): stored, no
+/// effect. An evolving job's steps are `--evolving-profile`; `--profile` keeps that meaning
+/// only for a value that cannot be Slurm's.
+#[test]
+fn profile_is_slurm_profiling_unless_its_value_cannot_be() {
+    let s = resolve(&cli(&["--profile=none", "job.sh"]), "#!/bin/sh\n", &[]).unwrap();
+    assert!(matches!(s.shape, JobShape::Rigid { .. }));
+    assert_eq!(s.inert.unwrap().profile.as_deref(), Some("none"));
+    for args in [
+        &["--evolving-profile", "60:1,60:2", "job.sh"][..],
+        &["--profile", "60:1,60:2", "job.sh"],
+    ] {
+        let s = resolve(&cli(args), "#!/bin/sh\n", &[]).unwrap();
+        assert!(matches!(s.shape, JobShape::Evolving { .. }), "{args:?}");
+        assert!(s.inert.is_none());
+    }
+    // Both: Slurm's profiling stored, the steps from --evolving-profile.
+    let s = resolve(
+        &cli(&["--profile=task", "--evolving-profile=60:1", "job.sh"]),
+        "#!/bin/sh\n",
+        &[],
+    )
+    .unwrap();
+    assert!(matches!(s.shape, JobShape::Evolving { .. }));
+    assert_eq!(s.inert.unwrap().profile.as_deref(), Some("task"));
+}
+
+/// sbatch: an option given twice, the last one wins (on the command line and among
+/// `#SBATCH` lines); the command line still beats the script.
+#[test]
+fn the_same_option_twice_the_last_wins() {
+    let s = resolve(
+        &cli(&[
+            "-t", "5", "--time=7", "-J", "a", "-J", "b", "--hold", "-H", "job.sh",
+        ]),
+        "#!/bin/sh\n#SBATCH -N 2\n#SBATCH -N 3 -p x\n#SBATCH --partition=y\n",
+        &[],
+    )
+    .unwrap();
+    assert_eq!(limit(&s), 7 * MINUTE);
+    assert_eq!(s.name, "b");
+    assert!(s.hold);
+    assert_eq!(s.pool.as_deref(), Some("y"));
+    assert!(matches!(s.shape, JobShape::Rigid { nodes: 3, .. }));
+    let s = resolve(
+        &cli(&["-N", "4", "job.sh"]),
+        "#!/bin/sh\n#SBATCH -N 2\n#SBATCH -N 3\n",
+        &[],
+    )
+    .unwrap();
+    assert!(matches!(s.shape, JobShape::Rigid { nodes: 4, .. }));
+}
+
+/// Slurm 22.05's sbatch reads `#PBS` lines where it reads `#SBATCH` ones (`--ignore-pbs`,
+/// `SBATCH_IGNORE_PBS` turn that off). esubmit does not translate them: it refuses a script
+/// that has any, naming the line, unless told to ignore them; a `#PBS` line after the first
+/// command is a comment to both.
+#[test]
+fn pbs_lines_are_refused_clearly_or_ignored_when_asked() {
+    let script = "#!/bin/sh\n#SBATCH -J x\n#PBS -N y\necho\n";
+    let e = resolve(&cli(&["job.sh"]), script, &[]).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "line 3 of the script: #PBS directives are not read by esubmit: write them as #SBATCH \
+         lines, or pass --ignore-pbs to ignore them"
+    );
+    let s = resolve(&cli(&["--ignore-pbs", "job.sh"]), script, &[]).unwrap();
+    assert_eq!(s.name, "x");
+    assert!(resolve(&cli(&["job.sh"]), script, &[("SBATCH_IGNORE_PBS", "1")]).is_ok());
+    assert!(resolve(&cli(&["job.sh"]), "#!/bin/sh\necho\n#PBS -N y\n", &[]).is_ok());
 }
