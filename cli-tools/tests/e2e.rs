@@ -18,6 +18,9 @@ mod cancel;
 #[path = "e2e/steps.rs"]
 mod steps;
 
+#[path = "e2e/workflow.rs"]
+mod workflow;
+
 #[path = "e2e/durability.rs"]
 mod durability;
 

@@ -24,7 +24,7 @@ pub fn bin_dir() -> PathBuf {
 }
 
 /// Builds batchd and the policies the tests use, once per test process.
-fn ensure_built() -> PathBuf {
+pub fn ensure_built() -> PathBuf {
     static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     BUILT
         .get_or_init(|| {
