@@ -1091,7 +1091,12 @@ mod tests {
                     .any(|u| u == key.user || u.parse::<u32>() == Ok(key.uid)))
             && (f.names.is_empty() || f.names.iter().any(|n| n == key.name))
             && (f.states.is_empty() || f.states.contains(&key.state))
-            && (f.pools.is_empty() || key.pool.is_some_and(|p| f.pools.iter().any(|q| q == p)))
+            && (f.pools.is_empty()
+                || match key.pool {
+                    Some(p) => f.pools.iter().any(|q| q == p),
+                    // A pending job without a pool may go to any pool named.
+                    None => key.state == JobState::Pending,
+                })
     }
 
     proptest::proptest! {
