@@ -1127,7 +1127,7 @@ mod tests {
             && (f.pools.is_empty()
                 || match key.pool {
                     Some(p) => f.pools.iter().any(|q| q == p),
-                    // A pending job without a pool may start in any: every pool lists it.
+                    // A pending job without a pool may go to any pool named.
                     None => key.state == JobState::Pending,
                 })
     }

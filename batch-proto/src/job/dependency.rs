@@ -89,8 +89,8 @@ impl Dependency {
                 // start time of a finished job to count from, so it is refused as such.
                 if let Some((j, _)) = id.split_once('+') {
                     return Err(bad(&format!(
-                        "`{kw}:{id}`: a delay after the other job's start (`+MINUTES`) is not \
-                         supported; use `after:{j}` with --begin, or afterany"
+                        "a delay after the other job's start (`+MINUTES`) is not supported; \
+                         use `after:{j}` with --begin, or afterany"
                     )));
                 }
                 let job: u64 = id

@@ -125,8 +125,10 @@ impl QueueCli {
             users.push(super::cli::current_user());
         }
         let states = job_states(&self.states)?;
-        let include_finished = states.iter().any(|s| s.is_finished());
         let (ids, tasks) = parse_refs(&self.jobs)?;
+        // squeue shows a job named by -j for MinJobAge after it ended ([`LocalFilter`]).
+        let include_finished = states.iter().any(|s| s.is_finished())
+            || (states.is_empty() && !(ids.is_empty() && tasks.is_empty()));
         Ok(ListRequest {
             filter: JobFilter {
                 ids,
@@ -198,9 +200,11 @@ impl QueueCli {
         }
         nodes.sort();
         nodes.dedup();
+        let by_id = !self.jobs.is_empty() && self.states.is_empty();
         Ok(LocalFilter {
             accounts: split_list(&self.accounts),
             nodes,
+            ended_within: by_id.then_some(MIN_JOB_AGE),
         })
     }
 
@@ -218,6 +222,10 @@ pub fn render(jobs: &[JobInfo], view: &View, now: Time, zone: &Zone) -> String {
     table.finish()
 }
 
+/// How long squeue keeps showing a job named by `-j` after it ended: Slurm's default
+/// `MinJobAge`, 300 s, for which slurmctld keeps a finished job.
+pub const MIN_JOB_AGE: Time = 300_000;
+
 /// The most node names `-w` may name, expanded.
 const MAX_NODES_SELECTED: usize = 100_000;
 
@@ -228,11 +236,19 @@ pub struct LocalFilter {
     pub accounts: Vec<String>,
     /// Node names, sorted; empty: any. A job is kept when it holds one of them.
     pub nodes: Vec<String>,
+    /// `-j` without `-t`: a finished job is kept only when it ended this recently (ms), as
+    /// squeue shows one until slurmctld forgets it.
+    pub ended_within: Option<Time>,
 }
 
 impl LocalFilter {
-    /// Whether `job` is kept.
-    pub fn keeps(&self, job: &JobInfo) -> bool {
+    /// Whether `job` is kept, `now` for [`LocalFilter::ended_within`].
+    pub fn keeps(&self, job: &JobInfo, now: Time) -> bool {
+        if let Some(age) = self.ended_within {
+            if job.state.is_finished() && job.end_time.is_none_or(|e| e.saturating_add(age) < now) {
+                return false;
+            }
+        }
         let account = || {
             job.account
                 .as_deref()
@@ -310,7 +326,8 @@ impl<'a> Table<'a> {
         self.lines.reserve(jobs.len() * 96);
         self.ends.reserve(jobs.len());
         self.keys.reserve(jobs.len() * self.view.sort.len());
-        for j in jobs.iter().filter(|j| self.view.filter.keeps(j)) {
+        let (view, now) = (self.view, self.now);
+        for j in jobs.iter().filter(|j| view.filter.keeps(j, now)) {
             match (&j.array, j.state) {
                 (Some(t), JobState::Pending) if !self.view.unfolded => {
                     let key = (t.array_id, j.reason, j.held);
@@ -408,7 +425,8 @@ pub fn run(cli: QueueCli) -> anyhow::Result<ExitCode> {
     }
     if cli.json {
         let mut jobs = client.jobs(&req)?;
-        jobs.retain(|j| view.filter.keeps(j));
+        let now = now_ms();
+        jobs.retain(|j| view.filter.keeps(j, now));
         print_out(&(serde_json::to_string_pretty(&jobs)? + "\n"))?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -420,11 +438,11 @@ pub fn run(cli: QueueCli) -> anyhow::Result<ExitCode> {
         let mut table = Table::new(&view, now, &zone);
         let mut rows = 0;
         client.jobs_each(&req, |part| {
-            rows += part.len();
+            rows += part.iter().filter(|j| view.filter.keeps(j, now)).count();
             table.rows(&part)
         })?;
         if rows == 0 {
-            unknown_ids(&mut client, &req)?;
+            unknown_ids(&mut client, &req, &view.filter, now)?;
         }
         let mut out = String::new();
         if cli.dated() {
@@ -496,7 +514,12 @@ fn cut(s: &str, w: usize) -> String {
 /// squeue's answer to `-j` ids none of which is in the queue (finished, or never there):
 /// `Invalid job id specified` and exit 1, so that `while squeue -j $id; do ...` ends. Ids
 /// that are queued but filtered out by the other options print an empty table, exit 0.
-fn unknown_ids(client: &mut batch_proto::Client, req: &Request) -> anyhow::Result<()> {
+fn unknown_ids(
+    client: &mut batch_proto::Client,
+    req: &Request,
+    filter: &LocalFilter,
+    now: Time,
+) -> anyhow::Result<()> {
     let Request::List(list) = req else {
         return Ok(());
     };
@@ -512,7 +535,15 @@ fn unknown_ids(client: &mut batch_proto::Client, req: &Request) -> anyhow::Resul
         include_finished: list.include_finished,
         brief: true,
     });
-    if client.jobs(&only_ids)?.is_empty() {
+    let ended_within = LocalFilter {
+        ended_within: filter.ended_within,
+        ..LocalFilter::default()
+    };
+    if !client
+        .jobs(&only_ids)?
+        .iter()
+        .any(|j| ended_within.keeps(j, now))
+    {
         anyhow::bail!("Invalid job id specified");
     }
     Ok(())
@@ -757,6 +788,42 @@ mod tests {
             all.starts_with("JOBID|JOBID|PARTITION|NAME|USER|") && all.ends_with("|MIN_MEMORY|"),
             "{all}"
         );
+    }
+
+    /// squeue 22.05 `-j ID` shows a job that ended less than MinJobAge (300 s) ago, in its
+    /// final state; an older one is gone (`Invalid job id specified`). Without `-j` finished
+    /// jobs are not listed, with `-t` they are whenever they ended.
+    #[test]
+    fn a_job_named_by_id_is_shown_for_a_while_after_it_ended() {
+        let r = cli(&["-j", "42"]).request().unwrap();
+        assert!(r.include_finished);
+        assert!(!cli(&[]).request().unwrap().include_finished);
+        assert!(
+            !cli(&["-j", "42", "-t", "R"])
+                .request()
+                .unwrap()
+                .include_finished
+        );
+        let f = cli(&["-j", "42"]).local_filter().unwrap();
+        let mut j = crate::batch::format::tests::job();
+        j.state = JobState::Completed;
+        j.end_time = Some(1_000_000);
+        assert!(f.keeps(&j, 1_000_000 + MIN_JOB_AGE));
+        assert!(!f.keeps(&j, 1_000_001 + MIN_JOB_AGE));
+        let mut running = j.clone();
+        running.state = JobState::Running;
+        running.end_time = None;
+        assert!(f.keeps(&running, u64::MAX));
+        assert!(cli(&["-j", "42", "-t", "CD"])
+            .local_filter()
+            .unwrap()
+            .keeps(&j, u64::MAX));
+        let z = crate::batch::time::fixed_zone(0);
+        let v = View {
+            filter: f,
+            ..view(&["-h", "-o", "%i %t"])
+        };
+        assert_eq!(render(&[j], &v, 1_000_000, &z), "42 CD\n");
     }
 
     #[test]

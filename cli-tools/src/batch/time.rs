@@ -218,10 +218,15 @@ fn time_style() -> &'static TimeStyle {
 /// A timestamp the way Slurm prints them: `YYYY-MM-DDTHH:MM:SS` local time, or as
 /// `$SLURM_TIME_FORMAT` says ([`TimeStyle`]).
 pub fn format_timestamp(t: Time, zone: &Zone) -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-    format_timestamp_as(t, zone, time_style(), now)
+    let style = time_style();
+    // Only the relative style reads the clock (a listing prints thousands of times).
+    let now = match style {
+        TimeStyle::Relative => std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+        _ => 0,
+    };
+    format_timestamp_as(t, zone, style, now)
 }
 
 /// [`format_timestamp`] in `style`, `now` for the relative style. A custom format that

@@ -74,20 +74,25 @@ fn watch_steps(c: &Cluster, id: u64) -> Vec<String> {
     let mut seen: Vec<String> = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(40);
     loop {
-        // A job that has left the queue is an unknown id to equeue, as to squeue.
+        // An unknown id is an error to equeue, as to squeue; an ended job ends the watch.
         // The step is `-o %s` (squeue's default columns have none).
-        let out = c.run("equeue", &["-j", &ids, "-o", "%.18i %.6D %.5s %R"]);
+        let out = c.run("equeue", &["-j", &ids, "-o", "%.18i %.2t %.6D %.5s %R"]);
         let (table, err) = texts(&out);
         if !out.status.success() {
             assert!(err.contains("Invalid job id specified"), "{err}");
             return seen;
         }
-        let Some(row) = table.lines().nth(1) else {
+        // An ended job is still shown for a while, as squeue shows it.
+        let Some(row) = table
+            .lines()
+            .nth(1)
+            .filter(|r| r.split_whitespace().nth(1) == Some("R"))
+        else {
             return seen;
         };
         let mut shown = vec![row
             .split_whitespace()
-            .nth(2)
+            .nth(3)
             .unwrap_or_default()
             .to_string()];
         if let Some(st) = c.queue(&["-j", &ids]).first().and_then(|j| j.step.clone()) {

@@ -175,8 +175,13 @@ fn slurm_spellings_and_errors() {
 
     c.ok("ecancel", &[&ids]);
     c.wait_state(id, JobState::Cancelled);
-    // A finished job is no longer in the queue: `while squeue -j $id` ends.
-    refused(&c, "equeue", &["-j", &ids], "Invalid job id specified");
+    // squeue -j shows a job that just ended, in its final state, until slurmctld forgets it
+    // (MinJobAge, 300 s); an id it never had is an error.
+    assert_eq!(
+        c.ok("equeue", &["-h", "-j", &ids, "-o", "%i %t"]),
+        format!("{id} CA\n")
+    );
+    refused(&c, "equeue", &["-j", "999999"], "Invalid job id specified");
     // ... but a queued job filtered out by another option is an empty table.
     let other = c.submit(&["--hold", "--wrap", "true"]);
     assert_eq!(
@@ -316,11 +321,9 @@ fn an_array_throttle_and_task_ids() {
     c.ok("econtrol", &["release", &h]);
     c.wait_state(held, JobState::Completed);
     c.wait_state(held + 2, JobState::Completed);
-    refused(
-        &c,
-        "equeue",
-        &["-j", &format!("{held}_1")],
-        "Invalid job id specified",
+    assert_eq!(
+        c.ok("equeue", &["-h", "-j", &format!("{held}_1"), "-o", "%i %t"]),
+        format!("{held}_1 CD\n")
     );
     refused(
         &c,
@@ -722,5 +725,79 @@ fn signals_open_modes_requeue_and_nodes() {
         c.wait_state(array + k as u64, JobState::Completed);
         let got = std::fs::read_to_string(c.work.join(format!("span-{task}"))).unwrap_or_default();
         assert_eq!(got.trim(), "3 0 6 3", "task {task}");
+    }
+}
+
+/// sbatch, squeue and scontrol habits through the real tools and a real batchd, each as
+/// Slurm 22.05 behaves: `-t` rounded up to the minute, a job without `-t` given its pool's
+/// limit, a CRLF script refused with sbatch's words, `scontrol update` of a pending job's
+/// Partition, Dependency and `TimeLimit=+N`, `scontrol -o`, `squeue -A/-w` and
+/// `SQUEUE_FORMAT`.
+#[test]
+fn submission_listing_and_update_habits() {
+    let c = Cluster::start_with(
+        2,
+        "cbf",
+        "\n[[pool]]\nname = \"big\"\nnodes = 2\nmax_time = 120\n",
+    );
+    let limit = |id: u64| c.ok("econtrol", &["-o", "show", "job", &id.to_string()]);
+    // -t 1:00:30 is 1:01:00 in Slurm; a job without -t gets its pool's MaxTime.
+    let rounded = c.submit(&["-H", "-t", "1:00:30", "-p", "big", "--wrap", "true"]);
+    let one = limit(rounded);
+    assert_eq!(one.lines().count(), 1, "{one}");
+    assert!(one.contains(" TimeLimit=01:01:00 "), "{one}");
+    let default = c.submit(&["-H", "-p", "big", "--wrap", "true"]);
+    assert!(limit(default).contains(" TimeLimit=02:00:00 "));
+
+    c.script("dos.sh", "#!/bin/sh\r\ntrue\r\n");
+    refused(
+        &c,
+        "esubmit",
+        &["dos.sh"],
+        "Batch script contains DOS line breaks (\\r\\n) instead of expected UNIX line breaks (\\n).",
+    );
+
+    // scontrol update of a pending job: TimeLimit=+N, Partition, Dependency (job= as scontrol
+    // abbreviates JobId).
+    let moved = c.submit(&["-H", "-t", "10", "-A", "proj", "--wrap", "true"]);
+    let m = moved.to_string();
+    c.ok(
+        "econtrol",
+        &[
+            "update",
+            &format!("job={m}"),
+            "TimeLimit=+5",
+            "Partition=big",
+            &format!("Dependency=afterok:{rounded}"),
+        ],
+    );
+    let shown = limit(moved);
+    assert!(
+        shown.contains(" TimeLimit=00:15:00 ")
+            && shown.contains(" Partition=big ")
+            && shown.contains(&format!(" Dependency=afterok:{rounded} ")),
+        "{shown}"
+    );
+    refused(
+        &c,
+        "econtrol",
+        &["update", &format!("JobId={m}"), "Partition=nosuch"],
+        "invalid pool",
+    );
+
+    // squeue -A, and SQUEUE_FORMAT as -o.
+    assert_eq!(
+        c.ok("equeue", &["-h", "-o", "%i", "-A", "proj"]),
+        format!("{moved}\n")
+    );
+    let out = c
+        .tool("equeue")
+        .env("SQUEUE_FORMAT", "%i|%a|%C")
+        .args(["-h", "-j", &m])
+        .output()
+        .expect("equeue");
+    assert_eq!(texts(&out).0, format!("{moved}|proj|1\n"));
+    for id in [rounded, default, moved] {
+        c.ok("ecancel", &[&id.to_string()]);
     }
 }

@@ -198,7 +198,8 @@ pub struct SubmitOpts {
                   ESUB_ERROR, ESUB_HOLD, ESUB_EXPORT, ESUB_SIGNAL, ESUB_OPEN_MODE, ESUB_ACCOUNT, \
                   ESUB_QOS, ESUB_ARRAY_INX, ESUB_REQUEUE, ESUB_NO_REQUEUE, ESUB_EXCLUSIVE, \
                   ESUB_WCKEY, ESUB_NO_KILL, ESUB_HINT, ESUB_DISTRIBUTION, ESUB_PROFILE, \
-                  ESUB_IGNORE_PBS, ESUB_WAIT; the command line beats the environment, \
+                  ESUB_IGNORE_PBS, ESUB_MEM_PER_NODE, ESUB_MEM_PER_CPU, ESUB_WAIT; \
+                  the command line beats the environment, \
                   which beats the script. Slurm's '#SBATCH' lines and SBATCH_* variables are read \
                   too; an '#ESUB' line or ESUB_* variable wins over its Slurm spelling. An option given \
                   twice takes its last value."

@@ -43,7 +43,7 @@ enum Origin {
 
 /// The Slurm spelling of each of [`ENV_VARS`] (`ESUB_X` is `SBATCH_X`, read when `ESUB_X` is
 /// not set, so an environment set up for sbatch keeps working).
-const SBATCH_ENV_VARS: [&str; 21] = [
+const SBATCH_ENV_VARS: [&str; 23] = [
     "SBATCH_PARTITION",
     "SBATCH_TIMELIMIT",
     "SBATCH_JOB_NAME",
@@ -65,10 +65,27 @@ const SBATCH_ENV_VARS: [&str; 21] = [
     "SBATCH_DISTRIBUTION",
     "SBATCH_PROFILE",
     "SBATCH_IGNORE_PBS",
+    "SBATCH_MEM_PER_NODE",
+    "SBATCH_MEM_PER_CPU",
+];
+
+/// sbatch's variables for options esubmit does not have, and the option each stands for: one
+/// that is set is refused as its option is, rather than ignored.
+const SBATCH_UNSUPPORTED_VARS: [(&str, &str); 10] = [
+    ("SBATCH_GRES", "--gres"),
+    ("SBATCH_GPUS", "--gpus"),
+    ("SBATCH_GPUS_PER_NODE", "--gpus-per-node"),
+    ("SBATCH_GPUS_PER_TASK", "--gpus-per-task"),
+    ("SBATCH_CPUS_PER_GPU", "--cpus-per-gpu"),
+    ("SBATCH_MEM_PER_GPU", "--mem-per-gpu"),
+    ("SBATCH_CONSTRAINT", "--constraint"),
+    ("SBATCH_CLUSTERS", "--clusters"),
+    ("SBATCH_RESERVATION", "--reservation"),
+    ("SBATCH_NETWORK", "--network"),
 ];
 
 /// The environment variables esubmit reads, and the option each sets.
-pub const ENV_VARS: [&str; 21] = [
+pub const ENV_VARS: [&str; 23] = [
     "ESUB_PARTITION",
     "ESUB_TIMELIMIT",
     "ESUB_JOB_NAME",
@@ -90,6 +107,8 @@ pub const ENV_VARS: [&str; 21] = [
     "ESUB_DISTRIBUTION",
     "ESUB_PROFILE",
     "ESUB_IGNORE_PBS",
+    "ESUB_MEM_PER_NODE",
+    "ESUB_MEM_PER_CPU",
 ];
 
 /// A resolved submission: the job as batchd receives it (batch-proto's [`JobSpec`], the one
@@ -303,6 +322,15 @@ impl SubmitOpts {
         script_name: &str,
         ctx: &Context<'_>,
     ) -> Result<Submission, SpecError> {
+        if let Some((var, opt)) = SBATCH_UNSUPPORTED_VARS
+            .iter()
+            .find(|(var, _)| ctx.env.iter().any(|(k, _)| k == var))
+        {
+            return Err(SpecError::Sourced {
+                origin: (*var).to_string(),
+                inner: Box::new(SpecError::Proto(format!("unrecognized option '{opt}'"))),
+            });
+        }
         let env = Self::from_env(ctx.env);
         let env_val = |k: &'static str| {
             env.iter()
@@ -457,29 +485,35 @@ impl SubmitOpts {
                 })
                 .transpose()
         };
-        let size = |what: &'static str, v: &Option<String>, scr: &Option<String>| {
-            pick(v, None, scr)
-                .map(|(v, o)| {
-                    batch_proto::resources::parse_mem(&v).map_err(|reason| {
-                        sourced(
-                            o,
-                            SpecError::Invalid {
-                                what,
-                                input: v.clone(),
-                                reason,
-                            },
-                        )
+        let size =
+            |what: &'static str, v: &Option<String>, var: &'static str, scr: &Option<String>| {
+                pick(v, Some(var), scr)
+                    .map(|(v, o)| {
+                        batch_proto::resources::parse_mem(&v).map_err(|reason| {
+                            sourced(
+                                o,
+                                SpecError::Invalid {
+                                    what,
+                                    input: v.clone(),
+                                    reason,
+                                },
+                            )
+                        })
                     })
-                })
-                .transpose()
-        };
+                    .transpose()
+            };
         let resources = batch_proto::resources::Resources {
             nodes,
             ntasks: count("task count", &self.ntasks, &s.ntasks)?,
             cpus_per_task: count("CPUs per task", &self.cpus_per_task, &s.cpus_per_task)?,
             ntasks_per_node: count("tasks per node", &self.ntasks_per_node, &s.ntasks_per_node)?,
-            mem_per_node: size("memory size", &self.mem, &s.mem)?,
-            mem_per_cpu: size("memory size", &self.mem_per_cpu, &s.mem_per_cpu)?,
+            mem_per_node: size("memory size", &self.mem, "ESUB_MEM_PER_NODE", &s.mem)?,
+            mem_per_cpu: size(
+                "memory size",
+                &self.mem_per_cpu,
+                "ESUB_MEM_PER_CPU",
+                &s.mem_per_cpu,
+            )?,
             exclusive: self.exclusive || env_val("ESUB_EXCLUSIVE").is_some() || s.exclusive,
         };
         let account = pick(&self.account, Some("ESUB_ACCOUNT"), &s.account).map(|(v, _)| v);

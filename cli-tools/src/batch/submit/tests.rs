@@ -759,6 +759,45 @@ fn slurm_options_without_effect_are_stored_and_change_nothing() {
     );
 }
 
+/// sbatch reads `SBATCH_MEM_PER_NODE` and `SBATCH_MEM_PER_CPU` as `--mem` and
+/// `--mem-per-cpu`; a variable of an option esubmit does not have (`SBATCH_GRES`,
+/// `SBATCH_CONSTRAINT`...) is refused with the option's own message, not ignored.
+#[test]
+fn other_sbatch_variables_are_honoured_or_refused_as_their_option() {
+    let s = resolve(
+        &cli(&["job.sh"]),
+        "#!/bin/sh\n",
+        &[("SBATCH_MEM_PER_NODE", "2G"), ("SBATCH_MEM_PER_CPU", "500")],
+    )
+    .unwrap();
+    let r = s.resources.unwrap();
+    assert_eq!((r.mem_per_node, r.mem_per_cpu), (Some(2048), Some(500)));
+    let s = resolve(
+        &cli(&["--mem=1G", "job.sh"]),
+        "#!/bin/sh\n",
+        &[("SBATCH_MEM_PER_NODE", "2G")],
+    )
+    .unwrap();
+    assert_eq!(s.resources.unwrap().mem_per_node, Some(1024));
+    let e = resolve(
+        &cli(&["job.sh"]),
+        "#!/bin/sh\n",
+        &[("SBATCH_GRES", "gpu:1")],
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "unrecognized option '--gres' (from SBATCH_GRES)"
+    );
+    let e = resolve(
+        &cli(&["job.sh"]),
+        "#!/bin/sh\n",
+        &[("SBATCH_CONSTRAINT", "fast")],
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("'--constraint'"), "{e}");
+}
+
 /// Slurm's `--profile` is its profiling (all, none, energy, task, lustre, network): stored, no
 /// effect. An evolving job's steps are `--evolving-profile`; `--profile` keeps that meaning
 /// only for a value that cannot be Slurm's.
