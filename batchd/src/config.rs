@@ -229,6 +229,10 @@ pub struct Config {
     /// The cluster's name, as jobs see it (`SLURM_CLUSTER_NAME`) and sacct shows it.
     #[serde(default = "default_cluster_name")]
     pub cluster_name: String,
+    /// The program that sends the mails jobs ask for with `--mail-type` (Slurm's `MailProg`),
+    /// run as `PROGRAM -s SUBJECT RECIPIENT`; none: no mail is sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mail_program: Option<PathBuf>,
     /// Database durability.
     #[serde(default)]
     pub sync: Sync,

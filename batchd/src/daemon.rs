@@ -193,7 +193,9 @@ impl Daemon {
             }
         };
         let Some(rec) = rec else { return };
+        let mail = self.settings().config.mail_program;
         if requeued {
+            crate::mail::notify(mail.as_deref(), &rec, crate::mail::Event::Requeue);
             tracing::info!(job = id, "job requeued");
             self.nodes_freed();
             if let Err(e) = self.store.commit(rec).await {
@@ -202,6 +204,7 @@ impl Daemon {
             return;
         }
         tracing::info!(job = id, state = %rec.state, exit = ?rec.exit_code, signal = ?rec.signal, "job ended");
+        crate::mail::notify(mail.as_deref(), &rec, crate::mail::Event::End);
         self.nodes_freed();
         match self.store.commit(rec).await {
             Ok(()) => {

@@ -431,6 +431,11 @@ pub async fn launch(d: Arc<Daemon>, rec: JobRecord) {
         }
     };
     tracing::info!(job = id, nodes = ?rec.node_list, supervisor = ?child.id(), "job started");
+    crate::mail::notify(
+        settings.config.mail_program.as_deref(),
+        &rec,
+        crate::mail::Event::Begin,
+    );
     if matches!(rec.shape, Some(sched_core::Shape::Evolving { .. })) {
         tokio::spawn(crate::evolve::follow(Arc::clone(&d), id));
     }
@@ -611,7 +616,7 @@ pub fn signal(d: &Daemon, id: u64, signal: i32, scope: SignalScope) -> Result<()
     };
     if scope == SignalScope::Steps {
         // No step running: nothing to signal, as with scancel.
-        crate::launch::StepPid::signal_all(&dir, sig);
+        crate::procs::signal_steps(&dir, sig);
         return Ok(());
     }
     let pids = JobPids::read(&dir.join(files::JOB_PID));
@@ -638,7 +643,7 @@ pub fn signal(d: &Daemon, id: u64, signal: i32, scope: SignalScope) -> Result<()
         }
     }
     if scope == SignalScope::Full && sig != Signal::SIGKILL {
-        crate::launch::StepPid::signal_all(&dir, sig);
+        crate::procs::signal_steps(&dir, sig);
     }
     match (reached, last) {
         (false, Some(e)) => Err(format!("cannot signal job {id}: {e}")),

@@ -62,21 +62,6 @@ impl StepPid {
             .flatten()
             .unwrap_or_default()
     }
-
-    /// Whether the process is still this step's `erun` (same pid, same start).
-    pub fn alive(&self) -> bool {
-        crate::procs::stat(self.pid).is_some_and(|s| s.start == self.start && !s.exited())
-    }
-
-    /// Sends `sig` to each running step's `erun`, which passes it to its tasks; how many were
-    /// reached.
-    pub fn signal_all(dir: &Path, sig: nix::sys::signal::Signal) -> usize {
-        StepPid::read_all(dir)
-            .iter()
-            .filter(|s| s.alive())
-            .filter(|s| nix::sys::signal::kill(nix::unistd::Pid::from_raw(s.pid), sig).is_ok())
-            .count()
-    }
 }
 
 /// Everything the supervisor needs to run one job, with no access to the daemon.

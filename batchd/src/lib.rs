@@ -43,6 +43,7 @@ pub mod evorun;
 pub mod executor;
 pub mod launch;
 pub mod logging;
+pub mod mail;
 pub mod policy;
 pub mod procs;
 pub mod record;

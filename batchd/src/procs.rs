@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
-use crate::launch::JobPids;
+use crate::launch::{JobPids, StepPid};
 
 /// What `/proc/PID/stat` says of a process that matters here.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -107,6 +107,21 @@ pub fn group_members(groups: &[i32]) -> Vec<i32> {
         .filter(|(pid, s)| !s.exited() && !groups.contains(pid) && groups.contains(&s.pgrp))
         .map(|(pid, _)| pid)
         .collect()
+}
+
+/// Whether `step`'s `erun` still runs (same pid, same start time: a reused pid is not it).
+pub fn step_alive(step: &StepPid) -> bool {
+    stat(step.pid).is_some_and(|s| s.start == step.start && !s.exited())
+}
+
+/// Sends `sig` to each running step's `erun` of the job in `dir` (`steps.json`), which passes
+/// it to its tasks; how many were reached.
+pub fn signal_steps(dir: &std::path::Path, sig: nix::sys::signal::Signal) -> usize {
+    StepPid::read_all(dir)
+        .iter()
+        .filter(|s| step_alive(s))
+        .filter(|s| nix::sys::signal::kill(nix::unistd::Pid::from_raw(s.pid), sig).is_ok())
+        .count()
 }
 
 /// The live processes of session `sid`, its leader left out: what a job's `erun` started in

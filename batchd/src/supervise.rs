@@ -288,7 +288,7 @@ fn warn_job(groups: &[Group], signal: i32, batch_only: bool, job_dir: &Path) {
         }
         return;
     }
-    crate::launch::StepPid::signal_all(job_dir, sig);
+    crate::procs::signal_steps(job_dir, sig);
 }
 
 /// SIGKILL to group `g` and to whatever else is left in its session (an `erun`'s tasks run in

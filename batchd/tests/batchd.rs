@@ -146,6 +146,17 @@ impl Cluster {
     }
 
     fn cancel(&self, ids: Vec<u64>, signal: Option<i32>) -> Response {
+        self.cancel_scoped(ids, signal, Default::default())
+    }
+
+    /// A cancel whose signal reaches `scope` (scancel's default: the steps; `-b`: the batch
+    /// shell; `-f`: everything).
+    fn cancel_scoped(
+        &self,
+        ids: Vec<u64>,
+        signal: Option<i32>,
+        scope: batch_proto::SignalScope,
+    ) -> Response {
         let filter = JobFilter {
             ids,
             ..Default::default()
@@ -154,7 +165,7 @@ impl Cluster {
             .request(&Request::Cancel(CancelRequest {
                 filter,
                 signal,
-                scope: Default::default(),
+                scope,
             }))
             .unwrap()
     }
@@ -315,7 +326,9 @@ fn signal_reaches_the_job_without_cancelling_it() {
     ));
     c.wait_state(id, JobState::Running);
     wait_file(&c.path("ready.txt"));
-    let Response::Acted(r) = c.cancel(vec![id], Some(10)) else {
+    // The batch shell traps it: scancel -b (without it the signal goes to the steps only).
+    let Response::Acted(r) = c.cancel_scoped(vec![id], Some(10), batch_proto::SignalScope::Batch)
+    else {
         panic!()
     };
     assert_eq!(r.done, vec![id]);

@@ -192,7 +192,7 @@ pub async fn start(d: &Arc<Daemon>, caller: &Caller, req: StepStartRequest) -> R
         let hosts = job_hosts(d, id, a.rec.node_list.as_deref());
         // Under the core lock: two steps starting at once see each other's CPUs.
         let mut running = StepPid::read_all(&dir);
-        running.retain(StepPid::alive);
+        running.retain(crate::procs::step_alive);
         let mut used: HashMap<String, u32> = HashMap::new();
         for (h, n) in running.iter().flat_map(|s| s.cpus.iter()) {
             *used.entry(h.clone()).or_default() += n;

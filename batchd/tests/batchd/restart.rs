@@ -300,7 +300,12 @@ fn a_signal_reaches_every_component_of_a_coallocated_job() {
             Instant::now() < deadline,
             "a component never got the signal"
         );
-        match c.cancel(vec![job], Some(nix::sys::signal::Signal::SIGUSR1 as i32)) {
+        // Each component's shell traps it: scancel -b reaches every component's shell.
+        match c.cancel_scoped(
+            vec![job],
+            Some(nix::sys::signal::Signal::SIGUSR1 as i32),
+            batch_proto::SignalScope::Batch,
+        ) {
             Response::Acted(r) => assert_eq!(r.done, vec![job], "{r:?}"),
             other => panic!("{other:?}"),
         }

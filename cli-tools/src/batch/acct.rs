@@ -36,6 +36,21 @@ pub struct AcctCli {
     /// Only jobs with these names.
     #[arg(long = "name", value_name = "NAMES")]
     pub names: Vec<String>,
+    /// Only jobs of these pools.
+    #[arg(short = 'r', long = "partition", value_name = "POOLS")]
+    pub partitions: Vec<String>,
+    /// Only jobs of these accounts.
+    #[arg(short = 'A', long = "accounts", value_name = "ACCOUNTS")]
+    pub accounts: Vec<String>,
+    /// Only jobs that ran on any of these nodes (a host list).
+    #[arg(short = 'N', long = "nodelist", value_name = "NODES")]
+    pub nodelist: Option<String>,
+    /// The long format: every field of sacct's `--long` that esched has.
+    #[arg(short = 'l', long = "long", conflicts_with_all = ["brief", "format"])]
+    pub long: bool,
+    /// The brief format: JobID, State, ExitCode.
+    #[arg(short = 'b', long = "brief", conflicts_with = "format")]
+    pub brief: bool,
     /// Only jobs in these states (codes or names).
     #[arg(short = 's', long = "state", value_name = "STATES")]
     pub states: Vec<String>,
@@ -75,8 +90,15 @@ pub struct AcctCli {
 }
 
 impl AcctCli {
-    /// The `--format` in force: the option, else `$SACCT_FORMAT` (as sacct), else none.
+    /// The `--format` in force: the option (or `-b`'s, `-l`'s), else `$SACCT_FORMAT` (as
+    /// sacct), else none.
     pub fn format_text(&self) -> Option<String> {
+        if self.brief {
+            return Some(BRIEF_FIELDS.to_string());
+        }
+        if self.long {
+            return Some(LONG_FIELDS.to_string());
+        }
         self.format.clone().or_else(|| {
             std::env::var("SACCT_FORMAT")
                 .ok()
@@ -109,7 +131,7 @@ impl AcctCli {
                 users,
                 names: split_list(&self.names),
                 states,
-                pools: Vec::new(),
+                pools: split_list(&self.partitions),
             },
             since: when(&self.start)?,
             until: when(&self.end)?,
@@ -527,6 +549,26 @@ const FIELDS: &[Field] = &[
     },
 ];
 
+/// `-b`'s columns, sacct's.
+const BRIEF_FIELDS: &str = "JobID,State,ExitCode";
+
+/// `-l`'s columns: sacct's `--long` list, less the fields esched has no figure for (virtual
+/// memory, pages, disk I/O, energy, CPU frequencies).
+const LONG_FIELDS: &str = "JobID,JobIDRaw,JobName,Partition,MaxRSS,NTasks,AllocCPUS,Elapsed,\
+State,ExitCode,ReqCPUS,AllocTRES,TotalCPU,UserCPU,SystemCPU";
+
+/// Whether `job` passes the filters sacct applies beyond batchd's: accounts (`-A`) and nodes
+/// (`-N`, any of the job's nodes).
+fn selected(job: &JobInfo, accounts: &[String], nodes: &[String]) -> bool {
+    (accounts.is_empty() || job.account.as_ref().is_some_and(|a| accounts.contains(a)))
+        && (nodes.is_empty()
+            || job
+                .node_list
+                .as_deref()
+                .and_then(|l| batch_proto::hostlist::expand_at_most(l, 1 << 20).ok())
+                .is_some_and(|v| v.iter().any(|n| nodes.contains(n))))
+}
+
 /// eacct's columns when no `--format` is given.
 const DEFAULT_FIELDS: &str = "JobID,JobName,Partition,State,ExitCode,Submit,Start,End,Elapsed";
 
@@ -753,7 +795,14 @@ pub fn run(cli: AcctCli) -> anyhow::Result<ExitCode> {
     }))?;
     let live = live_in_window(live, &req, now);
     let finished = client.jobs(&Request::Acct(req))?;
-    let jobs = merge(live, finished);
+    let accounts = split_list(&cli.accounts);
+    let nodes = match cli.nodelist.as_deref() {
+        Some(l) => batch_proto::hostlist::expand_at_most(l, 1 << 16)
+            .map_err(|e| anyhow::anyhow!("Invalid node list: {e}"))?,
+        None => Vec::new(),
+    };
+    let mut jobs = merge(live, finished);
+    jobs.retain(|j| selected(j, &accounts, &nodes));
     if cli.json {
         print_out(&(serde_json::to_string_pretty(&jobs)? + "\n"))?;
     } else {
@@ -973,6 +1022,33 @@ mod tests {
         assert!(h.lines().all(|l| l.split_whitespace().count() <= 4));
         // Every default column is a known field.
         assert_eq!(AcctFormat::default_format().columns.len(), 9);
+    }
+
+    #[test]
+    fn brief_long_partition_accounts_and_nodes_as_sacct() {
+        assert_eq!(
+            cli(&["-b"]).format_text().as_deref(),
+            Some("JobID,State,ExitCode")
+        );
+        // Every field of -l is one eacct knows.
+        let long = cli(&["-l"]).format_text().unwrap_or_default();
+        assert!(AcctFormat::parse(&long).is_ok());
+        assert!(AcctCli::try_parse_from(["eacct", "-b", "-o", "JobID"]).is_err());
+        let z = fixed_zone(0);
+        let r = cli(&["-r", "debug,gpu"]).request(0, &z, None).unwrap();
+        assert_eq!(r.filter.pools, vec!["debug", "gpu"]);
+        let mut j = job();
+        j.account = Some("proj".into());
+        j.node_list = Some("debug[001-002]".into());
+        let s = |a: &[&str], n: &[&str]| {
+            selected(
+                &j,
+                &a.iter().map(|x| x.to_string()).collect::<Vec<_>>(),
+                &n.iter().map(|x| x.to_string()).collect::<Vec<_>>(),
+            )
+        };
+        assert!(s(&[], &[]) && s(&["proj"], &[]) && !s(&["other"], &[]));
+        assert!(s(&[], &["debug002"]) && !s(&[], &["debug003"]));
     }
 
     #[test]

@@ -22,6 +22,12 @@ pub struct CancelCli {
     /// Only jobs of these users.
     #[arg(short = 'u', long = "user", value_name = "USERS")]
     pub users: Vec<String>,
+    /// Only your own jobs.
+    #[arg(long)]
+    pub me: bool,
+    /// Only jobs running on any of these nodes (a host list).
+    #[arg(short = 'w', long = "nodelist", value_name = "NODES")]
+    pub nodelist: Option<String>,
     /// Only jobs with these names.
     #[arg(
         short = 'n',
@@ -63,7 +69,10 @@ impl CancelCli {
     /// The request this command line makes.
     pub fn request(&self) -> anyhow::Result<CancelRequest> {
         let states = job_states(&self.states)?;
-        let users = split_list(&self.users);
+        let mut users = split_list(&self.users);
+        if self.me {
+            users.push(super::cli::current_user());
+        }
         let (ids, tasks) = parse_refs(&self.ids)?;
         let filter = JobFilter {
             ids,
@@ -73,7 +82,7 @@ impl CancelCli {
             states,
             pools: self.pools.pools(),
         };
-        if filter.is_empty() {
+        if filter.is_empty() && self.nodelist.is_none() {
             anyhow::bail!("No job identification provided");
         }
         let mut signal = self.signal.as_deref().map(parse_signal).transpose()?;
@@ -100,8 +109,35 @@ impl CancelCli {
 /// and make the exit status 1.
 pub fn run(cli: CancelCli) -> anyhow::Result<ExitCode> {
     check_users(&split_list(&cli.users), "Invalid user name")?;
-    let req = cli.request()?;
+    let mut req = cli.request()?;
     let mut client = connect(cli.socket.path())?;
+    if let Some(list) = cli.nodelist.as_deref() {
+        // scancel -w: the jobs of the selection that run on any of these nodes.
+        let nodes = batch_proto::hostlist::expand_at_most(list, 1 << 16)
+            .map_err(|e| anyhow::anyhow!("Invalid node list: {e}"))?;
+        let running = client.jobs(&Request::List(batch_proto::ListRequest {
+            filter: req.filter.clone(),
+            include_finished: false,
+            brief: true,
+        }))?;
+        let ids: Vec<u64> = running
+            .iter()
+            .filter(|j| {
+                j.node_list
+                    .as_deref()
+                    .and_then(|l| batch_proto::hostlist::expand_at_most(l, 1 << 20).ok())
+                    .is_some_and(|v| v.iter().any(|n| nodes.contains(n)))
+            })
+            .map(|j| j.id)
+            .collect();
+        if ids.is_empty() {
+            return Ok(ExitCode::SUCCESS);
+        }
+        req.filter = JobFilter {
+            ids,
+            ..JobFilter::default()
+        };
+    }
     match client.request(&Request::Cancel(req))? {
         Response::Acted(report) => {
             for f in &report.failed {
@@ -152,6 +188,10 @@ mod tests {
         assert_eq!(r.filter.states, vec![JobState::Pending]);
         assert_eq!(r.signal, Some(nix::libc::SIGUSR1));
         assert_eq!(r.scope, SignalScope::Steps);
+        // --me is the caller's own jobs; -w alone is a selection.
+        let r = cli(&["--me"]).request().unwrap();
+        assert_eq!(r.filter.users.len(), 1);
+        assert!(cli(&["-w", "debug001"]).request().is_ok());
         let r = cli(&["4", "-b", "-s", "USR1"]).request().unwrap();
         assert_eq!(r.scope, SignalScope::Batch);
         // scancel -f without -s: SIGKILL to everything.

@@ -101,6 +101,11 @@ impl Cluster {
 
     /// [`Cluster::start`] with `extra` appended to the config (after `[policy]`'s name).
     pub fn start_with(nodes: u32, policy: &str, extra: &str) -> Cluster {
+        Cluster::start_configured(nodes, policy, "", extra)
+    }
+
+    /// [`Cluster::start_with`] with top-level keys `top` too (before the first table).
+    pub fn start_configured(nodes: u32, policy: &str, top: &str, extra: &str) -> Cluster {
         let dir = tempfile::Builder::new()
             .prefix("esched-e2e-")
             .tempdir()
@@ -111,7 +116,7 @@ impl Cluster {
         std::fs::create_dir(&work).expect("work dir");
         set_mode(&work, 0o777);
         let config = dir.path().join("batchd.toml");
-        let text = config_text(dir.path(), nodes, policy) + extra;
+        let text = format!("{top}\n{}{extra}", config_text(dir.path(), nodes, policy));
         std::fs::write(&config, text).expect("config");
         let mut c = Cluster {
             socket: dir.path().join("batchd.sock"),

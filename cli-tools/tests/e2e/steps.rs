@@ -257,3 +257,48 @@ fn requeue_from_inside_the_job_gets_its_answer_first() {
         "{log}"
     );
 }
+
+#[test]
+fn mail_goes_through_the_configured_program_with_slurms_subjects() {
+    // Slurm runs MailProg as `MailProg -s SUBJECT USER` for the --mail-type events.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let log = dir.path().join("mail.log");
+    let prog = dir.path().join("mail.sh");
+    std::fs::write(
+        &prog,
+        format!("#!/bin/sh\necho \"$@\" >> {}\n", log.display()),
+    )
+    .expect("mail.sh");
+    std::fs::set_permissions(&prog, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let c = Cluster::start_configured(1, "cbf", &format!("mail_program = {:?}", prog), "");
+    let id = c.submit(&[
+        "--mail-type=BEGIN,END",
+        "--mail-user=bob@example.org",
+        "-J",
+        "mailed",
+        "--wrap",
+        "exit 3",
+    ]);
+    c.wait_state(id, JobState::Failed);
+    let quiet = c.submit(&["--mail-type=NONE", "--wrap", "true"]);
+    c.wait_state(quiet, JobState::Completed);
+    c.wait_until("two mails", || {
+        std::fs::read_to_string(&log).is_ok_and(|t| t.lines().count() >= 2)
+    });
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[0].starts_with(&format!(
+            "-s Slurm Job_id={id} Name=mailed Began, Queued time 00:00:0"
+        )) && lines[0].ends_with(" bob@example.org"),
+        "{text}"
+    );
+    assert!(
+        lines[1].starts_with(&format!(
+            "-s Slurm Job_id={id} Name=mailed Failed, Run time 00:00:0"
+        )) && lines[1].ends_with(", FAILED, ExitCode 3 bob@example.org"),
+        "{text}"
+    );
+    assert_eq!(lines.len(), 2, "{text}");
+}
