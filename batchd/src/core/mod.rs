@@ -380,16 +380,17 @@ impl Core {
         self.update_pending(id, |r| r.spec = spec)
     }
 
-    /// Changes running job `id`'s steps with `f`, which sees the record as it was; the
-    /// record as changed, to store, and what `f` said. `None` for a job that is not running
-    /// (a step belongs to a run).
+    /// Changes running (or completing) job `id`'s steps with `f`, which sees the record as it
+    /// was; the record as changed, to store, and what `f` said. `None` for a job that does not
+    /// run (a step belongs to a run).
     pub fn change_steps<R>(
         &mut self,
         id: u64,
         f: impl FnOnce(&JobRecord, &mut Vec<batch_proto::JobStep>) -> R,
     ) -> Option<(JobRecord, R)> {
         let a = self.jobs.get_mut(&id)?;
-        if a.rec.state != JobState::Running || a.run.is_none() {
+        let runs = matches!(a.rec.state, JobState::Running | JobState::Completing);
+        if !runs || a.run.is_none() {
             return None;
         }
         let mut steps = std::mem::take(&mut a.rec.steps);

@@ -267,14 +267,34 @@ pub fn run_in_job(
         usage: batch_proto::Usage::of_children(),
         stopped: forwarder.stopped(),
     };
-    // A job that ended meanwhile has recorded its steps' ends itself.
-    if let Err(e) = connect(cli.socket.path()).and_then(|mut c| c.request(&Request::StepEnd(end))) {
-        eprintln!(
-            "{me}: error: cannot record the end of step {job}.{}: {e}",
-            started.step
-        );
-    }
+    report_end(cli, me, &end);
     Ok(ExitCode::from(outcome.status))
+}
+
+/// Reports the step's end to batchd. A daemon restarting is waited for (a few seconds, as
+/// slurmstepd retries its messages); a job that ended meanwhile has recorded its steps' ends
+/// itself, and a refusal is final.
+fn report_end(cli: &RunCli, me: &str, end: &StepEndRequest) {
+    let mut last = String::new();
+    for attempt in 0..20 {
+        if attempt > 0 {
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        let sent =
+            connect(cli.socket.path()).and_then(|mut c| c.request(&Request::StepEnd(end.clone())));
+        match sent {
+            Ok(_) => return,
+            Err(ClientError::Daemon(e)) => {
+                last = e.message;
+                break;
+            }
+            Err(e) => last = e.to_string(),
+        }
+    }
+    eprintln!(
+        "{me}: error: cannot record the end of step {}.{}: {last}",
+        end.job_id, end.step
+    );
 }
 
 /// Asks batchd for the step, waiting while its nodes are busy with other steps, as srun does.
