@@ -602,6 +602,27 @@ pub fn cancel(d: &Daemon, id: u64) -> Result<(), String> {
         .map_err(|e| format!("cannot signal the supervisor of job {id}: {e}"))
 }
 
+/// Tells job `id`'s supervisor its new time limit, `deadline` ms since the epoch: written to
+/// the job's `limit.json`, read by the supervisor on SIGUSR2 (and at its start, after a
+/// restart of the daemon in between).
+pub fn set_deadline(d: &Daemon, id: u64, deadline: u64) -> Result<(), String> {
+    let dir = d.job_dir(id);
+    crate::launch::write_json(
+        &dir.join(files::LIMIT),
+        &crate::launch::Limit {
+            deadline_ms: deadline,
+        },
+    )
+    .map_err(|e| format!("cannot write the new limit of job {id}: {e}"))?;
+    let pid = read_pid(&dir.join(files::SUPERVISOR_PID))
+        .ok_or_else(|| format!("job {id} has no supervisor yet"))?;
+    if !supervisor_alive(pid, &dir) {
+        return Err(format!("the supervisor of job {id} is gone"));
+    }
+    kill(Pid::from_raw(pid), Signal::SIGUSR2)
+        .map_err(|e| format!("cannot signal the supervisor of job {id}: {e}"))
+}
+
 /// Sends `signal` to job `id`'s process groups: every component's of a co-allocated job whose
 /// process still runs (only leaders that are provably the job's: a group id outlives its
 /// leader only as long as its members, then may be another's).

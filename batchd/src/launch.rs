@@ -37,6 +37,16 @@ pub mod files {
     /// The running `erun` steps' processes ([`super::StepPid`]): who a signal to the steps
     /// (`ecancel -s`, `--signal`) goes to.
     pub const STEPS: &str = "steps.json";
+    /// A time limit changed while the job runs ([`super::Limit`]), which the supervisor
+    /// follows.
+    pub const LIMIT: &str = "limit.json";
+}
+
+/// A running job's time limit as changed by `econtrol update TimeLimit=`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limit {
+    /// The new instant of the time limit, ms since the epoch.
+    pub deadline_ms: u64,
 }
 
 /// A running step's `erun` process, as `steps.json` lists it.

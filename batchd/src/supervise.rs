@@ -12,7 +12,7 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -41,6 +41,8 @@ pub fn supervise(job_dir: &Path) -> i32 {
     waited.add(Signal::SIGTERM);
     waited.add(Signal::SIGINT);
     waited.add(Signal::SIGHUP);
+    // "Your time limit changed" (`econtrol update TimeLimit=`): see `limit.json`.
+    waited.add(Signal::SIGUSR2);
     if let Err(e) = waited.thread_block() {
         return fail(job_dir, format!("cannot block signals: {e}"));
     }
@@ -119,14 +121,25 @@ pub fn supervise(job_dir: &Path) -> i32 {
     );
     let outcome = Arc::new(AtomicU8::new(NONE));
     let grace = Duration::from_millis(launch.grace_ms);
+    // The time limit's instant; a changed limit (`limit.json`) replaces the launch's.
+    let deadline = Arc::new(AtomicU64::new(
+        read_limit(job_dir).unwrap_or(launch.deadline_ms),
+    ));
 
     {
         let outcome = Arc::clone(&outcome);
         let l = launch.clone();
         let notes = Arc::clone(&notes);
         let groups = Arc::clone(&groups);
+        let deadline = Arc::clone(&deadline);
+        let dir = job_dir.to_path_buf();
         std::thread::spawn(move || loop {
             match waited.wait() {
+                Ok(Signal::SIGUSR2) => {
+                    if let Some(d) = read_limit(&dir) {
+                        deadline.store(d, Ordering::SeqCst);
+                    }
+                }
                 Ok(Signal::SIGTERM) | Ok(Signal::SIGINT) => {
                     if outcome
                         .compare_exchange(NONE, CANCELLED, Ordering::SeqCst, Ordering::SeqCst)
@@ -157,9 +170,9 @@ pub fn supervise(job_dir: &Path) -> i32 {
         let l = launch.clone();
         let notes = Arc::clone(&notes);
         let groups = Arc::clone(&groups);
+        let deadline = Arc::clone(&deadline);
         std::thread::spawn(move || {
-            let left = l.deadline_ms.saturating_sub(now_ms());
-            std::thread::sleep(Duration::from_millis(left));
+            sleep_until(&deadline, 0);
             if outcome
                 .compare_exchange(NONE, TIMEOUT, Ordering::SeqCst, Ordering::SeqCst)
                 .is_ok()
@@ -181,8 +194,11 @@ pub fn supervise(job_dir: &Path) -> i32 {
         let outcome = Arc::clone(&outcome);
         let groups = Arc::clone(&groups);
         let dir = job_dir.to_path_buf();
+        // How long before the limit, which may move.
+        let before = launch.deadline_ms.saturating_sub(w.at_ms);
+        let deadline = Arc::clone(&deadline);
         std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(w.at_ms.saturating_sub(now_ms())));
+            sleep_until(&deadline, before);
             // A job already told to stop (cancel, time limit) gets no notice.
             if outcome.load(Ordering::SeqCst) == NONE {
                 warn_job(&groups, w.signal, w.batch_only, &dir);
@@ -254,6 +270,27 @@ pub fn supervise(job_dir: &Path) -> i32 {
             eprintln!("batchd supervise: cannot write status: {e}");
             1
         }
+    }
+}
+
+/// The changed time limit in `job_dir`'s `limit.json`, if any.
+fn read_limit(job_dir: &Path) -> Option<u64> {
+    read_json::<crate::launch::Limit>(&job_dir.join(files::LIMIT))
+        .ok()
+        .flatten()
+        .map(|l| l.deadline_ms)
+}
+
+/// Sleeps until `before` ms ahead of `deadline`, which may change meanwhile (it is looked at
+/// again at least every second).
+fn sleep_until(deadline: &AtomicU64, before: u64) {
+    loop {
+        let at = deadline.load(Ordering::SeqCst).saturating_sub(before);
+        let now = now_ms();
+        if now >= at {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis((at - now).min(1000)));
     }
 }
 

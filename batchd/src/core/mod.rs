@@ -380,6 +380,22 @@ impl Core {
         self.update_pending(id, |r| r.spec = spec)
     }
 
+    /// Sets running job `id`'s time limit to `walltime` ms from its start (`econtrol update
+    /// TimeLimit=`): the plans that follow see its nodes free at the new end. A rigid or
+    /// moldable job's only (an evolving job's steps are its limit); the record as changed.
+    pub fn set_running_limit(&mut self, id: u64, walltime: u64) -> Option<JobRecord> {
+        let a = self.jobs.get_mut(&id)?;
+        if a.rec.state != JobState::Running || a.run.is_none() {
+            return None;
+        }
+        match &mut a.rec.shape {
+            Some(sched_core::Shape::Rigid { walltime: w, .. })
+            | Some(sched_core::Shape::Moldable { walltime: w, .. }) => *w = walltime,
+            _ => return None,
+        }
+        Some(a.rec.clone())
+    }
+
     /// Changes running (or completing) job `id`'s steps with `f`, which sees the record as it
     /// was; the record as changed, to store, and what `f` said. `None` for a job that does not
     /// run (a step belongs to a run).

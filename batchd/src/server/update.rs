@@ -1,5 +1,6 @@
 //! `Update`: change a pending job's name, size, time limit, begin time, priority, pool or
-//! dependencies.
+//! dependencies, or a running job's time limit (scontrol's rules: its owner may lower it, only
+//! root or batchd's user may raise it).
 
 use std::sync::Arc;
 
@@ -14,6 +15,13 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: UpdateRequest) -> Rep
     let id = req.id;
     // Read before the core is locked: one lock at a time.
     let config = d.settings().config;
+    let running = d
+        .core()
+        .job(id)
+        .is_some_and(|a| a.rec.state == JobState::Running);
+    if running {
+        return running_limit(d, caller, req).await;
+    }
     let rec = {
         let mut core = d.core();
         let Some(a) = core.job(id) else {
@@ -82,6 +90,77 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: UpdateRequest) -> Rep
         rec
     };
     if let Err(e) = d.store.commit(rec).await {
+        return internal(e);
+    }
+    d.reschedule();
+    Response::Acted(ActionReport {
+        done: vec![id],
+        failed: vec![],
+    })
+    .into()
+}
+
+/// A running job's new time limit: recorded, then told to its supervisor, which stops the
+/// job at the new end (and sends its `--signal` relative to it).
+async fn running_limit(d: &Arc<Daemon>, caller: &Caller, req: UpdateRequest) -> Reply {
+    let id = req.id;
+    let only_limit = req.name.is_none()
+        && req.nodes.is_none()
+        && req.begin.is_none()
+        && req.priority.is_none()
+        && req.pool.is_none()
+        && req.dependencies.is_none();
+    let Some(limit) = req.time_limit.filter(|_| only_limit) else {
+        return ErrorReply::new(
+            ErrorKind::InvalidState,
+            format!("job {id} is running: only its TimeLimit can be changed"),
+        )
+        .into();
+    };
+    let admin = caller.uid == 0 || caller.uid == d.euid;
+    let rec = {
+        let mut core = d.core();
+        let Some(a) = core.job(id) else {
+            return ErrorReply::invalid_job(id).into();
+        };
+        if !caller.may_touch(a.rec.uid) {
+            return ErrorReply::permission_denied(id).into();
+        }
+        let limit = if limit == batch_proto::TIME_UNLIMITED {
+            batch_proto::MAX_TIME_LIMIT
+        } else {
+            limit
+        };
+        if limit > batch_proto::MAX_TIME_LIMIT {
+            return ErrorReply::new(
+                ErrorKind::InvalidSpec,
+                "invalid time limit: longer than the longest allowed, 365-00:00:00",
+            )
+            .into();
+        }
+        if limit > a.rec.time_limit() && !admin {
+            // scontrol: "Access/permission denied" for a user raising their own job's limit.
+            return ErrorReply::new(
+                ErrorKind::PermissionDenied,
+                format!("Access/permission denied: only root may raise the time limit of running job {id}"),
+            )
+            .into();
+        }
+        let Some(rec) = core.set_running_limit(id, limit) else {
+            return ErrorReply::new(
+                ErrorKind::InvalidSpec,
+                "only a rigid or moldable running job's time limit can be changed",
+            )
+            .into();
+        };
+        rec
+    };
+    if let Err(e) = d.store.commit(rec.clone()).await {
+        return internal(e);
+    }
+    let deadline = rec.start.unwrap_or(0).saturating_add(rec.time_limit());
+    if let Err(e) = crate::executor::set_deadline(d, id, deadline) {
+        tracing::warn!(job = id, "cannot tell the supervisor the new limit: {e}");
         return internal(e);
     }
     d.reschedule();

@@ -302,3 +302,37 @@ fn mail_goes_through_the_configured_program_with_slurms_subjects() {
     );
     assert_eq!(lines.len(), 2, "{text}");
 }
+
+#[test]
+fn a_running_jobs_time_limit_can_be_changed() {
+    let c = Cluster::start(2, "cbf");
+    // scontrol update TimeLimit= of a running job: its owner may lower it (here to 2 s), root
+    // may raise it; the supervisor stops the job at the new end.
+    let lowered = c.submit(&["-t", "5", "--wrap", "sleep 60"]);
+    let raised = c.submit(&["-t", "3s", "--wrap", "sleep 60"]);
+    c.wait_state(lowered, JobState::Running);
+    c.wait_state(raised, JobState::Running);
+    c.ok(
+        "econtrol",
+        &["update", &format!("JobId={lowered}"), "TimeLimit=2s"],
+    );
+    c.ok(
+        "econtrol",
+        &["update", &format!("JobId={raised}"), "TimeLimit=+1"],
+    );
+    let j = c.wait_state(lowered, JobState::Timeout);
+    assert_eq!(j.time_limit, 2_000);
+    let run = j.end_time.unwrap_or(0) - j.start_time.unwrap_or(0);
+    assert!((2_000..5_000).contains(&run), "ran {run} ms");
+    let r = c.job(raised).expect("raised");
+    assert_eq!((r.state, r.time_limit), (JobState::Running, 63_000));
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    assert_eq!(c.job(raised).map(|j| j.state), Some(JobState::Running));
+    // Anything else of a running job is refused, as scontrol refuses it.
+    let out = c.run(
+        "econtrol",
+        &["update", &format!("JobId={raised}"), "Name=x"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    c.ok("ecancel", &[&raised.to_string()]);
+}
