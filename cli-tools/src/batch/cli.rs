@@ -16,6 +16,102 @@ pub fn connect(socket: Option<&Path>) -> Result<Client, ClientError> {
 
 pub use batch_proto::clock::now_ms;
 
+/// Slurm options the tools do not take, with what they are in Slurm: refused with that said, so
+/// that a Slurm user reads a refusal, not a typo.
+const SLURM_ONLY: &[(&[&str], &str)] = &[
+    (
+        &[
+            "--gres",
+            "--gpus",
+            "-G",
+            "--gpus-per-node",
+            "--gpus-per-task",
+            "--gpus-per-socket",
+            "--cpus-per-gpu",
+            "--mem-per-gpu",
+            "--ntasks-per-gpu",
+            "--gpu-bind",
+            "--gpu-freq",
+            "--tres-per-task",
+        ],
+        "Slurm's generic resources (GPUs), which esched's pools do not have",
+    ),
+    (
+        &["--constraint", "-C", "--cluster-constraint", "--prefer"],
+        "Slurm's node features, which esched's pools do not have",
+    ),
+    (
+        &[
+            "--nodelist",
+            "-w",
+            "--exclude",
+            "-x",
+            "--nodefile",
+            "-F",
+            "--use-min-nodes",
+            "--switches",
+            "--spread-job",
+            "--contiguous",
+        ],
+        "Slurm's node selection; esched's policy places jobs on whole pools",
+    ),
+    (
+        &[
+            "--reservation",
+            "--licenses",
+            "-L",
+            "--clusters",
+            "-M",
+            "--bb",
+            "--bbf",
+            "--container",
+            "--network",
+            "--power",
+            "--reboot",
+            "--delay-boot",
+            "--x11",
+        ],
+        "a Slurm service esched does not have",
+    ),
+    (
+        &[
+            "--sockets-per-node",
+            "--cores-per-socket",
+            "--threads-per-core",
+            "-B",
+            "--extra-node-info",
+            "--core-spec",
+            "-S",
+            "--thread-spec",
+            "--ntasks-per-core",
+            "--ntasks-per-socket",
+            "--mincpus",
+            "--oversubscribe",
+            "-s",
+            "--overcommit",
+            "-O",
+        ],
+        "Slurm's placement inside a node; esched's nodes are whole",
+    ),
+];
+
+/// The refusal of an option a tool does not know: Slurm's words (`unrecognized option
+/// '--mem=4G'`), and what the option is in Slurm when esched lacks it on purpose.
+pub fn unrecognized(arg: &str) -> String {
+    let name = arg.split_once('=').map_or(arg, |(n, _)| n);
+    // `-wNODES`: a short option with its value attached.
+    let short = name
+        .get(..2)
+        .filter(|s| s.starts_with('-') && !s.starts_with("--"));
+    match SLURM_ONLY
+        .iter()
+        .find(|(names, _)| names.iter().any(|n| *n == name || Some(*n) == short))
+    {
+        Some((_, what)) => format!("unrecognized option '{arg}': {what}"),
+        None => format!("unrecognized option '{arg}'"),
+    }
+}
+
 /// The one line a command-line error is reported with: an unknown option as Slurm's tools say
 /// it (`unrecognized option '--mem=4G'`), anything else as clap's first line without its own
 /// `error: ` prefix (the caller adds `TOOL: error: `).
@@ -23,7 +119,7 @@ pub fn clap_error_line(e: &clap::Error) -> String {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
     if e.kind() == ErrorKind::UnknownArgument {
         if let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) {
-            return format!("unrecognized option '{arg}'");
+            return unrecognized(arg);
         }
     }
     let text = e.render().to_string();
@@ -281,6 +377,20 @@ pub fn current_user() -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_slurm_option_esched_lacks_is_refused_as_what_it_is() {
+        assert_eq!(
+            super::unrecognized("--gres=gpu:2"),
+            "unrecognized option '--gres=gpu:2': Slurm's generic resources (GPUs), which \
+             esched's pools do not have"
+        );
+        assert!(super::unrecognized("-wnode1").contains("node selection"));
+        assert_eq!(
+            super::unrecognized("--bogus"),
+            "unrecognized option '--bogus'"
+        );
+    }
+
     use super::*;
 
     #[test]

@@ -328,7 +328,7 @@ impl SubmitOpts {
         {
             return Err(SpecError::Sourced {
                 origin: (*var).to_string(),
-                inner: Box::new(SpecError::Proto(format!("unrecognized option '{opt}'"))),
+                inner: Box::new(SpecError::Proto(crate::batch::cli::unrecognized(opt))),
             });
         }
         let env = Self::from_env(ctx.env);

@@ -87,7 +87,7 @@ pub fn run(cli: SubmitCli) -> anyhow::Result<ExitCode> {
             // The first word that is not an option is the script: a word that still looks like
             // one is an option esubmit does not know, not a file name.
             if path.starts_with('-') && path != "-" {
-                anyhow::bail!("unrecognized option '{path}'");
+                anyhow::bail!("{}", crate::batch::cli::unrecognized(path));
             }
             let file =
                 std::fs::File::open(path).with_context(|| format!("Unable to open file {path}"))?;

@@ -787,7 +787,7 @@ fn other_sbatch_variables_are_honoured_or_refused_as_their_option() {
     .unwrap_err();
     assert_eq!(
         e.to_string(),
-        "unrecognized option '--gres' (from SBATCH_GRES)"
+        "unrecognized option '--gres': Slurm's generic resources (GPUs), which esched's pools do not have (from SBATCH_GRES)"
     );
     let e = resolve(
         &cli(&["job.sh"]),
