@@ -772,7 +772,7 @@ pub fn run(cli: AcctCli) -> anyhow::Result<ExitCode> {
             cpus: &cpus,
             group: &super::slurm_json::system_group,
         };
-        let doc = super::slurm_json::sacct(&jobs, &ctx);
+        let doc = super::slurm_json::sacct_with(&jobs, &ctx, !cli.allocations);
         print_out(&(serde_json::to_string_pretty(&doc)? + "\n"))?;
     } else {
         print_out(&render_with(&jobs, &cli, now, &local_zone(), &cpus)?)?;

@@ -560,8 +560,9 @@ pub fn sacct_step(j: &JobInfo, s: &JobStep, c: &Ctx<'_>) -> Value {
     })
 }
 
-/// One job as `sacct --json` prints it (dbv0.0.38's `parse_job[]`).
-pub fn sacct_job(j: &JobInfo, c: &Ctx<'_>) -> Value {
+/// One job as `sacct --json` prints it (dbv0.0.38's `parse_job[]`); `with_steps` false is
+/// sacct's `-X`, whose `steps` is `[]`.
+pub fn sacct_job(j: &JobInfo, c: &Ctx<'_>, with_steps: bool) -> Value {
     let inert = j.inert.clone().unwrap_or_default();
     let cpus = c.cpus(j);
     let mem = job_mem(j, cpus);
@@ -585,7 +586,12 @@ pub fn sacct_job(j: &JobInfo, c: &Ctx<'_>) -> Value {
     time.insert("submission".into(), json!(secs(j.submit_time)));
     time.insert("limit".into(), minutes(j.time_limit));
     let (dc, ds) = derived(j);
-    let steps: Vec<Value> = j.job_steps.iter().map(|s| sacct_step(j, s, c)).collect();
+    let steps: Vec<Value> = j
+        .job_steps
+        .iter()
+        .filter(|_| with_steps)
+        .map(|s| sacct_step(j, s, c))
+        .collect();
     let group = (c.group)(j.uid).map_or(Value::Null, |(_, g)| json!(g));
     let wckey = inert
         .wckey
@@ -645,7 +651,12 @@ pub fn sacct_job(j: &JobInfo, c: &Ctx<'_>) -> Value {
 
 /// `sacct --json`'s document.
 pub fn sacct(jobs: &[JobInfo], c: &Ctx<'_>) -> Value {
-    let jobs: Vec<Value> = jobs.iter().map(|j| sacct_job(j, c)).collect();
+    sacct_with(jobs, c, true)
+}
+
+/// `sacct -X --json`'s document when `with_steps` is false: every job's `steps` is `[]`.
+pub fn sacct_with(jobs: &[JobInfo], c: &Ctx<'_>, with_steps: bool) -> Value {
+    let jobs: Vec<Value> = jobs.iter().map(|j| sacct_job(j, c, with_steps)).collect();
     json!({
         "meta": meta("openapi/dbv0.0.38", "Slurm OpenAPI DB v0.0.38"),
         "errors": [],
@@ -1089,6 +1100,23 @@ mod tests {
             json!({"status": "SIGNALED", "return_code": null,
                    "signal": {"signal_id": 9, "name": "Killed"}})
         );
+    }
+
+    /// sacct -X --json: Slurm's query skips the steps (`skip_steps`), so `steps` is `[]`; the
+    /// job's CPU times are still the sum of its steps'.
+    #[test]
+    fn sacct_allocations_have_no_steps() {
+        let cpus = HashMap::new();
+        let group = |_: u32| None;
+        let ctx = Ctx {
+            now: NOW,
+            cpus: &cpus,
+            group: &group,
+        };
+        let v = sacct_with(&[running()], &ctx, false);
+        assert_eq!(v["jobs"][0]["steps"], json!([]));
+        assert_eq!(v["jobs"][0]["time"]["user"]["seconds"], 1);
+        assert_eq!(v["jobs"][0]["group"], Value::Null);
     }
 
     /// A pending array task in sacct: no nodes ("None assigned"), its exit code PENDING, its

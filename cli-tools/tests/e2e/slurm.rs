@@ -875,4 +875,7 @@ fn json_is_slurms_and_records_are_the_daemons() {
     assert_eq!(steps[0]["state"], "FAILED");
     assert_eq!(steps[1]["step"]["id"], 0);
     assert_eq!(steps[1]["exit_code"]["status"], "SUCCESS");
+    // sacct -X --json: the jobs without their steps.
+    let x = json("eacct", &["--json", "-X", "-j", &ids]);
+    assert_eq!(x["jobs"][0]["steps"], serde_json::json!([]));
 }
