@@ -6,11 +6,15 @@
 //! `openapi/dbv0.0.38` (`parse.c`'s `parse_job[]` and `parse_job_step[]`). Each document is
 //! `{"meta": {...}, "errors": [], "jobs" | "nodes": [...]}`. Every key those functions write
 //! is written here, with Slurm's types and units: times in seconds since the epoch, time
-//! limits in minutes, memory in MiB (bytes in sacct's TRES counts), `squeue`'s `exit_code` a
-//! wait status. A value esched does not have is Slurm's empty value for it, as its plugin
-//! prints it: `""` for a string in the v0.0.38 documents (its JSON serializer writes a null
-//! string as `""`), `null` in sacct's, `0`, `[]`, or `null` where Slurm writes null for
-//! "not set".
+//! limits in minutes, memory in MiB (bytes in a sacct step's usage TRES), `squeue`'s
+//! `exit_code` a wait status. A value esched does not have is Slurm's empty value for it, as
+//! its plugin prints it: `""` for a string in the v0.0.38 documents (its JSON serializer
+//! writes a null string as `""`), `null` in sacct's, `0`, `[]`, or `null` where Slurm writes
+//! null for "not set".
+//!
+//! Two values follow what 22.05 means rather than what it prints: squeue's `cpus_per_task`
+//! (22.05 tests the CPU frequency instead and prints null unless `--cpu-freq` was given) and a
+//! non-zero exit in sacct's exit code objects (see `exit_object`).
 
 use std::collections::HashMap;
 
@@ -148,13 +152,13 @@ fn strsignal(sig: i32) -> String {
         .map_or_else(|| format!("Unknown signal {sig}"), |n| (*n).to_string())
 }
 
-/// sacct's exit code object. A job or step not ended is `PENDING` while pending and
-/// `SUCCESS` while running (the 0 Slurm's database holds until the end). Slurm 22.05 prints
+/// sacct's exit code object. A job or step not ended is `SUCCESS` with 0: Slurm's database
+/// holds 0 (its column's default) until the end, pending jobs included. Slurm 22.05 prints
 /// every normal exit as `SUCCESS` with `return_code` 0, a non-zero one too (its `WIFEXITED`
 /// test comes before the status is read); here a non-zero exit is `ERROR` with its code, the
 /// branch 22.05 means to take and the one later releases print, so a failure is not read as
 /// a success.
-fn exit_object(exit: Option<i32>, signal: Option<i32>, state: JobState) -> Value {
+fn exit_object(exit: Option<i32>, signal: Option<i32>) -> Value {
     match (exit, signal.filter(|&s| s > 0)) {
         (_, Some(s)) => json!({
             "status": "SIGNALED",
@@ -162,9 +166,6 @@ fn exit_object(exit: Option<i32>, signal: Option<i32>, state: JobState) -> Value
             "signal": {"signal_id": s, "name": strsignal(s)},
         }),
         (Some(c), None) if c != 0 => json!({"status": "ERROR", "return_code": c}),
-        (None, None) if state == JobState::Pending => {
-            json!({"status": "PENDING", "return_code": null})
-        }
         _ => json!({"status": "SUCCESS", "return_code": 0}),
     }
 }
@@ -527,14 +528,9 @@ pub fn sacct_step(j: &JobInfo, s: &JobStep, c: &Ctx<'_>) -> Value {
         StepId::Batch => json!("batch"),
         StepId::Number(n) => json!(n),
     };
-    let state = if s.end.is_none() {
-        JobState::Running
-    } else {
-        s.state
-    };
     json!({
         "time": time_object(elapsed, None, Some(s.start), s.end, s.usage),
-        "exit_code": exit_object(s.exit_code, s.signal, state),
+        "exit_code": exit_object(s.exit_code, s.signal),
         "nodes": {"count": s.nodes, "range": s.node_list, "list": hosts},
         "tasks": {"count": s.tasks},
         "pid": null,
@@ -615,9 +611,9 @@ pub fn sacct_job(j: &JobInfo, c: &Ctx<'_>, with_steps: bool) -> Value {
         "cluster": null,
         "constraints": null,
         "container": null,
-        "derived_exit_code": exit_object(dc, ds, if dc.is_some() { JobState::Completed } else { j.state }),
+        "derived_exit_code": exit_object(dc, ds),
         "time": time,
-        "exit_code": exit_object(j.exit_code, j.signal, j.state),
+        "exit_code": exit_object(j.exit_code, j.signal),
         "flags": [],
         "group": group,
         "het": {"job_id": 0, "job_offset": null},
@@ -633,7 +629,8 @@ pub fn sacct_job(j: &JobInfo, c: &Ctx<'_>, with_steps: bool) -> Value {
             "memory": mem.unwrap_or(0),
         },
         "kill_request_user": null,
-        "reservation": {"id": 0, "name": null},
+        // 22.05 reads the name's pointer as a number: 0 when the job has no reservation.
+        "reservation": {"id": 0, "name": 0},
         "state": {
             "current": j.state.name(),
             "reason": j.reason.map_or("None", |r| r.name()),
@@ -1119,8 +1116,8 @@ mod tests {
         assert_eq!(v["jobs"][0]["group"], Value::Null);
     }
 
-    /// A pending array task in sacct: no nodes ("None assigned"), its exit code PENDING, its
-    /// array object.
+    /// A pending array task in sacct: no nodes ("None assigned"), its exit code the 0 Slurm's
+    /// database holds until the end, its array object.
     #[test]
     fn sacct_pending_array_task() {
         let v = doc(sacct, array_task());
@@ -1131,7 +1128,10 @@ mod tests {
         assert_eq!(j["array"]["limits"]["max"]["running"]["tasks"], 2);
         assert_eq!(j["state"]["current"], "PENDING");
         assert_eq!(j["state"]["reason"], "JobArrayTaskLimit");
-        assert_eq!(j["exit_code"]["status"], "PENDING");
+        assert_eq!(
+            j["exit_code"],
+            json!({"status": "SUCCESS", "return_code": 0})
+        );
         assert_eq!(j["nodes"], "None assigned");
         assert_eq!(j["time"]["start"], 0);
         assert_eq!(j["steps"], json!([]));
