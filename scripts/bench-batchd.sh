@@ -5,7 +5,7 @@
 #
 #   scripts/bench-batchd.sh [ebench options...]     e.g. --queue 20000 --sync normal
 #
-# Only the equeue timings (fills the queue, then times equeue, --json, -t R and hyperfine):
+# Only the equeue timings (fills the queue, then times equeue, --records, -t R and hyperfine):
 #   scripts/bench-batchd.sh --latency 0 --esubmit 0 --per-client 0 --sync normal
 # (`--sync normal` only makes the fill faster; listings do not touch the database.)
 #

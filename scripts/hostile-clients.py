@@ -333,7 +333,7 @@ def refused(bindir):
         with open(runs) as f:
             ran = sorted(int(x) for x in f.read().split())
         twice = len(ran) - len(set(ran))
-        acct, _ = d.tool("eacct", "--json")
+        acct, _ = d.tool("eacct", "--records")
         done = [j for j in json.loads(acct.stdout) if j["state"] == "COMPLETED"]
         print(
             f"after a restart: {len(ran)} runs of {len(ids)} acknowledged jobs, {twice} twice, "

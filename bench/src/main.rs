@@ -355,7 +355,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         );
     }
     let pending = pending_count(&d)?;
-    for args in [&[][..], &["--json"][..], &["-t", "R"][..]] {
+    for args in [&[][..], &["--records"][..], &["-t", "R"][..]] {
         let (median, min) = time_equeue(&d, cli.runs, args)?;
         println!("equeue {:<10} with {pending} pending: median {median:.0} ms, min {min:.0} ms over {} runs",
             args.join(" "), cli.runs);

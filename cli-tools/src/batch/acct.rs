@@ -81,9 +81,13 @@ pub struct AcctCli {
     /// List the fields `--format` takes.
     #[arg(short = 'e', long = "helpformat")]
     pub helpformat: bool,
-    /// JSON: the daemon's job records.
-    #[arg(long)]
+    /// JSON as Slurm 22.05's `sacct --json` prints it: `{"meta", "errors", "jobs"}`, each
+    /// job with its `steps`.
+    #[arg(long, conflicts_with = "records")]
     pub json: bool,
+    /// JSON: the daemon's job records as they come over the wire.
+    #[arg(long)]
+    pub records: bool,
     /// The daemon's socket.
     #[command(flatten)]
     pub socket: SocketArg,
@@ -803,17 +807,23 @@ pub fn run(cli: AcctCli) -> anyhow::Result<ExitCode> {
     };
     let mut jobs = merge(live, finished);
     jobs.retain(|j| selected(j, &accounts, &nodes));
-    if cli.json {
+    if cli.records {
         print_out(&(serde_json::to_string_pretty(&jobs)? + "\n"))?;
-    } else {
-        let cpus = match client.request(&Request::Info(InfoRequest {}))? {
-            Response::Info(info) => info
-                .pools
-                .into_iter()
-                .map(|p| (p.name, p.cpus_per_node))
-                .collect(),
-            _ => HashMap::new(),
+        return Ok(ExitCode::SUCCESS);
+    }
+    let cpus = match client.request(&Request::Info(InfoRequest {}))? {
+        Response::Info(info) => super::slurm_json::pool_cpus(&info),
+        _ => HashMap::new(),
+    };
+    if cli.json {
+        let ctx = super::slurm_json::Ctx {
+            now,
+            cpus: &cpus,
+            group: &super::slurm_json::system_group,
         };
+        let doc = super::slurm_json::sacct_with(&jobs, &ctx, !cli.allocations);
+        print_out(&(serde_json::to_string_pretty(&doc)? + "\n"))?;
+    } else {
         print_out(&render_with(&jobs, &cli, now, &local_zone(), &cpus)?)?;
     }
     Ok(ExitCode::SUCCESS)

@@ -60,9 +60,12 @@ pub struct InfoCli {
     /// Print help.
     #[arg(long, action = clap::ArgAction::Help)]
     pub help: Option<bool>,
-    /// JSON: the daemon's cluster record.
-    #[arg(long)]
+    /// JSON as Slurm 22.05's `sinfo --json` prints it: `{"meta", "errors", "nodes"}`.
+    #[arg(long, conflicts_with = "records")]
     pub json: bool,
+    /// JSON: the daemon's cluster record as it comes over the wire.
+    #[arg(long)]
+    pub records: bool,
     /// The daemon's socket.
     #[command(flatten)]
     pub socket: SocketArg,
@@ -415,8 +418,11 @@ pub fn run(cli: InfoCli) -> anyhow::Result<ExitCode> {
     let mut client = connect(cli.socket.path())?;
     match client.request(&Request::Info(InfoRequest {}))? {
         Response::Info(info) => {
-            if cli.json {
+            if cli.records {
                 print_out(&(serde_json::to_string_pretty(&info)? + "\n"))?;
+            } else if cli.json {
+                let doc = super::slurm_json::sinfo(&info);
+                print_out(&(serde_json::to_string_pretty(&doc)? + "\n"))?;
             } else {
                 print_out(&render(&info, &cli, now_ms(), &local_zone())?)?;
             }

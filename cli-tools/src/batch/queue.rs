@@ -5,7 +5,9 @@ use std::process::ExitCode;
 use std::collections::HashMap;
 
 use batch_proto::time::Time;
-use batch_proto::{JobFilter, JobInfo, JobState, ListRequest, PendingReason, Request};
+use batch_proto::{
+    InfoRequest, JobFilter, JobInfo, JobState, ListRequest, PendingReason, Request, Response,
+};
 use clap::Parser;
 
 use super::args::{job_states, PoolFilter, SocketArg};
@@ -96,7 +98,8 @@ pub struct QueueCli {
     )]
     pub sort: Option<String>,
     /// List again every SECONDS, each listing after a line with the time, until interrupted.
-    #[arg(short = 'i', long = "iterate", value_name = "SECONDS", conflicts_with = "json",
+    #[arg(short = 'i', long = "iterate", value_name = "SECONDS",
+          conflicts_with_all = ["json", "records"],
           value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub iterate: Option<u64>,
     /// No header line (`-h`, as in Slurm; help is `--help` only).
@@ -105,9 +108,12 @@ pub struct QueueCli {
     /// Print help.
     #[arg(long, action = clap::ArgAction::Help)]
     pub help: Option<bool>,
-    /// JSON: the daemon's job records.
-    #[arg(long)]
+    /// JSON as Slurm 22.05's `squeue --json` prints it: `{"meta", "errors", "jobs"}`.
+    #[arg(long, conflicts_with = "records")]
     pub json: bool,
+    /// JSON: the daemon's job records as they come over the wire.
+    #[arg(long)]
+    pub records: bool,
     /// List the running jobs' steps (`ID.batch`, `ID.0`, ...) instead of the jobs.
     #[arg(short = 's', long = "steps")]
     pub steps: bool,
@@ -117,8 +123,8 @@ pub struct QueueCli {
 }
 
 impl QueueCli {
-    /// The request this command line makes: a brief listing unless `--json` (the complete
-    /// records) or the format shows a field a brief listing leaves out.
+    /// The request this command line makes: a brief listing unless `--json` or `--records`
+    /// (the complete records) or the format shows a field a brief listing leaves out.
     pub fn request(&self) -> anyhow::Result<ListRequest> {
         let mut users = split_list(&self.users);
         if self.me {
@@ -139,7 +145,7 @@ impl QueueCli {
                 pools: self.pools.pools(),
             },
             include_finished,
-            brief: !self.json && !self.steps && self.format()?.brief_suffices(),
+            brief: !self.json && !self.records && !self.steps && self.format()?.brief_suffices(),
         })
     }
 
@@ -418,16 +424,30 @@ pub fn run(cli: QueueCli) -> anyhow::Result<ExitCode> {
         filter: cli.local_filter()?,
     };
     let mut client = connect(cli.socket.path())?;
-    if cli.steps && !cli.json {
+    if cli.steps && !cli.json && !cli.records {
         let jobs = client.jobs(&req)?;
         print_out(&steps_table(&jobs, cli.noheader, now_ms()))?;
         return Ok(ExitCode::SUCCESS);
     }
-    if cli.json {
+    if cli.json || cli.records {
         let mut jobs = client.jobs(&req)?;
         let now = now_ms();
         jobs.retain(|j| view.filter.keeps(j, now));
-        print_out(&(serde_json::to_string_pretty(&jobs)? + "\n"))?;
+        let text = if cli.records {
+            serde_json::to_string_pretty(&jobs)?
+        } else {
+            let cpus = match client.request(&Request::Info(InfoRequest {}))? {
+                Response::Info(info) => super::slurm_json::pool_cpus(&info),
+                _ => HashMap::new(),
+            };
+            let ctx = super::slurm_json::Ctx {
+                now,
+                cpus: &cpus,
+                group: &super::slurm_json::system_group,
+            };
+            serde_json::to_string_pretty(&super::slurm_json::squeue(&jobs, &ctx))?
+        };
+        print_out(&(text + "\n"))?;
         return Ok(ExitCode::SUCCESS);
     }
     let zone = local_zone();
@@ -591,6 +611,7 @@ mod tests {
         assert!(brief(&["-t", "CD", "-o", "%i %T %e"]));
         assert!(!brief(&["--json"]));
         assert!(!brief(&["--json", "--start"]));
+        assert!(!brief(&["--records"]));
         assert!(!brief(&["-o", "%i %Z"]));
         assert!(!brief(&["-o", "%E"]));
         assert!(cli(&["-o", "%y"]).request().is_err());
@@ -688,6 +709,8 @@ mod tests {
         assert!(cli(&["-S", "nope"]).sort().is_err());
         assert!(QueueCli::try_parse_from(["equeue", "-i", "0"]).is_err());
         assert!(QueueCli::try_parse_from(["equeue", "-i", "1", "--json"]).is_err());
+        assert!(QueueCli::try_parse_from(["equeue", "-i", "1", "--records"]).is_err());
+        assert!(QueueCli::try_parse_from(["equeue", "--json", "--records"]).is_err());
         let out = render(
             &array(3, None),
             &view(&["-h", "-r", "-o", "%i", "-S", "-i"]),

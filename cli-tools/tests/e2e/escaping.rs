@@ -1,6 +1,6 @@
 //! Text a user chose, printed by the tools to someone else (root listing the queue): a working
 //! directory whose name holds a newline and a forged `JobState=` cannot draw a line of its own,
-//! nor can an argument move the cursor; `--json` keeps the exact text.
+//! nor can an argument move the cursor; `--records` and `--json` keep the exact text.
 
 use batch_proto::JobState;
 

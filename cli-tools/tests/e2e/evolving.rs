@@ -67,7 +67,7 @@ fn looks(text: &str) -> Vec<Look> {
         .collect()
 }
 
-/// Polls `equeue` (its STEP column) and `equeue --json` (the step's phase) until job `id`
+/// Polls `equeue` (its STEP column) and `equeue --records` (the step's phase) until job `id`
 /// leaves the queue; returns what it showed, in order, each once.
 fn watch_steps(c: &Cluster, id: u64) -> Vec<String> {
     let ids = id.to_string();

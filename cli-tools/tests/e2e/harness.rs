@@ -253,23 +253,24 @@ impl Cluster {
             .unwrap_or_else(|_| panic!("esubmit printed {out:?}"))
     }
 
-    /// `equeue --json` with extra filters.
+    /// `equeue --records` (the daemon's job records) with extra filters.
     pub fn queue(&self, args: &[&str]) -> Vec<JobInfo> {
-        let mut all = vec!["--json"];
+        let mut all = vec!["--records"];
         all.extend_from_slice(args);
-        serde_json::from_str(&self.ok("equeue", &all)).expect("equeue --json is JSON")
+        serde_json::from_str(&self.ok("equeue", &all)).expect("equeue --records is JSON")
     }
 
     /// The job as equeue (while queued) or eacct (once finished) reports it.
     pub fn job(&self, id: u64) -> Option<JobInfo> {
         let ids = id.to_string();
         let acct: Vec<JobInfo> =
-            serde_json::from_str(&self.ok("eacct", &["--json", "-j", &ids])).expect("eacct --json");
+            serde_json::from_str(&self.ok("eacct", &["--records", "-j", &ids]))
+                .expect("eacct --records");
         if let Some(j) = acct.into_iter().find(|j| j.id == id) {
             return Some(j);
         }
         // An id the queue does not know is an error to equeue (`Invalid job id specified`).
-        let out = self.run("equeue", &["--json", "-j", &ids]);
+        let out = self.run("equeue", &["--records", "-j", &ids]);
         let jobs: Vec<JobInfo> = serde_json::from_slice(&out.stdout).unwrap_or_default();
         jobs.into_iter().find(|j| j.id == id)
     }
@@ -324,7 +325,11 @@ impl Drop for Cluster {
             let _ = self.tool("ecancel").args(["-t", "PD,R,CG"]).output();
             let deadline = Instant::now() + Duration::from_secs(3);
             while Instant::now() < deadline {
-                match self.tool("equeue").args(["--json", "-t", "R,CG"]).output() {
+                match self
+                    .tool("equeue")
+                    .args(["--records", "-t", "R,CG"])
+                    .output()
+                {
                     Ok(o)
                         if o.status.success()
                             && String::from_utf8_lossy(&o.stdout).trim() == "[]" =>

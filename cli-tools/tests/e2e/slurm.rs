@@ -801,3 +801,81 @@ fn submission_listing_and_update_habits() {
         c.ok("ecancel", &[&id.to_string()]);
     }
 }
+
+/// `equeue --json`, `eacct --json` and `einfo --json` print Slurm 22.05's `squeue --json`,
+/// `sacct --json` and `sinfo --json` documents: `{"meta", "errors", "jobs"}` (`"nodes"` for
+/// sinfo) with Slurm's keys (squeue's `job_id`, `job_state`; sacct's `state.current`,
+/// `exit_code`, `steps[].step.id`). `--records` keeps the daemon's job records.
+#[test]
+fn json_is_slurms_and_records_are_the_daemons() {
+    let c = Cluster::start(2, "cbf");
+    let erun = crate::harness::bin_dir().join("erun").display().to_string();
+    c.script(
+        "json.sh",
+        &format!(
+            "#!/bin/sh\n#SBATCH -N 2 -t 10 --comment=hello\n\
+             {erun} -n 2 true\n\
+             while [ ! -f go ]; do sleep 0.1; done\nexit 3\n"
+        ),
+    );
+    let id = c.submit(&["json.sh"]);
+    let ids = id.to_string();
+    let json = |tool: &str, args: &[&str]| -> serde_json::Value {
+        let out = c.ok(tool, args);
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{tool} {args:?}: {e}: {out}"))
+    };
+    // Running, with its step 0 over.
+    c.wait_until("step 0 recorded as ended", || {
+        let a = json("eacct", &["--json", "-j", &ids]);
+        a["jobs"][0]["steps"].as_array().is_some_and(|s| {
+            s.iter()
+                .any(|s| s["step"]["id"] == 0 && s["state"] == "COMPLETED")
+        })
+    });
+    let q = json("equeue", &["--json", "-j", &ids]);
+    assert_eq!(q["errors"], serde_json::json!([]));
+    assert_eq!(q["meta"]["plugin"]["type"], "openapi/v0.0.38");
+    let j = &q["jobs"][0];
+    assert_eq!(j["job_id"], id);
+    assert_eq!(j["job_state"], "RUNNING");
+    assert_eq!(j["nodes"], "debug[001-002]");
+    assert_eq!(j["node_count"], 2);
+    assert_eq!(j["time_limit"], 10);
+    assert_eq!(j["comment"], "hello");
+    assert!(j["submit_time"]
+        .as_u64()
+        .is_some_and(|t| t > 1_600_000_000 && t < 4_000_000_000));
+    let a = json("eacct", &["--json", "-j", &ids]);
+    assert_eq!(a["meta"]["plugin"]["type"], "openapi/dbv0.0.38");
+    let steps = a["jobs"][0]["steps"].as_array().unwrap();
+    assert_eq!(steps[0]["step"]["id"], "batch");
+    assert_eq!(steps[0]["state"], "RUNNING");
+    assert_eq!(steps[1]["step"]["job_id"], id);
+    assert_eq!(steps[1]["tasks"]["count"], 2);
+    let n = json("einfo", &["--json"]);
+    assert_eq!(n["nodes"][0]["name"], "debug001");
+    assert_eq!(n["nodes"][0]["state"], "allocated");
+    assert_eq!(n["nodes"][0]["partitions"], serde_json::json!(["debug"]));
+    // The daemon's records: a JSON array of JobInfo, and the cluster record.
+    assert_eq!(c.queue(&["-j", &ids])[0].id, id);
+    assert!(json("einfo", &["--records"])["pools"].is_array());
+
+    std::fs::write(c.work.join("go"), "").unwrap();
+    c.wait_state(id, JobState::Failed);
+    let a = json("eacct", &["--json", "-j", &ids]);
+    let j = &a["jobs"][0];
+    assert_eq!(j["job_id"], id);
+    assert_eq!(j["state"]["current"], "FAILED");
+    assert_eq!(j["exit_code"]["status"], "ERROR");
+    assert_eq!(j["exit_code"]["return_code"], 3);
+    assert_eq!(j["time"]["limit"], 10);
+    assert!(j["time"]["end"].as_u64() >= j["time"]["start"].as_u64());
+    let steps = j["steps"].as_array().unwrap();
+    assert_eq!(steps[0]["step"]["id"], "batch");
+    assert_eq!(steps[0]["state"], "FAILED");
+    assert_eq!(steps[1]["step"]["id"], 0);
+    assert_eq!(steps[1]["exit_code"]["status"], "SUCCESS");
+    // sacct -X --json: the jobs without their steps.
+    let x = json("eacct", &["--json", "-X", "-j", &ids]);
+    assert_eq!(x["jobs"][0]["steps"], serde_json::json!([]));
+}
