@@ -421,8 +421,7 @@ pub fn run(cli: InfoCli) -> anyhow::Result<ExitCode> {
             if cli.records {
                 print_out(&(serde_json::to_string_pretty(&info)? + "\n"))?;
             } else if cli.json {
-                let doc = super::slurm_json::sinfo(&info);
-                print_out(&(serde_json::to_string_pretty(&doc)? + "\n"))?;
+                super::slurm_json::print(&super::slurm_json::sinfo(&info))?;
             } else {
                 print_out(&render(&info, &cli, now_ms(), &local_zone())?)?;
             }
