@@ -816,13 +816,17 @@ pub fn run(cli: AcctCli) -> anyhow::Result<ExitCode> {
         _ => HashMap::new(),
     };
     if cli.json {
+        let groups = super::slurm_json::system_groups();
         let ctx = super::slurm_json::Ctx {
             now,
             cpus: &cpus,
-            group: &super::slurm_json::system_group,
+            group: &groups,
         };
-        let doc = super::slurm_json::sacct_with(&jobs, &ctx, !cli.allocations);
-        print_out(&(serde_json::to_string_pretty(&doc)? + "\n"))?;
+        super::slurm_json::print(&super::slurm_json::sacct_with(
+            &jobs,
+            &ctx,
+            !cli.allocations,
+        ))?;
     } else {
         print_out(&render_with(&jobs, &cli, now, &local_zone(), &cpus)?)?;
     }

@@ -293,6 +293,11 @@ fn selected(info: &ClusterInfo, cli: &InfoCli) -> anyhow::Result<ClusterInfo> {
     Ok(out)
 }
 
+/// `--json`: sinfo's document of the nodes `-p` and `-t` select.
+fn json(info: &ClusterInfo, cli: &InfoCli) -> anyhow::Result<serde_json::Value> {
+    Ok(super::slurm_json::sinfo(&selected(info, cli)?))
+}
+
 impl InfoCli {
     /// The `-o`/`-l` format in force, `None` for the built-in tables.
     pub fn format(&self) -> anyhow::Result<Option<Format>> {
@@ -421,8 +426,7 @@ pub fn run(cli: InfoCli) -> anyhow::Result<ExitCode> {
             if cli.records {
                 print_out(&(serde_json::to_string_pretty(&info)? + "\n"))?;
             } else if cli.json {
-                let doc = super::slurm_json::sinfo(&info);
-                print_out(&(serde_json::to_string_pretty(&doc)? + "\n"))?;
+                super::slurm_json::print(&json(&info, &cli)?)?;
             } else {
                 print_out(&render(&info, &cli, now_ms(), &local_zone())?)?;
             }
@@ -472,6 +476,27 @@ mod tests {
 
     fn cli(args: &[&str]) -> InfoCli {
         InfoCli::try_parse_from(std::iter::once("einfo").chain(args.iter().copied())).unwrap()
+    }
+
+    /// `--json` is sinfo's document (`nodes`), of the nodes `-p`/`-t` select; `--records`
+    /// is the daemon's record; the two exclude each other.
+    #[test]
+    fn json_is_sinfos_nodes_of_the_selection() {
+        let v = json(&info(), &cli(&["--json"])).unwrap();
+        assert_eq!(v["nodes"].as_array().unwrap().len(), 4);
+        assert_eq!(v["nodes"][1]["state"], "allocated");
+        assert_eq!(v["nodes"][1]["alloc_cpus"], 4);
+        let idle = json(&info(), &cli(&["--json", "-t", "idle"])).unwrap();
+        let names: Vec<&str> = idle["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|n| n["name"].as_str())
+            .collect();
+        assert_eq!(names, ["debug001", "debug004"]);
+        let none = json(&info(), &cli(&["--json", "-p", "other"])).unwrap();
+        assert_eq!(none["nodes"], serde_json::json!([]));
+        assert!(InfoCli::try_parse_from(["einfo", "--json", "--records"]).is_err());
     }
 
     fn rend(c: &InfoCli) -> String {

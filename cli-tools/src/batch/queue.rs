@@ -433,21 +433,21 @@ pub fn run(cli: QueueCli) -> anyhow::Result<ExitCode> {
         let mut jobs = client.jobs(&req)?;
         let now = now_ms();
         jobs.retain(|j| view.filter.keeps(j, now));
-        let text = if cli.records {
-            serde_json::to_string_pretty(&jobs)?
-        } else {
-            let cpus = match client.request(&Request::Info(InfoRequest {}))? {
-                Response::Info(info) => super::slurm_json::pool_cpus(&info),
-                _ => HashMap::new(),
-            };
-            let ctx = super::slurm_json::Ctx {
-                now,
-                cpus: &cpus,
-                group: &super::slurm_json::system_group,
-            };
-            serde_json::to_string_pretty(&super::slurm_json::squeue(&jobs, &ctx))?
+        if cli.records {
+            print_out(&(serde_json::to_string_pretty(&jobs)? + "\n"))?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        let cpus = match client.request(&Request::Info(InfoRequest {}))? {
+            Response::Info(info) => super::slurm_json::pool_cpus(&info),
+            _ => HashMap::new(),
         };
-        print_out(&(text + "\n"))?;
+        let groups = super::slurm_json::system_groups();
+        let ctx = super::slurm_json::Ctx {
+            now,
+            cpus: &cpus,
+            group: &groups,
+        };
+        super::slurm_json::print(&super::slurm_json::squeue(&jobs, &ctx))?;
         return Ok(ExitCode::SUCCESS);
     }
     let zone = local_zone();

@@ -17,8 +17,11 @@
 //! non-zero exit in sacct's exit code objects (see `exit_object`).
 
 use std::collections::HashMap;
+use std::io::Write;
 
 use batch_proto::{hostlist, ClusterInfo, JobInfo, JobState, JobStep, NodeState, StepId, Usage};
+use serde::ser::{SerializeMap, Serializer};
+use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 /// The Slurm release whose layout is printed (`meta.Slurm`).
@@ -33,6 +36,17 @@ pub struct Ctx<'a> {
     pub cpus: &'a HashMap<String, u32>,
     /// A uid's primary group: its gid and name.
     pub group: &'a dyn Fn(u32) -> Option<(u32, String)>,
+}
+
+/// [`system_group`], asked once per uid: a listing has many jobs of few users.
+pub fn system_groups() -> impl Fn(u32) -> Option<(u32, String)> {
+    let seen = std::cell::RefCell::new(HashMap::new());
+    move |uid| {
+        seen.borrow_mut()
+            .entry(uid)
+            .or_insert_with(|| system_group(uid))
+            .clone()
+    }
 }
 
 /// The system's answer for a uid's primary group.
@@ -448,14 +462,45 @@ pub fn squeue_job(j: &JobInfo, c: &Ctx<'_>) -> Value {
     Value::Object(m)
 }
 
+/// A `{"meta", "errors", "jobs"}` document whose jobs are rendered one at a time as it is
+/// written: the rendered form of 100,000 jobs at once would take gigabytes.
+pub struct Document<'a> {
+    meta: Value,
+    jobs: &'a [JobInfo],
+    render: Box<dyn Fn(&JobInfo) -> Value + 'a>,
+}
+
+impl Serialize for Document<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        struct Jobs<'b>(&'b Document<'b>);
+        impl Serialize for Jobs<'_> {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_seq(self.0.jobs.iter().map(|j| (self.0.render)(j)))
+            }
+        }
+        let mut m = s.serialize_map(Some(3))?;
+        m.serialize_entry("meta", &self.meta)?;
+        m.serialize_entry("errors", &[(); 0])?;
+        m.serialize_entry("jobs", &Jobs(self))?;
+        m.end()
+    }
+}
+
+/// Writes `doc` to stdout as it is made, pretty-printed as Slurm's tools print, and a newline.
+pub fn print(doc: &impl Serialize) -> std::io::Result<()> {
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    serde_json::to_writer_pretty(&mut out, doc)?;
+    out.write_all(b"\n")?;
+    out.flush()
+}
+
 /// `squeue --json`'s document.
-pub fn squeue(jobs: &[JobInfo], c: &Ctx<'_>) -> Value {
-    let jobs: Vec<Value> = jobs.iter().map(|j| squeue_job(j, c)).collect();
-    json!({
-        "meta": meta("openapi/v0.0.38", "Slurm OpenAPI v0.0.38"),
-        "errors": [],
-        "jobs": jobs,
-    })
+pub fn squeue<'a>(jobs: &'a [JobInfo], c: &'a Ctx<'a>) -> Document<'a> {
+    Document {
+        meta: meta("openapi/v0.0.38", "Slurm OpenAPI v0.0.38"),
+        jobs,
+        render: Box::new(move |j| squeue_job(j, c)),
+    }
 }
 
 /// sacct's CPU time pair.
@@ -647,18 +692,17 @@ pub fn sacct_job(j: &JobInfo, c: &Ctx<'_>, with_steps: bool) -> Value {
 }
 
 /// `sacct --json`'s document.
-pub fn sacct(jobs: &[JobInfo], c: &Ctx<'_>) -> Value {
+pub fn sacct<'a>(jobs: &'a [JobInfo], c: &'a Ctx<'a>) -> Document<'a> {
     sacct_with(jobs, c, true)
 }
 
 /// `sacct -X --json`'s document when `with_steps` is false: every job's `steps` is `[]`.
-pub fn sacct_with(jobs: &[JobInfo], c: &Ctx<'_>, with_steps: bool) -> Value {
-    let jobs: Vec<Value> = jobs.iter().map(|j| sacct_job(j, c, with_steps)).collect();
-    json!({
-        "meta": meta("openapi/dbv0.0.38", "Slurm OpenAPI DB v0.0.38"),
-        "errors": [],
-        "jobs": jobs,
-    })
+pub fn sacct_with<'a>(jobs: &'a [JobInfo], c: &'a Ctx<'a>, with_steps: bool) -> Document<'a> {
+    Document {
+        meta: meta("openapi/dbv0.0.38", "Slurm OpenAPI DB v0.0.38"),
+        jobs,
+        render: Box::new(move |j| sacct_job(j, c, with_steps)),
+    }
 }
 
 /// `sinfo --json`'s document: one entry per node (v0.0.38's `_dump_node()`), in the order of
@@ -906,7 +950,7 @@ mod tests {
         }
     }
 
-    fn doc(f: fn(&[JobInfo], &Ctx<'_>) -> Value, j: JobInfo) -> Value {
+    fn doc(f: for<'a> fn(&'a [JobInfo], &'a Ctx<'a>) -> Document<'a>, j: JobInfo) -> Value {
         let cpus = HashMap::from([("debug".to_string(), 4)]);
         let group = |_: u32| Some((100, "users".to_string()));
         let ctx = Ctx {
@@ -914,9 +958,11 @@ mod tests {
             cpus: &cpus,
             group: &group,
         };
-        let v = f(&[j], &ctx);
+        let jobs = [j];
+        let d = f(&jobs, &ctx);
+        let v = serde_json::to_value(&d).unwrap();
         // What is printed parses back to the same document.
-        let text = serde_json::to_string_pretty(&v).unwrap();
+        let text = serde_json::to_string_pretty(&d).unwrap();
         assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), v);
         v
     }
@@ -1110,7 +1156,8 @@ mod tests {
             cpus: &cpus,
             group: &group,
         };
-        let v = sacct_with(&[running()], &ctx, false);
+        let jobs = [running()];
+        let v = serde_json::to_value(sacct_with(&jobs, &ctx, false)).unwrap();
         assert_eq!(v["jobs"][0]["steps"], json!([]));
         assert_eq!(v["jobs"][0]["time"]["user"]["seconds"], 1);
         assert_eq!(v["jobs"][0]["group"], Value::Null);
