@@ -85,6 +85,30 @@ impl Caller {
 /// How long work left for after an answer waits for the client to take the answer.
 const AFTER_WAIT: Duration = Duration::from_secs(2);
 
+/// Returns once the client has closed the connection or sent more: a readiness that is only
+/// left over from the request read before is not taken for either (a peek says).
+async fn client_done(stream: &UnixStream) {
+    use std::os::fd::AsRawFd;
+    loop {
+        if stream.readable().await.is_err() {
+            return;
+        }
+        let mut byte = [0u8; 1];
+        let peeked = stream.try_io(tokio::io::Interest::READABLE, || {
+            nix::sys::socket::recv(
+                stream.as_raw_fd(),
+                &mut byte,
+                nix::sys::socket::MsgFlags::MSG_PEEK,
+            )
+            .map_err(std::io::Error::from)
+        });
+        match peeked {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+            _ => return,
+        }
+    }
+}
+
 /// Work a handler leaves for after its answer is sent.
 pub type After = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
 
@@ -654,7 +678,7 @@ async fn connection(
             // The client reads its answer before the stop: the work waits until the client is
             // done with it (it closes the connection, or sends its next request), at most
             // `AFTER_WAIT`, since the client may be one of the processes stopped.
-            let _ = tokio::time::timeout(AFTER_WAIT, link.stream.readable()).await;
+            let _ = tokio::time::timeout(AFTER_WAIT, client_done(&link.stream)).await;
             after.await;
         }
         if !ok {
