@@ -43,6 +43,21 @@ pub struct InfoCli {
     /// Output format, sinfo's %-letters (see below).
     #[arg(short = 'o', long = "format", value_name = "FORMAT")]
     pub format: Option<String>,
+    /// Output format by field names, sinfo's `-O` (`partition,nodes:10,statelong,nodelist`;
+    /// `:.N` right-justifies in N columns, default 20 each).
+    #[arg(
+        short = 'O',
+        long = "Format",
+        value_name = "FIELDS",
+        conflicts_with = "format"
+    )]
+    pub format_names: Option<String>,
+    /// Only these nodes (a host list).
+    #[arg(short = 'n', long = "nodes", value_name = "NODES")]
+    pub nodes: Option<String>,
+    /// The reasons nodes are down, drained or failing (none are, here: the header alone).
+    #[arg(short = 'R', long = "list-reasons")]
+    pub reasons: bool,
     /// Only nodes in these states (idle, alloc, resv, ... comma-separated, any case, or all).
     #[arg(short = 't', long = "states", value_name = "STATES")]
     pub states: Vec<String>,
@@ -112,7 +127,62 @@ fn table(rows: &[Vec<String>]) -> String {
 }
 
 /// sinfo's format letters that einfo fills.
-const LETTERS: &str = "PRalDtTNncmCFsEzhrgdwf";
+const LETTERS: &str = "PRalDtTNncmCFsEzhrgdwfG";
+
+/// sinfo `-O`'s field names and the letter each stands for.
+const FIELD_NAMES: &[(&str, char)] = &[
+    ("partition", 'P'),
+    ("partitionname", 'R'),
+    ("available", 'a'),
+    ("timelimit", 'l'),
+    ("nodes", 'D'),
+    ("statecompact", 't'),
+    ("statelong", 'T'),
+    ("nodelist", 'N'),
+    ("nodehost", 'n'),
+    ("cpus", 'c'),
+    ("memory", 'm'),
+    ("cpusstate", 'C'),
+    ("nodeaiot", 'F'),
+    ("size", 's'),
+    ("reason", 'E'),
+    ("socketcorethread", 'z'),
+    ("oversubscribe", 'h'),
+    ("root", 'r'),
+    ("groups", 'g'),
+    ("disk", 'd'),
+    ("weight", 'w'),
+    ("features", 'f'),
+    ("gres", 'G'),
+];
+
+/// sinfo's `-O` list as the `-o` letters it stands for: `name[:[.]width]`, comma-separated,
+/// any case; a width of 20 by default.
+pub fn names_to_letters(list: &str) -> anyhow::Result<String> {
+    let mut out = Vec::new();
+    for item in list.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        let (name, width) = match item.split_once(':') {
+            Some((n, w)) => (n, w),
+            None => (item, "20"),
+        };
+        let letter = FIELD_NAMES
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, l)| *l)
+            .ok_or_else(|| anyhow::anyhow!("Invalid node format specification: {name}"))?;
+        let (right, digits) = match width.strip_prefix('.') {
+            Some(d) => (".", d),
+            None => ("", width),
+        };
+        anyhow::ensure!(
+            digits.is_empty() || digits.bytes().all(|b| b.is_ascii_digit()),
+            "Invalid node format specification: {item}"
+        );
+        out.push(format!("%{right}{digits}{letter}"));
+    }
+    anyhow::ensure!(!out.is_empty(), "Invalid node format specification: {list}");
+    Ok(out.join(" "))
+}
 /// sinfo `-l`'s format.
 const LONG_FORMAT: &str = "%9P %.5a %.10l %.10s %.4r %.8h %.10g %.6D %.11T %N";
 /// sinfo `-N -l`'s format.
@@ -139,6 +209,7 @@ fn header(letter: char) -> &'static str {
         'g' => "GROUPS",
         'd' => "TMP_DISK",
         'w' => "WEIGHT",
+        'G' => "GRES",
         _ => "AVAIL_FEATURES",
     }
 }
@@ -193,6 +264,7 @@ fn value(p: &PoolInfo, nodes: &[&NodeInfo], letter: char, buf: &mut String) {
         'g' => "all".into(),
         'd' => "0".into(),
         'w' => "1".into(),
+        // Generic resources and features: pools here have none.
         _ => "(null)".into(),
     };
     buf.push_str(&text);
@@ -278,6 +350,20 @@ fn selected(info: &ClusterInfo, cli: &InfoCli) -> anyhow::Result<ClusterInfo> {
     let mut out = info.clone();
     out.pools
         .retain(|p| pools.is_empty() || pools.contains(&p.name));
+    if let Some(list) = cli.nodes.as_deref() {
+        let names = hostlist::expand_at_most(list, 1 << 16)
+            .map_err(|e| anyhow::anyhow!("Invalid node name specified: {e}"))?;
+        for p in &mut out.pools {
+            p.nodes.retain(|n| names.contains(&n.name));
+            let count = |st: NodeState| p.nodes.iter().filter(|n| n.state == st).count() as u32;
+            p.allocated = count(NodeState::Allocated);
+            p.reserved = count(NodeState::Reserved);
+            p.total = p.nodes.len() as u32;
+            let names: Vec<&str> = p.nodes.iter().map(|n| n.name.as_str()).collect();
+            p.node_list = hostlist::compress(&names);
+        }
+        out.pools.retain(|p| !p.nodes.is_empty());
+    }
     if let Some(states) = states {
         for p in &mut out.pools {
             p.nodes.retain(|n| states.contains(&n.state));
@@ -308,6 +394,12 @@ impl InfoCli {
     /// its options: `-o` wins over it, it wins over `-l` and the built-in tables.
     pub fn format_with(&self, env_format: Option<String>) -> anyhow::Result<Option<Format>> {
         let env_format = env_format.filter(|f| !f.is_empty());
+        if let Some(names) = &self.format_names {
+            return Ok(Some(Format::parse_letters(
+                &names_to_letters(names)?,
+                LETTERS,
+            )?));
+        }
         let text = match (&self.format, &env_format, self.long, self.node) {
             (Some(f), _, _, _) | (None, Some(f), _, _) => f.as_str(),
             (None, None, true, false) => LONG_FORMAT,
@@ -326,6 +418,18 @@ pub fn render(
     zone: &super::time::Zone,
 ) -> anyhow::Result<String> {
     let info = selected(info, cli)?;
+    if cli.reasons {
+        // sinfo -R: a line per node down, drained or failing with why; batchd's nodes never
+        // are, so the header alone.
+        return Ok(if cli.noheader {
+            String::new()
+        } else {
+            format!(
+                "{:<20} {:<9} {:<19} {}\n",
+                "REASON", "USER", "TIMESTAMP", "NODELIST"
+            )
+        });
+    }
     if let Some(format) = cli.format()? {
         let mut out = String::new();
         if cli.long && !cli.noheader {
@@ -438,6 +542,32 @@ pub fn run(cli: InfoCli) -> anyhow::Result<ExitCode> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn format_names_reasons_and_nodes_as_sinfo() {
+        assert_eq!(
+            names_to_letters("Partition,nodes:.6,StateLong,gres:10").unwrap(),
+            "%20P %.6D %20T %10G"
+        );
+        assert!(names_to_letters("bogus").is_err());
+        let cli = |args: &[&str]| {
+            InfoCli::try_parse_from(std::iter::once("einfo").chain(args.iter().copied())).unwrap()
+        };
+        let z = crate::batch::time::fixed_zone(0);
+        assert_eq!(
+            render(&info(), &cli(&["-R"]), 0, &z).unwrap(),
+            "REASON               USER      TIMESTAMP           NODELIST\n"
+        );
+        let t = render(
+            &info(),
+            &cli(&["-h", "-n", "debug[001-002]", "-o", "%D %N %G"]),
+            0,
+            &z,
+        )
+        .unwrap();
+        // Nodes alike in every field shown share a line.
+        assert_eq!(t, "2 debug[001-002] (null)\n");
+    }
+
     use super::*;
     use batch_proto::{NodeInfo, PoolInfo};
 
