@@ -102,13 +102,27 @@ pub async fn run_once_at(d: &Arc<Daemon>, wake_at: Option<u64>) -> (bool, Option
         Some(w) if w <= real && real - w <= slack => w,
         _ => real,
     };
+    // Slurm's end-by deadline: a job that can no longer end by it is removed before the policy
+    // sees it (a rule of the job's, not a decision of the policy's).
+    let (missed, next_miss) = d.core().missed_deadlines(now);
+    for id in missed {
+        let why = "DeadLine: the job can no longer end by its --deadline".to_string();
+        tracing::info!(job = id, "{why}");
+        if let Err(e) = d
+            .end_pending(id, batch_proto::JobState::Deadline, Some(why))
+            .await
+        {
+            tracing::error!(job = id, "cannot store the missed deadline: {e}");
+        }
+    }
     let grace = d.settings().config.grace_period_ms;
     let snap = {
         let mut core = d.core();
         let snap = core.snapshot(now, grace);
         if snap.pending.is_empty() {
             core.forget_expectations(Forget::NothingToPlace);
-            return (false, None);
+            // A held job may still miss its deadline: wake for it.
+            return (false, next_miss);
         }
         snap
     };
@@ -137,7 +151,12 @@ pub async fn run_once_at(d: &Arc<Daemon>, wake_at: Option<u64>) -> (bool, Option
         wake_at = ?plan.wake_at.into_option(),
         "policy run"
     );
-    (true, plan.wake_at.into_option().filter(|&t| t > now))
+    let wake = plan.wake_at.into_option().filter(|&t| t > now);
+    let wake = match (wake, next_miss) {
+        (Some(w), Some(m)) => Some(w.min(m)),
+        (w, m) => w.or(m),
+    };
+    (true, wake)
 }
 
 /// Starts a call of `host` on `snap` on a thread of its own, not tokio's blocking pool: a pool

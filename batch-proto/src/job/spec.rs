@@ -130,6 +130,11 @@ pub struct JobSpec {
     /// between re-attaches it without nodes and still ends it PREEMPTED; never in a submission.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preempted: Option<String>,
+    /// Slurm's `--deadline` of a job that is not co-allocated, ms since the epoch: the job
+    /// starts only while it can end by then (its start plus its time limit); once it cannot,
+    /// it is removed, DEADLINE.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_by: Option<EpochMs>,
     /// Where the submission ran (`SLURM_SUBMIT_DIR`), which `-D` does not change; `None`:
     /// `work_dir`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -188,6 +193,7 @@ impl JobSpec {
             no_requeue: false,
             requeue_by_hand: None,
             preempted: None,
+            end_by: None,
             submit_dir: None,
             inert: None,
         }
@@ -208,6 +214,24 @@ impl JobSpec {
                     what: "begin time",
                     reason: format!(
                         "{days} days ahead; at most {} days ahead are accepted",
+                        MAX_BEGIN_AHEAD / DAY_MS
+                    ),
+                });
+            }
+        }
+        if let Some(d) = self.end_by {
+            if d <= now {
+                return Err(SpecError::Bound {
+                    what: "deadline",
+                    reason: "it has already passed".into(),
+                });
+            }
+            if d - now > MAX_BEGIN_AHEAD {
+                return Err(SpecError::Bound {
+                    what: "deadline",
+                    reason: format!(
+                        "{} days ahead; at most {} days ahead are accepted",
+                        (d - now) / DAY_MS,
                         MAX_BEGIN_AHEAD / DAY_MS
                     ),
                 });
@@ -371,6 +395,12 @@ impl JobSpec {
             return field(
                 "deadline",
                 "a co-allocated job needs a start deadline (--deadline)",
+            );
+        }
+        if coallocated && self.end_by.is_some() {
+            return field(
+                "end_by",
+                "a co-allocated job's --deadline is its start deadline (deadline)",
             );
         }
         if !coallocated && self.deadline.is_some() {

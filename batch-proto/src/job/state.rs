@@ -26,11 +26,14 @@ pub enum JobState {
     /// Killed by the policy to make room for another job (`PR`): a local job under the RPP's
     /// global priority (GP), at a co-allocated job's start deadline. The reason is in `detail`.
     Preempted,
+    /// Removed before its start because it could no longer end by its `--deadline`
+    /// (Slurm's end-by deadline) (`DL`).
+    Deadline,
 }
 
 impl JobState {
     /// Every state, in display order.
-    pub const ALL: [JobState; 8] = [
+    pub const ALL: [JobState; 9] = [
         JobState::Pending,
         JobState::Running,
         JobState::Completing,
@@ -39,9 +42,10 @@ impl JobState {
         JobState::Cancelled,
         JobState::Timeout,
         JobState::Preempted,
+        JobState::Deadline,
     ];
 
-    /// Slurm's two-letter code (`PD`, `R`, `CG`, `CD`, `F`, `CA`, `TO`, `PR`).
+    /// Slurm's two-letter code (`PD`, `R`, `CG`, `CD`, `F`, `CA`, `TO`, `PR`, `DL`).
     pub fn code(self) -> &'static str {
         match self {
             JobState::Pending => "PD",
@@ -52,6 +56,7 @@ impl JobState {
             JobState::Cancelled => "CA",
             JobState::Timeout => "TO",
             JobState::Preempted => "PR",
+            JobState::Deadline => "DL",
         }
     }
 
@@ -66,6 +71,7 @@ impl JobState {
             JobState::Cancelled => "CANCELLED",
             JobState::Timeout => "TIMEOUT",
             JobState::Preempted => "PREEMPTED",
+            JobState::Deadline => "DEADLINE",
         }
     }
 
@@ -78,6 +84,7 @@ impl JobState {
                 | JobState::Cancelled
                 | JobState::Timeout
                 | JobState::Preempted
+                | JobState::Deadline
         )
     }
 
@@ -95,7 +102,7 @@ impl fmt::Display for JobState {
 
 /// A state name or code that is not one of ours.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unknown job state `{0}` (expected one of PENDING/PD, RUNNING/R, COMPLETING/CG, COMPLETED/CD, FAILED/F, CANCELLED/CA, TIMEOUT/TO, PREEMPTED/PR)")]
+#[error("unknown job state `{0}` (expected one of PENDING/PD, RUNNING/R, COMPLETING/CG, COMPLETED/CD, FAILED/F, CANCELLED/CA, TIMEOUT/TO, PREEMPTED/PR, DEADLINE/DL)")]
 pub struct UnknownState(pub String);
 
 impl FromStr for JobState {

@@ -380,6 +380,37 @@ impl Core {
         self.update_pending(id, |r| r.spec = spec)
     }
 
+    /// Pending jobs that can no longer end by their `--deadline` (Slurm's end-by deadline) at
+    /// `now`, even with their shortest time limit; and the next instant another will, for the
+    /// scheduler's wake-up.
+    pub fn missed_deadlines(&self, now: u64) -> (Vec<u64>, Option<u64>) {
+        let mut missed = Vec::new();
+        let mut next: Option<u64> = None;
+        for a in self
+            .jobs
+            .values()
+            .filter(|a| a.rec.state == JobState::Pending)
+        {
+            let Some(end_by) = a.rec.spec.end_by else {
+                continue;
+            };
+            let shortest = match &a.rec.spec.shape {
+                JobShape::Moldable { configs, .. } if !configs.is_empty() => {
+                    configs.iter().map(|c| c.walltime).min().unwrap_or(0)
+                }
+                _ => a.rec.time_limit(),
+            };
+            // The last instant it may start and still end by the deadline.
+            let last = end_by.saturating_sub(shortest);
+            if now > last {
+                missed.push(a.rec.id);
+            } else {
+                next = Some(next.map_or(last + 1, |n| n.min(last + 1)));
+            }
+        }
+        (missed, next)
+    }
+
     /// Sets running job `id`'s time limit to `walltime` ms from its start (`econtrol update
     /// TimeLimit=`): the plans that follow see its nodes free at the new end. A rigid or
     /// moldable job's only (an evolving job's steps are its limit); the record as changed.
@@ -1345,6 +1376,41 @@ mod tests {
     fn rec(id: u64) -> JobRecord {
         let spec = JobSpec::new("#!/bin/sh\n", "/tmp", 2, 1000);
         JobRecord::submitted(id, 1, 1, "u", spec, 0)
+    }
+
+    #[test]
+    fn a_job_misses_its_end_by_deadline_once_its_limit_no_longer_fits() {
+        let mut c = Core::new([("debug", 4)]);
+        // Limit 1 s, end by 5 s: it may start until 4 s.
+        let mut r = rec(1);
+        r.spec.end_by = Some(5_000);
+        c.insert(Active { rec: r, run: None });
+        c.insert(Active {
+            rec: rec(2),
+            run: None,
+        });
+        assert_eq!(c.missed_deadlines(4_000), (vec![], Some(4_001)));
+        assert_eq!(c.missed_deadlines(4_001), (vec![1], None));
+        // A moldable job has until its shortest configuration no longer fits.
+        let mut m = rec(3);
+        m.spec.end_by = Some(10_000);
+        m.spec.shape = JobShape::Moldable {
+            configs: vec![
+                batch_proto::MoldConfig {
+                    nodes: 1,
+                    walltime: 8_000,
+                },
+                batch_proto::MoldConfig {
+                    nodes: 2,
+                    walltime: 3_000,
+                },
+            ],
+            model: None,
+            weight: None,
+        };
+        c.insert(Active { rec: m, run: None });
+        assert_eq!(c.missed_deadlines(6_500).0, vec![1]);
+        assert_eq!(c.missed_deadlines(7_001).0, vec![1, 3]);
     }
 
     fn add(c: &mut Core, r: JobRecord) {

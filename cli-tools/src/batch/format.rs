@@ -127,6 +127,8 @@ fn state_rank(s: JobState) -> i128 {
         JobState::Failed => 5,
         JobState::Timeout => 6,
         JobState::Preempted => 8,
+        // Slurm's JOB_DEADLINE comes after JOB_BOOT_FAIL.
+        JobState::Deadline => 10,
     }
 }
 

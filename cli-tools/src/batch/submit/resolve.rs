@@ -559,24 +559,10 @@ impl SubmitOpts {
                 "--components gives the nodes and lets the policy choose the pools; drop -N, -p, --evolving-profile and --moldable",
             ));
         }
-        match (components.is_some(), deadline.is_some()) {
-            (true, false) => {
-                return Err(conflict(
-                    "--components needs --deadline (a co-allocated job has a start deadline)",
-                ))
-            }
-            (false, true) => {
-                return Err(SpecError::Invalid {
-                    what: "--deadline",
-                    input: pick(&self.deadline, None, &s.deadline)
-                        .map(|(v, _)| v)
-                        .unwrap_or_default(),
-                    reason: "Slurm's end-by deadline is not supported yet: --deadline is the \
-                             start deadline of a co-allocated job (--components)"
-                        .into(),
-                })
-            }
-            _ => {}
+        if components.is_some() && deadline.is_none() {
+            return Err(conflict(
+                "--components needs --deadline (a co-allocated job has a start deadline)",
+            ));
         }
         let workdir = match pick(&self.chdir, None, &s.chdir) {
             Some((d, _)) => ctx.cwd.join(d),
@@ -615,6 +601,7 @@ impl SubmitOpts {
             Some(TimeLimit::Limited(d)) => d,
             Some(TimeLimit::Unlimited) => batch_proto::TIME_UNLIMITED,
         };
+        let coallocated = components.is_some();
         let shape = if let Some(components) = components {
             if time_limit == batch_proto::TIME_UNLIMITED {
                 return Err(SpecError::Conflict(
@@ -667,7 +654,10 @@ impl SubmitOpts {
             resources: (!resources.is_empty()).then(|| Box::new(resources)),
             account,
             qos,
-            deadline,
+            // --deadline: a co-allocated job's start deadline, any other job's Slurm end-by
+            // deadline.
+            end_by: deadline.filter(|_| !coallocated),
+            deadline: deadline.filter(|_| coallocated),
             requeue,
             warn_signal,
             open_append,

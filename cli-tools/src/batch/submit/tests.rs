@@ -640,14 +640,13 @@ fn global_options_that_do_not_go_together_are_refused() {
     }
     let e = resolve(&cli(&["--components", "2", "job.sh"]), "#!/bin/sh\n", &[]).unwrap_err();
     assert!(e.to_string().contains("--deadline"), "{e}");
-    // Slurm's --deadline (any job: removed when it cannot end by then) is refused as that,
-    // not as a conflict of options the user did not give.
-    let e = resolve(&cli(&["--deadline", "+1min", "job.sh"]), "#!/bin/sh\n", &[]).unwrap_err();
-    assert_eq!(
-        e.to_string(),
-        "invalid --deadline '+1min': Slurm's end-by deadline is not supported yet: --deadline \
-         is the start deadline of a co-allocated job (--components)"
-    );
+    // Slurm's --deadline on any other job: the end-by deadline (removed, DEADLINE, once it
+    // cannot end by then), not the start deadline the policy sees.
+    let job = resolve(&cli(&["--deadline", "+1min", "job.sh"]), "#!/bin/sh\n", &[])
+        .unwrap()
+        .job;
+    assert_eq!(job.deadline, None);
+    assert!(job.end_by.is_some());
 }
 
 /// sbatch (Slurm 22.05) accepts `--wckey`, `--comment`, `--nice[=N]`, `--time-min`,
