@@ -233,7 +233,11 @@ pub async fn start(d: &Arc<Daemon>, caller: &Caller, req: StepStartRequest) -> R
             start: pstart,
             cpus: held,
         });
-        if let Err(e) = write_json(&dir.join(files::STEPS), &running) {
+        // An allocation's step may come as soon as the job is RUNNING, before its supervisor
+        // has made the job's directory.
+        let written = crate::state::create_private_dir(&dir)
+            .and_then(|()| write_json(&dir.join(files::STEPS), &running));
+        if let Err(e) = written {
             return internal(format!("cannot record the step: {e}"));
         }
         let started = StepStarted {

@@ -642,9 +642,7 @@ fn global_options_that_do_not_go_together_are_refused() {
     assert!(e.to_string().contains("--deadline"), "{e}");
     // Slurm's --deadline on any other job: the end-by deadline (removed, DEADLINE, once it
     // cannot end by then), not the start deadline the policy sees.
-    let job = resolve(&cli(&["--deadline", "+1min", "job.sh"]), "#!/bin/sh\n", &[])
-        .unwrap()
-        .job;
+    let job = resolve(&cli(&["--deadline", "+1min", "job.sh"]), "#!/bin/sh\n", &[]).unwrap();
     assert_eq!(job.deadline, None);
     assert!(job.end_by.is_some());
 }
