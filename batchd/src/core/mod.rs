@@ -569,6 +569,26 @@ impl Core {
         }
     }
 
+    /// For each `(uid, name)` of a pending singleton job, the lowest id of the pending jobs of
+    /// that user and name, singleton or not (empty, and cheap, when no job is a singleton).
+    fn first_pending_of_singletons(&self) -> HashMap<(u32, &str), u64> {
+        let mut wanted: HashMap<(u32, &str), u64> = self
+            .pending_in_order()
+            .into_iter()
+            .filter(|r| r.spec.dependencies.contains(&Dependency::Singleton))
+            .map(|r| ((r.uid, r.spec.name.as_str()), u64::MAX))
+            .collect();
+        if wanted.is_empty() {
+            return wanted;
+        }
+        for r in self.pending_in_order() {
+            if let Some(first) = wanted.get_mut(&(r.uid, r.spec.name.as_str())) {
+                *first = (*first).min(r.id);
+            }
+        }
+        wanted
+    }
+
     /// `(uid, name)` of every running job, for `singleton`.
     fn running_names(&self) -> HashSet<(u32, &str)> {
         self.running
@@ -613,6 +633,7 @@ impl Core {
         jobs: impl Iterator<Item = &'a JobRecord>,
     ) -> Vec<(&'a JobRecord, bool, Option<PendingReason>)> {
         let mut singles = self.running_names();
+        let earlier = self.first_pending_of_singletons();
         let mut tasks = self.running_tasks();
         jobs.map(|rec| {
             if rec.held {
@@ -625,8 +646,13 @@ impl Core {
                 DepStatus::Waiting => return (rec, false, Some(PendingReason::Dependency)),
                 DepStatus::Satisfied => {}
             }
+            // Slurm's singleton: after every earlier job of the same name and user has ended,
+            // running or still pending (an earlier one is one submitted before: a lower id).
             if rec.spec.dependencies.contains(&Dependency::Singleton)
-                && !singles.insert((rec.uid, rec.spec.name.as_str()))
+                && (earlier
+                    .get(&(rec.uid, rec.spec.name.as_str()))
+                    .is_some_and(|&first| first < rec.id)
+                    || !singles.insert((rec.uid, rec.spec.name.as_str())))
             {
                 return (rec, false, Some(PendingReason::Dependency));
             }
@@ -1483,6 +1509,26 @@ mod tests {
         }
         let snap = c.snapshot(0, 0);
         assert_eq!(snap.pending.len(), 1);
+        assert_eq!(c.reason_of(0, 2), Some(PendingReason::Dependency));
+    }
+
+    #[test]
+    fn a_singleton_waits_for_an_earlier_pending_job_of_its_name_singleton_or_not() {
+        // Slurm 22.05: singleton starts "after any previously launched jobs sharing the same
+        // job name and user have terminated" - a pending one without singleton too.
+        let mut c = core_with(4);
+        let mut held = rec(1);
+        held.held = true;
+        add(&mut c, held);
+        let mut r = rec(2);
+        r.spec.dependencies = vec![Dependency::Singleton];
+        add(&mut c, r);
+        // Another name, or a later job of the name, does not hold it back.
+        let mut other = rec(3);
+        other.spec.name = "other".into();
+        add(&mut c, other);
+        let ids: Vec<u64> = c.snapshot(0, 0).pending.iter().map(|p| p.id.0).collect();
+        assert_eq!(ids, vec![3]);
         assert_eq!(c.reason_of(0, 2), Some(PendingReason::Dependency));
     }
 
