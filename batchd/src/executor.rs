@@ -38,6 +38,9 @@ pub struct Site {
     /// batchd's socket (`ESCHED_SOCKET`), so that `erun` inside the job finds the daemon
     /// whatever the job's environment says.
     pub socket: String,
+    /// The grace period (`ESCHED_KILL_WAIT_MS`): how long `erun` lets its tasks outlive the
+    /// stop it passes on before it kills them itself.
+    pub grace_ms: u64,
 }
 
 impl Site {
@@ -57,6 +60,7 @@ impl Site {
                 .and_then(|h| h.into_string().ok())
                 .unwrap_or_else(|| "localhost".into()),
             socket: config.socket_path().display().to_string(),
+            grace_ms: config.grace_period_ms,
         }
     }
 }
@@ -205,6 +209,7 @@ pub fn job_environment(rec: &JobRecord, dir: &Path, site: &Site) -> Vec<(String,
         ("ESCHED_SUBMIT_DIR", rec.spec.work_dir.clone()),
         ("ESCHED_JOB_USER", rec.user.clone()),
         ("ESCHED_SOCKET", site.socket.clone()),
+        ("ESCHED_KILL_WAIT_MS", site.grace_ms.to_string()),
     ];
     if matches!(rec.shape, Some(sched_core::Shape::Evolving { .. })) {
         ours.push(("ESCHED_STEPFILE", file(files::STEP)));
@@ -651,7 +656,7 @@ pub fn signal(d: &Daemon, id: u64, signal: i32, scope: SignalScope) -> Result<()
     // A component whose group is already gone does not make the others' signal fail.
     let mut reached = false;
     let mut last = None;
-    for g in groups {
+    for &g in &groups {
         // `-b`: the batch shell alone; `-f`: its whole group, and the steps (whose tasks
         // are in groups of their own, reached through their `erun`).
         let target = match scope {
@@ -664,7 +669,7 @@ pub fn signal(d: &Daemon, id: u64, signal: i32, scope: SignalScope) -> Result<()
         }
     }
     if scope == SignalScope::Full && sig != Signal::SIGKILL {
-        crate::procs::signal_steps(&dir, sig);
+        crate::procs::signal_steps_outside(&dir, sig, &groups);
     }
     match (reached, last) {
         (false, Some(e)) => Err(format!("cannot signal job {id}: {e}")),
@@ -683,6 +688,7 @@ mod tests {
             cluster: "c1".into(),
             host: "login1".into(),
             socket: "/run/b.sock".into(),
+            grace_ms: 500,
         }
     }
 

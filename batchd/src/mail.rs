@@ -98,6 +98,16 @@ pub fn subject(rec: &JobRecord, event: Event) -> String {
     }
 }
 
+/// Whether `to` is a plain mail address or user name: letters, digits and `@._+-`, not
+/// starting with `-`.
+pub fn is_address(to: &str) -> bool {
+    !to.is_empty()
+        && !to.starts_with('-')
+        && to
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "@._+-".contains(c))
+}
+
 /// Sends the mail about `event` of `rec` when the job asked for it and `program` is set; the
 /// program runs apart (its end is awaited on a task of its own, never by the caller).
 pub fn notify(program: Option<&Path>, rec: &JobRecord, event: Event) {
@@ -114,6 +124,12 @@ pub fn notify(program: Option<&Path>, rec: &JobRecord, event: Event) {
         .as_deref()
         .and_then(|i| i.mail_user.clone())
         .unwrap_or_else(|| rec.user.clone());
+    // The recipient is the user's text on the program's command line: an address only, never
+    // an option of the program's.
+    if !is_address(&to) {
+        tracing::warn!(job = rec.id, "--mail-user is not an address; mail not sent");
+        return;
+    }
     let subject = subject(rec, event);
     let spawned = tokio::process::Command::new(program)
         .arg("-s")
@@ -167,6 +183,12 @@ mod tests {
         r.state = JobState::Timeout;
         assert!(wanted(&r, Event::End));
         assert!(!wanted(&rec("NONE"), Event::End));
+    }
+
+    #[test]
+    fn a_recipient_is_an_address_never_an_option() {
+        assert!(is_address("bob@example.org") && is_address("alice"));
+        assert!(!is_address("--exec=!sh") && !is_address("a b") && !is_address(""));
     }
 
     #[test]

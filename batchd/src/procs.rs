@@ -117,9 +117,20 @@ pub fn step_alive(step: &StepPid) -> bool {
 /// Sends `sig` to each running step's `erun` of the job in `dir` (`steps.json`), which passes
 /// it to its tasks; how many were reached.
 pub fn signal_steps(dir: &std::path::Path, sig: nix::sys::signal::Signal) -> usize {
+    signal_steps_outside(dir, sig, &[])
+}
+
+/// [`signal_steps`], but for the `erun`s in one of process groups `groups`, which a signal to
+/// those groups reaches already (once is what a task must get).
+pub fn signal_steps_outside(
+    dir: &std::path::Path,
+    sig: nix::sys::signal::Signal,
+    groups: &[i32],
+) -> usize {
     StepPid::read_all(dir)
         .iter()
         .filter(|s| step_alive(s))
+        .filter(|s| stat(s.pid).is_some_and(|st| !groups.contains(&st.pgrp)))
         .filter(|s| nix::sys::signal::kill(nix::unistd::Pid::from_raw(s.pid), sig).is_ok())
         .count()
 }

@@ -153,7 +153,7 @@ pub fn supervise(job_dir: &Path) -> i32 {
                                 format_utc(now_ms())
                             ),
                         );
-                        stop_groups(&groups, grace);
+                        stop_groups(&groups, grace, &dir);
                     }
                 }
                 // The daemon's restarts must not touch the job.
@@ -171,6 +171,7 @@ pub fn supervise(job_dir: &Path) -> i32 {
         let notes = Arc::clone(&notes);
         let groups = Arc::clone(&groups);
         let deadline = Arc::clone(&deadline);
+        let dir = job_dir.to_path_buf();
         std::thread::spawn(move || {
             sleep_until(&deadline, 0);
             if outcome
@@ -185,7 +186,7 @@ pub fn supervise(job_dir: &Path) -> i32 {
                         format_utc(now_ms())
                     ),
                 );
-                stop_groups(&groups, grace);
+                stop_groups(&groups, grace, &dir);
             }
         });
     }
@@ -354,9 +355,13 @@ fn fail(job_dir: &Path, detail: String) -> i32 {
     }
 }
 
-/// SIGTERM to the job's process groups (one per component), SIGKILL after `grace` to those
-/// that were still there and whose leader has not ended meanwhile.
-fn stop_groups(groups: &[Group], grace: Duration) {
+/// SIGTERM to the job's process groups (one per component) and to its steps' `erun`s that are
+/// elsewhere (an allocation's, run from a login shell), SIGKILL after `grace` to the groups
+/// that were still there and whose leader has not ended meanwhile (an `erun` kills its own
+/// tasks after the same grace, `ESCHED_KILL_WAIT_MS`).
+fn stop_groups(groups: &[Group], grace: Duration, job_dir: &Path) {
+    let ids: Vec<i32> = groups.iter().map(|g| g.pid.as_raw()).collect();
+    crate::procs::signal_steps_outside(job_dir, Signal::SIGTERM, &ids);
     let live: Vec<&Group> = groups
         .iter()
         .filter(|g| !g.gone.load(Ordering::SeqCst))

@@ -172,6 +172,16 @@ impl InertOptions {
         if let Some(t) = &self.mail_type {
             Self::parse_mail_type(t)?;
         }
+        // The recipient ends up on a mail program's command line: an address, never an
+        // option.
+        if let Some(u) = &self.mail_user {
+            let plain = u
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "@._+-".contains(c));
+            if u.is_empty() || u.starts_with('-') || !plain {
+                return bad("mail_user", "is not a mail address");
+            }
+        }
         if let Some(p) = &self.profile {
             Self::parse_profile(p)?;
         }

@@ -64,6 +64,9 @@ pub struct Caller {
     pub user: String,
     /// Peer pid (SO_PEERCRED), when the system gives it.
     pub pid: Option<i32>,
+    /// That process's start time (clock ticks since the boot), read when the connection was
+    /// accepted: a later process that reuses the pid is not the peer.
+    pub pid_start: Option<u64>,
 }
 
 impl Caller {
@@ -588,6 +591,7 @@ async fn connection(
                 gid: c.gid(),
                 user,
                 pid: c.pid(),
+                pid_start: c.pid().and_then(crate::procs::stat).map(|s| s.start),
             }
         }
         Err(e) => {

@@ -21,6 +21,10 @@ use crate::daemon::Daemon;
 use crate::launch::{files, now_ms, write_json, StepPid};
 use batch_proto::jobstep::layout;
 
+/// The most steps a job may start (Slurm's default `MaxStepCount`): each is kept with the job,
+/// and a listing of the job must fit in a frame.
+pub const MAX_STEPS: u32 = 40_000;
+
 fn error(kind: ErrorKind, message: impl Into<String>) -> Reply {
     ErrorReply::new(kind, message.into()).into()
 }
@@ -158,8 +162,17 @@ pub async fn start(d: &Arc<Daemon>, caller: &Caller, req: StepStartRequest) -> R
             "the step's process cannot be identified",
         );
     };
-    let Some(pstart) = crate::procs::stat(pid).map(|s| s.start) else {
-        return error(ErrorKind::BadRequest, "the step's process is gone");
+    // The step's process is the peer itself, still there: the same start time as when the
+    // connection was accepted (a reused pid is another process) and the caller's own uid, so
+    // that no signal to the steps can reach a process that is not the caller's.
+    let same = crate::procs::stat(pid)
+        .map(|s| s.start)
+        .filter(|&t| Some(t) == caller.pid_start);
+    let Some(pstart) = same.filter(|_| crate::procs::uid(pid) == Some(caller.uid)) else {
+        return error(
+            ErrorKind::BadRequest,
+            "the step's process is not the one that connected",
+        );
     };
     let pools = d.settings().config.pools;
     let dir = d.job_dir(id);
@@ -202,6 +215,14 @@ pub async fn start(d: &Arc<Daemon>, caller: &Caller, req: StepStartRequest) -> R
             Err(NoFit::Never(m)) => return error(ErrorKind::InvalidSpec, m),
             Err(NoFit::Busy(m)) => return error(ErrorKind::Busy, m),
         };
+        if crate::record::next_step(&a.rec.steps) >= MAX_STEPS {
+            return error(
+                ErrorKind::InvalidSpec,
+                format!(
+                    "Step limit reached for job {id} ({MAX_STEPS} steps, Slurm's MaxStepCount)"
+                ),
+            );
+        }
         let now = now_ms();
         let changed = core.change_steps(id, |_, steps| {
             let n = crate::record::next_step(steps);

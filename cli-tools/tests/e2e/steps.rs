@@ -336,3 +336,24 @@ fn a_running_jobs_time_limit_can_be_changed() {
     assert_eq!(out.status.code(), Some(1));
     c.ok("ecancel", &[&raised.to_string()]);
 }
+
+#[test]
+fn an_allocations_limit_stops_its_step_run_from_outside_the_job() {
+    let c = Cluster::start(1, "cbf");
+    // srun -t outside a job: the step runs in erun's own session, not the job's; the limit
+    // still stops it (slurmstepd signals every step of the job), and nothing is left running.
+    let secs = format!("{}.5", 600 + std::process::id() % 1000);
+    let marker = format!("sleep\0{secs}");
+    let out = c.run("erun", &["-t", "2s", "sleep", &secs]);
+    assert_ne!(out.status.code(), Some(0));
+    let left = std::fs::read_dir("/proc")
+        .map(|d| {
+            d.filter_map(|e| std::fs::read(e.ok()?.path().join("cmdline")).ok())
+                .filter(|c| String::from_utf8_lossy(c).contains(&marker))
+                .count()
+        })
+        .unwrap_or(0);
+    assert_eq!(left, 0, "the step's task outlived its allocation");
+    let all = c.ok("eacct", &["-X", "-P", "-n", "-o", "State"]);
+    assert_eq!(all, "TIMEOUT\n");
+}

@@ -110,7 +110,7 @@ impl Allocation {
         let mut said = false;
         let asked = std::time::Instant::now();
         loop {
-            if forwarder.interrupted() != 0 {
+            if forwarder.stopped() {
                 alloc.cancel();
                 bail!("Job allocation {id} has been revoked");
             }
@@ -215,6 +215,10 @@ fn variables(job: &JobInfo, req: &AllocRequest) -> Vec<(String, String)> {
     }
     if let Some(c) = req.cpus_per_task {
         v.push(("SLURM_CPUS_PER_TASK", c.to_string()));
+    }
+    // The allocation's daemon, for the erun the command runs.
+    if let Some(sock) = &req.socket {
+        v.push(("ESCHED_SOCKET", sock.display().to_string()));
     }
     v.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
 }

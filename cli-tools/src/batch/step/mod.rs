@@ -258,7 +258,23 @@ pub fn run_in_job(
 ) -> anyhow::Result<ExitCode> {
     let req = cli.step_request(job, job_nodes, job_tasks)?;
     let started = start_step(cli, me, &req, forwarder)?;
-    let outcome = tasks::run(cli, me, job, &req, &started, forwarder, job_env)?;
+    let outcome = match tasks::run(cli, me, job, &req, &started, forwarder, job_env) {
+        Ok(o) => o,
+        Err(e) => {
+            // Nothing started (what can fail comes first): the step ends FAILED, not RUNNING
+            // until its job ends.
+            let end = StepEndRequest {
+                job_id: job,
+                step: started.step,
+                exit_code: 1,
+                signal: 0,
+                usage: None,
+                stopped: false,
+            };
+            report_end(cli, me, &end);
+            return Err(e);
+        }
+    };
     let end = StepEndRequest {
         job_id: job,
         step: started.step,
@@ -306,7 +322,7 @@ fn start_step(
 ) -> anyhow::Result<StepStarted> {
     let mut said = false;
     loop {
-        if forwarder.interrupted() != 0 {
+        if forwarder.stopped() {
             bail!("Job step aborted before it started");
         }
         let mut client = connect(cli.socket.path())?;

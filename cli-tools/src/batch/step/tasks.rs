@@ -19,8 +19,9 @@ use nix::unistd::Pid;
 
 use super::RunCli;
 
-/// The signals erun passes on to its tasks, as srun does.
-const FORWARDED: [Signal; 8] = [
+/// The signals erun passes on to its tasks, as srun does: every one a process can catch whose
+/// default would end or stop erun alone and leave its tasks behind.
+const FORWARDED: [Signal; 15] = [
     Signal::SIGINT,
     Signal::SIGTERM,
     Signal::SIGHUP,
@@ -29,15 +30,39 @@ const FORWARDED: [Signal; 8] = [
     Signal::SIGUSR2,
     Signal::SIGALRM,
     Signal::SIGCONT,
+    Signal::SIGXCPU,
+    Signal::SIGXFSZ,
+    Signal::SIGVTALRM,
+    Signal::SIGPROF,
+    Signal::SIGPWR,
+    Signal::SIGURG,
+    Signal::SIGWINCH,
 ];
 
-/// Where erun's signals go: the groups of the tasks still running, or, before there are any,
-/// a note that erun was told to stop.
+/// How long the tasks have between the stop erun passes on (SIGTERM, ...) and the SIGKILL erun
+/// sends them itself, when batchd's job environment does not say (`ESCHED_KILL_WAIT_MS`, the
+/// grace period): a SIGKILL to erun alone would leave its tasks, in groups of their own,
+/// behind.
+const KILL_WAIT_MS: u64 = 30_000;
+
+/// A task erun passes signals to: its pid, and whether it leads a process group of its own
+/// (then the group is signalled; a task left in erun's group, reading a terminal, is signalled
+/// alone).
+type Live = (i32, bool);
+
+/// Where erun's signals go: the tasks still running, or, before there are any, a note that
+/// erun was told to stop (passed on to the tasks as they start).
 #[derive(Clone, Default)]
 pub struct Forwarder {
-    live: Arc<Mutex<Vec<i32>>>,
+    live: Arc<Mutex<Vec<Live>>>,
     interrupted: Arc<AtomicI32>,
     stopped: Arc<AtomicI32>,
+}
+
+/// Sends `sig` to a task: its group, or itself.
+fn signal_task(&(pid, own_group): &Live, sig: Signal) {
+    let target = if own_group { -pid } else { pid };
+    let _ = kill(Pid::from_raw(target), sig);
 }
 
 impl Forwarder {
@@ -55,27 +80,62 @@ impl Forwarder {
                 let Ok(sig) = Signal::try_from(n) else {
                     continue;
                 };
-                let groups = me.live.lock().map(|l| l.clone()).unwrap_or_default();
-                if groups.is_empty() && sig != Signal::SIGCONT {
-                    me.interrupted.store(n, Ordering::SeqCst);
-                }
-                if matches!(
+                let stop = matches!(
                     sig,
                     Signal::SIGTERM | Signal::SIGINT | Signal::SIGHUP | Signal::SIGQUIT
-                ) {
-                    me.stopped.store(n, Ordering::SeqCst);
+                );
+                // Sent under the lock: a task seen here is not reaped meanwhile, so its pid
+                // is not another process's.
+                let Ok(live) = me.live.lock() else { continue };
+                if live.is_empty()
+                    && !matches!(sig, Signal::SIGCONT | Signal::SIGWINCH | Signal::SIGURG)
+                {
+                    me.interrupted.store(n, Ordering::SeqCst);
                 }
-                for g in groups {
-                    let _ = kill(Pid::from_raw(-g), sig);
+                for t in live.iter() {
+                    signal_task(t, sig);
+                }
+                drop(live);
+                if stop && me.stopped.swap(n, Ordering::SeqCst) == 0 {
+                    me.kill_after_wait();
                 }
             }
         });
         Ok(f)
     }
 
-    /// The signal that told erun to stop before any task ran (0: none).
-    pub fn interrupted(&self) -> i32 {
-        self.interrupted.load(Ordering::SeqCst)
+    /// After the grace period, SIGKILL to every task still there: erun's own SIGKILL, if it
+    /// comes, would not reach them.
+    fn kill_after_wait(&self) {
+        let wait = std::env::var("ESCHED_KILL_WAIT_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(KILL_WAIT_MS);
+        let me = self.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(wait));
+            me.kill_all(Signal::SIGKILL);
+        });
+    }
+
+    /// Sends `sig` to every task still running.
+    pub fn kill_all(&self, sig: Signal) {
+        if let Ok(live) = self.live.lock() {
+            for t in live.iter() {
+                signal_task(t, sig);
+            }
+        }
+    }
+
+    /// Registers a task just started, and passes on a stop that came before it.
+    fn add(&self, task: Live) {
+        if let Ok(mut live) = self.live.lock() {
+            live.push(task);
+            let pending = self.interrupted.load(Ordering::SeqCst);
+            if let Ok(sig) = Signal::try_from(pending) {
+                signal_task(&task, sig);
+            }
+        }
     }
 
     /// Whether erun was told to stop (SIGTERM, SIGINT, SIGHUP, SIGQUIT) and passed it on.
@@ -386,33 +446,11 @@ pub fn run(
     let width = ntasks.saturating_sub(1).to_string().len();
     // Standard input: task 0 reads erun's, unless -i says otherwise.
     let input = cli.input.as_deref();
-    let mut children: Vec<(u32, String, Option<Child>, Option<End>)> = Vec::new();
-    let mut copiers = Vec::new();
-    let live = Arc::clone(&forwarder.live);
-    let command = &cli.command;
+    // Everything that may fail is prepared before the first task starts: an error then leaves
+    // no task behind.
+    let mut stdio = Vec::with_capacity(tasks.len());
     for (t, (out, err)) in tasks.iter().zip(outs.iter().zip(&errs)) {
-        let gtids: Vec<String> = tasks
-            .iter()
-            .filter(|o| o.node_index == t.node_index)
-            .map(|o| o.id.to_string())
-            .collect();
-        let mut cmd = Command::new(&command[0]);
-        cmd.args(&command[1..])
-            .env_clear()
-            .envs(env.iter().map(|(k, v)| (k, v)))
-            .env("SLURM_PROCID", t.id.to_string())
-            .env("SLURM_LOCALID", t.local_id.to_string())
-            .env("SLURM_NODEID", t.node_index.to_string())
-            .env("SLURMD_NODENAME", &t.node)
-            .env("SLURM_TOPOLOGY_ADDR", &t.node)
-            .env("SLURM_GTIDS", gtids.join(","))
-            .process_group(0)
-            .stdout(stdio_of(out, cli.label)?)
-            .stderr(stdio_of(err, cli.label)?);
-        if let Some(d) = &cli.chdir {
-            cmd.current_dir(d);
-        }
-        cmd.stdin(match input {
+        let stdin = match input {
             None if t.id == 0 => Stdio::inherit(),
             None => Stdio::null(),
             Some(i) if i.eq_ignore_ascii_case("none") => Stdio::null(),
@@ -439,12 +477,47 @@ pub fn run(
                     File::open(&name).with_context(|| format!("cannot open input file {name}"))?,
                 )
             }
-        });
+        };
+        stdio.push((stdin, stdio_of(out, cli.label)?, stdio_of(err, cli.label)?));
+    }
+    // A task reading a terminal must stay in the terminal's foreground group (erun's): in a
+    // group of its own it would be stopped (SIGTTIN) at its first read. It is then signalled
+    // alone.
+    let own_group = !std::io::IsTerminal::is_terminal(&std::io::stdin());
+    let mut children: Vec<(u32, String, Option<Child>, Option<End>)> = Vec::new();
+    let mut copiers = Vec::new();
+    let live = Arc::clone(&forwarder.live);
+    let command = &cli.command;
+    for ((t, (out, err)), (stdin, stdout, stderr)) in
+        tasks.iter().zip(outs.iter().zip(&errs)).zip(stdio)
+    {
+        let gtids: Vec<String> = tasks
+            .iter()
+            .filter(|o| o.node_index == t.node_index)
+            .map(|o| o.id.to_string())
+            .collect();
+        let mut cmd = Command::new(&command[0]);
+        cmd.args(&command[1..])
+            .env_clear()
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .env("SLURM_PROCID", t.id.to_string())
+            .env("SLURM_LOCALID", t.local_id.to_string())
+            .env("SLURM_NODEID", t.node_index.to_string())
+            .env("SLURMD_NODENAME", &t.node)
+            .env("SLURM_TOPOLOGY_ADDR", &t.node)
+            .env("SLURM_GTIDS", gtids.join(","))
+            .stdin(stdin)
+            .stdout(stdout)
+            .stderr(stderr);
+        if own_group {
+            cmd.process_group(0);
+        }
+        if let Some(d) = &cli.chdir {
+            cmd.current_dir(d);
+        }
         match cmd.spawn() {
             Ok(mut child) => {
-                if let Ok(mut l) = live.lock() {
-                    l.push(child.id() as i32);
-                }
+                forwarder.add((child.id() as i32, own_group));
                 if cli.label {
                     let label = format!("{:>width$}: ", t.id);
                     if let Some(o) = child.stdout.take() {
@@ -491,9 +564,11 @@ pub fn run(
                 WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT,
             ) {}
             if let Ok(mut l) = live.lock() {
-                l.retain(|&g| g != pid);
+                l.retain(|t| t.0 != pid);
             }
-            let _ = kill(Pid::from_raw(-pid), Signal::SIGKILL);
+            if own_group {
+                let _ = kill(Pid::from_raw(-pid), Signal::SIGKILL);
+            }
             let end = match child.wait() {
                 Ok(s) => match (s.code(), s.signal()) {
                     (Some(c), _) => End::Code(c),
@@ -511,14 +586,14 @@ pub fn run(
         let Ok((k, end)) = rx.recv() else { break };
         children[k].3 = Some(end);
         if kill_on_bad_exit && !matches!(end, End::Code(0)) {
-            let groups = live.lock().map(|l| l.clone()).unwrap_or_default();
-            for g in groups {
-                let _ = kill(Pid::from_raw(-g), Signal::SIGKILL);
-            }
+            forwarder.kill_all(Signal::SIGKILL);
         }
     }
-    for c in copiers {
-        let _ = c.join();
+    // The tasks are gone; what they started elsewhere may hold their output pipes open: their
+    // last lines are waited for a moment, not forever.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    while copiers.iter().any(|c| !c.is_finished()) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
     }
     Ok(outcome(me, &children))
 }
