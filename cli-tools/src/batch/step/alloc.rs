@@ -20,12 +20,14 @@ use super::RunCli;
 use crate::batch::cli::connect;
 use crate::batch::time::{parse_time_limit, TimeLimit};
 
-/// The allocation's script: waits, and ends 0 on SIGUSR1 or 1 on SIGUSR2 (sent to the batch
-/// shell alone by [`Allocation::release`]). A cancel or the time limit ends it as any job.
+/// The allocation's script: waits, and ends 0 on SIGWINCH or 1 on SIGURG (sent to the batch
+/// shell alone by [`Allocation::release`]). Both are ignored by default, so one that comes
+/// before the traps are set is lost, not fatal, and the release sends it again. A cancel or
+/// the time limit ends it as any job.
 const HOLDER: &str = "#!/bin/sh\n\
-# Holds an allocation for erun or ealloc; they end it with USR1 (done) or USR2 (failed).\n\
-trap 'kill $p 2>/dev/null; exit 0' USR1\n\
-trap 'kill $p 2>/dev/null; exit 1' USR2\n\
+# Holds an allocation for erun or ealloc; they end it with WINCH (done) or URG (failed).\n\
+trap 'kill $p 2>/dev/null; exit 0' WINCH\n\
+trap 'kill $p 2>/dev/null; exit 1' URG\n\
 sleep 2147483647 & p=$!\n\
 wait $p\n";
 
@@ -144,13 +146,18 @@ impl Allocation {
     /// after a few seconds), so that what runs next sees its nodes free and its end recorded.
     pub fn release(&self, ok: bool) {
         let sig = if ok {
-            nix::libc::SIGUSR1
+            nix::libc::SIGWINCH
         } else {
-            nix::libc::SIGUSR2
+            nix::libc::SIGURG
         };
-        self.signal(Some(sig));
         let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        let mut sent = std::time::Instant::now() - Duration::from_secs(1);
         while std::time::Instant::now() < deadline {
+            // Again now and then: the holder may not have set its traps yet.
+            if sent.elapsed() >= Duration::from_millis(200) {
+                self.signal(Some(sig));
+                sent = std::time::Instant::now();
+            }
             let ended = connect(self.socket.as_deref())
                 .map_err(anyhow::Error::from)
                 .and_then(|mut c| show(&mut c, self.id))
