@@ -163,10 +163,6 @@ fn bad_global_submissions_are_refused_with_one_line() {
     for (args, says) in [
         (vec!["--components", "2,2", "--wrap", "true"], "--deadline"),
         (
-            vec!["--deadline", "+1min", "--wrap", "true"],
-            "--components",
-        ),
-        (
             vec![
                 "--components",
                 "2,0",
@@ -208,4 +204,6 @@ fn bad_global_submissions_are_refused_with_one_line() {
         assert_eq!(err.trim().lines().count(), 1, "{err}");
         assert!(err.contains(says), "{args:?}: {err}");
     }
+    // --deadline without --components is Slurm's end-by deadline: accepted.
+    c.ok("esubmit", &["--deadline", "+1min", "--wrap", "true"]);
 }
