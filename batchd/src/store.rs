@@ -365,6 +365,21 @@ impl Store {
         Ok(())
     }
 
+    /// Queues `rec` at once and returns the wait for its commit: a change made under the core
+    /// lock is queued under it too, so that no later change of the job (its end, say) is
+    /// stored before it and overwritten by it.
+    pub fn enqueue(
+        &self,
+        rec: JobRecord,
+    ) -> impl std::future::Future<Output = Result<(), StoreError>> {
+        let (tx, rx) = oneshot::channel();
+        let sent = self.tx.send(Op::Put(Box::new(rec), Some(tx)));
+        async move {
+            sent.map_err(|_| StoreError::Closed)?;
+            rx.await.map_err(|_| StoreError::Closed)?
+        }
+    }
+
     /// Stores `rec` without waiting; a failure is logged.
     pub fn write(&self, rec: JobRecord) {
         if self.tx.send(Op::Put(Box::new(rec), None)).is_err() {

@@ -176,7 +176,7 @@ pub async fn start(d: &Arc<Daemon>, caller: &Caller, req: StepStartRequest) -> R
     };
     let pools = d.settings().config.pools;
     let dir = d.job_dir(id);
-    let (rec, started) = {
+    let (stored, started) = {
         let mut core = d.core();
         let Some(a) = core.job(id) else {
             return match core.state_of(id) {
@@ -267,9 +267,9 @@ pub async fn start(d: &Arc<Daemon>, caller: &Caller, req: StepStartRequest) -> R
             tasks,
             job_node_list: rec.node_list.clone().unwrap_or_default(),
         };
-        (rec, started)
+        (d.store.enqueue(rec), started)
     };
-    if let Err(e) = d.store.commit(rec).await {
+    if let Err(e) = stored.await {
         return internal(e);
     }
     tracing::info!(job = id, step = started.step, "step started");
@@ -279,7 +279,7 @@ pub async fn start(d: &Arc<Daemon>, caller: &Caller, req: StepStartRequest) -> R
 pub async fn end(d: &Arc<Daemon>, caller: &Caller, req: StepEndRequest) -> Reply {
     let id = req.job_id;
     let dir = d.job_dir(id);
-    let rec = {
+    let stored = {
         let mut core = d.core();
         let Some(a) = core.job(id) else {
             return error(
@@ -320,7 +320,7 @@ pub async fn end(d: &Arc<Daemon>, caller: &Caller, req: StepEndRequest) -> Reply
                 if let Err(e) = write_json(&dir.join(files::STEPS), &running) {
                     tracing::warn!(job = id, "cannot update the running steps: {e}");
                 }
-                rec
+                d.store.enqueue(rec)
             }
             _ => {
                 return error(
@@ -333,7 +333,7 @@ pub async fn end(d: &Arc<Daemon>, caller: &Caller, req: StepEndRequest) -> Reply
             }
         }
     };
-    if let Err(e) = d.store.commit(rec).await {
+    if let Err(e) = stored.await {
         return internal(e);
     }
     Response::StepEnded {

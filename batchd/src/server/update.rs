@@ -118,7 +118,7 @@ async fn running_limit(d: &Arc<Daemon>, caller: &Caller, req: UpdateRequest) -> 
         .into();
     };
     let admin = caller.uid == 0 || caller.uid == d.euid;
-    let rec = {
+    let (stored, rec) = {
         let mut core = d.core();
         let Some(a) = core.job(id) else {
             return ErrorReply::invalid_job(id).into();
@@ -153,9 +153,10 @@ async fn running_limit(d: &Arc<Daemon>, caller: &Caller, req: UpdateRequest) -> 
             )
             .into();
         };
-        rec
+        // Queued under the lock: the job's end, stored later, is not overwritten by it.
+        (d.store.enqueue(rec.clone()), rec)
     };
-    if let Err(e) = d.store.commit(rec.clone()).await {
+    if let Err(e) = stored.await {
         return internal(e);
     }
     let deadline = rec.start.unwrap_or(0).saturating_add(rec.time_limit());

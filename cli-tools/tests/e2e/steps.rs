@@ -309,7 +309,7 @@ fn a_running_jobs_time_limit_can_be_changed() {
     // scontrol update TimeLimit= of a running job: its owner may lower it (here to 2 s), root
     // may raise it; the supervisor stops the job at the new end.
     let lowered = c.submit(&["-t", "5", "--wrap", "sleep 60"]);
-    let raised = c.submit(&["-t", "3s", "--wrap", "sleep 60"]);
+    let raised = c.submit(&["-t", "20s", "--wrap", "sleep 60"]);
     c.wait_state(lowered, JobState::Running);
     c.wait_state(raised, JobState::Running);
     c.ok(
@@ -325,7 +325,7 @@ fn a_running_jobs_time_limit_can_be_changed() {
     let run = j.end_time.unwrap_or(0) - j.start_time.unwrap_or(0);
     assert!((2_000..5_000).contains(&run), "ran {run} ms");
     let r = c.job(raised).expect("raised");
-    assert_eq!((r.state, r.time_limit), (JobState::Running, 63_000));
+    assert_eq!((r.state, r.time_limit), (JobState::Running, 80_000));
     std::thread::sleep(std::time::Duration::from_secs(2));
     assert_eq!(c.job(raised).map(|j| j.state), Some(JobState::Running));
     // Anything else of a running job is refused, as scontrol refuses it.
