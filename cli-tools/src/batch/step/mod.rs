@@ -194,6 +194,16 @@ impl RunCli {
         // srun's defaults inside a job: -N from the job's nodes when neither -n nor -w says
         // otherwise, -n from $SLURM_NTASKS, else one task per node.
         let (tasks, nodes) = match (self.ntasks, nodes) {
+            // srun: fewer tasks than nodes lowers the node count, with a warning.
+            (Some(n), Some(m)) if n > 0 && n < m && tpn == 0 => {
+                if !self.quiet {
+                    eprintln!(
+                        "{}: Warning: can't run {n} processes on {m} nodes, setting nnodes to {n}",
+                        tool_name()
+                    );
+                }
+                (n, n)
+            }
             (Some(n), nodes) => (n, nodes.unwrap_or(0)),
             (None, Some(n)) if tpn == 0 => (n, n),
             (None, nodes) => {
@@ -405,6 +415,11 @@ mod tests {
             .unwrap();
         assert_eq!((r.tasks_per_node, r.nodes), (3, 2));
         assert_eq!(r.name, "x");
+        // srun -N 4 -n 2: two nodes, as srun lowers them.
+        let r = cli(&["-N", "4", "-n", "2", "x"])
+            .step_request(7, Some(4), None)
+            .unwrap();
+        assert_eq!((r.tasks, r.nodes), (2, 2));
         // -c implies --exact, as in Slurm 22.05.
         assert!(
             cli(&["-c", "2", "x"])
