@@ -81,6 +81,23 @@ pub fn layout(tasks: u32, n: u32, per_node: u32) -> Vec<u32> {
     (0..n).map(|i| base + u32::from(i < extra)).collect()
 }
 
+/// Slurm's run-length form of per-node counts (`SLURM_TASKS_PER_NODE`,
+/// `SLURM_JOB_CPUS_PER_NODE`): `2(x3),1` for 2, 2, 2, 1.
+pub fn per_node_text(counts: &[u32]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < counts.len() {
+        let n = counts[i..].iter().take_while(|&&c| c == counts[i]).count();
+        out.push(if n > 1 {
+            format!("{}(x{n})", counts[i])
+        } else {
+            counts[i].to_string()
+        });
+        i += n;
+    }
+    out.join(",")
+}
+
 /// One step of a job.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct JobStep {
@@ -219,6 +236,13 @@ mod tests {
         assert!(StepId::Batch < StepId::Number(0));
         let json = serde_json::to_string(&StepId::Number(4)).unwrap_or_default();
         assert_eq!(json, r#"{"number":4}"#);
+    }
+
+    #[test]
+    fn per_node_counts_as_slurm_writes_them() {
+        assert_eq!(per_node_text(&[2, 2, 2, 1]), "2(x3),1");
+        assert_eq!(per_node_text(&[4]), "4");
+        assert_eq!(per_node_text(&[3, 2]), "3,2");
     }
 
     #[test]

@@ -65,22 +65,6 @@ impl Site {
     }
 }
 
-/// Slurm's run-length form of per-node counts: `2(x3),1` for 2, 2, 2, 1.
-pub fn per_node_text(counts: &[u32]) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < counts.len() {
-        let n = counts[i..].iter().take_while(|&&c| c == counts[i]).count();
-        out.push(if n > 1 {
-            format!("{}(x{n})", counts[i])
-        } else {
-            counts[i].to_string()
-        });
-        i += n;
-    }
-    out.join(",")
-}
-
 /// The variables Slurm gives a batch job, from the same values as batchd's `ESCHED_*` ones,
 /// so that an sbatch script's `cd $SLURM_SUBMIT_DIR` or `srun -N $SLURM_NNODES` works
 /// unchanged. The batch script is task 0 on the first node, as with sbatch.
@@ -125,7 +109,10 @@ fn slurm_variables(rec: &JobRecord, site: &Site) -> Vec<(&'static str, String)> 
         ("SLURM_CPUS_ON_NODE", site.cpus_per_node.to_string()),
         (
             "SLURM_JOB_CPUS_PER_NODE",
-            per_node_text(&vec![site.cpus_per_node; rec.nodes.max(1) as usize]),
+            batch_proto::jobstep::per_node_text(&vec![
+                site.cpus_per_node;
+                rec.nodes.max(1) as usize
+            ]),
         ),
         ("ENVIRONMENT", "BATCH".into()),
         // sbatch's --open-mode, which srun's output files follow.
@@ -153,7 +140,10 @@ fn slurm_variables(rec: &JobRecord, site: &Site) -> Vec<(&'static str, String)> 
         nodes,
         res.ntasks_per_node.unwrap_or(0),
     );
-    vars.push(("SLURM_TASKS_PER_NODE", per_node_text(&per_node)));
+    vars.push((
+        "SLURM_TASKS_PER_NODE",
+        batch_proto::jobstep::per_node_text(&per_node),
+    ));
     if let Some(c) = res.cpus_per_task {
         vars.push(("SLURM_CPUS_PER_TASK", c.to_string()));
     }

@@ -145,6 +145,28 @@ pub struct JobSpec {
     pub inert: Option<Box<InertOptions>>,
 }
 
+/// Checks that instant `t` (a deadline) is after `now` (else `passed`) and at most
+/// [`MAX_BEGIN_AHEAD`] ahead.
+fn ahead(what: &'static str, t: EpochMs, now: EpochMs, passed: &str) -> Result<(), SpecError> {
+    if t <= now {
+        return Err(SpecError::Bound {
+            what,
+            reason: passed.into(),
+        });
+    }
+    if t - now > MAX_BEGIN_AHEAD {
+        return Err(SpecError::Bound {
+            what,
+            reason: format!(
+                "{} days ahead; at most {} days ahead are accepted",
+                (t - now) / DAY_MS,
+                MAX_BEGIN_AHEAD / DAY_MS
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// The umask of a job whose submission did not give one: output files readable by their
 /// owner only. Private by default, since nothing says the submitter wanted them shared.
 pub const DEFAULT_UMASK: u32 = 0o077;
@@ -220,40 +242,10 @@ impl JobSpec {
             }
         }
         if let Some(d) = self.end_by {
-            if d <= now {
-                return Err(SpecError::Bound {
-                    what: "deadline",
-                    reason: "it has already passed".into(),
-                });
-            }
-            if d - now > MAX_BEGIN_AHEAD {
-                return Err(SpecError::Bound {
-                    what: "deadline",
-                    reason: format!(
-                        "{} days ahead; at most {} days ahead are accepted",
-                        (d - now) / DAY_MS,
-                        MAX_BEGIN_AHEAD / DAY_MS
-                    ),
-                });
-            }
+            ahead("deadline", d, now, "it has already passed")?;
         }
         if let Some(d) = self.deadline {
-            if d <= now {
-                return Err(SpecError::Bound {
-                    what: "deadline",
-                    reason: "the start deadline has already passed".into(),
-                });
-            }
-            if d - now > MAX_BEGIN_AHEAD {
-                return Err(SpecError::Bound {
-                    what: "deadline",
-                    reason: format!(
-                        "{} days ahead; at most {} days ahead are accepted",
-                        (d - now) / DAY_MS,
-                        MAX_BEGIN_AHEAD / DAY_MS
-                    ),
-                });
-            }
+            ahead("deadline", d, now, "the start deadline has already passed")?;
         }
         if let Some(max) = max_time {
             self.shape

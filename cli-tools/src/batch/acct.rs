@@ -565,12 +565,7 @@ State,ExitCode,ReqCPUS,AllocTRES,TotalCPU,UserCPU,SystemCPU";
 /// (`-N`, any of the job's nodes).
 fn selected(job: &JobInfo, accounts: &[String], nodes: &[String]) -> bool {
     (accounts.is_empty() || job.account.as_ref().is_some_and(|a| accounts.contains(a)))
-        && (nodes.is_empty()
-            || job
-                .node_list
-                .as_deref()
-                .and_then(|l| batch_proto::hostlist::expand_at_most(l, 1 << 20).ok())
-                .is_some_and(|v| v.iter().any(|n| nodes.contains(n))))
+        && (nodes.is_empty() || super::cli::ran_on(job, nodes))
 }
 
 /// eacct's columns when no `--format` is given.
@@ -801,8 +796,7 @@ pub fn run(cli: AcctCli) -> anyhow::Result<ExitCode> {
     let finished = client.jobs(&Request::Acct(req))?;
     let accounts = split_list(&cli.accounts);
     let nodes = match cli.nodelist.as_deref() {
-        Some(l) => batch_proto::hostlist::expand_at_most(l, 1 << 16)
-            .map_err(|e| anyhow::anyhow!("Invalid node list: {e}"))?,
+        Some(l) => super::cli::node_names(l)?,
         None => Vec::new(),
     };
     let mut jobs = merge(live, finished);

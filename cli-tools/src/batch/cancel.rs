@@ -113,8 +113,7 @@ pub fn run(cli: CancelCli) -> anyhow::Result<ExitCode> {
     let mut client = connect(cli.socket.path())?;
     if let Some(list) = cli.nodelist.as_deref() {
         // scancel -w: the jobs of the selection that run on any of these nodes.
-        let nodes = batch_proto::hostlist::expand_at_most(list, 1 << 16)
-            .map_err(|e| anyhow::anyhow!("Invalid node list: {e}"))?;
+        let nodes = super::cli::node_names(list)?;
         let running = client.jobs(&Request::List(batch_proto::ListRequest {
             filter: req.filter.clone(),
             include_finished: false,
@@ -122,12 +121,7 @@ pub fn run(cli: CancelCli) -> anyhow::Result<ExitCode> {
         }))?;
         let ids: Vec<u64> = running
             .iter()
-            .filter(|j| {
-                j.node_list
-                    .as_deref()
-                    .and_then(|l| batch_proto::hostlist::expand_at_most(l, 1 << 20).ok())
-                    .is_some_and(|v| v.iter().any(|n| nodes.contains(n)))
-            })
+            .filter(|j| super::cli::ran_on(j, &nodes))
             .map(|j| j.id)
             .collect();
         if ids.is_empty() {

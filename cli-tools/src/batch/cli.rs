@@ -240,6 +240,20 @@ pub fn print_out(text: &str) -> std::io::Result<()> {
     out.flush()
 }
 
+/// The nodes of a `-w`/`-N` host list given on the command line.
+pub fn node_names(list: &str) -> anyhow::Result<Vec<String>> {
+    batch_proto::hostlist::expand_at_most(list, 1 << 16)
+        .map_err(|e| anyhow::anyhow!("Invalid node list: {e}"))
+}
+
+/// Whether `job` holds or held any of `nodes`.
+pub fn ran_on(job: &batch_proto::JobInfo, nodes: &[String]) -> bool {
+    job.node_list
+        .as_deref()
+        .and_then(|l| batch_proto::hostlist::expand_at_most(l, 1 << 20).ok())
+        .is_some_and(|v| v.iter().any(|n| nodes.contains(n)))
+}
+
 /// Splits comma-separated values of options that may also be repeated (`-j 1,2 -j 3`).
 pub fn split_list(values: &[String]) -> Vec<String> {
     values

@@ -343,7 +343,22 @@ pub fn parse_node_states(values: &[String]) -> anyhow::Result<Option<Vec<NodeSta
     Ok(Some(states))
 }
 
-/// `info` with only the pools of `-p` and the nodes of `-t`, its counts recomputed.
+/// Keeps the nodes of `info` that pass `keep`, each pool's counts and node list recomputed;
+/// a pool left without nodes goes.
+fn keep_nodes(info: &mut ClusterInfo, keep: impl Fn(&NodeInfo) -> bool) {
+    for p in &mut info.pools {
+        p.nodes.retain(&keep);
+        let count = |st: NodeState| p.nodes.iter().filter(|n| n.state == st).count() as u32;
+        p.allocated = count(NodeState::Allocated);
+        p.reserved = count(NodeState::Reserved);
+        p.total = p.nodes.len() as u32;
+        let names: Vec<&str> = p.nodes.iter().map(|n| n.name.as_str()).collect();
+        p.node_list = hostlist::compress(&names);
+    }
+    info.pools.retain(|p| !p.nodes.is_empty());
+}
+
+/// `info` with only the pools of `-p` and the nodes of `-n` and `-t`, its counts recomputed.
 fn selected(info: &ClusterInfo, cli: &InfoCli) -> anyhow::Result<ClusterInfo> {
     let states = parse_node_states(&cli.states)?;
     let pools = split_list(&cli.pools);
@@ -353,28 +368,10 @@ fn selected(info: &ClusterInfo, cli: &InfoCli) -> anyhow::Result<ClusterInfo> {
     if let Some(list) = cli.nodes.as_deref() {
         let names = hostlist::expand_at_most(list, 1 << 16)
             .map_err(|e| anyhow::anyhow!("Invalid node name specified: {e}"))?;
-        for p in &mut out.pools {
-            p.nodes.retain(|n| names.contains(&n.name));
-            let count = |st: NodeState| p.nodes.iter().filter(|n| n.state == st).count() as u32;
-            p.allocated = count(NodeState::Allocated);
-            p.reserved = count(NodeState::Reserved);
-            p.total = p.nodes.len() as u32;
-            let names: Vec<&str> = p.nodes.iter().map(|n| n.name.as_str()).collect();
-            p.node_list = hostlist::compress(&names);
-        }
-        out.pools.retain(|p| !p.nodes.is_empty());
+        keep_nodes(&mut out, |n| names.contains(&n.name));
     }
     if let Some(states) = states {
-        for p in &mut out.pools {
-            p.nodes.retain(|n| states.contains(&n.state));
-            let count = |st: NodeState| p.nodes.iter().filter(|n| n.state == st).count() as u32;
-            p.allocated = count(NodeState::Allocated);
-            p.reserved = count(NodeState::Reserved);
-            p.total = p.nodes.len() as u32;
-            let names: Vec<&str> = p.nodes.iter().map(|n| n.name.as_str()).collect();
-            p.node_list = hostlist::compress(&names);
-        }
-        out.pools.retain(|p| !p.nodes.is_empty());
+        keep_nodes(&mut out, |n| states.contains(&n.state));
     }
     Ok(out)
 }

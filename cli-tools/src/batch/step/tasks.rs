@@ -189,22 +189,6 @@ fn tasks_of(started: &StepStarted) -> Vec<Task> {
     out
 }
 
-/// Slurm's run-length form of per-node counts: `2(x3),1`.
-fn per_node_text(counts: &[u32]) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < counts.len() {
-        let n = counts[i..].iter().take_while(|&&c| c == counts[i]).count();
-        out.push(if n > 1 {
-            format!("{}(x{n})", counts[i])
-        } else {
-            counts[i].to_string()
-        });
-        i += n;
-    }
-    out.join(",")
-}
-
 /// The environment the tasks start from: erun's, narrowed by `--export` (`NONE` keeps
 /// Slurm's and esched's variables and a login's, as srun does).
 fn base_environment(export: Option<&str>) -> anyhow::Result<Vec<(String, String)>> {
@@ -413,7 +397,7 @@ pub fn run(
     };
     let ntasks = tasks.len() as u32;
     let node_list = batch_proto::hostlist::compress(&started.hosts);
-    let per_node = per_node_text(&started.tasks);
+    let per_node = batch_proto::jobstep::per_node_text(&started.tasks);
     let mut env = base_environment(cli.export.as_deref())?;
     for (k, v) in job_env {
         env.retain(|(e, _)| e != k);
@@ -653,8 +637,6 @@ mod tests {
         let ids: Vec<(u32, u32, u32)> =
             t.iter().map(|t| (t.id, t.node_index, t.local_id)).collect();
         assert_eq!(ids, vec![(0, 0, 0), (1, 0, 1), (2, 1, 0)]);
-        assert_eq!(per_node_text(&[2, 2, 2, 1]), "2(x3),1");
-        assert_eq!(per_node_text(&[4]), "4");
     }
 
     #[test]
