@@ -212,11 +212,7 @@ pub struct SubmitCli {
     #[arg(long, value_name = "COMMAND", conflicts_with = "script")]
     pub wrap: Option<String>,
     /// The batch script and its arguments (everything after SCRIPT goes to the script).
-    #[arg(
-        value_name = "SCRIPT [ARGS]",
-        trailing_var_arg = true,
-        allow_hyphen_values = true
-    )]
+    #[arg(value_name = "SCRIPT [ARGS]", trailing_var_arg = true)]
     pub script: Vec<String>,
     /// Wait for the job (every task of an array) to end, and exit with its exit code (the
     /// highest of an array's; 1 for a job cancelled, killed or timed out without one).

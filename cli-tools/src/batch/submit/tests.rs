@@ -866,3 +866,17 @@ fn pbs_lines_are_refused_clearly_or_ignored_when_asked() {
     assert!(resolve(&cli(&["job.sh"]), script, &[("SBATCH_IGNORE_PBS", "1")]).is_ok());
     assert!(resolve(&cli(&["job.sh"]), "#!/bin/sh\necho\n#PBS -N y\n", &[]).is_ok());
 }
+
+#[test]
+fn short_options_take_attached_values_as_sbatch() {
+    // sbatch -N2 -t5 -n4 -pdebug: getopt's attached values.
+    let cli = SubmitCli::try_parse_from(["esubmit", "-N2", "-t5", "-n4", "-pdebug", "--wrap", "x"]);
+    let cli = cli.map_err(|e| e.to_string()).unwrap();
+    assert_eq!(cli.opts.nodes.as_deref(), Some("2"));
+    assert_eq!(cli.opts.time.as_deref(), Some("5"));
+    // What follows the script is the script's, options or not.
+    let cli = SubmitCli::try_parse_from(["esubmit", "-N2", "job.sh", "-N3", "--wrap", "-x"]);
+    let cli = cli.map_err(|e| e.to_string()).unwrap();
+    assert_eq!(cli.opts.nodes.as_deref(), Some("2"));
+    assert_eq!(cli.script, ["job.sh", "-N3", "--wrap", "-x"]);
+}
