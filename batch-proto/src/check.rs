@@ -158,6 +158,12 @@ impl Request {
                 })
             }
             Request::ReleaseNodes(r) => length("a host list", r.nodes.len(), MAX_HOSTLIST),
+            Request::UpdateNodes(r) => {
+                length("a host list", r.nodes.len(), MAX_HOSTLIST)?;
+                r.reason
+                    .as_ref()
+                    .map_or(Ok(()), |m| length("a reason", m.len(), MAX_NAME))
+            }
             Request::Subscribe(s) => {
                 let f = &s.filter;
                 count("pools in the filter", f.pools.len(), MAX_FILTER_WORDS)?;

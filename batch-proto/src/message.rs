@@ -90,6 +90,8 @@ pub enum Request {
     StepStart(crate::jobstep::StepStartRequest),
     /// `erun`'s step ended.
     StepEnd(crate::jobstep::StepEndRequest),
+    /// Take nodes out of service or back (`econtrol update NodeName=… State=…`).
+    UpdateNodes(UpdateNodesRequest),
 }
 
 impl Request {
@@ -119,6 +121,7 @@ impl Request {
             Request::Stats(_) => "stats",
             Request::StepStart(_) => "step-start",
             Request::StepEnd(_) => "step-end",
+            Request::UpdateNodes(_) => "update-nodes",
         }
     }
 }
@@ -423,6 +426,49 @@ pub struct RequeueRequest {
     pub hold: bool,
 }
 
+/// What an administrator sets a node to (scontrol's `State=` of a node).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum NodeAdminState {
+    /// Out of service at once: a job running on it ends NODE_FAIL (or is requeued).
+    Down,
+    /// No new job; a running one finishes (DRAINING until it does, then DRAINED).
+    Drain,
+    /// Back in service from DOWN or DRAIN.
+    Resume,
+    /// Back in service from DRAIN only (a DOWN node stays down).
+    Undrain,
+}
+
+impl std::str::FromStr for NodeAdminState {
+    type Err = String;
+    /// scontrol's names in any case.
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_uppercase().as_str() {
+            "DOWN" => Ok(NodeAdminState::Down),
+            "DRAIN" => Ok(NodeAdminState::Drain),
+            "RESUME" => Ok(NodeAdminState::Resume),
+            "UNDRAIN" => Ok(NodeAdminState::Undrain),
+            _ => Err(format!(
+                "invalid node state `{s}` (expected DOWN, DRAIN, RESUME or UNDRAIN)"
+            )),
+        }
+    }
+}
+
+/// Set nodes' administrative state (`econtrol update NodeName=… State=… Reason=…`); root or
+/// batchd's user only.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UpdateNodesRequest {
+    /// The nodes, a host list (`debug[001-004]`, `node03`).
+    pub nodes: String,
+    /// What they become.
+    pub state: NodeAdminState,
+    /// Why (required with DOWN and DRAIN, as scontrol requires it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
 /// Change fields of a pending job (`econtrol update`); `None` leaves a field alone.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct UpdateRequest {
@@ -572,6 +618,8 @@ pub enum Response {
     Stats(DaemonStats),
     /// A step is recorded as started.
     StepStarted(crate::jobstep::StepStarted),
+    /// Nodes' states were changed: the nodes, expanded.
+    NodesUpdated(Vec<String>),
     /// A step's end is recorded.
     StepEnded {
         /// The job.
@@ -640,12 +688,28 @@ pub enum NodeState {
 /// One node.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NodeInfo {
-    /// Stable name (`debug003`).
+    /// Stable name (`debug003`; a host's name in a pool of hosts).
     pub name: String,
     /// State.
     pub state: NodeState,
     /// The job holding it.
     pub job: Option<u64>,
+    /// Out of service (DOWN) or leaving it (DRAIN) and why; `None`: up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub condition: Option<NodeCondition>,
+}
+
+/// Why a node is out of service: sinfo's `REASON`, `USER` and `TIMESTAMP`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeCondition {
+    /// DOWN: no job runs on it; DRAIN: no new job starts on it.
+    pub down: bool,
+    /// The reason given (by an administrator, or batchd's health check).
+    pub reason: String,
+    /// Who set it (`root`, or `batchd` for the health check).
+    pub user: String,
+    /// Since when, ms since the epoch.
+    pub since: u64,
 }
 
 /// One pool.
@@ -1060,6 +1124,7 @@ mod tests {
                         name: "debug001".into(),
                         state: NodeState::Allocated,
                         job: Some(1),
+                        condition: None,
                     }],
                     cpus_per_node: 1,
                     mem_per_node: None,

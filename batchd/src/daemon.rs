@@ -174,9 +174,14 @@ impl Daemon {
             let by_hand = core.take_requeue(id);
             let rec = core.finish(id, |r| {
                 apply_status(r, status.as_ref());
-                // Killed by the policy: whatever the process said, the job was preempted.
+                // Killed by the policy, or for a node gone down: whatever the process said,
+                // that is how the job ended.
                 if let Some(why) = &preempted {
-                    r.state = JobState::Preempted;
+                    r.state = if r.spec.node_failed {
+                        JobState::NodeFail
+                    } else {
+                        JobState::Preempted
+                    };
                     r.detail = Some(why.clone());
                 }
             });

@@ -44,6 +44,7 @@ pub mod executor;
 pub mod launch;
 pub mod logging;
 pub mod mail;
+pub mod nodes;
 pub mod policy;
 pub mod procs;
 pub mod record;
@@ -98,6 +99,9 @@ pub enum Error {
     /// The runtime could not start.
     #[error("cannot start the async runtime: {0}")]
     Runtime(std::io::Error),
+    /// The stored node states cannot be read.
+    #[error("{0}")]
+    NodeStates(String),
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
@@ -234,14 +238,31 @@ async fn start(config: Config, config_path: Option<PathBuf>) -> Result<Started, 
             source,
         })?;
     let mut core = core::Core::new(config.pools.iter().map(|p| (p.name.as_str(), p.nodes)));
-    let recovered = recovery::restore(&mut core, loaded, &state_dir);
+    let mut recovered = recovery::restore(&mut core, loaded, &state_dir);
+    // After the running jobs have their nodes back: a node out of service under a running
+    // job keeps the job (DRAIN) or stops it (DOWN, normally stopped before the restart).
+    let mut stopped_for_nodes = Vec::new();
+    for (name, condition) in nodes::load(&state_dir).map_err(Error::NodeStates)? {
+        match core.set_node_condition(&name, Some(condition)) {
+            Ok(change) => {
+                stopped_for_nodes.extend(change.store);
+                recovered.preempted.extend(change.stop);
+            }
+            Err(e) => tracing::warn!(node = %name, "a stored node state is dropped: {e}"),
+        }
+    }
     // Before their directories (and pid files) are swept: a job recorded as ended leaves no
     // process behind.
     for (id, dir, uid) in &recovered.to_stop {
         executor::kill_lost(*id, dir, *uid);
     }
     recovery::sweep_job_dirs(&core, &state_dir);
-    for rec in recovered.lost.into_iter().chain(recovered.requeued) {
+    for rec in recovered
+        .lost
+        .into_iter()
+        .chain(recovered.requeued)
+        .chain(stopped_for_nodes)
+    {
         store.commit(rec).await.map_err(|source| Error::Store {
             path: db.clone(),
             source,

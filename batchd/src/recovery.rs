@@ -67,6 +67,7 @@ fn requeue(mut rec: JobRecord) -> JobRecord {
     rec.detail = Some("requeued: batchd stopped before the job's process started".into());
     // A kill that found no process yet is moot: the job runs again from the start.
     rec.spec.preempted = None;
+    rec.spec.node_failed = false;
     rec
 }
 

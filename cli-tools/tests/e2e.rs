@@ -43,6 +43,8 @@ mod coalloc;
 mod escaping;
 #[path = "e2e/moldable.rs"]
 mod moldable;
+#[path = "e2e/nodes.rs"]
+mod nodes;
 #[path = "e2e/slurm.rs"]
 mod slurm;
 #[path = "e2e/views.rs"]

@@ -130,6 +130,10 @@ pub struct JobSpec {
     /// between re-attaches it without nodes and still ends it PREEMPTED; never in a submission.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preempted: Option<String>,
+    /// Set by batchd with `preempted` when the job is stopped because one of its nodes went
+    /// down: it then ends NODE_FAIL (or is requeued with `--requeue`); never in a submission.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub node_failed: bool,
     /// Slurm's `--deadline` of a job that is not co-allocated, ms since the epoch: the job
     /// starts only while it can end by then (its start plus its time limit); once it cannot,
     /// it is removed, DEADLINE.
@@ -215,6 +219,7 @@ impl JobSpec {
             no_requeue: false,
             requeue_by_hand: None,
             preempted: None,
+            node_failed: false,
             end_by: None,
             submit_dir: None,
             inert: None,
@@ -449,6 +454,12 @@ impl JobSpec {
         }
         if self.preempted.is_some() {
             return Some(("preempted", "is set by batchd when a policy kills a job"));
+        }
+        if self.node_failed {
+            return Some((
+                "node_failed",
+                "is set by batchd when a job's node goes down",
+            ));
         }
         if matches!(self.shape, JobShape::Session { .. }) {
             return Some((

@@ -29,11 +29,15 @@ pub enum JobState {
     /// Removed before its start because it could no longer end by its `--deadline`
     /// (Slurm's end-by deadline) (`DL`).
     Deadline,
+    /// Ended because a node it ran on went down (`NF`): its host stopped answering, or an
+    /// administrator set the node DOWN. A job submitted with `--requeue` is queued again
+    /// instead. The reason is in `detail`.
+    NodeFail,
 }
 
 impl JobState {
     /// Every state, in display order.
-    pub const ALL: [JobState; 9] = [
+    pub const ALL: [JobState; 10] = [
         JobState::Pending,
         JobState::Running,
         JobState::Completing,
@@ -43,9 +47,10 @@ impl JobState {
         JobState::Timeout,
         JobState::Preempted,
         JobState::Deadline,
+        JobState::NodeFail,
     ];
 
-    /// Slurm's two-letter code (`PD`, `R`, `CG`, `CD`, `F`, `CA`, `TO`, `PR`, `DL`).
+    /// Slurm's two-letter code (`PD`, `R`, `CG`, `CD`, `F`, `CA`, `TO`, `PR`, `DL`, `NF`).
     pub fn code(self) -> &'static str {
         match self {
             JobState::Pending => "PD",
@@ -57,6 +62,7 @@ impl JobState {
             JobState::Timeout => "TO",
             JobState::Preempted => "PR",
             JobState::Deadline => "DL",
+            JobState::NodeFail => "NF",
         }
     }
 
@@ -72,6 +78,7 @@ impl JobState {
             JobState::Timeout => "TIMEOUT",
             JobState::Preempted => "PREEMPTED",
             JobState::Deadline => "DEADLINE",
+            JobState::NodeFail => "NODE_FAIL",
         }
     }
 
@@ -85,6 +92,7 @@ impl JobState {
                 | JobState::Timeout
                 | JobState::Preempted
                 | JobState::Deadline
+                | JobState::NodeFail
         )
     }
 
@@ -102,7 +110,7 @@ impl fmt::Display for JobState {
 
 /// A state name or code that is not one of ours.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unknown job state `{0}` (expected one of PENDING/PD, RUNNING/R, COMPLETING/CG, COMPLETED/CD, FAILED/F, CANCELLED/CA, TIMEOUT/TO, PREEMPTED/PR, DEADLINE/DL)")]
+#[error("unknown job state `{0}` (expected one of PENDING/PD, RUNNING/R, COMPLETING/CG, COMPLETED/CD, FAILED/F, CANCELLED/CA, TIMEOUT/TO, PREEMPTED/PR, DEADLINE/DL, NODE_FAIL/NF)")]
 pub struct UnknownState(pub String);
 
 impl FromStr for JobState {

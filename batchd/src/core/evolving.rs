@@ -95,6 +95,8 @@ impl Core {
                     tracing::error!(job = id, "cannot shrink: {e}");
                 }
             }
+            // A node it let go that is out of service stays out.
+            pool.retire();
             freed = true;
         } else if held < want {
             if let Err(e) = pool.map.grow(job, want) {

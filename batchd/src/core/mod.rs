@@ -33,36 +33,78 @@ pub use job_files::JobFiles;
 pub use plan::{Effects, Forget, Killed, Rejected};
 pub use submit::Owner;
 
+/// The owner, in a pool's [`NodeMap`], of the idle nodes that are out of service (DOWN or
+/// drained): holding them keeps every allocation path (starts, claims, an evolving job's
+/// growth) off them without each path knowing of node states. Job ids never reach it.
+const OUT_OF_SERVICE: JobId = JobId(u64::MAX);
+
+/// The id under which the `out` idle nodes out of service of pool `pool` reach a policy, as a
+/// running job holding them for ever: far above any job id, and changing with `out`, so that a
+/// policy that keeps running jobs by id from one call to the next (CBF's book) sees a new job
+/// rather than one whose holding changed under the same id.
+fn out_of_service_job(pool: usize, out: u32) -> JobId {
+    JobId(u64::MAX - ((pool as u64) << 32) - u64::from(out))
+}
+
 /// One pool and which job holds each node.
 #[derive(Debug)]
 pub struct PoolState {
-    /// The pool as policies see it.
+    /// The pool as it is configured (`nodes` counts every node, in service or not).
     pub pool: Pool,
     /// Which job holds which node (node IDs are indices in the pool), each job's nodes in the
     /// order it got them: the first one runs an evolving job's driver (Klein & Pérez, C4).
     pub map: NodeMap,
+    /// The nodes' names when they are hosts (a pool of `hosts`), by node ID; `None`: virtual
+    /// nodes named after the pool (`debug001`).
+    hosts: Option<Vec<String>>,
+    /// Nodes DOWN or DRAIN, and why. A held node keeps its job until the job lets it go;
+    /// an idle one is held by [`OUT_OF_SERVICE`].
+    conditions: BTreeMap<NodeId, batch_proto::NodeCondition>,
 }
 
 impl PoolState {
     fn new(pool: Pool) -> Self {
         // `0..n` has no duplicate, the only error `NodeMap::new` knows.
         let map = NodeMap::new(0..pool.nodes).unwrap_or_default();
-        PoolState { pool, map }
+        PoolState {
+            pool,
+            map,
+            hosts: None,
+            conditions: BTreeMap::new(),
+        }
     }
 
-    /// Free node count.
+    /// Free node count (nodes out of service are not free).
     pub fn free(&self) -> u32 {
         self.map.free_count() as u32
     }
 
+    /// The nodes policies may plan on: every node but the idle ones out of service. A node
+    /// draining under a running job counts until the job lets it go, so that what running
+    /// jobs hold never exceeds the pool.
+    pub fn usable(&self) -> u32 {
+        self.pool.nodes - self.map.nodes_of(OUT_OF_SERVICE).len() as u32
+    }
+
     /// The job holding node `i`.
     pub fn holder(&self, i: NodeId) -> Option<u64> {
-        self.map.owner(i).map(|j| j.0)
+        self.map
+            .owner(i)
+            .filter(|&j| j != OUT_OF_SERVICE)
+            .map(|j| j.0)
+    }
+
+    /// Node `i`'s condition, when it is DOWN or DRAIN.
+    pub fn condition(&self, i: NodeId) -> Option<&batch_proto::NodeCondition> {
+        self.conditions.get(&i)
     }
 
     /// The name of node `i`.
     pub fn node_name(&self, i: NodeId) -> String {
-        hostlist::node_name(&self.pool.name, i, self.pool.nodes)
+        match &self.hosts {
+            Some(h) => h.get(i as usize).cloned().unwrap_or_default(),
+            None => hostlist::node_name(&self.pool.name, i, self.pool.nodes),
+        }
     }
 
     /// The names of `nodes`, in their order.
@@ -72,7 +114,29 @@ impl PoolState {
 
     /// The node called `name` in this pool.
     pub fn node_index(&self, name: &str) -> Option<NodeId> {
-        hostlist::node_index(&self.pool.name, name, self.pool.nodes)
+        match &self.hosts {
+            Some(h) => h.iter().position(|n| n == name).map(|i| i as NodeId),
+            None => hostlist::node_index(&self.pool.name, name, self.pool.nodes),
+        }
+    }
+
+    /// Takes every idle node that is out of service out of the free set: after any change
+    /// that frees nodes or conditions.
+    fn retire(&mut self) {
+        let idle: Vec<NodeId> = self
+            .conditions
+            .keys()
+            .copied()
+            .filter(|&i| self.map.owner(i).is_none())
+            .collect();
+        // Free nodes, each once: `claim` cannot fail.
+        let _ = self.map.claim(OUT_OF_SERVICE, &idle);
+    }
+
+    /// Releases every node `job` holds; those out of service stay out.
+    fn release_all(&mut self, job: JobId) {
+        self.map.release_all(job);
+        self.retire();
     }
 }
 
@@ -112,6 +176,17 @@ pub enum DepStatus {
     Waiting,
     /// One never can.
     Never,
+}
+
+/// What a node's new state asks of the I/O layer.
+#[derive(Debug, Default)]
+pub struct NodeChange {
+    /// Records to store (jobs stopped for the node, claims given back).
+    pub store: Vec<JobRecord>,
+    /// Running jobs to stop: they ran on a node that went down.
+    pub stop: Vec<u64>,
+    /// Nodes came back in service: a policy run may start jobs.
+    pub freed: bool,
 }
 
 /// The in-memory state.
@@ -215,6 +290,98 @@ impl Core {
             requeues: HashMap::new(),
             views: HashMap::new(),
         }
+    }
+
+    /// Names pool `pool`'s nodes after `hosts` (one per node, in node-ID order): a pool of
+    /// hosts. Ignored when the count differs from the pool's.
+    pub fn name_hosts(&mut self, pool: usize, hosts: Vec<String>) {
+        if let Some(p) = self.pools.get_mut(pool) {
+            if hosts.len() == p.pool.nodes as usize {
+                p.hosts = Some(hosts);
+            }
+        }
+    }
+
+    /// Every node out of service or leaving it, by name: what outlives a restart.
+    pub fn node_conditions(&self) -> Vec<(String, batch_proto::NodeCondition)> {
+        self.pools
+            .iter()
+            .flat_map(|p| {
+                p.conditions
+                    .iter()
+                    .map(|(&i, c)| (p.node_name(i), c.clone()))
+            })
+            .collect()
+    }
+
+    /// The pool and ID of the node called `name`.
+    pub fn find_node(&self, name: &str) -> Option<(usize, NodeId)> {
+        self.pools
+            .iter()
+            .enumerate()
+            .find_map(|(p, pool)| pool.node_index(name).map(|i| (p, i)))
+    }
+
+    /// Sets node `name` DOWN or DRAIN (`Some`, with why) or back in service (`None`). A job
+    /// running on a node set DOWN is stopped as a node failure ([`Core::node_fail`]) and a
+    /// claim on it given back; the records to store and the running jobs to stop are
+    /// returned. Setting DRAIN over DOWN keeps it down (scontrol's DRAIN on a DOWN node).
+    pub fn set_node_condition(
+        &mut self,
+        name: &str,
+        condition: Option<batch_proto::NodeCondition>,
+    ) -> Result<NodeChange, String> {
+        let (p, i) = self
+            .find_node(name)
+            .ok_or_else(|| format!("no node called {name}"))?;
+        let mut change = NodeChange::default();
+        let pool = &mut self.pools[p];
+        match condition {
+            None => {
+                if pool.conditions.remove(&i).is_some() {
+                    pool.map.release_all(OUT_OF_SERVICE);
+                    pool.retire();
+                    change.freed = true;
+                }
+                return Ok(change);
+            }
+            Some(c) => {
+                let down = c.down;
+                pool.conditions.insert(i, c);
+                let holder = pool.holder(i);
+                pool.retire();
+                let Some(job) = holder.filter(|_| down) else {
+                    return Ok(change);
+                };
+                let why = format!("node {name} is down");
+                if self.claims.contains_key(&job) {
+                    change.store.extend(self.unclaim(job));
+                } else if let Some(rec) = self.node_fail(job, why) {
+                    change.store.push(rec);
+                    change.stop.push(job);
+                }
+            }
+        }
+        Ok(change)
+    }
+
+    /// Stops running job `id` because a node of it went down: as a preemption
+    /// ([`Core::preempt`]: its nodes are given back at once, those out of service stay out),
+    /// but its end is NODE_FAIL, or a requeue for a job submitted with `--requeue`.
+    pub fn node_fail(&mut self, id: u64, why: String) -> Option<JobRecord> {
+        if self.preempted.contains_key(&id) {
+            return None;
+        }
+        if let Some(a) = self.jobs.get_mut(&id) {
+            a.rec.spec.node_failed = true;
+        }
+        let rec = self.preempt(id, why);
+        if rec.is_none() {
+            if let Some(a) = self.jobs.get_mut(&id) {
+                a.rec.spec.node_failed = false;
+            }
+        }
+        rec
     }
 
     /// The nodes running job `id` holds, in the order it got them.
@@ -730,6 +897,34 @@ impl Core {
             .filter(|(_, eligible, _)| *eligible)
             .map(|(rec, _, _)| self.pending_of(rec, now))
             .collect();
+        // Nodes out of service are shown to the policy as held by a job without end (one per
+        // pool): it plans around them, the validator refuses a plan over them, and a job
+        // larger than what is in service waits for a node to come back rather than being
+        // rejected as larger than the pool (a smaller pool would make policies reject it).
+        for (i, p) in self.pools.iter().enumerate() {
+            let out = p.pool.nodes - p.usable();
+            if out == 0 {
+                continue;
+            }
+            let pool = PoolId(i as u32);
+            running.push(Running {
+                id: out_of_service_job(i, out),
+                user: 0,
+                request: Request::Rigid(Rigid {
+                    pool: sched_core::RSome(pool),
+                    nodes: out,
+                    walltime: sched_core::FOREVER,
+                }),
+                shape: Shape::Rigid {
+                    pool,
+                    nodes: out,
+                    walltime: sched_core::FOREVER,
+                },
+                start: now,
+                holds: vec![PoolSteps::flat(pool, now, sched_core::FOREVER, out)].into(),
+                killable: false,
+            });
+        }
         let pools = self.pools.iter().map(|p| p.pool.clone()).collect();
         SnapshotData {
             now,
@@ -955,7 +1150,7 @@ impl Core {
         let rec = a.rec.clone();
         for p in pools {
             if let Some(pool) = self.pools.get_mut(p) {
-                pool.map.release_all(JobId(id));
+                pool.release_all(JobId(id));
             }
         }
         self.preempted.insert(id, why);
@@ -968,7 +1163,7 @@ impl Core {
         let claim = self.claims.remove(&id)?;
         for (p, _) in claim {
             if let Some(pool) = self.pools.get_mut(p) {
-                pool.map.release_all(JobId(id));
+                pool.release_all(JobId(id));
             }
         }
         let a = self.jobs.get_mut(&id)?;
@@ -1066,6 +1261,7 @@ impl Core {
         rec.restarts = rec.restarts.saturating_add(1);
         rec.spec.requeue_by_hand = None;
         rec.spec.preempted = None;
+        rec.spec.node_failed = false;
         self.finished.remove(&rec.id);
         self.insert(Active {
             rec: rec.clone(),
@@ -1256,7 +1452,7 @@ impl Core {
                 Ok(idx) => components.push((p, idx)),
                 Err(why) => {
                     for (p, _) in &components {
-                        self.pools[*p].map.release_all(job);
+                        self.pools[*p].release_all(job);
                     }
                     return lost(rec, why);
                 }
@@ -1377,7 +1573,7 @@ impl Core {
             let pools = std::iter::once(run.pool).chain(run.components.iter().map(|c| c.0));
             for p in pools {
                 if let Some(pool) = self.pools.get_mut(p) {
-                    pool.map.release_all(JobId(id));
+                    pool.release_all(JobId(id));
                 }
             }
         }
@@ -1462,6 +1658,86 @@ mod tests {
         assert!(c
             .start(3, &Shape::rigid(PoolId(0), 3, 1), 11, PathBuf::new())
             .is_err());
+    }
+
+    fn out(down: bool, reason: &str) -> Option<batch_proto::NodeCondition> {
+        Some(batch_proto::NodeCondition {
+            down,
+            reason: reason.into(),
+            user: "root".into(),
+            since: 5,
+        })
+    }
+
+    #[test]
+    fn a_drained_node_keeps_its_job_then_stays_out_until_resumed() {
+        let mut c = core_with(4);
+        add(&mut c, rec(1));
+        let shape = Shape::rigid(PoolId(0), 2, 1000);
+        c.start(1, &shape, 10, PathBuf::from("/x")).unwrap();
+        let ch = c
+            .set_node_condition("debug001", out(false, "disk"))
+            .unwrap();
+        assert!(ch.stop.is_empty() && ch.store.is_empty());
+        // Draining: still the job's; the idle nodes are untouched.
+        assert_eq!(c.pools[0].holder(0), Some(1));
+        assert_eq!(c.pools[0].free(), 2);
+        let snap = c.snapshot(20, 0);
+        assert_eq!(snap.running.len(), 1, "nothing out of service yet");
+        c.finish(1, |r| r.state = JobState::Completed).unwrap();
+        // Drained: out of service, not free, held for ever in the policy's eyes.
+        assert_eq!(c.pools[0].free(), 3);
+        assert_eq!(c.pools[0].holder(0), None);
+        assert_eq!(c.pools[0].usable(), 3);
+        let snap = c.snapshot(30, 0);
+        assert_eq!(snap.pools[0].nodes, 4, "the pool keeps its size");
+        assert_eq!(snap.running.len(), 1);
+        assert_eq!(snap.running[0].holds[0].steps[0].nodes, 1);
+        assert_eq!(snap.running[0].holds[0].end(), sched_core::FOREVER);
+        add(&mut c, rec(2));
+        let r = c.start(2, &Shape::rigid(PoolId(0), 3, 1000), 30, PathBuf::new());
+        assert_eq!(r.unwrap().node_list.as_deref(), Some("debug[002-004]"));
+        assert_eq!(c.node_conditions().len(), 1);
+        let ch = c.set_node_condition("debug001", None).unwrap();
+        assert!(ch.freed);
+        assert_eq!(c.pools[0].free(), 1);
+        assert!(c.node_conditions().is_empty());
+        assert!(c.set_node_condition("debug009", None).is_err());
+    }
+
+    #[test]
+    fn a_node_set_down_stops_its_job_as_a_node_failure_and_gives_back_the_others() {
+        let mut c = core_with(4);
+        add(&mut c, rec(1));
+        c.start(
+            1,
+            &Shape::rigid(PoolId(0), 2, 1000),
+            10,
+            PathBuf::from("/x"),
+        )
+        .unwrap();
+        let ch = c.set_node_condition("debug002", out(true, "dead")).unwrap();
+        assert_eq!(ch.stop, vec![1]);
+        assert!(ch.store[0].spec.node_failed);
+        assert_eq!(
+            ch.store[0].spec.preempted.as_deref(),
+            Some("node debug002 is down")
+        );
+        // Its healthy node is free again; the down one is not.
+        assert_eq!(c.pools[0].free(), 3);
+        assert_eq!(c.pools[0].usable(), 3);
+        // Stopped once: a second DOWN on its other node changes nothing for it.
+        let ch = c.set_node_condition("debug001", out(true, "dead")).unwrap();
+        assert!(ch.stop.is_empty());
+        assert_eq!(c.pools[0].usable(), 2);
+        // Two nodes out: the policy sees one holder of both, under a new id.
+        let snap = c.snapshot(20, 0);
+        let held: Vec<u32> = snap
+            .running
+            .iter()
+            .map(|r| r.holds[0].steps[0].nodes)
+            .collect();
+        assert_eq!(held, vec![2]);
     }
 
     #[test]

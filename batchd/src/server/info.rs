@@ -35,6 +35,7 @@ pub fn handle(d: &Arc<Daemon>) -> Reply {
                             None => NodeState::Idle,
                         },
                         job,
+                        condition: p.condition(i).cloned(),
                     }
                 })
                 .collect();

@@ -32,6 +32,7 @@ mod stats;
 mod step;
 mod submit;
 mod update;
+mod update_nodes;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -718,6 +719,7 @@ async fn dispatch(d: &Arc<Daemon>, caller: &Caller, req: Request) -> Reply {
         Request::Stats(_) => stats::handle(d),
         Request::StepStart(r) => step::start(d, caller, r).await,
         Request::StepEnd(r) => step::end(d, caller, r).await,
+        Request::UpdateNodes(r) => update_nodes::handle(d, caller, r).await,
         Request::Subscribe(_)
         | Request::ListClustersInfo(_)
         | Request::ListInterClusterInfo(_)

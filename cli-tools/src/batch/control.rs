@@ -6,8 +6,9 @@ use batch_proto::time::Time;
 use batch_proto::Step;
 use batch_proto::{
     ClientError, ClusterInfo, DaemonStats, HoldRequest, InfoRequest, JobInfo, JobShape,
-    ListRequest, NodeState, ReconfigureRequest, Request, RequeueRequest, Response, ShowJobRequest,
-    StatsRequest, StepStatus, UnholdRequest, UpdateRequest, VersionRequest,
+    ListRequest, NodeAdminState, NodeState, ReconfigureRequest, Request, RequeueRequest, Response,
+    ShowJobRequest, StatsRequest, StepStatus, UnholdRequest, UpdateNodesRequest, UpdateRequest,
+    VersionRequest,
 };
 use clap::{Parser, Subcommand};
 
@@ -89,7 +90,9 @@ pub enum ControlCommand {
     },
     /// Change a pending job: `update JobId=N [Name=..] [TimeLimit=[+|-]..] [NumNodes=..]
     /// [StartTime=..] [Priority=..] [Partition=..] [Dependency=..]` (JobId=ID_N: an array
-    /// task; an array's ID: every task; `Job=` as scontrol abbreviates it).
+    /// task; an array's ID: every task; `Job=` as scontrol abbreviates it); or nodes:
+    /// `update NodeName=LIST State=DOWN|DRAIN|RESUME|UNDRAIN [Reason=..]` (root; a reason
+    /// is required with DOWN and DRAIN).
     Update {
         /// `Key=Value` pairs.
         #[arg(required = true)]
@@ -106,6 +109,59 @@ pub enum ControlCommand {
 /// [`update_targets`] finds the jobs it names.
 pub fn parse_update(pairs: &[String], now: Time, zone: &Zone) -> anyhow::Result<UpdateRequest> {
     parse_update_ref(pairs, now, zone).map(|(_, req)| req)
+}
+
+/// Parses a node's `update` (`NodeName=LIST State=DOWN|DRAIN|RESUME|UNDRAIN [Reason=..]`, as
+/// scontrol); `None` when the pairs name no node (a job's update).
+pub fn parse_node_update(pairs: &[String]) -> Option<anyhow::Result<UpdateNodesRequest>> {
+    let key = |p: &String| {
+        p.split_once('=')
+            .map(|(k, v)| (k.to_ascii_lowercase(), v.to_string()))
+    };
+    if !pairs
+        .iter()
+        .filter_map(key)
+        .any(|(k, _)| k == "nodename" || k == "node")
+    {
+        return None;
+    }
+    let parse = || {
+        let (mut nodes, mut state, mut reason) = (None, None, None);
+        for p in pairs {
+            let (k, v) =
+                key(p).ok_or_else(|| anyhow::anyhow!("Invalid input: {p} (expected Key=Value)"))?;
+            match k.as_str() {
+                "nodename" | "node" => nodes = Some(v),
+                "state" => {
+                    state = Some(
+                        v.parse::<NodeAdminState>()
+                            .map_err(|e| anyhow::anyhow!("{e}"))?,
+                    )
+                }
+                "reason" => reason = Some(v),
+                _ => anyhow::bail!("Update of this parameter is not supported: {k}"),
+            }
+        }
+        let nodes = nodes
+            .filter(|n| !n.is_empty())
+            .ok_or_else(|| anyhow::anyhow!("No node name specified (NodeName=LIST)"))?;
+        let state = state.ok_or_else(|| {
+            anyhow::anyhow!("No State= specified (DOWN, DRAIN, RESUME or UNDRAIN)")
+        })?;
+        if matches!(state, NodeAdminState::Down | NodeAdminState::Drain)
+            && reason.as_deref().is_none_or(|r| r.trim().is_empty())
+        {
+            anyhow::bail!(
+                "You must specify a reason when DOWNING or DRAINING a node. Request denied"
+            );
+        }
+        Ok(UpdateNodesRequest {
+            nodes,
+            state,
+            reason,
+        })
+    };
+    Some(parse())
 }
 
 /// [`parse_update`], with the `JobId=` value as given.
@@ -235,14 +291,31 @@ pub fn show_nodes(info: &ClusterInfo, name: Option<&str>) -> anyhow::Result<Stri
             found.push(node.name.clone());
             let held = node.state == NodeState::Allocated;
             let mem = p.mem_per_node.unwrap_or(1);
-            let state = match node.state {
+            let base = match node.state {
                 NodeState::Idle => "IDLE",
                 NodeState::Allocated => "ALLOCATED",
                 NodeState::Reserved => "RESERVED",
             };
+            // scontrol's `State=IDLE+DRAIN`, `DOWN`, and the reason with who and when.
+            let (state, reason) = match &node.condition {
+                None => (base.to_string(), String::new()),
+                Some(c) => (
+                    if c.down {
+                        "DOWN".to_string()
+                    } else {
+                        format!("{base}+DRAIN")
+                    },
+                    format!(
+                        "   Reason={} [{}@{}]\n",
+                        shown(&c.reason),
+                        shown(&c.user),
+                        super::time::format_timestamp(c.since, &local_zone())
+                    ),
+                ),
+            };
             out.push_str(&format!(
                 "NodeName={}\n   CPUAlloc={} CPUTot={}\n   RealMemory={mem} AllocMem={}\n   \
-                 State={state} Partitions={}\n   JobId={}\n\n",
+                 State={state} Partitions={}\n   JobId={}\n{reason}\n",
                 shown(&node.name),
                 if held { p.cpus_per_node } else { 0 },
                 p.cpus_per_node,
@@ -563,6 +636,7 @@ pub fn run(cli: ControlCli) -> anyhow::Result<ExitCode> {
     let now = now_ms();
     // Bad arguments are reported before touching the daemon.
     let update = match &cli.command {
+        ControlCommand::Update { pairs } if parse_node_update(pairs).is_some() => None,
         ControlCommand::Update { pairs } => Some((
             parse_update_ref(pairs, now, &local_zone())?,
             time_limit_delta(pairs)?,
@@ -713,6 +787,15 @@ pub fn run(cli: ControlCli) -> anyhow::Result<ExitCode> {
         }
         ControlCommand::Requeue { ids } => requeue(&mut client, &ids, false),
         ControlCommand::RequeueHold { ids } => requeue(&mut client, &ids, true),
+        ControlCommand::Update { pairs } if parse_node_update(&pairs).is_some() => {
+            let req = parse_node_update(&pairs)
+                .ok_or_else(|| anyhow::anyhow!("internal: node update not parsed"))??;
+            match client.request(&Request::UpdateNodes(req))? {
+                Response::NodesUpdated(_) => Ok(ExitCode::SUCCESS),
+                Response::Error(e) => Err(anyhow::anyhow!("{}", e.message)),
+                other => Err(ClientError::unexpected("update", &other).into()),
+            }
+        }
         ControlCommand::Update { .. } => {
             let ((job, req), delta) =
                 update.ok_or_else(|| anyhow::anyhow!("internal: update not parsed"))?;

@@ -126,6 +126,7 @@ fn state_rank(s: JobState) -> i128 {
         JobState::Cancelled => 4,
         JobState::Failed => 5,
         JobState::Timeout => 6,
+        JobState::NodeFail => 7,
         JobState::Preempted => 8,
         // Slurm's JOB_DEADLINE comes after JOB_BOOT_FAIL.
         JobState::Deadline => 10,

@@ -58,7 +58,8 @@ pub struct InfoCli {
     /// The reasons nodes are down, drained or failing (none are, here: the header alone).
     #[arg(short = 'R', long = "list-reasons")]
     pub reasons: bool,
-    /// Only nodes in these states (idle, alloc, resv, ... comma-separated, any case, or all).
+    /// Only nodes in these states (idle, alloc, resv, drain, drained, draining, down, ...
+    /// comma-separated, any case, or all).
     #[arg(short = 't', long = "states", value_name = "STATES")]
     pub states: Vec<String>,
     /// Only these pools.
@@ -86,12 +87,36 @@ pub struct InfoCli {
     pub socket: SocketArg,
 }
 
-fn state_name(s: NodeState) -> &'static str {
-    match s {
-        NodeState::Idle => "idle",
-        NodeState::Allocated => "alloc",
-        NodeState::Reserved => "resv",
+/// A node's state as sinfo names it, compact (`idle`, `alloc`, `resv`, `drng`, `drain`,
+/// `down`) and long (`draining`, `drained`, ...): DOWN before everything, then DRAIN over
+/// whether a job still holds the node.
+fn node_state(n: &NodeInfo) -> (&'static str, &'static str) {
+    match (&n.condition, n.state) {
+        (Some(c), _) if c.down => ("down", "down"),
+        (Some(_), NodeState::Idle) => ("drain", "drained"),
+        (Some(_), _) => ("drng", "draining"),
+        (None, NodeState::Idle) => ("idle", "idle"),
+        (None, NodeState::Allocated) => ("alloc", "allocated"),
+        (None, NodeState::Reserved) => ("resv", "reserved"),
     }
+}
+
+/// The compact states in the order the default listing shows their lines.
+const STATE_ORDER: [&str; 6] = ["alloc", "drng", "resv", "idle", "drain", "down"];
+
+/// Allocated, idle, other and total nodes of `nodes` (sinfo's A/I/O/T): a draining node is
+/// allocated, a drained or down one "other", as a reserved one.
+fn aiot(nodes: &[&NodeInfo]) -> (u64, u64, u64, u64) {
+    let (mut a, mut i) = (0, 0);
+    for n in nodes {
+        match node_state(n).0 {
+            "alloc" | "drng" => a += 1,
+            "idle" => i += 1,
+            _ => {}
+        }
+    }
+    let t = nodes.len() as u64;
+    (a, i, t - a - i, t)
 }
 
 fn table(rows: &[Vec<String>]) -> String {
@@ -214,14 +239,6 @@ fn header(letter: char) -> &'static str {
     }
 }
 
-fn long_state_name(s: NodeState) -> &'static str {
-    match s {
-        NodeState::Idle => "idle",
-        NodeState::Allocated => "allocated",
-        NodeState::Reserved => "reserved",
-    }
-}
-
 /// A pool's time limit as sinfo prints it.
 fn limit(p: &PoolInfo) -> String {
     p.max_time
@@ -230,22 +247,16 @@ fn limit(p: &PoolInfo) -> String {
 
 /// One field of a line standing for `nodes` of pool `p`.
 fn value(p: &PoolInfo, nodes: &[&NodeInfo], letter: char, buf: &mut String) {
-    let count = |st: NodeState| nodes.iter().filter(|n| n.state == st).count() as u64;
-    let (a, o, t) = (
-        count(NodeState::Allocated),
-        count(NodeState::Reserved),
-        nodes.len() as u64,
-    );
-    let i = t - a - o;
-    let state = nodes.first().map_or(NodeState::Idle, |n| n.state);
+    let (a, i, o, t) = aiot(nodes);
+    let state = nodes.first().map_or(("idle", "idle"), |n| node_state(n));
     let c = u64::from(p.cpus_per_node);
     let text = match letter {
         'P' | 'R' => p.name.clone(),
         'a' => "up".into(),
         'l' => limit(p),
         'D' => t.to_string(),
-        't' => state_name(state).into(),
-        'T' => long_state_name(state).into(),
+        't' => state.0.into(),
+        'T' => state.1.into(),
         'N' | 'n' => {
             let names: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
             hostlist::compress(&names)
@@ -257,7 +268,10 @@ fn value(p: &PoolInfo, nodes: &[&NodeInfo], letter: char, buf: &mut String) {
         'C' => format!("{}/{}/{}/{}", a * c, i * c, o * c, t * c),
         'F' => format!("{a}/{i}/{o}/{t}"),
         's' => format!("1-{}", p.total),
-        'E' => "none".into(),
+        'E' => nodes
+            .first()
+            .and_then(|n| n.condition.as_ref())
+            .map_or_else(|| "none".to_string(), |c| c.reason.clone()),
         'z' => format!("1:{c}:1"),
         'h' => "NO".into(),
         'r' => "no".into(),
@@ -271,19 +285,33 @@ fn value(p: &PoolInfo, nodes: &[&NodeInfo], letter: char, buf: &mut String) {
 }
 
 /// Lines by sinfo's rule: with `per_node` one a node; else the nodes of a pool alike in
-/// every non-summing field of `format` (here: the state, when shown) share a line, allocated
-/// first, then reserved, then idle, as the default listing.
+/// every non-summing field of `format` (here: the state and the reason, when shown) share a
+/// line, in the default listing's order of states.
 fn format_lines(info: &ClusterInfo, format: &Format, per_node: bool) -> Vec<String> {
-    let by_state = format.letters().any(|l| l == 't' || l == 'T');
+    let by_state = format.letters().any(|l| l == 't' || l == 'T' || l == 'E');
     let mut out = Vec::new();
     for p in &info.pools {
         let groups: Vec<Vec<&NodeInfo>> = if per_node {
             p.nodes.iter().map(|n| vec![n]).collect()
         } else if by_state {
-            [NodeState::Allocated, NodeState::Reserved, NodeState::Idle]
-                .iter()
-                .map(|st| p.nodes.iter().filter(|n| n.state == *st).collect())
-                .collect()
+            let mut groups: Vec<Vec<&NodeInfo>> = Vec::new();
+            for st in STATE_ORDER {
+                let mut reasons: Vec<Option<&str>> = Vec::new();
+                for n in p.nodes.iter().filter(|n| node_state(n).0 == st) {
+                    let r = n.condition.as_ref().map(|c| c.reason.as_str());
+                    match reasons.iter().position(|x| *x == r) {
+                        Some(k) => {
+                            let at = groups.len() - reasons.len() + k;
+                            groups[at].push(n);
+                        }
+                        None => {
+                            reasons.push(r);
+                            groups.push(vec![n]);
+                        }
+                    }
+                }
+            }
+            groups
         } else {
             vec![p.nodes.iter().collect()]
         };
@@ -294,17 +322,14 @@ fn format_lines(info: &ClusterInfo, format: &Format, per_node: bool) -> Vec<Stri
     out
 }
 
-/// Reads `-t`: sinfo's node state names in any case, or `all` (`None`: no filter). States
-/// Slurm has and batchd's nodes never are in (`down`, `drain`, `mix`, ...) select nothing.
-pub fn parse_node_states(values: &[String]) -> anyhow::Result<Option<Vec<NodeState>>> {
+/// Reads `-t`: sinfo's node state names in any case, or `all` (`None`: no filter), as the
+/// compact states ([`node_state`]) they select: `drain` selects drained and draining nodes.
+/// States Slurm has and batchd's nodes never are in (`mix`, `fail`, ...) select nothing.
+pub fn parse_node_states(values: &[String]) -> anyhow::Result<Option<Vec<&'static str>>> {
     const NEVER: &[&str] = &[
         "cloud",
         "comp",
         "completing",
-        "down",
-        "drain",
-        "drained",
-        "draining",
         "fail",
         "failing",
         "future",
@@ -333,9 +358,13 @@ pub fn parse_node_states(values: &[String]) -> anyhow::Result<Option<Vec<NodeSta
     let mut states = Vec::new();
     for s in &list {
         match s.to_ascii_lowercase().as_str() {
-            "idle" => states.push(NodeState::Idle),
-            "alloc" | "allocated" => states.push(NodeState::Allocated),
-            "resv" | "reserved" => states.push(NodeState::Reserved),
+            "idle" => states.push("idle"),
+            "alloc" | "allocated" => states.push("alloc"),
+            "resv" | "reserved" => states.push("resv"),
+            "down" => states.push("down"),
+            "drain" => states.extend(["drain", "drng"]),
+            "drained" => states.push("drain"),
+            "draining" | "drng" => states.push("drng"),
             other if NEVER.contains(&other) => {}
             _ => anyhow::bail!("Invalid node state specified: {s}"),
         }
@@ -371,7 +400,7 @@ fn selected(info: &ClusterInfo, cli: &InfoCli) -> anyhow::Result<ClusterInfo> {
         keep_nodes(&mut out, |n| names.contains(&n.name));
     }
     if let Some(states) = states {
-        keep_nodes(&mut out, |n| states.contains(&n.state));
+        keep_nodes(&mut out, |n| states.contains(&node_state(n).0));
     }
     Ok(out)
 }
@@ -416,16 +445,37 @@ pub fn render(
 ) -> anyhow::Result<String> {
     let info = selected(info, cli)?;
     if cli.reasons {
-        // sinfo -R: a line per node down, drained or failing with why; batchd's nodes never
-        // are, so the header alone.
-        return Ok(if cli.noheader {
+        // sinfo -R: a line per reason (with who set it and when) of the nodes down or
+        // drained, their host list beside it.
+        let mut out = if cli.noheader {
             String::new()
         } else {
             format!(
                 "{:<20} {:<9} {:<19} {}\n",
                 "REASON", "USER", "TIMESTAMP", "NODELIST"
             )
-        });
+        };
+        let mut lines: Vec<(&batch_proto::NodeCondition, Vec<&str>)> = Vec::new();
+        for n in info.pools.iter().flat_map(|p| &p.nodes) {
+            let Some(c) = &n.condition else { continue };
+            match lines
+                .iter_mut()
+                .find(|(l, _)| (&l.reason, &l.user, l.since) == (&c.reason, &c.user, c.since))
+            {
+                Some((_, names)) => names.push(&n.name),
+                None => lines.push((c, vec![&n.name])),
+            }
+        }
+        for (c, names) in lines {
+            out.push_str(&format!(
+                "{:<20} {:<9} {:<19} {}\n",
+                super::escape::shown(&c.reason),
+                super::escape::shown(&c.user),
+                super::time::format_timestamp(c.since, zone),
+                hostlist::compress(&names)
+            ));
+        }
+        return Ok(out);
     }
     if let Some(format) = cli.format()? {
         let mut out = String::new();
@@ -455,7 +505,7 @@ pub fn render(
                     n.name.clone(),
                     "1".into(),
                     p.name.clone(),
-                    state_name(n.state).into(),
+                    node_state(n).0.into(),
                     n.job.map_or_else(|| "-".to_string(), |j| j.to_string()),
                 ]);
             }
@@ -469,13 +519,13 @@ pub fn render(
             "NODELIST",
         ]));
         for p in &pools {
-            // Reserved (claimed) nodes are "other" in Slurm's A/I/O/T.
-            let idle = p.total.saturating_sub(p.allocated + p.reserved);
+            // Reserved (claimed), drained and down nodes are "other" in Slurm's A/I/O/T.
+            let (a, i, o, t) = aiot(&p.nodes.iter().collect::<Vec<_>>());
             rows.push(vec![
                 p.name.clone(),
                 "up".into(),
                 limit(p),
-                format!("{}/{}/{}/{}", p.allocated, idle, p.reserved, p.total),
+                format!("{a}/{i}/{o}/{t}"),
                 p.node_list.clone(),
             ]);
         }
@@ -489,11 +539,11 @@ pub fn render(
             "NODELIST",
         ]));
         for p in &pools {
-            for st in [NodeState::Allocated, NodeState::Reserved, NodeState::Idle] {
+            for st in STATE_ORDER {
                 let names: Vec<&str> = p
                     .nodes
                     .iter()
-                    .filter(|n| n.state == st)
+                    .filter(|n| node_state(n).0 == st)
                     .map(|n| n.name.as_str())
                     .collect();
                 if names.is_empty() {
@@ -504,7 +554,7 @@ pub fn render(
                     "up".into(),
                     limit(p),
                     names.len().to_string(),
-                    state_name(st).into(),
+                    st.into(),
                     hostlist::compress(&names),
                 ]);
             }
@@ -578,6 +628,7 @@ mod tests {
                     NodeState::Idle
                 },
                 job: (i == 1 || i == 2).then_some(7),
+                condition: None,
             })
             .collect();
         let mut info = ClusterInfo {

@@ -745,11 +745,21 @@ fn sinfo_node(p: &batch_proto::PoolInfo, n: &batch_proto::NodeInfo) -> Map<Strin
         0
     };
     // A node claimed for a co-allocated job is Slurm's idle node in a reservation.
-    let (state, flags) = match n.state {
-        NodeState::Idle => ("idle", json!([])),
-        NodeState::Allocated => ("allocated", json!([])),
-        NodeState::Reserved => ("idle", json!(["RESERVED"])),
+    let (state, mut flags): (&str, Vec<&str>) = match n.state {
+        NodeState::Idle => ("idle", Vec::new()),
+        NodeState::Allocated => ("allocated", Vec::new()),
+        NodeState::Reserved => ("idle", vec!["RESERVED"]),
     };
+    // Slurm's base state DOWN, or the DRAIN flag over the base state.
+    let state = match &n.condition {
+        Some(c) if c.down => "down",
+        Some(_) => {
+            flags.push("DRAIN");
+            state
+        }
+        None => state,
+    };
+    let flags = json!(flags);
     let mut tres = format!("cpu={cpus}");
     if let Some(m) = p.mem_per_node {
         tres.push_str(&format!(",mem={m}M"));
@@ -788,9 +798,9 @@ fn sinfo_node(p: &batch_proto::PoolInfo, n: &batch_proto::NodeInfo) -> Map<Strin
         "owner": null,
         "port": 0,
         "real_memory": p.mem_per_node.unwrap_or(1),
-        "reason": "",
-        "reason_changed_at": 0,
-        "reason_set_by_user": null,
+        "reason": n.condition.as_ref().map_or("", |c| c.reason.as_str()),
+        "reason_changed_at": n.condition.as_ref().map_or(0, |c| c.since / 1000),
+        "reason_set_by_user": n.condition.as_ref().map(|c| c.user.as_str()),
         "slurmd_start_time": 0,
         "sockets": 1,
         "threads": 1,
@@ -1196,6 +1206,7 @@ mod tests {
                 name: (*n).into(),
                 state,
                 job: None,
+                condition: None,
             })
             .collect();
         let info = ClusterInfo {

@@ -664,6 +664,7 @@ impl SubmitOpts {
             no_requeue,
             requeue_by_hand: None,
             preempted: None,
+            node_failed: false,
             submit_dir: ctx.cwd.to_str().map(str::to_string),
             inert: (!inert.is_empty()).then(|| Box::new(inert)),
         };
