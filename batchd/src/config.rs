@@ -28,10 +28,19 @@ pub enum Sync {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PoolConfig {
-    /// Name (`debug`); its nodes are called `debug001`, `debug002`, ….
+    /// Name (`debug`); its virtual nodes are called `debug001`, `debug002`, ….
     pub name: String,
-    /// Node count.
+    /// Node count (of a pool of hosts: the count of its hosts, which it may leave out).
+    #[serde(default)]
     pub nodes: u32,
+    /// The pool's hosts, a Slurm host list (`node[01-16]`): a pool of real machines reached
+    /// over OpenSSH (`[pool.ssh]`), its nodes named by their hosts. Without it, the pool's
+    /// nodes are virtual, and its jobs run on batchd's own machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hosts: Option<String>,
+    /// How a pool of `hosts` is reached (defaults when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ssh: Option<SshConfig>,
     /// The longest time limit a job of the pool may have, and what `-t UNLIMITED` gives it
     /// (Slurm's partition `MaxTime`): minutes, or `"UNLIMITED"` (the default: up to
     /// `batch_proto::MAX_TIME_LIMIT`, 365 days).
@@ -58,7 +67,67 @@ fn default_cpus_per_node() -> u32 {
     1
 }
 
+/// How batchd reaches the hosts of a pool (`[pool.ssh]`): plain OpenSSH, in batch mode, one
+/// multiplexed connection per host (docs/hosts.md).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SshConfig {
+    /// The user batchd logs in as on every host (default: batchd's own user). Jobs of other
+    /// users need it to be root, whose supervisor switches to each job's user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    /// The private key (default: ssh's own choice, `~/.ssh/id_*` or the agent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity_file: Option<PathBuf>,
+    /// The port (default: ssh's, 22 unless the ssh config says otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
+    /// More options for `ssh`, as given on its command line (`["-F", "/etc/esched/ssh_config"]`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub options: Vec<String>,
+    /// The batchd program on the hosts (default: the path of this batchd, as on a cluster
+    /// whose nodes share its installation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batchd: Option<PathBuf>,
+    /// Where jobs' directories are made on the hosts, under a directory per host (default
+    /// `/var/spool/esched`); the login user must be able to create it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spool: Option<PathBuf>,
+    /// How often each host is asked whether it answers, in ms (default 1,000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health_interval_ms: Option<u64>,
+    /// A host that has not answered for this long is set DOWN, in ms (default 10,000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub down_after_ms: Option<u64>,
+}
+
+impl SshConfig {
+    /// [`SshConfig::health_interval_ms`] or its default.
+    pub fn health_interval(&self) -> u64 {
+        self.health_interval_ms.unwrap_or(1_000).max(1)
+    }
+
+    /// [`SshConfig::down_after_ms`] or its default.
+    pub fn down_after(&self) -> u64 {
+        self.down_after_ms.unwrap_or(10_000).max(1)
+    }
+
+    /// [`SshConfig::spool`] or its default.
+    pub fn spool(&self) -> PathBuf {
+        self.spool
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("/var/spool/esched"))
+    }
+}
+
 impl PoolConfig {
+    /// The pool's hosts, expanded, when it has `hosts` (checked by [`Config::parse`]).
+    pub fn host_names(&self) -> Option<Vec<String>> {
+        self.hosts
+            .as_deref()
+            .and_then(|h| batch_proto::hostlist::expand_at_most(h, MAX_HOSTS).ok())
+    }
+
     /// What one node of the pool has, for `batch_proto::resources`.
     pub fn node_size(&self) -> batch_proto::resources::NodeSize {
         batch_proto::resources::NodeSize {
@@ -332,10 +401,15 @@ fn default_session_idle_timeout() -> u64 {
     60_000
 }
 
+/// The most hosts a pool may list.
+pub const MAX_HOSTS: usize = 65_536;
+
 fn default_pools() -> Vec<PoolConfig> {
     vec![PoolConfig {
         name: "debug".into(),
         nodes: 8,
+        hosts: None,
+        ssh: None,
         max_time: MaxTime::default(),
         cpus_per_node: 1,
         mem_per_node: None,
@@ -456,7 +530,7 @@ impl Config {
 
     /// Parses and checks `text`, naming `file` in errors.
     pub fn parse(text: &str, file: &str) -> Result<Config, ConfigError> {
-        let config: Config = toml::from_str(text).map_err(|e| {
+        let mut config: Config = toml::from_str(text).map_err(|e| {
             let location = match e.span() {
                 Some(span) => {
                     let before = &text[..span.start.min(text.len())];
@@ -480,8 +554,54 @@ impl Config {
                 reason: reason.join(": "),
             }
         })?;
+        config.count_hosts(file)?;
         config.check(file)?;
         Ok(config)
+    }
+
+    /// Sets each pool of hosts' node count from its host list, checking the list.
+    fn count_hosts(&mut self, file: &str) -> Result<(), ConfigError> {
+        let mut seen = std::collections::HashSet::new();
+        for (i, p) in self.pools.iter_mut().enumerate() {
+            let Some(list) = &p.hosts else {
+                if p.ssh.is_some() {
+                    return Err(ConfigError::key(
+                        file,
+                        &format!("pool[{i}].ssh"),
+                        format!("pool `{}` has no `hosts` to reach over ssh", p.name),
+                    ));
+                }
+                continue;
+            };
+            let key = format!("pool[{i}].hosts");
+            let names = batch_proto::hostlist::expand_at_most(list, MAX_HOSTS)
+                .map_err(|e| ConfigError::key(file, &key, format!("`{list}`: {e}")))?;
+            if names.is_empty() {
+                return Err(ConfigError::key(file, &key, "no host listed"));
+            }
+            for n in &names {
+                if !seen.insert(n.clone()) {
+                    return Err(ConfigError::key(
+                        file,
+                        &key,
+                        format!("host `{n}` is listed twice (a host is one node of one pool)"),
+                    ));
+                }
+            }
+            let count = names.len() as u32;
+            if p.nodes != 0 && p.nodes != count {
+                return Err(ConfigError::key(
+                    file,
+                    &format!("pool[{i}].nodes"),
+                    format!(
+                        "pool `{}` lists {count} hosts but says nodes = {}; leave `nodes` out",
+                        p.name, p.nodes
+                    ),
+                ));
+            }
+            p.nodes = count;
+        }
+        Ok(())
     }
 
     /// The checks TOML's types cannot express.
@@ -712,11 +832,35 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_pool_of_hosts_counts_its_hosts_and_refuses_what_cannot_be() {
+        let c = Config::parse(
+            "[[pool]]\nname = \"hosts\"\nhosts = \"node[01-16]\"\n[pool.ssh]\nuser = \"root\"\n",
+            "f",
+        )
+        .unwrap();
+        assert_eq!(c.pools[0].nodes, 16);
+        assert_eq!(c.pools[0].host_names().unwrap()[15], "node16");
+        assert_eq!(c.pools[0].ssh.as_ref().unwrap().spool(), Path::new("/var/spool/esched"));
+        let bad = |text: &str| Config::parse(text, "f").unwrap_err().to_string();
+        assert!(bad("[[pool]]\nname = \"h\"\nhosts = \"n[1-4]\"\nnodes = 3\n")
+            .contains("lists 4 hosts but says nodes = 3"));
+        assert!(bad(
+            "[[pool]]\nname = \"a\"\nhosts = \"n[1-2]\"\n[[pool]]\nname = \"b\"\nhosts = \"n2\"\n"
+        )
+        .contains("host `n2` is listed twice"));
+        assert!(bad("[[pool]]\nname = \"h\"\nhosts = \"n[4-1]\"\n").contains("pool[0].hosts"));
+        assert!(bad("[[pool]]\nname = \"h\"\nnodes = 2\n[pool.ssh]\nport = 22\n")
+            .contains("has no `hosts` to reach over ssh"));
+    }
+
+    #[test]
     fn embedded_default_is_one_debug_pool_of_eight_with_cbf() {
         let c = Config::embedded();
         assert_eq!(
             c.pools,
             vec![PoolConfig {
+                hosts: None,
+                ssh: None,
                 name: "debug".into(),
                 nodes: 8,
                 max_time: Default::default(),

@@ -328,6 +328,8 @@ mod tests {
         let mut c = Config::embedded();
         c.pools = vec![
             crate::config::PoolConfig {
+                hosts: None,
+                ssh: None,
                 name: "a".into(),
                 nodes: 4,
                 max_time: Default::default(),
@@ -336,6 +338,8 @@ mod tests {
                 mem_per_node: None,
             },
             crate::config::PoolConfig {
+                hosts: None,
+                ssh: None,
                 name: "b".into(),
                 nodes: 16,
                 max_time: Default::default(),

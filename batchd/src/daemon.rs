@@ -54,6 +54,8 @@ pub struct Daemon {
     pub test_only_timeouts: AtomicU64,
     /// When the daemon started, ms since the epoch.
     pub started: u64,
+    /// The hosts of the pools of hosts, and the link to each.
+    pub links: crate::hostlink::Links,
     users: Mutex<HashMap<u32, String>>,
 }
 
@@ -76,6 +78,7 @@ impl Daemon {
         policy: BoxedPolicy,
         settings: Settings,
         state_dir: PathBuf,
+        links: crate::hostlink::Links,
     ) -> Daemon {
         let started = now_ms();
         Daemon {
@@ -91,6 +94,7 @@ impl Daemon {
             test_only_slots: Arc::new(tokio::sync::Semaphore::new(TEST_ONLY_SLOTS)),
             test_only_timeouts: AtomicU64::new(0),
             started,
+            links,
             users: Mutex::new(HashMap::new()),
         }
     }
@@ -137,6 +141,22 @@ impl Daemon {
     pub fn nodes_freed(&self) {
         self.reschedule();
         self.freed.notify_waiters();
+    }
+
+    /// The link to the host running job `id`'s batch script and the run it is, when the job
+    /// runs in a pool of hosts (`None`: on this machine, or not running).
+    pub fn remote(&self, id: u64) -> Option<(Arc<crate::hostlink::HostLink>, crate::agent::RunId)> {
+        let (pool, first, run) = {
+            let core = self.core();
+            let a = core.job(id)?;
+            a.run.as_ref()?;
+            (a.rec.pool.clone()?, a.rec.first_node(), a.rec.restarts)
+        };
+        if !self.links.is_remote(&pool) {
+            return None;
+        }
+        let link = self.links.of_host(&first)?;
+        Some((Arc::clone(link), crate::agent::RunId { job: id, run }))
     }
 
     /// The directory of job `id`.

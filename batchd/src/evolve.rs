@@ -63,7 +63,10 @@ pub async fn follow(d: Arc<Daemon>, id: u64) {
             );
             let dir = ev.job_dir.clone();
             match tokio::task::spawn_blocking(move || write_job_files(&dir, &files)).await {
-                Ok(Ok(())) => tell(&ev.job_dir, id, signal),
+                Ok(Ok(())) => match d.remote(id) {
+                    Some((link, run)) => tell_remote(&link, run, &ev.job_dir, signal),
+                    None => tell(&ev.job_dir, id, signal),
+                },
                 Ok(Err(e)) => tracing::error!(job = id, "cannot write the job's files: {e}"),
                 Err(e) => tracing::error!(job = id, "writing the job's files: {e}"),
             }
@@ -78,6 +81,36 @@ pub async fn follow(d: Arc<Daemon>, id: u64) {
         tokio::select! {
             _ = tokio::time::sleep(wait) => {}
             _ = freed => {}
+        }
+    }
+}
+
+/// [`tell`] for a job on a host: its new step and node files (step first, as written here)
+/// and the signal go through its host's session.
+fn tell_remote(
+    link: &crate::hostlink::HostLink,
+    run: crate::agent::RunId,
+    dir: &Path,
+    signal: Signal,
+) {
+    let sent: Vec<(String, String)> = [files::STEP, files::NODES]
+        .iter()
+        .filter_map(|f| {
+            std::fs::read_to_string(dir.join(f))
+                .ok()
+                .map(|t| (f.to_string(), t))
+        })
+        .collect();
+    let ops = [
+        crate::agent::JobOp::Files { files: sent },
+        crate::agent::JobOp::Signal {
+            signal: signal as i32,
+            scope: batch_proto::SignalScope::Batch,
+        },
+    ];
+    for op in ops {
+        if let Err(e) = link.send_job(run, op) {
+            tracing::warn!(job = run.job, "cannot tell the job of its new nodes: {e}");
         }
     }
 }

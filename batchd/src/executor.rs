@@ -11,8 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use batch_proto::SignalScope;
-use nix::sys::signal::{kill, Signal};
-use nix::unistd::Pid;
+use nix::sys::signal::Signal;
 
 use crate::core::JobFiles;
 use crate::daemon::Daemon;
@@ -290,11 +289,14 @@ pub fn component_environments(
         .collect()
 }
 
-/// Writes the job's directory: the script, its node (and step) file and `launch.json`.
+/// Writes the job's directory `dir`: the script, its node (and step) file and `launch.json`,
+/// whose paths (and the job's environment's) name the directory as `runs_in`, where the job
+/// runs: `dir` itself on this machine, the job's directory on its host for a pool of hosts.
 fn prepare(
     rec: &JobRecord,
     site: &Site,
     dir: &Path,
+    runs_in: &Path,
     grace_ms: u64,
     job_files: Option<&JobFiles>,
     components: &[(String, Vec<String>)],
@@ -328,10 +330,10 @@ fn prepare(
         user: rec.user.clone(),
         uid: rec.uid,
         gid: rec.gid,
-        script,
+        script: runs_in.join(files::SCRIPT),
         via_shell: !rec.spec.script.starts_with("#!"),
         args: rec.spec.args.clone(),
-        env: job_environment(rec, dir, site),
+        env: job_environment(rec, runs_in, site),
         work_dir: PathBuf::from(&rec.spec.work_dir),
         stdout: output_path(rec.spec.stdout.as_deref(), &rec.stdout, rec),
         stderr: output_path(
@@ -379,12 +381,31 @@ pub async fn launch(d: Arc<Daemon>, rec: JobRecord) {
         }
         f
     });
+    // On a host, the job runs in its run's directory under the host's spool.
+    let remote = d.remote(id);
+    let runs_in = match &remote {
+        Some((link, run)) => link
+            .ssh
+            .spool()
+            .join(&link.host)
+            .join("jobs")
+            .join(run.dir_name()),
+        None => dir.clone(),
+    };
     let prepared = {
         let (rec, dir) = (rec.clone(), dir.clone());
         let grace = settings.config.grace_period_ms;
         let site = Site::of(&settings.config, &rec);
         tokio::task::spawn_blocking(move || {
-            prepare(&rec, &site, &dir, grace, job_files.as_ref(), &components)
+            prepare(
+                &rec,
+                &site,
+                &dir,
+                &runs_in,
+                grace,
+                job_files.as_ref(),
+                &components,
+            )
         })
         .await
     };
@@ -392,6 +413,26 @@ pub async fn launch(d: Arc<Daemon>, rec: JobRecord) {
         Ok(Ok(())) => {}
         Ok(Err(e)) => return fail_start(&d, id, e).await,
         Err(e) => return fail_start(&d, id, format!("preparing the job: {e}")).await,
+    }
+    if let Some((link, run)) = remote {
+        if let Err(e) = crate::hosts::start(&link, run, &dir, &rec).await {
+            return fail_start(
+                &d,
+                id,
+                format!("cannot start the job on {}: {e}", link.host),
+            )
+            .await;
+        }
+        tracing::info!(job = id, nodes = ?rec.node_list, host = %link.host, "job started");
+        crate::mail::notify(
+            settings.config.mail_program.as_deref(),
+            &rec,
+            crate::mail::Event::Begin,
+        );
+        if matches!(rec.shape, Some(sched_core::Shape::Evolving { .. })) {
+            tokio::spawn(crate::evolve::follow(Arc::clone(&d), id));
+        }
+        return;
     }
     let opened = {
         use std::os::unix::fs::OpenOptionsExt;
@@ -504,26 +545,6 @@ async fn stop_leftovers(d: &Daemon, id: u64, dir: &Path) -> Option<Status> {
     })
 }
 
-/// Kills job `id`'s supervisor (its directory `dir`), if it lives, and every process left of
-/// the job (run as `uid`) at once: for a running job that cannot be re-attached at start-up,
-/// whose end is recorded before the daemon serves. Blocking.
-pub fn kill_lost(id: u64, dir: &Path, uid: u32) {
-    if let Some(pid) =
-        read_pid(&dir.join(files::SUPERVISOR_PID)).filter(|&p| supervisor_alive(p, dir))
-    {
-        let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
-    }
-    let pids = JobPids::read(&dir.join(files::JOB_PID));
-    let killed = crate::procs::kill_job_now(&pids, uid, id);
-    if killed > 0 {
-        tracing::warn!(
-            job = id,
-            processes = killed,
-            "killed the processes of a job that cannot be re-attached"
-        );
-    }
-}
-
 fn read_status(dir: &Path) -> Option<Status> {
     match read_json::<Status>(&dir.join(files::STATUS)) {
         Ok(s) => s,
@@ -534,43 +555,14 @@ fn read_status(dir: &Path) -> Option<Status> {
     }
 }
 
-/// Whether `pid` is a live (not zombie) supervisor of the job in `dir`: a recycled pid
-/// belongs to some other program, or to another job's supervisor.
-pub fn supervisor_alive(pid: i32, dir: &Path) -> bool {
-    if crate::procs::stat(pid).is_none_or(|s| s.exited()) {
-        return false;
-    }
-    // Batchd's own user runs its supervisors; a user's process can name itself anything.
-    if crate::procs::uid(pid) != Some(nix::unistd::geteuid().as_raw()) {
-        return false;
-    }
-    let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
-        return false;
-    };
-    let mut args = cmdline.split(|&b| b == 0);
-    if !args.any(|a| a == b"supervise") {
-        return false;
-    }
-    let Some(arg) = args.next() else {
-        return false;
-    };
-    use std::os::unix::ffi::OsStrExt;
-    let named = Path::new(std::ffi::OsStr::from_bytes(arg));
-    named == dir
-        || matches!(
-            (named.canonicalize(), dir.canonicalize()),
-            (Ok(a), Ok(b)) if a == b
-        )
-}
-
 /// Watches a supervisor this daemon did not start (found at start-up).
 pub async fn watch_adopted(d: Arc<Daemon>, id: u64, dir: PathBuf) {
     loop {
         if let Some(st) = read_status(&dir) {
             return d.job_ended(id, Some(st)).await;
         }
-        let alive =
-            read_pid(&dir.join(files::SUPERVISOR_PID)).is_some_and(|p| supervisor_alive(p, &dir));
+        let alive = read_pid(&dir.join(files::SUPERVISOR_PID))
+            .is_some_and(|p| crate::jobctl::supervisor_alive(p, &dir));
         if !alive {
             // It may have written the status between the two checks.
             let st = match read_status(&dir) {
@@ -586,84 +578,29 @@ pub async fn watch_adopted(d: Arc<Daemon>, id: u64, dir: PathBuf) {
 /// Tells job `id`'s supervisor to cancel it (SIGTERM to its group, SIGKILL after the grace
 /// period).
 pub fn cancel(d: &Daemon, id: u64) -> Result<(), String> {
-    let dir = d.job_dir(id);
-    let pid = read_pid(&dir.join(files::SUPERVISOR_PID))
-        .ok_or_else(|| format!("job {id} has no supervisor yet"))?;
-    // A pid file outliving its supervisor must not make batchd signal whoever has the pid now.
-    if !supervisor_alive(pid, &dir) {
-        return Err(format!("the supervisor of job {id} is gone"));
+    match d.remote(id) {
+        Some((host, run)) => host.send_job(run, crate::agent::JobOp::Cancel),
+        None => crate::jobctl::cancel_in(&d.job_dir(id), id),
     }
-    kill(Pid::from_raw(pid), Signal::SIGTERM)
-        .map_err(|e| format!("cannot signal the supervisor of job {id}: {e}"))
 }
 
 /// Tells job `id`'s supervisor its new time limit, `deadline` ms since the epoch: written to
 /// the job's `limit.json`, read by the supervisor on SIGUSR2 (and at its start, after a
 /// restart of the daemon in between).
 pub fn set_deadline(d: &Daemon, id: u64, deadline: u64) -> Result<(), String> {
-    let dir = d.job_dir(id);
-    crate::launch::write_json(
-        &dir.join(files::LIMIT),
-        &crate::launch::Limit {
-            deadline_ms: deadline,
-        },
-    )
-    .map_err(|e| format!("cannot write the new limit of job {id}: {e}"))?;
-    let pid = read_pid(&dir.join(files::SUPERVISOR_PID))
-        .ok_or_else(|| format!("job {id} has no supervisor yet"))?;
-    if !supervisor_alive(pid, &dir) {
-        return Err(format!("the supervisor of job {id} is gone"));
+    match d.remote(id) {
+        Some((host, run)) => host.send_job(run, crate::agent::JobOp::Limit { deadline }),
+        None => crate::jobctl::set_deadline_in(&d.job_dir(id), id, deadline),
     }
-    kill(Pid::from_raw(pid), Signal::SIGUSR2)
-        .map_err(|e| format!("cannot signal the supervisor of job {id}: {e}"))
 }
 
 /// Sends `signal` to job `id`'s process groups: every component's of a co-allocated job whose
 /// process still runs (only leaders that are provably the job's: a group id outlives its
 /// leader only as long as its members, then may be another's).
 pub fn signal(d: &Daemon, id: u64, signal: i32, scope: SignalScope) -> Result<(), String> {
-    let sig = Signal::try_from(signal).map_err(|_| format!("invalid signal {signal}"))?;
-    let dir = d.job_dir(id);
-    // scancel: "signals other than SIGKILL are not sent to the batch step" by default; a
-    // SIGKILL reaches everything.
-    let scope = match (scope, sig) {
-        (SignalScope::Steps, Signal::SIGKILL) => SignalScope::Full,
-        (s, _) => s,
-    };
-    if scope == SignalScope::Steps {
-        // No step running: nothing to signal, as with scancel.
-        crate::procs::signal_steps(&dir, sig);
-        return Ok(());
-    }
-    let pids = JobPids::read(&dir.join(files::JOB_PID));
-    if pids.leaders.is_empty() {
-        return Err(format!("job {id} has not started its process yet"));
-    }
-    let groups = crate::procs::live_leaders(&pids, id);
-    if groups.is_empty() {
-        return Err(format!("job {id} has no process left to signal"));
-    }
-    // A component whose group is already gone does not make the others' signal fail.
-    let mut reached = false;
-    let mut last = None;
-    for &g in &groups {
-        // `-b`: the batch shell alone; `-f`: its whole group, and the steps (whose tasks
-        // are in groups of their own, reached through their `erun`).
-        let target = match scope {
-            SignalScope::Batch => g,
-            _ => -g,
-        };
-        match kill(Pid::from_raw(target), sig) {
-            Ok(()) => reached = true,
-            Err(e) => last = Some(e),
-        }
-    }
-    if scope == SignalScope::Full && sig != Signal::SIGKILL {
-        crate::procs::signal_steps_outside(&dir, sig, &groups);
-    }
-    match (reached, last) {
-        (false, Some(e)) => Err(format!("cannot signal job {id}: {e}")),
-        _ => Ok(()),
+    match d.remote(id) {
+        Some((host, run)) => host.send_job(run, crate::agent::JobOp::Signal { signal, scope }),
+        None => crate::jobctl::signal_in(&d.job_dir(id), id, signal, scope),
     }
 }
 
@@ -785,14 +722,5 @@ mod tests {
         // stderr follows stdout's pattern when it has none of its own.
         let err = output_path(rec.spec.stdout.as_deref(), &rec.stderr, &rec);
         assert_eq!(err, Path::new("/w/o-debug003-5.txt"));
-    }
-
-    #[test]
-    fn own_process_is_not_a_supervisor() {
-        assert!(!supervisor_alive(
-            std::process::id() as i32,
-            Path::new("/x")
-        ));
-        assert!(!supervisor_alive(i32::MAX, Path::new("/x")));
     }
 }

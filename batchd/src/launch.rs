@@ -40,6 +40,10 @@ pub mod files {
     /// A time limit changed while the job runs ([`super::Limit`]), which the supervisor
     /// follows.
     pub const LIMIT: &str = "limit.json";
+    /// In batchd's own copy of the directory of a job of a pool of hosts: the host whose
+    /// agent started it, written once the agent said so. A restart of batchd that finds the
+    /// job running without it knows the start never happened.
+    pub const STARTED_ON: &str = "host";
 }
 
 /// A running job's time limit as changed by `econtrol update TimeLimit=`.

@@ -33,6 +33,7 @@
 // Unsafe only where a forked child is set up before exec, each block saying why it is sound.
 #![deny(unsafe_code)]
 
+pub mod agent;
 pub mod config;
 pub mod convert;
 pub mod coorm;
@@ -41,6 +42,9 @@ pub mod daemon;
 pub mod evolve;
 pub mod evorun;
 pub mod executor;
+pub mod hostlink;
+pub mod hosts;
+pub mod jobctl;
 pub mod launch;
 pub mod logging;
 pub mod mail;
@@ -238,7 +242,18 @@ async fn start(config: Config, config_path: Option<PathBuf>) -> Result<Started, 
             source,
         })?;
     let mut core = core::Core::new(config.pools.iter().map(|p| (p.name.as_str(), p.nodes)));
-    let mut recovered = recovery::restore(&mut core, loaded, &state_dir);
+    for (i, p) in config.pools.iter().enumerate() {
+        if let Some(hosts) = p.host_names() {
+            core.name_hosts(i, hosts);
+        }
+    }
+    let remote: std::collections::HashSet<String> = config
+        .pools
+        .iter()
+        .filter(|p| p.hosts.is_some())
+        .map(|p| p.name.clone())
+        .collect();
+    let mut recovered = recovery::restore(&mut core, loaded, &state_dir, &|p| remote.contains(p));
     // After the running jobs have their nodes back: a node out of service under a running
     // job keeps the job (DRAIN) or stops it (DOWN, normally stopped before the restart).
     let mut stopped_for_nodes = Vec::new();
@@ -254,7 +269,7 @@ async fn start(config: Config, config_path: Option<PathBuf>) -> Result<Started, 
     // Before their directories (and pid files) are swept: a job recorded as ended leaves no
     // process behind.
     for (id, dir, uid) in &recovered.to_stop {
-        executor::kill_lost(*id, dir, *uid);
+        jobctl::kill_lost(*id, dir, *uid);
     }
     recovery::sweep_job_dirs(&core, &state_dir);
     for rec in recovered
@@ -280,7 +295,12 @@ async fn start(config: Config, config_path: Option<PathBuf>) -> Result<Started, 
         config,
         config_path,
     };
-    let daemon = Arc::new(Daemon::new(core, store, policy, settings, state_dir));
+    let control = hostlink::control_dir(&state_dir);
+    if settings.config.pools.iter().any(|p| p.hosts.is_some()) {
+        state::private_dir(&control).map_err(io(&control))?;
+    }
+    let links = hostlink::Links::new(&settings.config, &control, &settings.supervisor);
+    let daemon = Arc::new(Daemon::new(core, store, policy, settings, state_dir, links));
     Ok(Started {
         daemon,
         listener,
@@ -320,13 +340,17 @@ async fn serve(started: Started, stop: impl std::future::Future<Output = ()>) ->
         }
     }
     for id in adopted {
-        tokio::spawn(executor::watch_adopted(
-            Arc::clone(&daemon),
-            id,
-            daemon.job_dir(id),
-        ));
+        // A job on a host is followed through its host's session.
+        if daemon.remote(id).is_none() {
+            tokio::spawn(executor::watch_adopted(
+                Arc::clone(&daemon),
+                id,
+                daemon.job_dir(id),
+            ));
+        }
         tokio::spawn(evolve::follow(Arc::clone(&daemon), id));
     }
+    hosts::start_all(&daemon);
     let sched = tokio::spawn(scheduler::run(Arc::clone(&daemon)));
     let api = tokio::spawn(server::serve(Arc::clone(&daemon), listener, nofile));
     daemon.reschedule();

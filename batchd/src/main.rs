@@ -33,12 +33,30 @@ enum Command {
         /// The job's directory.
         job_dir: PathBuf,
     },
+    /// Serve batchd's session to this host (started by batchd over ssh).
+    #[command(hide = true)]
+    Agent {
+        /// Where the jobs' directories are.
+        #[arg(long)]
+        spool: PathBuf,
+        /// The host's node name.
+        #[arg(long)]
+        node: String,
+    },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Some(Command::Supervise { job_dir }) = cli.command {
-        return ExitCode::from(batchd::supervise::supervise(&job_dir).clamp(0, 255) as u8);
+    match &cli.command {
+        Some(Command::Supervise { job_dir }) => {
+            return ExitCode::from(batchd::supervise::supervise(job_dir).clamp(0, 255) as u8);
+        }
+        Some(Command::Agent { spool, node }) => {
+            // Whatever the agent creates without an explicit mode is private, as batchd's.
+            nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
+            return ExitCode::from(batchd::agent::run(spool, node).clamp(0, 255) as u8);
+        }
+        None => {}
     }
     // Colour codes only for a person at a terminal, not in a log file or journal.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());

@@ -66,8 +66,10 @@ pub enum Change {
 }
 
 /// Applies `change` to every node of `names` (all known, or nothing is changed), stores the
-/// new states, stops the jobs that ran on a node set DOWN and asks for a policy run.
-pub async fn set(d: &Arc<Daemon>, names: &[String], change: Change) -> Result<(), String> {
+/// new states and asks for a policy run. Returns the running jobs that ran on a node set
+/// DOWN, for the caller to stop (`crate::hosts::stop_job`): their end is NODE_FAIL, or a
+/// requeue.
+pub async fn set(d: &Arc<Daemon>, names: &[String], change: Change) -> Result<Vec<u64>, String> {
     let now = now_ms();
     let (store, stop, freed, saved) = {
         let mut core = d.core();
@@ -109,15 +111,12 @@ pub async fn set(d: &Arc<Daemon>, names: &[String], change: Change) -> Result<()
     if let Err(e) = d.store.commit_all(store).await {
         tracing::error!("cannot store the jobs stopped for a node: {e}");
     }
-    for id in stop {
-        tracing::warn!(job = id, "stopping the job: a node of it is down");
-        if let Err(e) = crate::executor::cancel(d, id) {
-            tracing::warn!(job = id, "cannot stop the job: {e}");
-        }
+    for id in &stop {
+        tracing::warn!(job = id, "the job is stopped: a node of it is down");
     }
     if freed {
         d.nodes_freed();
     }
     d.reschedule();
-    Ok(())
+    Ok(stop)
 }

@@ -82,7 +82,15 @@ fn lost_record(core: &mut Core, mut rec: JobRecord, why: &str) -> JobRecord {
 }
 
 /// Fills `core` from what the store loaded.
-pub fn restore(core: &mut Core, loaded: Loaded, state_dir: &Path) -> Recovered {
+///
+/// A job of a pool of hosts (`remote` says which pools are) runs on its host: it is
+/// re-attached, and its host's agent reports it, its end, or that it never started there.
+pub fn restore(
+    core: &mut Core,
+    loaded: Loaded,
+    state_dir: &Path,
+    remote: &dyn Fn(&str) -> bool,
+) -> Recovered {
     let mut out = Recovered::default();
     // Pending co-allocated jobs whose record keeps a claim's pools.
     let mut claimed = Vec::new();
@@ -121,7 +129,11 @@ pub fn restore(core: &mut Core, loaded: Loaded, state_dir: &Path) -> Recovered {
                 core.insert(Active { rec, run: None });
                 out.pending += 1;
             }
-            JobState::Running if never_started(&dir) => {
+            // On a host, only the host knows whether its start happened: its agent's
+            // inventory decides (`crate::hosts`).
+            JobState::Running
+                if !rec.pool.as_deref().is_some_and(remote) && never_started(&dir) =>
+            {
                 tracing::warn!(job = id, "batchd stopped before the job's supervisor started; the job is back in the queue");
                 let _ = std::fs::remove_dir_all(&dir);
                 let mut rec = requeue(rec);
@@ -214,7 +226,7 @@ mod tests {
             next_id: 3,
             unreadable: vec![],
         };
-        let out = restore(&mut core, loaded, state.path());
+        let out = restore(&mut core, loaded, state.path(), &|_| false);
         assert_eq!(out.adopted, vec![1]);
         assert_eq!(out.pending, 1);
         assert_eq!(out.requeued.len(), 1);
@@ -245,7 +257,7 @@ mod tests {
             next_id: 2,
             unreadable: vec![],
         };
-        let out = restore(&mut core, loaded, state.path());
+        let out = restore(&mut core, loaded, state.path(), &|_| false);
         assert_eq!(out.adopted, vec![1]);
         assert_eq!(core.take_requeue(1), Some(true));
     }

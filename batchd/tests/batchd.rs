@@ -57,6 +57,8 @@ fn pool(name: &str, nodes: u32) -> batchd::config::PoolConfig {
     batchd::config::PoolConfig {
         name: name.into(),
         nodes,
+        hosts: None,
+        ssh: None,
         max_time: Default::default(),
         speed: 1.0,
         cpus_per_node: 1,

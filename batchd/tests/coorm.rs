@@ -23,6 +23,8 @@ fn pool(name: &str, nodes: u32, speed: f64) -> PoolConfig {
     PoolConfig {
         name: name.into(),
         nodes,
+        hosts: None,
+        ssh: None,
         max_time: Default::default(),
         speed,
         cpus_per_node: 1,

@@ -41,6 +41,8 @@ mod coalloc;
 
 #[path = "e2e/escaping.rs"]
 mod escaping;
+#[path = "e2e/hosts.rs"]
+mod hosts;
 #[path = "e2e/moldable.rs"]
 mod moldable;
 #[path = "e2e/nodes.rs"]

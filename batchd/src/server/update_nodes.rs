@@ -41,8 +41,11 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: UpdateNodesRequest) -
         (NodeAdminState::Undrain, _) => Change::Undrain,
     };
     match crate::nodes::set(d, &names, change).await {
-        Ok(()) => {
+        Ok(stop) => {
             tracing::info!(nodes = %req.nodes, state = ?req.state, by = %caller.user, "node state set");
+            for id in stop {
+                crate::hosts::stop_job(d, id).await;
+            }
             Response::NodesUpdated(names).into()
         }
         Err(e) => ErrorReply::new(ErrorKind::InvalidSpec, e).into(),

@@ -106,6 +106,12 @@ impl Cluster {
 
     /// [`Cluster::start_with`] with top-level keys `top` too (before the first table).
     pub fn start_configured(nodes: u32, policy: &str, top: &str, extra: &str) -> Cluster {
+        Cluster::start_from(|dir| format!("{top}\n{}{extra}", config_text(dir, nodes, policy)))
+    }
+
+    /// A cluster whose whole config is `config(dir)`, `dir` its temporary directory (the
+    /// socket `dir/batchd.sock`, the state `dir/state`, as [`config_text`] has them).
+    pub fn start_from(config: impl FnOnce(&Path) -> String) -> Cluster {
         let dir = tempfile::Builder::new()
             .prefix("esched-e2e-")
             .tempdir()
@@ -115,9 +121,9 @@ impl Cluster {
         let work = dir.path().join("work");
         std::fs::create_dir(&work).expect("work dir");
         set_mode(&work, 0o777);
-        let config = dir.path().join("batchd.toml");
-        let text = format!("{top}\n{}{extra}", config_text(dir.path(), nodes, policy));
-        std::fs::write(&config, text).expect("config");
+        let path = dir.path().join("batchd.toml");
+        std::fs::write(&path, config(dir.path())).expect("config");
+        let config = path;
         let mut c = Cluster {
             socket: dir.path().join("batchd.sock"),
             log: dir.path().join("batchd.log"),

@@ -1,0 +1,448 @@
+//! `batchd agent`: batchd's end of the one ssh session it holds to each host of a pool of
+//! hosts. It starts the jobs batchd sends (each under its own supervisor, `batchd supervise`,
+//! detached from the session as on batchd's own machine), passes cancels, limits and signals
+//! to them, and reports each job's end. It keeps no state of its own: the jobs' directories
+//! under the spool are the state, so that an agent started after an ssh drop or a restart of
+//! batchd finds every job the last one started, and a job never depends on the agent (or the
+//! ssh session) being alive. It ends when batchd closes the session.
+//!
+//! The protocol is one JSON object per line each way ([`ToAgent`], [`FromAgent`]).
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use batch_proto::SignalScope;
+use serde::{Deserialize, Serialize};
+
+use crate::launch::{files, read_json, read_pid, JobPids, Outcome, Status};
+
+/// Locks `m`, whatever a panicking thread left (plain data, consistent between statements).
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// How often the agent looks at its jobs.
+const POLL: Duration = Duration::from_millis(20);
+
+/// One run of a job: a requeued job runs again with its id, in a directory of its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct RunId {
+    /// The job.
+    pub job: u64,
+    /// Its run (the record's `restarts`).
+    pub run: u32,
+}
+
+impl RunId {
+    /// The run's directory name under the host's spool (`12.0`).
+    pub fn dir_name(self) -> String {
+        format!("{}.{}", self.job, self.run)
+    }
+
+    fn parse(name: &str) -> Option<RunId> {
+        let (j, r) = name.split_once('.')?;
+        Some(RunId {
+            job: j.parse().ok()?,
+            run: r.parse().ok()?,
+        })
+    }
+}
+
+/// What batchd asks of a running job.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobOp {
+    /// Stop it (SIGTERM to its supervisor, which stops the job with the grace period).
+    Cancel,
+    /// Its new time limit, ms since the epoch.
+    Limit {
+        /// The deadline.
+        deadline: u64,
+    },
+    /// A signal (`ecancel -s`).
+    Signal {
+        /// The signal number.
+        signal: i32,
+        /// Steps, batch shell or all.
+        scope: SignalScope,
+    },
+    /// Kill its supervisor and processes at once and remove its directory: a run batchd has
+    /// already recorded as ended (its host was down meanwhile).
+    Kill,
+    /// Remove its directory: batchd has stored its end.
+    Reap,
+    /// Rewrite files of its directory (an evolving job's node and step files).
+    Files {
+        /// Name and content of each.
+        files: Vec<(String, String)>,
+    },
+}
+
+/// batchd to the agent.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToAgent {
+    /// Start a run: write its files in its directory, then start its supervisor.
+    Start {
+        /// The run.
+        id: RunId,
+        /// Name and content of each file (`launch.json`, `script`, `nodes`, …).
+        files: Vec<(String, String)>,
+    },
+    /// Act on a run.
+    Job {
+        /// The run.
+        id: RunId,
+        /// What to do.
+        op: JobOp,
+    },
+    /// Are you there? (answered with the same number).
+    Ping(u64),
+}
+
+/// The agent to batchd.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FromAgent {
+    /// The first line: the host's name as it calls itself, and every run whose directory is
+    /// in the spool (running or ended, not yet reaped).
+    Hello {
+        /// `gethostname()`.
+        host: String,
+        /// The runs found.
+        runs: Vec<RunId>,
+    },
+    /// A run's supervisor is started.
+    Started {
+        /// The run.
+        id: RunId,
+    },
+    /// A run ended: its supervisor's status, or `None` when it left none.
+    Ended {
+        /// The run.
+        id: RunId,
+        /// What the supervisor recorded.
+        status: Option<Status>,
+    },
+    /// A request about a run failed.
+    Failed {
+        /// The run.
+        id: RunId,
+        /// Why.
+        error: String,
+        /// It was a start: the run did not start.
+        start: bool,
+    },
+    /// The answer to [`ToAgent::Ping`].
+    Pong(u64),
+}
+
+/// A run the agent follows.
+struct Run {
+    dir: PathBuf,
+    /// Its supervisor, when this agent started it.
+    child: Option<Child>,
+    /// Its end was reported.
+    reported: bool,
+}
+
+struct Agent {
+    jobs_dir: PathBuf,
+    program: PathBuf,
+    runs: Mutex<BTreeMap<RunId, Run>>,
+    out: Mutex<std::io::Stdout>,
+}
+
+impl Agent {
+    fn say(&self, msg: &FromAgent) {
+        let Ok(mut line) = serde_json::to_string(msg) else {
+            return;
+        };
+        line.push('\n');
+        let mut out = lock(&self.out);
+        // batchd gone: the agent ends when it reads the end of its input.
+        let _ = out.write_all(line.as_bytes()).and_then(|()| out.flush());
+    }
+
+    fn start(&self, id: RunId, files: Vec<(String, String)>) -> Result<(), String> {
+        let dir = self.jobs_dir.join(id.dir_name());
+        if dir.exists() {
+            return Err(format!("{} exists already", dir.display()));
+        }
+        crate::state::private_dir(&dir)
+            .map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
+        write_files(&dir, &files)?;
+        let child = std::process::Command::new(&self.program)
+            .arg("supervise")
+            .arg(&dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log_file(&dir))
+            .spawn()
+            .map_err(|e| {
+                format!(
+                    "cannot start the supervisor {}: {e}",
+                    self.program.display()
+                )
+            })?;
+        lock(&self.runs).insert(
+            id,
+            Run {
+                dir,
+                child: Some(child),
+                reported: false,
+            },
+        );
+        Ok(())
+    }
+
+    fn job(&self, id: RunId, op: JobOp) -> Result<(), String> {
+        let dir = lock(&self.runs)
+            .get(&id)
+            .map(|r| r.dir.clone())
+            .ok_or_else(|| format!("no run {} on this host", id.dir_name()))?;
+        match op {
+            JobOp::Cancel => crate::jobctl::cancel_in(&dir, id.job),
+            JobOp::Limit { deadline } => crate::jobctl::set_deadline_in(&dir, id.job, deadline),
+            JobOp::Signal { signal, scope } => {
+                crate::jobctl::signal_in(&dir, id.job, signal, scope)
+            }
+            JobOp::Files { files } => write_files(&dir, &files),
+            JobOp::Kill => {
+                let uid = read_json::<crate::launch::Launch>(&dir.join(files::LAUNCH))
+                    .ok()
+                    .flatten()
+                    .map(|l| l.uid);
+                if let Some(uid) = uid {
+                    crate::jobctl::kill_lost(id.job, &dir, uid);
+                }
+                self.reap(id)
+            }
+            JobOp::Reap => self.reap(id),
+        }
+    }
+
+    fn reap(&self, id: RunId) -> Result<(), String> {
+        let run = lock(&self.runs).remove(&id);
+        if let Some(mut run) = run {
+            if let Some(c) = run.child.as_mut() {
+                let _ = c.try_wait();
+            }
+            std::fs::remove_dir_all(&run.dir)
+                .map_err(|e| format!("cannot remove {}: {e}", run.dir.display()))?;
+        }
+        Ok(())
+    }
+
+    /// Reports every run that ended since the last look.
+    fn watch(&self) {
+        let mut ended = Vec::new();
+        {
+            let mut runs = lock(&self.runs);
+            for (id, run) in runs.iter_mut().filter(|(_, r)| !r.reported) {
+                if run.dir.join(files::STATUS).exists() {
+                    run.reported = true;
+                    ended.push((*id, run.dir.clone(), true));
+                    continue;
+                }
+                let gone = match run.child.as_mut() {
+                    Some(c) => !matches!(c.try_wait(), Ok(None)),
+                    None => !read_pid(&run.dir.join(files::SUPERVISOR_PID))
+                        .is_some_and(|p| crate::jobctl::supervisor_alive(p, &run.dir)),
+                };
+                if gone {
+                    run.reported = true;
+                    ended.push((*id, run.dir.clone(), false));
+                }
+            }
+        }
+        for (id, dir, with_status) in ended {
+            let mut status = read_json::<Status>(&dir.join(files::STATUS)).ok().flatten();
+            if status.is_none() && !with_status {
+                status = stop_leftovers(id.job, &dir);
+            }
+            self.say(&FromAgent::Ended { id, status });
+        }
+    }
+}
+
+/// Writes `files` into `dir`, each atomically: the script executable by its owner only (the
+/// supervisor gives it to the job's user), `launch.json` private, the rest readable (the job
+/// reads its node and step files as its user).
+fn write_files(dir: &Path, files: &[(String, String)]) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    for (name, text) in files {
+        if name.is_empty() || name.contains('/') || name.starts_with('.') {
+            return Err(format!("invalid file name `{name}`"));
+        }
+        let path = dir.join(name);
+        crate::launch::write_atomic(&path, text.as_bytes())
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        let mode = match name.as_str() {
+            files::SCRIPT => 0o700,
+            files::LAUNCH => crate::state::PRIVATE_FILE,
+            _ => 0o644,
+        };
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode))
+            .map_err(|e| format!("cannot set the mode of {}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+fn log_file(dir: &Path) -> Stdio {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(crate::state::PRIVATE_FILE)
+        .open(dir.join(files::LOG))
+        .map_or_else(|_| Stdio::null(), Stdio::from)
+}
+
+/// What is left of a run whose supervisor is gone without a status is stopped, as batchd does
+/// on its own machine; the status to report when there was something to stop.
+fn stop_leftovers(job: u64, dir: &Path) -> Option<Status> {
+    let uid = read_json::<crate::launch::Launch>(&dir.join(files::LAUNCH))
+        .ok()
+        .flatten()?
+        .uid;
+    let pids = JobPids::read(&dir.join(files::JOB_PID));
+    if pids.leaders.is_empty() {
+        return None;
+    }
+    let stopped = crate::procs::stop_job(&pids, uid, job, Duration::from_secs(5));
+    (stopped > 0).then(|| Status {
+        outcome: Outcome::Lost,
+        exit_code: 0,
+        signal: nix::sys::signal::Signal::SIGKILL as i32,
+        end_ms: crate::launch::now_ms(),
+        detail: Some(format!(
+            "the job's supervisor ended without recording an exit status; its host stopped the \
+             {stopped} process(es) left of the job"
+        )),
+        usage: None,
+    })
+}
+
+/// Runs the agent for host `node` over the spool `spool`, reading batchd's requests on stdin
+/// until it closes; returns the process exit code.
+pub fn run(spool: &Path, node: &str) -> i32 {
+    if node.is_empty() || node.contains('/') || node.starts_with('.') {
+        eprintln!("batchd agent: invalid node name `{node}`");
+        return 2;
+    }
+    let jobs_dir = spool.join(node).join("jobs");
+    if let Err(e) = crate::state::create_private_dir(&jobs_dir) {
+        eprintln!("batchd agent: cannot make {}: {e}", jobs_dir.display());
+        return 1;
+    }
+    let program = match std::env::current_exe() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("batchd agent: cannot find its own program: {e}");
+            return 1;
+        }
+    };
+    let mut runs = BTreeMap::new();
+    if let Ok(entries) = std::fs::read_dir(&jobs_dir) {
+        for e in entries.flatten() {
+            if let Some(id) = e.file_name().to_str().and_then(RunId::parse) {
+                runs.insert(
+                    id,
+                    Run {
+                        dir: e.path(),
+                        child: None,
+                        reported: false,
+                    },
+                );
+            }
+        }
+    }
+    let agent = Arc::new(Agent {
+        jobs_dir,
+        program,
+        out: Mutex::new(std::io::stdout()),
+        runs: Mutex::new(BTreeMap::new()),
+    });
+    let host = nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .unwrap_or_default();
+    agent.say(&FromAgent::Hello {
+        host,
+        runs: runs.keys().copied().collect(),
+    });
+    *lock(&agent.runs) = runs;
+    {
+        let agent = Arc::clone(&agent);
+        std::thread::spawn(move || loop {
+            agent.watch();
+            std::thread::sleep(POLL);
+        });
+    }
+    let stdin = std::io::stdin();
+    for line in stdin.lock().lines() {
+        let Ok(line) = line else { break };
+        let req: ToAgent = match serde_json::from_str(&line) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("batchd agent: unreadable request: {e}");
+                continue;
+            }
+        };
+        match req {
+            ToAgent::Ping(n) => agent.say(&FromAgent::Pong(n)),
+            ToAgent::Start { id, files } => match agent.start(id, files) {
+                Ok(()) => agent.say(&FromAgent::Started { id }),
+                Err(error) => agent.say(&FromAgent::Failed {
+                    id,
+                    error,
+                    start: true,
+                }),
+            },
+            ToAgent::Job { id, op } => {
+                if let Err(error) = agent.job(id, op) {
+                    agent.say(&FromAgent::Failed {
+                        id,
+                        error,
+                        start: false,
+                    });
+                }
+            }
+        }
+    }
+    0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_are_named_and_found_by_job_and_run() {
+        let id = RunId { job: 12, run: 3 };
+        assert_eq!(id.dir_name(), "12.3");
+        assert_eq!(RunId::parse("12.3"), Some(id));
+        assert_eq!(RunId::parse("12"), None);
+        assert_eq!(RunId::parse("x.1"), None);
+    }
+
+    #[test]
+    fn the_protocol_is_one_json_object_a_line() {
+        let m = ToAgent::Job {
+            id: RunId { job: 1, run: 0 },
+            op: JobOp::Signal {
+                signal: 10,
+                scope: SignalScope::Batch,
+            },
+        };
+        let text = serde_json::to_string(&m).unwrap();
+        assert!(!text.contains('\n'));
+        assert_eq!(serde_json::from_str::<ToAgent>(&text).unwrap(), m);
+    }
+}

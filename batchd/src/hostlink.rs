@@ -1,0 +1,306 @@
+//! The hosts of the pools of hosts and batchd's link to each: the ssh command that reaches it
+//! and, while its agent answers, the channel to it. The session itself is run by
+//! [`crate::hosts`].
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::{mpsc, oneshot};
+
+use crate::agent::{JobOp, RunId, ToAgent};
+use crate::config::{Config, SshConfig};
+
+/// How a link stands.
+#[derive(Clone, Debug, Default)]
+pub struct LinkState {
+    /// The agent answers.
+    pub up: bool,
+    /// When `up` last changed, ms since the epoch (batchd's start for a link never up).
+    pub since: u64,
+    /// What ssh said last when the link failed.
+    pub error: String,
+    /// The last time anything came from the agent, ms since the epoch.
+    pub heard: u64,
+}
+
+/// batchd's link to one host.
+#[derive(Debug)]
+pub struct HostLink {
+    /// The host (its node's name).
+    pub host: String,
+    /// Its pool.
+    pub pool: String,
+    /// Its pool's ssh settings.
+    pub ssh: SshConfig,
+    /// The ssh program and its arguments up to the remote command.
+    argv: Vec<String>,
+    /// The remote command (`batchd agent …`), one shell word each.
+    remote: Vec<String>,
+    tx: Mutex<Option<mpsc::UnboundedSender<ToAgent>>>,
+    state: Mutex<LinkState>,
+    /// Starts sent and not answered yet.
+    starts: Mutex<HashMap<RunId, oneshot::Sender<Result<(), String>>>>,
+    /// Jobs being started through this link (their run is not in the agent's inventory yet).
+    launching: Mutex<HashSet<u64>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// `word` quoted for a POSIX shell (ssh hands the remote command to the login shell).
+pub fn shell_quote(word: &str) -> String {
+    if !word.is_empty()
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b))
+    {
+        return word.to_string();
+    }
+    format!("'{}'", word.replace('\'', r"'\''"))
+}
+
+impl HostLink {
+    fn new(host: &str, pool: &str, ssh: &SshConfig, control_dir: &Path, program: &Path) -> Self {
+        let mut argv = vec![
+            "ssh".to_string(),
+            "-T".into(),
+            "-o".into(),
+            "BatchMode=yes".into(),
+            // One connection per host, shared by every session batchd opens to it.
+            "-o".into(),
+            "ControlMaster=auto".into(),
+            "-o".into(),
+            format!("ControlPath={}/%C", control_dir.display()),
+            "-o".into(),
+            "ControlPersist=600".into(),
+            "-o".into(),
+            format!(
+                "ConnectTimeout={}",
+                ssh.down_after().div_ceil(1000).clamp(1, 60)
+            ),
+            "-o".into(),
+            format!(
+                "ServerAliveInterval={}",
+                ssh.health_interval().div_ceil(1000).clamp(1, 60)
+            ),
+            "-o".into(),
+            "ServerAliveCountMax=3".into(),
+        ];
+        if let Some(u) = &ssh.user {
+            argv.extend(["-l".into(), u.clone()]);
+        }
+        if let Some(i) = &ssh.identity_file {
+            argv.extend(["-i".into(), i.display().to_string()]);
+        }
+        if let Some(p) = ssh.port {
+            argv.extend(["-p".into(), p.to_string()]);
+        }
+        argv.extend(ssh.options.iter().cloned());
+        argv.push("--".into());
+        argv.push(host.to_string());
+        let remote = vec![
+            ssh.batchd
+                .clone()
+                .unwrap_or_else(|| program.to_path_buf())
+                .display()
+                .to_string(),
+            "agent".into(),
+            "--spool".into(),
+            ssh.spool().display().to_string(),
+            "--node".into(),
+            host.to_string(),
+        ];
+        HostLink {
+            host: host.to_string(),
+            pool: pool.to_string(),
+            ssh: ssh.clone(),
+            argv,
+            remote,
+            tx: Mutex::new(None),
+            state: Mutex::new(LinkState {
+                since: crate::launch::now_ms(),
+                ..Default::default()
+            }),
+            starts: Mutex::new(HashMap::new()),
+            launching: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// The command that opens the agent's session: ssh's arguments, then the remote command
+    /// as one shell-quoted string.
+    pub fn command(&self) -> (String, Vec<String>) {
+        let mut args: Vec<String> = self.argv[1..].to_vec();
+        args.push(
+            self.remote
+                .iter()
+                .map(|w| shell_quote(w))
+                .collect::<Vec<_>>()
+                .join(" "),
+        );
+        (self.argv[0].clone(), args)
+    }
+
+    /// How the link stands.
+    pub fn state(&self) -> LinkState {
+        lock(&self.state).clone()
+    }
+
+    /// Changes how the link stands with `f`.
+    pub fn update(&self, f: impl FnOnce(&mut LinkState)) {
+        f(&mut lock(&self.state));
+    }
+
+    /// The agent's session is open (`Some`) or closed.
+    pub fn set_channel(&self, tx: Option<mpsc::UnboundedSender<ToAgent>>) {
+        let closed = tx.is_none();
+        *lock(&self.tx) = tx;
+        if closed {
+            // Nothing will answer the starts under way.
+            for (_, reply) in lock(&self.starts).drain() {
+                let _ = reply.send(Err(format!("the ssh session to {} ended", self.host)));
+            }
+        }
+    }
+
+    /// Sends `msg` to the agent.
+    pub fn send(&self, msg: ToAgent) -> Result<(), String> {
+        match lock(&self.tx).as_ref() {
+            Some(tx) => tx
+                .send(msg)
+                .map_err(|_| format!("the ssh session to {} ended", self.host)),
+            None => Err(format!(
+                "host {} does not answer ({})",
+                self.host,
+                self.state().error
+            )),
+        }
+    }
+
+    /// Sends `op` for run `id`.
+    pub fn send_job(&self, id: RunId, op: JobOp) -> Result<(), String> {
+        self.send(ToAgent::Job { id, op })
+    }
+
+    /// Sends a start of run `id` and waits for the agent's answer.
+    pub async fn start(&self, id: RunId, files: Vec<(String, String)>) -> Result<(), String> {
+        let (reply, answer) = oneshot::channel();
+        lock(&self.starts).insert(id, reply);
+        if let Err(e) = self.send(ToAgent::Start { id, files }) {
+            lock(&self.starts).remove(&id);
+            return Err(e);
+        }
+        answer
+            .await
+            .unwrap_or_else(|_| Err(format!("the ssh session to {} ended", self.host)))
+    }
+
+    /// The agent answered the start of `id`.
+    pub fn answer_start(&self, id: RunId, result: Result<(), String>) {
+        if let Some(reply) = lock(&self.starts).remove(&id) {
+            let _ = reply.send(result);
+        }
+    }
+
+    /// Marks job `id` as being started (`true`) or not through this link.
+    pub fn set_launching(&self, id: u64, on: bool) {
+        if on {
+            lock(&self.launching).insert(id);
+        } else {
+            lock(&self.launching).remove(&id);
+        }
+    }
+
+    /// Whether job `id` is being started through this link.
+    pub fn is_launching(&self, id: u64) -> bool {
+        lock(&self.launching).contains(&id)
+    }
+}
+
+/// Every host of the pools of hosts, by name.
+#[derive(Debug, Default)]
+pub struct Links {
+    by_host: HashMap<String, Arc<HostLink>>,
+    pools: HashSet<String>,
+}
+
+impl Links {
+    /// The links of `config`'s pools of hosts; control sockets under `control_dir`; `program`
+    /// is the batchd the hosts run when their pool names none.
+    pub fn new(config: &Config, control_dir: &Path, program: &Path) -> Links {
+        let mut links = Links::default();
+        for p in &config.pools {
+            let Some(hosts) = p.host_names() else {
+                continue;
+            };
+            links.pools.insert(p.name.clone());
+            let ssh = p.ssh.clone().unwrap_or_default();
+            for h in hosts {
+                let link = HostLink::new(&h, &p.name, &ssh, control_dir, program);
+                links.by_host.insert(h, Arc::new(link));
+            }
+        }
+        links
+    }
+
+    /// Whether pool `pool` is a pool of hosts.
+    pub fn is_remote(&self, pool: &str) -> bool {
+        self.pools.contains(pool)
+    }
+
+    /// The link to `host`.
+    pub fn of_host(&self, host: &str) -> Option<&Arc<HostLink>> {
+        self.by_host.get(host)
+    }
+
+    /// Every link.
+    pub fn all(&self) -> impl Iterator<Item = &Arc<HostLink>> {
+        self.by_host.values()
+    }
+}
+
+/// The directory of ssh's control sockets under the state directory.
+pub fn control_dir(state_dir: &Path) -> PathBuf {
+    state_dir.join("ssh")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remote_words_are_quoted_for_the_login_shell() {
+        assert_eq!(shell_quote("/usr/bin/batchd"), "/usr/bin/batchd");
+        assert_eq!(shell_quote("a b"), "'a b'");
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+        assert_eq!(shell_quote(""), "''");
+    }
+
+    #[test]
+    fn the_command_reaches_the_agent_through_a_shared_connection() {
+        let ssh = SshConfig {
+            user: Some("root".into()),
+            port: Some(2222),
+            options: vec!["-F".into(), "/etc/esched/ssh config".into()],
+            spool: Some("/var/spool/my esched".into()),
+            ..Default::default()
+        };
+        let l = HostLink::new(
+            "node1",
+            "hosts",
+            &ssh,
+            Path::new("/s/ssh"),
+            Path::new("/opt/batchd"),
+        );
+        let (prog, args) = l.command();
+        assert_eq!(prog, "ssh");
+        let joined = args.join(" ");
+        assert!(joined.contains("-o ControlMaster=auto -o ControlPath=/s/ssh/%C"));
+        assert!(joined.contains("-l root -p 2222 -F /etc/esched/ssh config -- node1"));
+        assert_eq!(
+            args.last().unwrap(),
+            "/opt/batchd agent --spool '/var/spool/my esched' --node node1"
+        );
+    }
+}

@@ -1,0 +1,413 @@
+//! Pools of hosts: one ssh session per host to its agent (`batchd agent`, see
+//! [`crate::agent`]), kept open, reopened when it drops; the jobs started through it and their
+//! ends; and the health check that sets a host that stops answering DOWN.
+//!
+//! A host that stops answering for the pool's `down_after_ms` is set DOWN with the reason ssh
+//! gave; the jobs whose batch script runs there end at once (NODE_FAIL, or requeued with
+//! `--requeue`): batchd cannot reach them to stop them. When the host answers again, whatever
+//! is left of those runs there is killed and their directories removed, and a node batchd
+//! itself set DOWN for not responding is back in service (Slurm's `ReturnToService=1`); a node
+//! an administrator set DOWN stays down.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+
+use crate::agent::{FromAgent, JobOp, RunId, ToAgent};
+use crate::daemon::Daemon;
+use crate::hostlink::HostLink;
+use crate::launch::{files, now_ms, Outcome, Status};
+use crate::nodes::Change;
+
+/// Who a DOWN set by the health check is said to be set by (`einfo -R`'s USER).
+pub const HEALTH_USER: &str = "batchd";
+
+/// The reason of a DOWN set by the health check starts so.
+const NOT_RESPONDING: &str = "Not responding";
+
+/// Opens and keeps open the session to every host, and watches their health.
+pub fn start_all(d: &Arc<Daemon>) {
+    for link in d.links.all() {
+        tokio::spawn(session_loop(Arc::clone(d), Arc::clone(link)));
+        tokio::spawn(health_loop(Arc::clone(d), Arc::clone(link)));
+    }
+}
+
+async fn session_loop(d: Arc<Daemon>, link: Arc<HostLink>) {
+    let retry = Duration::from_millis(link.ssh.health_interval().min(1_000));
+    loop {
+        let error = session(&d, &link).await;
+        link.set_channel(None);
+        let was_up = link.state().up;
+        link.update(|s| {
+            if s.up {
+                s.since = now_ms();
+            }
+            s.up = false;
+            s.error = error.clone();
+        });
+        if was_up {
+            tracing::warn!(host = %link.host, "the ssh session to the host ended: {error}");
+        } else {
+            tracing::debug!(host = %link.host, "cannot reach the host: {error}");
+        }
+        tokio::time::sleep(retry).await;
+    }
+}
+
+/// One session: runs until it ends; returns what ssh said.
+async fn session(d: &Arc<Daemon>, link: &Arc<HostLink>) -> String {
+    let (program, args) = link.command();
+    let mut child = match tokio::process::Command::new(&program)
+        .args(&args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+    {
+        Ok(c) => c,
+        Err(e) => return format!("cannot run {program}: {e}"),
+    };
+    let (Some(mut stdin), Some(stdout), Some(stderr)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        return "ssh's pipes are missing".into();
+    };
+    // ssh's last words: the reason a node goes DOWN.
+    let said = tokio::spawn(async move {
+        let mut last = String::new();
+        let mut lines = BufReader::new(stderr).lines();
+        while let Ok(Some(l)) = lines.next_line().await {
+            let l = l.trim();
+            if !l.is_empty() {
+                last = l.to_string();
+            }
+        }
+        last
+    });
+    let (tx, mut rx) = mpsc::unbounded_channel::<ToAgent>();
+    let writer = tokio::spawn(async move {
+        while let Some(msg) = rx.recv().await {
+            let Ok(mut line) = serde_json::to_string(&msg) else {
+                continue;
+            };
+            line.push('\n');
+            if stdin.write_all(line.as_bytes()).await.is_err() || stdin.flush().await.is_err() {
+                break;
+            }
+        }
+    });
+    let mut lines = BufReader::new(stdout).lines();
+    let mut tx = Some(tx);
+    while let Ok(Some(line)) = lines.next_line().await {
+        link.update(|s| s.heard = now_ms());
+        let msg: FromAgent = match serde_json::from_str(&line) {
+            Ok(m) => m,
+            Err(e) => {
+                tracing::warn!(host = %link.host, "unreadable line from the agent: {e}");
+                continue;
+            }
+        };
+        if let FromAgent::Hello { host, runs } = &msg {
+            tracing::info!(host = %link.host, calls_itself = %host, runs = runs.len(), "host answers");
+            link.set_channel(tx.take());
+            link.update(|s| {
+                s.up = true;
+                s.since = now_ms();
+                s.error.clear();
+            });
+            reconcile(d, link, runs).await;
+            continue;
+        }
+        handle(d, link, msg).await;
+    }
+    writer.abort();
+    let _ = child.kill().await;
+    let said = tokio::time::timeout(Duration::from_secs(1), said)
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .unwrap_or_default();
+    if said.is_empty() {
+        "the ssh session ended".into()
+    } else {
+        said
+    }
+}
+
+/// Pings the host; sets it DOWN when it has not answered for `down_after_ms`, and back in
+/// service when it answers again after batchd set it down.
+async fn health_loop(d: Arc<Daemon>, link: Arc<HostLink>) {
+    let every = Duration::from_millis(link.ssh.health_interval());
+    let down_after = link.ssh.down_after();
+    let mut n = 0u64;
+    loop {
+        tokio::time::sleep(every).await;
+        let st = link.state();
+        let now = now_ms();
+        if st.up {
+            n += 1;
+            let _ = link.send(ToAgent::Ping(n));
+            // A session that still looks open but has said nothing for too long is dead.
+            if now.saturating_sub(st.heard) > down_after {
+                tracing::warn!(host = %link.host, "the host has not answered for {down_after} ms");
+                link.set_channel(None);
+                link.update(|s| {
+                    s.up = false;
+                    s.since = now;
+                    s.error = format!("no answer for {down_after} ms");
+                });
+            }
+            if health_down(&d, &link.host) {
+                bring_back(&d, &link).await;
+            }
+        } else if now.saturating_sub(st.since) >= down_after && !is_down(&d, &link.host) {
+            set_down(&d, &link, &st.error).await;
+        }
+    }
+}
+
+/// Whether node `host` is DOWN.
+fn is_down(d: &Daemon, host: &str) -> bool {
+    let core = d.core();
+    core.find_node(host)
+        .and_then(|(p, i)| core.pools()[p].condition(i).map(|c| c.down))
+        .unwrap_or(false)
+}
+
+/// Whether node `host` is DOWN by the health check.
+fn health_down(d: &Daemon, host: &str) -> bool {
+    let core = d.core();
+    core.find_node(host)
+        .and_then(|(p, i)| {
+            core.pools()[p]
+                .condition(i)
+                .map(|c| c.down && c.user == HEALTH_USER && c.reason.starts_with(NOT_RESPONDING))
+        })
+        .unwrap_or(false)
+}
+
+async fn set_down(d: &Arc<Daemon>, link: &Arc<HostLink>, error: &str) {
+    let reason = if error.is_empty() {
+        NOT_RESPONDING.to_string()
+    } else {
+        format!("{NOT_RESPONDING}: {error}")
+    };
+    tracing::warn!(host = %link.host, %reason, "node set DOWN");
+    let change = Change::Out {
+        down: true,
+        reason,
+        user: HEALTH_USER.into(),
+    };
+    match crate::nodes::set(d, std::slice::from_ref(&link.host), change).await {
+        Ok(stop) => {
+            for id in stop {
+                stop_job(d, id).await;
+            }
+        }
+        Err(e) => tracing::error!(host = %link.host, "cannot set the node DOWN: {e}"),
+    }
+}
+
+async fn bring_back(d: &Arc<Daemon>, link: &Arc<HostLink>) {
+    tracing::info!(host = %link.host, "the host answers again: back in service");
+    if let Err(e) = crate::nodes::set(d, std::slice::from_ref(&link.host), Change::Resume).await {
+        tracing::error!(host = %link.host, "cannot bring the node back: {e}");
+    }
+}
+
+/// Stops job `id`, which ran on a node that went down: through the host of its batch script
+/// when that one answers, else its end is recorded at once (it cannot be reached; what is
+/// left of it is killed when its host answers again).
+pub async fn stop_job(d: &Arc<Daemon>, id: u64) {
+    if let Some((link, run)) = d.remote(id) {
+        if link.send_job(run, JobOp::Cancel).is_ok() {
+            return;
+        }
+        let status = Status {
+            outcome: Outcome::Lost,
+            exit_code: 0,
+            signal: 0,
+            end_ms: now_ms(),
+            detail: None,
+            usage: None,
+        };
+        d.job_ended(id, Some(status)).await;
+        return;
+    }
+    if let Err(e) = crate::jobctl::cancel_in(&d.job_dir(id), id) {
+        tracing::warn!(job = id, "cannot stop the job: {e}");
+    }
+}
+
+/// The running jobs whose batch script runs on `host`, with their run.
+fn jobs_on(d: &Daemon, host: &str) -> Vec<(RunId, bool)> {
+    let core = d.core();
+    core.jobs()
+        .values()
+        .filter_map(|a| {
+            let run = a.run.as_ref()?;
+            (a.rec.first_node() == host).then_some((
+                RunId {
+                    job: a.rec.id,
+                    run: a.rec.restarts,
+                },
+                run.cancelling,
+            ))
+        })
+        .collect()
+}
+
+/// The agent's inventory against batchd's running jobs on the host: a run batchd no longer
+/// has running is killed and removed; a job batchd has running without its run there lost it
+/// (its directory is gone) and ends; a stop sent while the host could not be reached is sent
+/// again.
+async fn reconcile(d: &Arc<Daemon>, link: &Arc<HostLink>, runs: &[RunId]) {
+    let mine = jobs_on(d, &link.host);
+    for id in runs {
+        if !mine.iter().any(|(r, _)| r == id) {
+            tracing::warn!(host = %link.host, job = id.job, run = id.run, "a run batchd no longer has running is killed");
+            let _ = link.send_job(*id, JobOp::Kill);
+        }
+    }
+    for (id, cancelling) in mine {
+        if runs.contains(&id) {
+            if cancelling {
+                let _ = link.send_job(id, JobOp::Cancel);
+            }
+            continue;
+        }
+        if link.is_launching(id.job) {
+            continue;
+        }
+        if !d.job_dir(id.job).join(files::STARTED_ON).exists() {
+            // batchd stopped between the job's start and its agent's answer, and the agent
+            // never started it: it goes back to the queue, as a job whose supervisor never
+            // started on batchd's own machine.
+            tracing::warn!(host = %link.host, job = id.job, "the job never started on its host; it is back in the queue");
+            requeue_unstarted(d, id.job, &link.host).await;
+            continue;
+        }
+        tracing::error!(host = %link.host, job = id.job, "the job's directory on its host is gone");
+        let status = Status {
+            outcome: Outcome::Lost,
+            exit_code: 0,
+            signal: 0,
+            end_ms: now_ms(),
+            detail: Some(format!(
+                "the job's directory on {} is gone: its end is unknown",
+                link.host
+            )),
+            usage: None,
+        };
+        d.job_ended(id.job, Some(status)).await;
+    }
+}
+
+/// Puts running job `id`, which never started on `host`, back in the queue.
+async fn requeue_unstarted(d: &Arc<Daemon>, id: u64, host: &str) {
+    let rec = {
+        let mut core = d.core();
+        let Some(rec) = core.finish(id, |_| {}) else {
+            return;
+        };
+        core.requeue(
+            rec,
+            format!("batchd stopped before the job started on {host}"),
+        )
+    };
+    let _ = std::fs::remove_dir_all(d.job_dir(id));
+    d.nodes_freed();
+    if let Err(e) = d.store.commit(rec).await {
+        tracing::error!(job = id, "cannot store the requeue: {e}");
+    }
+}
+
+async fn handle(d: &Arc<Daemon>, link: &Arc<HostLink>, msg: FromAgent) {
+    match msg {
+        FromAgent::Hello { .. } | FromAgent::Pong(_) => {}
+        FromAgent::Started { id } => link.answer_start(id, Ok(())),
+        FromAgent::Failed {
+            id,
+            error,
+            start: true,
+        } => link.answer_start(id, Err(error)),
+        FromAgent::Failed { id, error, .. } => {
+            tracing::warn!(host = %link.host, job = id.job, "{error}");
+        }
+        FromAgent::Ended { id, status } => {
+            let current = d
+                .remote(id.job)
+                .is_some_and(|(l, r)| l.host == link.host && r == id);
+            if current {
+                d.job_ended(id.job, status).await;
+            }
+            // Stored (or not ours): the run's directory can go.
+            let _ = link.send_job(id, JobOp::Reap);
+        }
+    }
+}
+
+/// Starts job `id` (run `run`) on its first host through `link`: the files batchd wrote in
+/// `dir` are sent over the session. Its end comes back through the session.
+pub async fn start(
+    link: &Arc<HostLink>,
+    run: RunId,
+    dir: &Path,
+    rec: &crate::record::JobRecord,
+) -> Result<(), String> {
+    check_user(link, rec)?;
+    let mut sent = Vec::new();
+    for name in [files::LAUNCH, files::SCRIPT, files::NODES, files::STEP] {
+        match std::fs::read_to_string(dir.join(name)) {
+            Ok(text) => sent.push((name.to_string(), text)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && name != files::LAUNCH => {}
+            Err(e) => return Err(format!("cannot read {name} of the job: {e}")),
+        }
+    }
+    // A session being reopened: wait for it as long as a node may go unanswered.
+    let deadline = now_ms() + link.ssh.down_after();
+    while !link.state().up {
+        if now_ms() >= deadline {
+            return Err(format!(
+                "host {} does not answer: {}",
+                link.host,
+                link.state().error
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    link.set_launching(run.job, true);
+    let started = link.start(run, sent).await;
+    link.set_launching(run.job, false);
+    started?;
+    // Known started: a restart of batchd re-attaches it rather than queueing it again.
+    if let Err(e) = crate::launch::write_atomic(&dir.join(files::STARTED_ON), link.host.as_bytes())
+    {
+        tracing::warn!(job = run.job, "cannot note the job's host: {e}");
+    }
+    Ok(())
+}
+
+/// A pool's hosts are logged into as one user; only root's supervisor can become the job's.
+fn check_user(link: &HostLink, rec: &crate::record::JobRecord) -> Result<(), String> {
+    let login = link.ssh.user.clone().unwrap_or_else(|| {
+        nix::unistd::User::from_uid(nix::unistd::geteuid())
+            .ok()
+            .flatten()
+            .map_or_else(String::new, |u| u.name)
+    });
+    if login == "root" || login == rec.user {
+        return Ok(());
+    }
+    Err(format!(
+        "pool {} logs into its hosts as {login}, who cannot run a job as {}: set [pool.ssh] \
+         user = \"root\" for the jobs of every user, or run the jobs of {login} only",
+        link.pool, rec.user
+    ))
+}

@@ -1,0 +1,315 @@
+//! A pool of hosts over OpenSSH: four sshd on this machine stand for four hosts
+//! (`scripts/ssh-hosts.sh`: each in a UTS namespace of its own, so `hostname` there names the
+//! host, on its own loopback address). batchd reaches them through one ssh session each, as it
+//! would a cluster's nodes. Where the hosts cannot be set up (not root, no OpenSSH and no
+//! package registry), each test prints one SKIPPED line and passes.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use batch_proto::JobState;
+
+use crate::harness::{config_text, plugin_dir, Cluster};
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Four hosts node1..node4 answering ssh on `port`, stopped when dropped.
+struct Hosts {
+    dir: tempfile::TempDir,
+    port: u16,
+}
+
+fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/ssh-hosts.sh")
+}
+
+impl Hosts {
+    /// The hosts, or `None` (with the reason printed) where they cannot be set up here.
+    fn up(port: u16) -> Option<Hosts> {
+        let install = Command::new("bash")
+            .arg(script())
+            .arg("install")
+            .output()
+            .expect("run ssh-hosts.sh");
+        if !install.status.success() {
+            println!(
+                "SKIPPED: OpenSSH cannot be installed: {}",
+                String::from_utf8_lossy(&install.stderr).trim()
+            );
+            return None;
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("esched-hosts-")
+            .tempdir()
+            .expect("temp dir");
+        let out = Command::new("bash")
+            .arg(script())
+            .args(["up", &dir.path().display().to_string(), "4"])
+            .env("SSH_HOSTS_PORT", port.to_string())
+            .output()
+            .expect("run ssh-hosts.sh");
+        match out.status.code() {
+            Some(0) => Some(Hosts { dir, port }),
+            Some(77) => {
+                println!("SKIPPED: {}", String::from_utf8_lossy(&out.stdout).trim());
+                None
+            }
+            _ => panic!(
+                "ssh-hosts.sh up failed: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        }
+    }
+
+    fn host(&self, verb: &str, i: u32) {
+        let out = Command::new("bash")
+            .arg(script())
+            .args([verb, &self.dir.path().display().to_string(), &i.to_string()])
+            .env("SSH_HOSTS_PORT", self.port.to_string())
+            .output()
+            .expect("run ssh-hosts.sh");
+        assert!(
+            out.status.success(),
+            "ssh-hosts.sh {verb} {i}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// A cluster whose only pool `hosts` is these four hosts, under `policy`; a host that
+    /// does not answer for 2 s is set DOWN.
+    fn cluster(&self, policy: &str) -> Cluster {
+        let ssh_config = self.dir.path().join("ssh_config");
+        Cluster::start_from(|dir| {
+            format!(
+                "socket = {:?}\nstate_dir = {:?}\nplugin_dir = {:?}\nrepolicy_interval_ms = 10\n\
+                 grace_period_ms = 500\nsync = \"normal\"\n\n[[pool]]\nname = \"hosts\"\n\
+                 hosts = \"node[1-4]\"\n\n[pool.ssh]\noptions = [\"-F\", {:?}]\nspool = {:?}\n\
+                 health_interval_ms = 300\ndown_after_ms = 2000\n\n[policy]\nname = {policy:?}\n",
+                dir.join("batchd.sock"),
+                dir.join("state"),
+                plugin_dir(),
+                ssh_config,
+                dir.join("spool"),
+            )
+        })
+    }
+}
+
+impl Drop for Hosts {
+    fn drop(&mut self) {
+        let _ = Command::new("bash")
+            .arg(script())
+            .args(["down", &self.dir.path().display().to_string()])
+            .env("SSH_HOSTS_PORT", self.port.to_string())
+            .output();
+    }
+}
+
+/// Waits until every host's agent has answered (the pool is usable as soon as batchd serves,
+/// but a start waits for its host's session).
+fn all_answer(c: &Cluster) {
+    c.wait_until("the four hosts answer", || {
+        c.log_text().matches("host answers").count() >= 4
+    });
+}
+
+#[test]
+fn a_three_host_job_runs_on_its_first_host_and_names_its_hosts() {
+    let Some(hosts) = Hosts::up(2301) else { return };
+    let c = hosts.cluster("cbf");
+    all_answer(&c);
+    let listed = c.ok("einfo", &["-N", "-h", "-o", "%N"]);
+    assert_eq!(
+        listed.lines().collect::<Vec<_>>(),
+        ["node1", "node2", "node3", "node4"]
+    );
+    let id = c.submit(&[
+        "-N",
+        "3",
+        "-t",
+        "1",
+        "-o",
+        "out-%j.txt",
+        "--wrap",
+        "hostname; cat \"$ESCHED_NODEFILE\"; echo \"$SLURM_JOB_NODELIST $SLURMD_NODENAME $SLURM_NNODES\"",
+    ]);
+    let j = c.wait_state(id, JobState::Completed);
+    assert_eq!(j.node_list.as_deref(), Some("node[1-3]"));
+    let out = std::fs::read_to_string(c.work.join(format!("out-{id}.txt"))).expect("output");
+    assert_eq!(out, "node1\nnode1\nnode2\nnode3\nnode[1-3] node1 3\n");
+}
+
+#[test]
+fn kill9_of_batchd_while_jobs_run_on_hosts_loses_none() {
+    let Some(hosts) = Hosts::up(2302) else { return };
+    let mut c = hosts.cluster("cbf");
+    all_answer(&c);
+    let quick = c.submit(&["-N1", "-t", "1", "--wrap", "sleep 1; exit 3"]);
+    let later = c.submit(&["-N1", "-t", "1", "--wrap", "sleep 8; exit 4"]);
+    let fine = c.submit(&["-N1", "-t", "1", "--wrap", "sleep 8"]);
+    let long = c.submit(&["-N1", "-t", "1", "--wrap", "sleep 300"]);
+    for id in [quick, later, fine, long] {
+        c.wait_state(id, JobState::Running);
+    }
+    c.kill9();
+    // `quick` ends while batchd is away.
+    std::thread::sleep(Duration::from_secs(3));
+    let back = now_ms();
+    c.launch();
+    let q = c.wait_state(quick, JobState::Failed);
+    assert_eq!(q.exit_code, Some(3));
+    let end = q.end_time.expect("an end");
+    assert!(
+        end < back,
+        "its real end ({end}), before the restart ({back})"
+    );
+    assert!(end >= q.start_time.expect("a start") + 1_000);
+    assert_eq!(c.wait_state(later, JobState::Failed).exit_code, Some(4));
+    assert_eq!(c.wait_state(fine, JobState::Completed).exit_code, Some(0));
+    assert_eq!(c.job(long).map(|j| j.state), Some(JobState::Running));
+    c.ok("ecancel", &[&long.to_string()]);
+    c.wait_state(long, JobState::Cancelled);
+    // Every run's directory on the hosts is gone once its end is stored.
+    c.wait_until("the hosts' job directories removed", || {
+        (1..=4).all(|i| {
+            std::fs::read_dir(c.dir.path().join(format!("spool/node{i}/jobs")))
+                .map(|d| d.count() == 0)
+                .unwrap_or(true)
+        })
+    });
+}
+
+#[test]
+fn a_host_whose_sshd_stops_goes_down_and_its_jobs_fail_or_requeue() {
+    let Some(hosts) = Hosts::up(2303) else { return };
+    let c = hosts.cluster("cbf");
+    all_answer(&c);
+    let plain = c.submit(&["-N1", "-t", "5", "--wrap", "sleep 300"]);
+    let node = c
+        .wait_state(plain, JobState::Running)
+        .node_list
+        .expect("nodes");
+    assert_eq!(node, "node1");
+    let again = c.submit(&["-N1", "-t", "5", "--requeue", "--wrap", "sleep 300"]);
+    assert_eq!(
+        c.wait_state(again, JobState::Running).node_list.as_deref(),
+        Some("node2")
+    );
+    hosts.host("stop-host", 1);
+    let j = c.wait_state(plain, JobState::NodeFail);
+    assert_eq!(j.detail.as_deref(), Some("node node1 is down"));
+    let reasons = c.ok("einfo", &["-R", "-h"]);
+    assert!(
+        reasons.starts_with("Not responding")
+            && reasons.contains("batchd")
+            && reasons.trim_end().ends_with("node1"),
+        "{reasons}"
+    );
+    assert!(c.ok("einfo", &["-N", "-h", "-n", "node1"]).contains("down"));
+    hosts.host("stop-host", 2);
+    // Requeued, and started again on a host that answers.
+    c.wait_job(again, "running again elsewhere", |j| {
+        j.state == JobState::Running && j.node_list.as_deref() == Some("node3")
+    });
+    // Back: batchd set it down for not answering, so it is back in service.
+    hosts.host("start-host", 1);
+    c.wait_until("node1 back in service", || {
+        c.ok("einfo", &["-N", "-h", "-n", "node1", "-o", "%t"])
+            .trim()
+            == "idle"
+    });
+    c.ok("ecancel", &[&again.to_string()]);
+    c.wait_state(again, JobState::Cancelled);
+}
+
+#[test]
+fn a_drained_host_takes_no_new_job_until_resumed_across_a_restart() {
+    let Some(hosts) = Hosts::up(2304) else { return };
+    let mut c = hosts.cluster("cbf");
+    all_answer(&c);
+    let running = c.submit(&["-N1", "-t", "1", "--wrap", "sleep 2"]);
+    let node = c
+        .wait_state(running, JobState::Running)
+        .node_list
+        .expect("nodes");
+    c.ok(
+        "econtrol",
+        &[
+            "update",
+            &format!("NodeName={node}"),
+            "State=DRAIN",
+            "Reason=disk",
+        ],
+    );
+    let wide = c.submit(&["-N4", "-t", "1", "--wrap", "true"]);
+    c.wait_state(running, JobState::Completed);
+    c.kill9();
+    c.launch();
+    all_answer(&c);
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(c.job(wide).map(|j| j.state), Some(JobState::Pending));
+    assert!(c.ok("einfo", &["-R", "-h"]).starts_with("disk"));
+    c.ok(
+        "econtrol",
+        &["update", &format!("NodeName={node}"), "State=RESUME"],
+    );
+    assert_eq!(c.wait_state(wide, JobState::Completed).exit_code, Some(0));
+}
+
+/// Each job's start after the queue's release, in ms, in submission order.
+fn starts_after_release(c: &Cluster, ids: &[u64], released: u64) -> Vec<i64> {
+    ids.iter()
+        .map(|&id| {
+            let j = c.wait_job(id, "ended", |j| j.state.is_finished());
+            assert_eq!(j.state, JobState::Completed, "{j:?}");
+            j.start_time.expect("a start") as i64 - released as i64
+        })
+        .collect()
+}
+
+/// The same workload, held and released at once, on `c`.
+fn workload(c: &Cluster) -> (Vec<u64>, u64) {
+    let ids = vec![
+        c.submit(&["-H", "-N2", "-t", "1", "--wrap", "sleep 2"]),
+        c.submit(&["-H", "-N3", "-t", "1", "--wrap", "sleep 1"]),
+        c.submit(&["-H", "--moldable", "1:0:05,4:0:02", "--wrap", "sleep 1"]),
+        c.submit(&["-H", "--evolving-profile", "2:1,2:3", "--wrap", "sleep 3"]),
+        c.submit(&["-H", "-N4", "-t", "1", "--wrap", "sleep 1"]),
+        c.submit(&["-H", "-N1", "-t", "1", "--wrap", "true"]),
+    ];
+    let list: Vec<String> = ids.iter().map(u64::to_string).collect();
+    let mut args = vec!["release"];
+    args.extend(list.iter().map(String::as_str));
+    let released = now_ms();
+    c.ok("econtrol", &args);
+    (ids, released)
+}
+
+#[test]
+fn a_workload_starts_on_hosts_when_it_starts_on_virtual_nodes() {
+    let Some(hosts) = Hosts::up(2305) else { return };
+    let virt =
+        Cluster::start_from(|dir| config_text(dir, 4, "cbf").replace("\"debug\"", "\"hosts\""));
+    let (ids, released) = workload(&virt);
+    let on_virtual = starts_after_release(&virt, &ids, released);
+    drop(virt);
+    let c = hosts.cluster("cbf");
+    all_answer(&c);
+    let t = Instant::now();
+    let (ids, released) = workload(&c);
+    let on_hosts = starts_after_release(&c, &ids, released);
+    for (k, (v, h)) in on_virtual.iter().zip(&on_hosts).enumerate() {
+        assert!(
+            (v - h).abs() < 1_000,
+            "job {k} starts {h} ms after the release on hosts, {v} ms on virtual nodes \
+             ({on_hosts:?} / {on_virtual:?}, {:?})",
+            t.elapsed()
+        );
+    }
+}
