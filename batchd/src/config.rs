@@ -840,17 +840,24 @@ mod tests {
         .unwrap();
         assert_eq!(c.pools[0].nodes, 16);
         assert_eq!(c.pools[0].host_names().unwrap()[15], "node16");
-        assert_eq!(c.pools[0].ssh.as_ref().unwrap().spool(), Path::new("/var/spool/esched"));
+        assert_eq!(
+            c.pools[0].ssh.as_ref().unwrap().spool(),
+            Path::new("/var/spool/esched")
+        );
         let bad = |text: &str| Config::parse(text, "f").unwrap_err().to_string();
-        assert!(bad("[[pool]]\nname = \"h\"\nhosts = \"n[1-4]\"\nnodes = 3\n")
-            .contains("lists 4 hosts but says nodes = 3"));
+        assert!(
+            bad("[[pool]]\nname = \"h\"\nhosts = \"n[1-4]\"\nnodes = 3\n")
+                .contains("lists 4 hosts but says nodes = 3")
+        );
         assert!(bad(
             "[[pool]]\nname = \"a\"\nhosts = \"n[1-2]\"\n[[pool]]\nname = \"b\"\nhosts = \"n2\"\n"
         )
         .contains("host `n2` is listed twice"));
         assert!(bad("[[pool]]\nname = \"h\"\nhosts = \"n[4-1]\"\n").contains("pool[0].hosts"));
-        assert!(bad("[[pool]]\nname = \"h\"\nnodes = 2\n[pool.ssh]\nport = 22\n")
-            .contains("has no `hosts` to reach over ssh"));
+        assert!(
+            bad("[[pool]]\nname = \"h\"\nnodes = 2\n[pool.ssh]\nport = 22\n")
+                .contains("has no `hosts` to reach over ssh")
+        );
     }
 
     #[test]

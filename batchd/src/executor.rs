@@ -575,33 +575,77 @@ pub async fn watch_adopted(d: Arc<Daemon>, id: u64, dir: PathBuf) {
     }
 }
 
-/// Tells job `id`'s supervisor to cancel it (SIGTERM to its group, SIGKILL after the grace
-/// period).
+/// Where a job runs, and so how it is reached: its pool's executor. A pool of virtual nodes
+/// runs its jobs on this machine, a pool of `hosts` on its hosts, through each host's agent
+/// session ([`crate::hosts`]); a job is started by [`launch`], followed to its end by the
+/// same executor, and reached through it while it runs.
+pub enum Executor {
+    /// On this machine, under its directory there.
+    Local {
+        /// The job's directory.
+        dir: PathBuf,
+    },
+    /// On the host of its batch script.
+    Host {
+        /// The link to that host.
+        link: Arc<crate::hostlink::HostLink>,
+        /// The run there.
+        run: crate::agent::RunId,
+    },
+}
+
+impl Executor {
+    /// The executor of job `id`.
+    pub fn of(d: &Daemon, id: u64) -> Executor {
+        match d.remote(id) {
+            Some((link, run)) => Executor::Host { link, run },
+            None => Executor::Local { dir: d.job_dir(id) },
+        }
+    }
+
+    /// Tells job `id`'s supervisor to cancel it (SIGTERM to its group, SIGKILL after the
+    /// grace period).
+    pub fn cancel(&self, id: u64) -> Result<(), String> {
+        match self {
+            Executor::Local { dir } => crate::jobctl::cancel_in(dir, id),
+            Executor::Host { link, run } => link.send_job(*run, crate::agent::JobOp::Cancel),
+        }
+    }
+
+    /// Tells job `id`'s supervisor its new time limit, `deadline` ms since the epoch.
+    pub fn set_deadline(&self, id: u64, deadline: u64) -> Result<(), String> {
+        match self {
+            Executor::Local { dir } => crate::jobctl::set_deadline_in(dir, id, deadline),
+            Executor::Host { link, run } => {
+                link.send_job(*run, crate::agent::JobOp::Limit { deadline })
+            }
+        }
+    }
+
+    /// Sends `signal` to job `id`'s processes in `scope`.
+    pub fn signal(&self, id: u64, signal: i32, scope: SignalScope) -> Result<(), String> {
+        match self {
+            Executor::Local { dir } => crate::jobctl::signal_in(dir, id, signal, scope),
+            Executor::Host { link, run } => {
+                link.send_job(*run, crate::agent::JobOp::Signal { signal, scope })
+            }
+        }
+    }
+}
+
+/// Tells job `id`'s supervisor to cancel it ([`Executor::cancel`]).
 pub fn cancel(d: &Daemon, id: u64) -> Result<(), String> {
-    match d.remote(id) {
-        Some((host, run)) => host.send_job(run, crate::agent::JobOp::Cancel),
-        None => crate::jobctl::cancel_in(&d.job_dir(id), id),
-    }
+    Executor::of(d, id).cancel(id)
 }
 
-/// Tells job `id`'s supervisor its new time limit, `deadline` ms since the epoch: written to
-/// the job's `limit.json`, read by the supervisor on SIGUSR2 (and at its start, after a
-/// restart of the daemon in between).
+/// Tells job `id` its new time limit ([`Executor::set_deadline`]).
 pub fn set_deadline(d: &Daemon, id: u64, deadline: u64) -> Result<(), String> {
-    match d.remote(id) {
-        Some((host, run)) => host.send_job(run, crate::agent::JobOp::Limit { deadline }),
-        None => crate::jobctl::set_deadline_in(&d.job_dir(id), id, deadline),
-    }
+    Executor::of(d, id).set_deadline(id, deadline)
 }
 
-/// Sends `signal` to job `id`'s process groups: every component's of a co-allocated job whose
-/// process still runs (only leaders that are provably the job's: a group id outlives its
-/// leader only as long as its members, then may be another's).
+/// Signals job `id` ([`Executor::signal`]).
 pub fn signal(d: &Daemon, id: u64, signal: i32, scope: SignalScope) -> Result<(), String> {
-    match d.remote(id) {
-        Some((host, run)) => host.send_job(run, crate::agent::JobOp::Signal { signal, scope }),
-        None => crate::jobctl::signal_in(&d.job_dir(id), id, signal, scope),
-    }
+    Executor::of(d, id).signal(id, signal, scope)
 }
 
 #[cfg(test)]

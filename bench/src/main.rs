@@ -50,6 +50,17 @@ struct Cli {
     /// batchd's re-policy interval in ms (its default, 100, when omitted).
     #[arg(long)]
     repolicy_ms: Option<u64>,
+    /// Run on a pool of four hosts, `node[1-4]`, reached over OpenSSH with this ssh config
+    /// (`scripts/ssh-hosts.sh up DIR` writes DIR/ssh_config) instead of 8 virtual nodes.
+    #[arg(long, value_name = "FILE")]
+    ssh_config: Option<PathBuf>,
+    /// Nodes of the virtual pool (without --ssh-config).
+    #[arg(long, default_value_t = 8)]
+    nodes: u32,
+    /// One-node trivial jobs submitted at once and timed from the first start to the last
+    /// (starts/s); 0 skips it.
+    #[arg(long, default_value_t = 0)]
+    starts: usize,
 }
 
 struct Daemon {
@@ -93,14 +104,25 @@ fn start_daemon(cli: &Cli, exe: &Path) -> Result<Daemon> {
     if let Some(r) = cli.repolicy_ms {
         config.push_str(&format!("repolicy_interval_ms = {r}\n"));
     }
-    config.push_str("\n[[pool]]\nname = \"debug\"\nnodes = 8\n\n[policy]\nname = \"cbf\"\n");
+    match &cli.ssh_config {
+        None => config.push_str(&format!(
+            "\n[[pool]]\nname = \"debug\"\nnodes = {}\n",
+            cli.nodes
+        )),
+        Some(ssh) => config.push_str(&format!(
+            "\n[[pool]]\nname = \"hosts\"\nhosts = \"node[1-4]\"\n[pool.ssh]\n\
+             options = [\"-F\", {ssh:?}]\nspool = {:?}\n",
+            dir.join("spool")
+        )),
+    }
+    config.push_str("\n[policy]\nname = \"cbf\"\n");
     let cfg = dir.join("batchd.toml");
     std::fs::write(&cfg, config)?;
     let log = std::fs::File::create(dir.join("batchd.log"))?;
     let child = Command::new(exe)
         .arg("--config")
         .arg(&cfg)
-        .env("RUST_LOG", "warn")
+        .env("RUST_LOG", "warn,batchd::hosts=info")
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log)
@@ -119,7 +141,60 @@ fn start_daemon(cli: &Cli, exe: &Path) -> Result<Daemon> {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+    if cli.ssh_config.is_some() {
+        // Every host's session open (its ControlMaster warm) before anything is timed.
+        let log = d.dir.join("batchd.log");
+        while std::fs::read_to_string(&log).map_or(0, |t| t.matches("host answers").count()) < 4 {
+            if Instant::now() > deadline {
+                bail!(
+                    "the four hosts did not answer within 20 s; see {}",
+                    log.display()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
     Ok(d)
+}
+
+/// `n` one-node `true` jobs submitted at once: (seconds from the first start to the last,
+/// starts/s over them).
+fn starts(d: &Daemon, n: usize) -> Result<(f64, f64)> {
+    let mut client = Client::connect(&d.socket)?;
+    let work = d.work.to_str().context("non-UTF-8 temp dir")?.to_string();
+    let mut ids = Vec::with_capacity(n);
+    for i in 0..n {
+        let mut spec = JobSpec::new("#!/bin/sh\ntrue\n", work.clone(), 1, 60_000);
+        spec.name = format!("start{i}");
+        match client.request(&Request::Submit(SubmitRequest {
+            spec,
+            test_only: false,
+        }))? {
+            Response::Submitted { id } => ids.push(id),
+            other => bail!("unexpected reply {other:?}"),
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(600);
+    let mut first = u64::MAX;
+    let mut last = 0;
+    for id in ids {
+        loop {
+            let jobs = client.jobs(&Request::ShowJob(ShowJobRequest { id }))?;
+            let j = jobs.first().context("a job vanished")?;
+            if j.state.is_finished() {
+                let start = j.start_time.context("a finished job without a start")?;
+                first = first.min(start);
+                last = last.max(start);
+                break;
+            }
+            if Instant::now() > deadline {
+                bail!("job {id} did not end within 600 s");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+    let secs = (last.saturating_sub(first)) as f64 / 1000.0;
+    Ok((secs, (n.saturating_sub(1)) as f64 / secs.max(1e-3)))
 }
 
 fn env_vars() -> Vec<(String, String)> {
@@ -304,11 +379,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
     };
     let d = start_daemon(&cli, &exe)?;
     println!(
-        "batchd: {} (sync {}, repolicy {} ms), 8 nodes, policy cbf; started {}",
+        "batchd: {} (sync {}, repolicy {} ms), {}, policy cbf; started {}",
         exe.display(),
         cli.sync.as_deref().unwrap_or("default"),
         cli.repolicy_ms
             .map_or_else(|| "default".to_string(), |r| r.to_string()),
+        if cli.ssh_config.is_some() {
+            "4 hosts over ssh".to_string()
+        } else {
+            format!("{} virtual nodes", cli.nodes)
+        },
         now_ms()
     );
 
@@ -322,6 +402,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
             percentile(&daemon_side, 0.5), percentile(&daemon_side, 0.9), daemon_side.last().copied().unwrap_or(f64::NAN),
             percentile(&job_side, 0.5), percentile(&job_side, 0.9), job_side.last().copied().unwrap_or(f64::NAN),
             probe
+        );
+    }
+
+    if cli.starts > 0 {
+        let (secs, rate) = starts(&d, cli.starts)?;
+        println!(
+            "starts: {} one-node jobs submitted at once, first to last start {secs:.2} s = {rate:.0} starts/s",
+            cli.starts
         );
     }
 
