@@ -28,6 +28,11 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// How often the agent looks at its jobs.
 const POLL: Duration = Duration::from_millis(20);
 
+/// An agent that has heard nothing from batchd this long ends: its session is gone without
+/// its input closing (a network drop, which sshd may notice only much later), and a new
+/// agent serves the host. batchd pings every `health_interval_ms` (at most 60 s).
+pub const QUIET_EXIT: Duration = Duration::from_secs(180);
+
 /// One run of a job: a requeued job runs again with its id, in a directory of its own.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct RunId {
@@ -155,6 +160,8 @@ struct Agent {
     program: PathBuf,
     runs: Mutex<BTreeMap<RunId, Run>>,
     out: Mutex<std::io::Stdout>,
+    /// When batchd last said something.
+    heard: Mutex<std::time::Instant>,
 }
 
 impl Agent {
@@ -175,20 +182,29 @@ impl Agent {
         }
         crate::state::private_dir(&dir)
             .map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
-        write_files(&dir, &files)?;
-        let child = std::process::Command::new(&self.program)
-            .arg("supervise")
-            .arg(&dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log_file(&dir))
-            .spawn()
-            .map_err(|e| {
-                format!(
-                    "cannot start the supervisor {}: {e}",
-                    self.program.display()
-                )
-            })?;
+        let spawned = write_files(&dir, &files).and_then(|()| {
+            std::process::Command::new(&self.program)
+                .arg("supervise")
+                .arg(&dir)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(log_file(&dir))
+                .spawn()
+                .map_err(|e| {
+                    format!(
+                        "cannot start the supervisor {}: {e}",
+                        self.program.display()
+                    )
+                })
+        });
+        let child = match spawned {
+            Ok(c) => c,
+            Err(e) => {
+                // Nothing ran: the run leaves nothing behind.
+                let _ = std::fs::remove_dir_all(&dir);
+                return Err(e);
+            }
+        };
         lock(&self.runs).insert(
             id,
             Run {
@@ -229,8 +245,13 @@ impl Agent {
     fn reap(&self, id: RunId) -> Result<(), String> {
         let run = lock(&self.runs).remove(&id);
         if let Some(mut run) = run {
-            if let Some(c) = run.child.as_mut() {
-                let _ = c.try_wait();
+            if let Some(mut c) = run.child.take() {
+                // Waited for, even if it is still going (just killed): no zombie is left.
+                if matches!(c.try_wait(), Ok(None)) {
+                    std::thread::spawn(move || {
+                        let _ = c.wait();
+                    });
+                }
             }
             std::fs::remove_dir_all(&run.dir)
                 .map_err(|e| format!("cannot remove {}: {e}", run.dir.display()))?;
@@ -368,6 +389,7 @@ pub fn run(spool: &Path, node: &str) -> i32 {
         program,
         out: Mutex::new(std::io::stdout()),
         runs: Mutex::new(BTreeMap::new()),
+        heard: Mutex::new(std::time::Instant::now()),
     });
     let host = nix::unistd::gethostname()
         .ok()
@@ -382,12 +404,17 @@ pub fn run(spool: &Path, node: &str) -> i32 {
         let agent = Arc::clone(&agent);
         std::thread::spawn(move || loop {
             agent.watch();
+            if lock(&agent.heard).elapsed() > QUIET_EXIT {
+                eprintln!("batchd agent: nothing from batchd for {QUIET_EXIT:?}; ending");
+                std::process::exit(0);
+            }
             std::thread::sleep(POLL);
         });
     }
     let stdin = std::io::stdin();
     for line in stdin.lock().lines() {
         let Ok(line) = line else { break };
+        *lock(&agent.heard) = std::time::Instant::now();
         let req: ToAgent = match serde_json::from_str(&line) {
             Ok(r) => r,
             Err(e) => {

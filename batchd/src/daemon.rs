@@ -146,17 +146,44 @@ impl Daemon {
     /// The link to the host running job `id`'s batch script and the run it is, when the job
     /// runs in a pool of hosts (`None`: on this machine, or not running).
     pub fn remote(&self, id: u64) -> Option<(Arc<crate::hostlink::HostLink>, crate::agent::RunId)> {
-        let (pool, first, run) = {
+        self.remote_parts(id).into_iter().next()
+    }
+
+    /// The hosts running job `id`, one per part, in component order: the first host of each
+    /// component of a co-allocated job on pools of hosts (each runs its component), the first
+    /// host of any other job on a pool of hosts; empty for a job on this machine. A component
+    /// on a pool of virtual nodes has no part.
+    pub fn remote_parts(
+        &self,
+        id: u64,
+    ) -> Vec<(Arc<crate::hostlink::HostLink>, crate::agent::RunId)> {
+        let (firsts, run) = {
             let core = self.core();
-            let a = core.job(id)?;
-            a.run.as_ref()?;
-            (a.rec.pool.clone()?, a.rec.first_node(), a.rec.restarts)
+            let Some(a) = core.job(id).filter(|a| a.run.is_some()) else {
+                return Vec::new();
+            };
+            let components = core.components_of(id);
+            let firsts: Vec<(String, String)> = if components.is_empty() {
+                match &a.rec.pool {
+                    Some(p) => vec![(p.clone(), a.rec.first_node())],
+                    None => Vec::new(),
+                }
+            } else {
+                components
+                    .into_iter()
+                    .filter_map(|(p, nodes)| Some((p, nodes.first()?.clone())))
+                    .collect()
+            };
+            (firsts, a.rec.restarts)
         };
-        if !self.links.is_remote(&pool) {
-            return None;
-        }
-        let link = self.links.of_host(&first)?;
-        Some((Arc::clone(link), crate::agent::RunId { job: id, run }))
+        firsts
+            .into_iter()
+            .filter(|(pool, _)| self.links.is_remote(pool))
+            .filter_map(|(_, host)| {
+                let link = self.links.of_host(&host)?;
+                Some((Arc::clone(link), crate::agent::RunId { job: id, run }))
+            })
+            .collect()
     }
 
     /// The directory of job `id`.
@@ -177,9 +204,23 @@ impl Daemon {
         name
     }
 
+    /// [`Daemon::job_ended`] of run `run` only: nothing when the job is no longer running,
+    /// or runs again (requeued) with another run number.
+    pub async fn job_ended_run(&self, run: crate::agent::RunId, status: Option<Status>) {
+        let current = self
+            .core()
+            .job(run.job)
+            .is_some_and(|a| a.run.is_some() && a.rec.restarts == run.run);
+        if current {
+            self.job_ended(run.job, status).await;
+        }
+    }
+
     /// Records the end of running job `id` as the supervisor reported it, stores it, removes
     /// the job's directory and asks for a policy run.
     pub async fn job_ended(&self, id: u64, status: Option<Status>) {
+        // Whatever parts of it on hosts were seen ended belong to this run.
+        self.links.forget_parts(id);
         // A requeued job runs again with its id, so in the same directory: the old run's goes
         // before the job is queued again, or it could be removed under the new run's feet.
         let coming = self.core().will_requeue(id);

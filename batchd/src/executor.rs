@@ -15,6 +15,7 @@ use nix::sys::signal::Signal;
 
 use crate::core::JobFiles;
 use crate::daemon::Daemon;
+use crate::hostlink::StartError;
 use crate::launch::{
     files, now_ms, read_json, read_pid, write_job_files, write_json, JobPids, Launch, Outcome,
     Status,
@@ -289,18 +290,29 @@ pub fn component_environments(
         .collect()
 }
 
-/// Writes the job's directory `dir`: the script, its node (and step) file and `launch.json`,
-/// whose paths (and the job's environment's) name the directory as `runs_in`, where the job
-/// runs: `dir` itself on this machine, the job's directory on its host for a pool of hosts.
+/// Where one part of a job is written and where it runs.
+#[derive(Clone)]
+struct Place {
+    /// The directory written here.
+    dir: PathBuf,
+    /// Where the job runs, which its files' paths (and its environment's) name: `dir` itself
+    /// on this machine, the run's directory on its host for a pool of hosts.
+    runs_in: PathBuf,
+    /// The one component this part of a co-allocated job runs (on its own host).
+    only: Option<usize>,
+}
+
+/// Writes a job's directory as `place` says: the script, its node (and step) file and
+/// `launch.json`.
 fn prepare(
     rec: &JobRecord,
     site: &Site,
-    dir: &Path,
-    runs_in: &Path,
+    place: &Place,
     grace_ms: u64,
     job_files: Option<&JobFiles>,
     components: &[(String, Vec<String>)],
 ) -> Result<(), String> {
+    let (dir, runs_in, only) = (&place.dir, &place.runs_in, place.only);
     let err =
         |what: &str, e: std::io::Error| format!("cannot write {what} in {}: {e}", dir.display());
     crate::state::private_dir(dir).map_err(|e| err("the job directory", e))?;
@@ -344,7 +356,14 @@ fn prepare(
         deadline_ms,
         grace_ms,
         umask: rec.spec.effective_umask(),
-        components: component_environments(rec, components),
+        // A part of a co-allocated job on hosts runs its own component only.
+        components: {
+            let mut all = component_environments(rec, components);
+            if let Some(k) = only {
+                all = all.into_iter().nth(k).into_iter().collect();
+            }
+            all
+        },
         warn: rec.spec.warn_signal.map(|w| crate::launch::Warn {
             signal: w.signal,
             // A limit shorter than the notice: at the start, as soon as can be.
@@ -381,49 +400,82 @@ pub async fn launch(d: Arc<Daemon>, rec: JobRecord) {
         }
         f
     });
-    // On a host, the job runs in its run's directory under the host's spool.
-    let remote = d.remote(id);
-    let runs_in = match &remote {
-        Some((link, run)) => link
-            .ssh
-            .spool()
-            .join(&link.host)
-            .join("jobs")
-            .join(run.dir_name()),
-        None => dir.clone(),
-    };
-    let prepared = {
-        let (rec, dir) = (rec.clone(), dir.clone());
-        let grace = settings.config.grace_period_ms;
-        let site = Site::of(&settings.config, &rec);
-        tokio::task::spawn_blocking(move || {
-            prepare(
-                &rec,
-                &site,
-                &dir,
-                &runs_in,
-                grace,
-                job_files.as_ref(),
-                &components,
-            )
-        })
-        .await
-    };
-    match prepared {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => return fail_start(&d, id, e).await,
-        Err(e) => return fail_start(&d, id, format!("preparing the job: {e}")).await,
+    // On hosts, each part (the job, or each component of a co-allocated job) runs in its
+    // run's directory under its host's spool, from files of its own.
+    let parts = d.remote_parts(id);
+    // Until its start is settled, a session opening leaves the job to this start.
+    let _launching =
+        crate::hosts::Launching::new(id, parts.iter().map(|(l, _)| Arc::clone(l)).collect());
+    if !parts.is_empty() && !components.is_empty() && parts.len() != components.len() {
+        let msg = "a co-allocated job cannot span pools of hosts and pools of virtual nodes";
+        return fail_start(&d, id, msg.into()).await;
     }
-    if let Some((link, run)) = remote {
-        if let Err(e) = crate::hosts::start(&link, run, &dir, &rec).await {
-            return fail_start(
-                &d,
-                id,
-                format!("cannot start the job on {}: {e}", link.host),
-            )
-            .await;
+    let places: Vec<Place> = if parts.is_empty() {
+        vec![Place {
+            dir: dir.clone(),
+            runs_in: dir.clone(),
+            only: None,
+        }]
+    } else {
+        let one = parts.len() > 1;
+        parts
+            .iter()
+            .enumerate()
+            .map(|(k, (link, run))| Place {
+                dir: if k == 0 {
+                    dir.clone()
+                } else {
+                    dir.join(format!("part{k}"))
+                },
+                runs_in: link.run_dir(*run),
+                only: one.then_some(k),
+            })
+            .collect()
+    };
+    for place in places.iter() {
+        let prepared = {
+            let place = place.clone();
+            let rec = rec.clone();
+            let (job_files, components) = (job_files.clone(), components.clone());
+            let grace = settings.config.grace_period_ms;
+            let site = Site::of(&settings.config, &rec);
+            tokio::task::spawn_blocking(move || {
+                prepare(&rec, &site, &place, grace, job_files.as_ref(), &components)
+            })
+            .await
+        };
+        match prepared {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return fail_start(&d, id, e).await,
+            Err(e) => return fail_start(&d, id, format!("preparing the job: {e}")).await,
         }
-        tracing::info!(job = id, nodes = ?rec.node_list, host = %link.host, "job started");
+    }
+    if !parts.is_empty() {
+        for (k, ((link, run), place)) in parts.iter().zip(&places).enumerate() {
+            match crate::hosts::start(link, *run, &place.dir, &rec).await {
+                Ok(()) => {}
+                Err(StartError::Refused(e)) => {
+                    // The parts already started go: the job did not start.
+                    for (l, r) in &parts[..k] {
+                        let _ = l.send_job(*r, crate::agent::JobOp::Kill);
+                    }
+                    return fail_start(
+                        &d,
+                        id,
+                        format!("cannot start the job on {}: {e}", link.host),
+                    )
+                    .await;
+                }
+                Err(StartError::Unanswered(e)) => {
+                    // It may have started: the host's agent says when it answers again
+                    // (the job is queued again if it did not), or the host goes DOWN.
+                    tracing::warn!(job = id, host = %link.host, "the start was not answered: {e}");
+                    return;
+                }
+            }
+        }
+        let hosts: Vec<&str> = parts.iter().map(|(l, _)| l.host.as_str()).collect();
+        tracing::info!(job = id, nodes = ?rec.node_list, hosts = ?hosts, "job started");
         crate::mail::notify(
             settings.config.mail_program.as_deref(),
             &rec,
@@ -585,21 +637,41 @@ pub enum Executor {
         /// The job's directory.
         dir: PathBuf,
     },
-    /// On the host of its batch script.
-    Host {
-        /// The link to that host.
-        link: Arc<crate::hostlink::HostLink>,
-        /// The run there.
-        run: crate::agent::RunId,
+    /// On hosts: the host of its batch script, or of each component of a co-allocated job.
+    Hosts {
+        /// The link to each host, and the run there.
+        parts: Vec<(Arc<crate::hostlink::HostLink>, crate::agent::RunId)>,
     },
 }
 
 impl Executor {
     /// The executor of job `id`.
     pub fn of(d: &Daemon, id: u64) -> Executor {
-        match d.remote(id) {
-            Some((link, run)) => Executor::Host { link, run },
-            None => Executor::Local { dir: d.job_dir(id) },
+        let parts = d.remote_parts(id);
+        if parts.is_empty() {
+            Executor::Local { dir: d.job_dir(id) }
+        } else {
+            Executor::Hosts { parts }
+        }
+    }
+
+    /// Sends `op` to every part; an error only when no part took it.
+    fn each(
+        parts: &[(Arc<crate::hostlink::HostLink>, crate::agent::RunId)],
+        op: crate::agent::JobOp,
+    ) -> Result<(), String> {
+        let mut last = Ok(());
+        let mut any = false;
+        for (link, run) in parts {
+            match link.send_job(*run, op.clone()) {
+                Ok(()) => any = true,
+                Err(e) => last = Err(e),
+            }
+        }
+        if any {
+            Ok(())
+        } else {
+            last
         }
     }
 
@@ -608,7 +680,7 @@ impl Executor {
     pub fn cancel(&self, id: u64) -> Result<(), String> {
         match self {
             Executor::Local { dir } => crate::jobctl::cancel_in(dir, id),
-            Executor::Host { link, run } => link.send_job(*run, crate::agent::JobOp::Cancel),
+            Executor::Hosts { parts } => Self::each(parts, crate::agent::JobOp::Cancel),
         }
     }
 
@@ -616,9 +688,7 @@ impl Executor {
     pub fn set_deadline(&self, id: u64, deadline: u64) -> Result<(), String> {
         match self {
             Executor::Local { dir } => crate::jobctl::set_deadline_in(dir, id, deadline),
-            Executor::Host { link, run } => {
-                link.send_job(*run, crate::agent::JobOp::Limit { deadline })
-            }
+            Executor::Hosts { parts } => Self::each(parts, crate::agent::JobOp::Limit { deadline }),
         }
     }
 
@@ -626,8 +696,8 @@ impl Executor {
     pub fn signal(&self, id: u64, signal: i32, scope: SignalScope) -> Result<(), String> {
         match self {
             Executor::Local { dir } => crate::jobctl::signal_in(dir, id, signal, scope),
-            Executor::Host { link, run } => {
-                link.send_job(*run, crate::agent::JobOp::Signal { signal, scope })
+            Executor::Hosts { parts } => {
+                Self::each(parts, crate::agent::JobOp::Signal { signal, scope })
             }
         }
     }

@@ -10,6 +10,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::agent::{JobOp, RunId, ToAgent};
 use crate::config::{Config, SshConfig};
+use crate::launch::Status;
 
 /// How a link stands.
 #[derive(Clone, Debug, Default)]
@@ -22,6 +23,24 @@ pub struct LinkState {
     pub error: String,
     /// The last time anything came from the agent, ms since the epoch.
     pub heard: u64,
+}
+
+/// Why a start did not happen.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StartError {
+    /// The agent refused it (it could not write the files or start the supervisor).
+    Refused(String),
+    /// No answer came (the session was not open, or ended): the run may or may not have
+    /// started; the agent's inventory tells when the host answers again.
+    Unanswered(String),
+}
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StartError::Refused(e) | StartError::Unanswered(e) => f.write_str(e),
+        }
+    }
 }
 
 /// batchd's link to one host.
@@ -43,6 +62,9 @@ pub struct HostLink {
     starts: Mutex<HashMap<RunId, oneshot::Sender<Result<(), String>>>>,
     /// Jobs being started through this link (their run is not in the agent's inventory yet).
     launching: Mutex<HashSet<u64>>,
+    /// An administrator's DRAIN (reason and user) the health check's DOWN went over: the
+    /// node goes back to it, not into service, when the host answers again.
+    pub drained: Mutex<Option<(String, String)>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -125,6 +147,7 @@ impl HostLink {
             }),
             starts: Mutex::new(HashMap::new()),
             launching: Mutex::new(HashSet::new()),
+            drained: Mutex::new(None),
         }
     }
 
@@ -140,6 +163,15 @@ impl HostLink {
                 .join(" "),
         );
         (self.argv[0].clone(), args)
+    }
+
+    /// Run `run`'s directory on the host.
+    pub fn run_dir(&self, run: RunId) -> PathBuf {
+        self.ssh
+            .spool()
+            .join(&self.host)
+            .join("jobs")
+            .join(run.dir_name())
     }
 
     /// How the link stands.
@@ -159,7 +191,7 @@ impl HostLink {
         if closed {
             // Nothing will answer the starts under way.
             for (_, reply) in lock(&self.starts).drain() {
-                let _ = reply.send(Err(format!("the ssh session to {} ended", self.host)));
+                let _ = reply.send(Err(self.ended()));
             }
         }
     }
@@ -184,16 +216,23 @@ impl HostLink {
     }
 
     /// Sends a start of run `id` and waits for the agent's answer.
-    pub async fn start(&self, id: RunId, files: Vec<(String, String)>) -> Result<(), String> {
+    pub async fn start(&self, id: RunId, files: Vec<(String, String)>) -> Result<(), StartError> {
         let (reply, answer) = oneshot::channel();
         lock(&self.starts).insert(id, reply);
         if let Err(e) = self.send(ToAgent::Start { id, files }) {
             lock(&self.starts).remove(&id);
-            return Err(e);
+            return Err(StartError::Unanswered(e));
         }
-        answer
-            .await
-            .unwrap_or_else(|_| Err(format!("the ssh session to {} ended", self.host)))
+        match answer.await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) if e == self.ended() => Err(StartError::Unanswered(e)),
+            Ok(Err(e)) => Err(StartError::Refused(e)),
+            Err(_) => Err(StartError::Unanswered(self.ended())),
+        }
+    }
+
+    fn ended(&self) -> String {
+        format!("the ssh session to {} ended", self.host)
     }
 
     /// The agent answered the start of `id`.
@@ -223,6 +262,8 @@ impl HostLink {
 pub struct Links {
     by_host: HashMap<String, Arc<HostLink>>,
     pools: HashSet<String>,
+    /// The parts of co-allocated jobs that ended, by run: each part's status once reported.
+    ends: Mutex<HashMap<RunId, Vec<Option<Option<Status>>>>>,
 }
 
 impl Links {
@@ -257,6 +298,34 @@ impl Links {
     /// Every link.
     pub fn all(&self) -> impl Iterator<Item = &Arc<HostLink>> {
         self.by_host.values()
+    }
+
+    /// Part `k` of `parts` of run `run` ended with `status`; every part's status, in part
+    /// order, once the last one has (and then forgotten).
+    pub fn part_ended(
+        &self,
+        run: RunId,
+        k: usize,
+        parts: usize,
+        status: Option<Status>,
+    ) -> Option<Vec<Option<Status>>> {
+        let mut ends = lock(&self.ends);
+        let seen = ends.entry(run).or_insert_with(|| vec![None; parts]);
+        if seen.len() != parts || k >= parts {
+            *seen = vec![None; parts];
+        }
+        seen[k] = Some(status);
+        if seen.iter().all(Option::is_some) {
+            ends.remove(&run).map(|v| v.into_iter().flatten().collect())
+        } else {
+            None
+        }
+    }
+
+    /// Forgets the parts of job `job` seen ended: it ended some other way (a cancel that
+    /// could not reach a part, a part's directory gone).
+    pub fn forget_parts(&self, job: u64) {
+        lock(&self.ends).retain(|r, _| r.job != job);
     }
 }
 

@@ -19,7 +19,7 @@ use tokio::sync::mpsc;
 
 use crate::agent::{FromAgent, JobOp, RunId, ToAgent};
 use crate::daemon::Daemon;
-use crate::hostlink::HostLink;
+use crate::hostlink::{HostLink, StartError};
 use crate::launch::{files, now_ms, Outcome, Status};
 use crate::nodes::Change;
 
@@ -192,7 +192,18 @@ fn health_down(d: &Daemon, host: &str) -> bool {
         .unwrap_or(false)
 }
 
+/// Node `host`'s DRAIN by someone other than the health check, if it is drained.
+fn admin_drain(d: &Daemon, host: &str) -> Option<(String, String)> {
+    let core = d.core();
+    let (p, i) = core.find_node(host)?;
+    core.pools()[p]
+        .condition(i)
+        .filter(|c| !c.down && c.user != HEALTH_USER)
+        .map(|c| (c.reason.clone(), c.user.clone()))
+}
+
 async fn set_down(d: &Arc<Daemon>, link: &Arc<HostLink>, error: &str) {
+    *crate::daemon::lock(&link.drained) = admin_drain(d, &link.host);
     let reason = if error.is_empty() {
         NOT_RESPONDING.to_string()
     } else {
@@ -215,44 +226,75 @@ async fn set_down(d: &Arc<Daemon>, link: &Arc<HostLink>, error: &str) {
 }
 
 async fn bring_back(d: &Arc<Daemon>, link: &Arc<HostLink>) {
-    tracing::info!(host = %link.host, "the host answers again: back in service");
-    if let Err(e) = crate::nodes::set(d, std::slice::from_ref(&link.host), Change::Resume).await {
+    let drained = crate::daemon::lock(&link.drained).take();
+    let change = match drained {
+        // Back to the drain an administrator had set, not into service.
+        Some((reason, user)) => {
+            tracing::info!(host = %link.host, "the host answers again: drained again, as it was");
+            // Clearing the DOWN first: DRAIN over DOWN would keep it down.
+            let _ = crate::nodes::set(d, std::slice::from_ref(&link.host), Change::Resume).await;
+            Change::Out {
+                down: false,
+                reason,
+                user,
+            }
+        }
+        None => {
+            tracing::info!(host = %link.host, "the host answers again: back in service");
+            Change::Resume
+        }
+    };
+    if let Err(e) = crate::nodes::set(d, std::slice::from_ref(&link.host), change).await {
         tracing::error!(host = %link.host, "cannot bring the node back: {e}");
     }
 }
 
-/// Stops job `id`, which ran on a node that went down: through the host of its batch script
-/// when that one answers, else its end is recorded at once (it cannot be reached; what is
-/// left of it is killed when its host answers again).
+/// Stops job `id`, which ran on a node that went down: through the hosts of its parts when
+/// they answer, else its end is recorded at once (it cannot be reached; what is left of it is
+/// killed when its host answers again).
 pub async fn stop_job(d: &Arc<Daemon>, id: u64) {
-    if let Some((link, run)) = d.remote(id) {
-        if link.send_job(run, JobOp::Cancel).is_ok() {
-            return;
+    let parts = d.remote_parts(id);
+    if parts.is_empty() {
+        if let Err(e) = crate::jobctl::cancel_in(&d.job_dir(id), id) {
+            tracing::warn!(job = id, "cannot stop the job: {e}");
         }
-        let status = Status {
-            outcome: Outcome::Lost,
-            exit_code: 0,
-            signal: 0,
-            end_ms: now_ms(),
-            detail: None,
-            usage: None,
-        };
-        d.job_ended(id, Some(status)).await;
         return;
     }
-    if let Err(e) = crate::jobctl::cancel_in(&d.job_dir(id), id) {
-        tracing::warn!(job = id, "cannot stop the job: {e}");
+    let mut all = true;
+    for (link, run) in &parts {
+        all &= link.send_job(*run, JobOp::Cancel).is_ok();
     }
+    if all {
+        return;
+    }
+    let status = Status {
+        outcome: Outcome::Lost,
+        exit_code: 0,
+        signal: 0,
+        end_ms: now_ms(),
+        detail: None,
+        usage: None,
+    };
+    d.job_ended(id, Some(status)).await;
 }
 
-/// The running jobs whose batch script runs on `host`, with their run.
+/// The running jobs with a part on `host` (their batch script, or a component of a
+/// co-allocated job), with their run and whether they are being stopped.
 fn jobs_on(d: &Daemon, host: &str) -> Vec<(RunId, bool)> {
     let core = d.core();
     core.jobs()
         .values()
         .filter_map(|a| {
             let run = a.run.as_ref()?;
-            (a.rec.first_node() == host).then_some((
+            let components = core.components_of(a.rec.id);
+            let here = if components.is_empty() {
+                a.rec.first_node() == host
+            } else {
+                components
+                    .iter()
+                    .any(|(_, nodes)| nodes.first().is_some_and(|n| n == host))
+            };
+            here.then_some((
                 RunId {
                     job: a.rec.id,
                     run: a.rec.restarts,
@@ -261,6 +303,28 @@ fn jobs_on(d: &Daemon, host: &str) -> Vec<(RunId, bool)> {
             ))
         })
         .collect()
+}
+
+/// The status of a co-allocated job from its parts', in component order, as its supervisor
+/// gives it on one machine: the first part's that did not end cleanly, else the last one's,
+/// at the last end.
+fn merged(parts: Vec<Option<Status>>) -> Option<Status> {
+    let end = parts.iter().flatten().map(|s| s.end_ms).max();
+    let clean = |s: &Status| s.outcome == Outcome::Exited && s.exit_code == 0 && s.signal == 0;
+    let pick = parts
+        .iter()
+        .flatten()
+        .find(|s| !clean(s))
+        .or_else(|| parts.iter().flatten().last())
+        .cloned();
+    // A part that left no status makes the whole one unknown, as on one machine.
+    if parts.iter().any(Option::is_none) {
+        return None;
+    }
+    pick.map(|mut s| {
+        s.end_ms = end.unwrap_or(s.end_ms);
+        s
+    })
 }
 
 /// The agent's inventory against batchd's running jobs on the host: a run batchd no longer
@@ -290,10 +354,16 @@ async fn reconcile(d: &Arc<Daemon>, link: &Arc<HostLink>, runs: &[RunId]) {
             // never started it: it goes back to the queue, as a job whose supervisor never
             // started on batchd's own machine.
             tracing::warn!(host = %link.host, job = id.job, "the job never started on its host; it is back in the queue");
-            requeue_unstarted(d, id.job, &link.host).await;
+            requeue_unstarted(d, id, &link.host).await;
             continue;
         }
         tracing::error!(host = %link.host, job = id.job, "the job's directory on its host is gone");
+        // The other parts of a co-allocated job go with it.
+        for (l, r) in d.remote_parts(id.job) {
+            if l.host != link.host {
+                let _ = l.send_job(r, JobOp::Kill);
+            }
+        }
         let status = Status {
             outcome: Outcome::Lost,
             exit_code: 0,
@@ -305,14 +375,21 @@ async fn reconcile(d: &Arc<Daemon>, link: &Arc<HostLink>, runs: &[RunId]) {
             )),
             usage: None,
         };
-        d.job_ended(id.job, Some(status)).await;
+        d.job_ended_run(id, Some(status)).await;
     }
 }
 
-/// Puts running job `id`, which never started on `host`, back in the queue.
-async fn requeue_unstarted(d: &Arc<Daemon>, id: u64, host: &str) {
+/// Puts run `run` of a running job, which never started on `host`, back in the queue.
+async fn requeue_unstarted(d: &Arc<Daemon>, run: RunId, host: &str) {
+    let id = run.job;
     let rec = {
         let mut core = d.core();
+        if !core
+            .job(id)
+            .is_some_and(|a| a.run.is_some() && a.rec.restarts == run.run)
+        {
+            return;
+        }
         let Some(rec) = core.finish(id, |_| {}) else {
             return;
         };
@@ -341,51 +418,92 @@ async fn handle(d: &Arc<Daemon>, link: &Arc<HostLink>, msg: FromAgent) {
             tracing::warn!(host = %link.host, job = id.job, "{error}");
         }
         FromAgent::Ended { id, status } => {
-            let current = d
-                .remote(id.job)
-                .is_some_and(|(l, r)| l.host == link.host && r == id);
-            if current {
+            let parts = d.remote_parts(id.job);
+            let Some(k) = parts
+                .iter()
+                .position(|(l, r)| l.host == link.host && *r == id)
+            else {
+                // Not a run batchd has running (any more): its directory can go.
+                let _ = link.send_job(id, JobOp::Reap);
+                return;
+            };
+            if parts.len() == 1 {
                 d.job_ended(id.job, status).await;
+                let _ = link.send_job(id, JobOp::Reap);
+                return;
             }
-            // Stored (or not ours): the run's directory can go.
-            let _ = link.send_job(id, JobOp::Reap);
+            // A component of a co-allocated job: the job ends with its last component; the
+            // parts' directories stay until then, so that a restart finds their ends again.
+            if let Some(all) = d.links.part_ended(id, k, parts.len(), status) {
+                d.job_ended(id.job, merged(all)).await;
+                for (l, r) in &parts {
+                    let _ = l.send_job(*r, JobOp::Reap);
+                }
+            }
         }
     }
 }
 
-/// Starts job `id` (run `run`) on its first host through `link`: the files batchd wrote in
+/// Marks a job as being started through some links until dropped: a session opening
+/// meanwhile leaves the job to its start rather than reconciling it
+/// (`HostLink::set_launching`).
+pub struct Launching {
+    job: u64,
+    links: Vec<Arc<HostLink>>,
+}
+
+impl Launching {
+    /// Job `job` is being started through `links`.
+    pub fn new(job: u64, links: Vec<Arc<HostLink>>) -> Launching {
+        for l in &links {
+            l.set_launching(job, true);
+        }
+        Launching { job, links }
+    }
+}
+
+impl Drop for Launching {
+    fn drop(&mut self) {
+        for l in &self.links {
+            l.set_launching(self.job, false);
+        }
+    }
+}
+
+/// Starts run `run` of a job (or of one part of it) on `link`'s host: the files batchd wrote in
 /// `dir` are sent over the session. Its end comes back through the session.
 pub async fn start(
     link: &Arc<HostLink>,
     run: RunId,
     dir: &Path,
     rec: &crate::record::JobRecord,
-) -> Result<(), String> {
-    check_user(link, rec)?;
+) -> Result<(), StartError> {
+    check_user(link, rec).map_err(StartError::Refused)?;
     let mut sent = Vec::new();
     for name in [files::LAUNCH, files::SCRIPT, files::NODES, files::STEP] {
         match std::fs::read_to_string(dir.join(name)) {
             Ok(text) => sent.push((name.to_string(), text)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && name != files::LAUNCH => {}
-            Err(e) => return Err(format!("cannot read {name} of the job: {e}")),
+            Err(e) => {
+                return Err(StartError::Refused(format!(
+                    "cannot read {name} of the job: {e}"
+                )))
+            }
         }
     }
     // A session being reopened: wait for it as long as a node may go unanswered.
     let deadline = now_ms() + link.ssh.down_after();
     while !link.state().up {
         if now_ms() >= deadline {
-            return Err(format!(
+            return Err(StartError::Unanswered(format!(
                 "host {} does not answer: {}",
                 link.host,
                 link.state().error
-            ));
+            )));
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    link.set_launching(run.job, true);
-    let started = link.start(run, sent).await;
-    link.set_launching(run.job, false);
-    started?;
+    link.start(run, sent).await?;
     // Known started: a restart of batchd re-attaches it rather than queueing it again.
     if let Err(e) = crate::launch::write_atomic(&dir.join(files::STARTED_ON), link.host.as_bytes())
     {

@@ -32,8 +32,9 @@ use crate::store::Loaded;
 pub struct Recovered {
     /// Running jobs to watch.
     pub adopted: Vec<u64>,
-    /// Of `adopted`, the jobs a policy had killed: re-attached without nodes (they went to
-    /// another job), their stop to be sent again (the daemon may have died before sending it).
+    /// Of `adopted`, the jobs being stopped whose stop is to be sent again (the daemon may
+    /// have died before sending it): those a policy had killed, re-attached without nodes
+    /// (they went to another job), and those `econtrol requeue` was stopping.
     pub preempted: Vec<u64>,
     /// Running launcher sessions' jobs, re-attached: they end at their duration.
     pub sessions: Vec<u64>,
@@ -83,8 +84,9 @@ fn lost_record(core: &mut Core, mut rec: JobRecord, why: &str) -> JobRecord {
 
 /// Fills `core` from what the store loaded.
 ///
-/// A job of a pool of hosts (`remote` says which pools are) runs on its host: it is
-/// re-attached, and its host's agent reports it, its end, or that it never started there.
+/// A job of a pool of hosts (`remote` says which pools are; a co-allocated job's record names
+/// its pools joined by commas) runs on its hosts: it is re-attached, and its hosts' agents
+/// report it, its end, or that it never started there.
 pub fn restore(
     core: &mut Core,
     loaded: Loaded,
@@ -132,7 +134,11 @@ pub fn restore(
             // On a host, only the host knows whether its start happened: its agent's
             // inventory decides (`crate::hosts`).
             JobState::Running
-                if !rec.pool.as_deref().is_some_and(remote) && never_started(&dir) =>
+                if !rec
+                    .pool
+                    .as_deref()
+                    .is_some_and(|p| p.split(',').any(remote))
+                    && never_started(&dir) =>
             {
                 tracing::warn!(job = id, "batchd stopped before the job's supervisor started; the job is back in the queue");
                 let _ = std::fs::remove_dir_all(&dir);
@@ -153,7 +159,9 @@ pub fn restore(
                         if let Some(held) = by_hand {
                             core.restore_requeue(id, held);
                         }
-                        if core.preempted_why(id).is_some() {
+                        // The requeue's stop comes after its answer: a daemon killed right
+                        // after the answer may not have sent it.
+                        if core.preempted_why(id).is_some() || by_hand.is_some() {
                             out.preempted.push(id);
                         }
                         out.adopted.push(id)
@@ -259,6 +267,27 @@ mod tests {
         };
         let out = restore(&mut core, loaded, state.path(), &|_| false);
         assert_eq!(out.adopted, vec![1]);
+        // Its stop is sent again: the daemon may have died between the answer and the stop.
+        assert_eq!(out.preempted, vec![1]);
         assert_eq!(core.take_requeue(1), Some(true));
+    }
+
+    #[test]
+    fn a_job_on_hosts_is_left_to_its_hosts_agents_whatever_its_local_directory_says() {
+        let state = tempfile::tempdir().unwrap();
+        let mut core = Core::new([("a", 2), ("b", 2)]);
+        let mut r = running(1, "a[1-2]");
+        r.pool = Some("a".into());
+        r.shape = Some(sched_core::Shape::rigid(sched_core::PoolId(0), 2, 60_000));
+        // No supervisor here, nor a directory: the start happened on a host, or did not.
+        let loaded = crate::store::Loaded {
+            active: vec![r],
+            finished: Default::default(),
+            next_id: 2,
+            unreadable: vec![],
+        };
+        let out = restore(&mut core, loaded, state.path(), &|p| p == "a");
+        assert_eq!(out.adopted, vec![1]);
+        assert!(out.requeued.is_empty());
     }
 }

@@ -350,13 +350,20 @@ impl Core {
                 pool.conditions.insert(i, c);
                 let holder = pool.holder(i);
                 pool.retire();
-                let Some(job) = holder.filter(|_| down) else {
+                let Some(job) = holder else {
                     return Ok(change);
                 };
-                let why = format!("node {name} is down");
+                // A claim (a co-allocated job waiting for its start deadline) lets go of a node
+                // leaving service, drained or down: the job is placed again.
                 if self.claims.contains_key(&job) {
                     change.store.extend(self.unclaim(job));
-                } else if let Some(rec) = self.node_fail(job, why) {
+                    return Ok(change);
+                }
+                if !down {
+                    return Ok(change);
+                }
+                let why = format!("node {name} is down");
+                if let Some(rec) = self.node_fail(job, why) {
                     change.store.push(rec);
                     change.stop.push(job);
                 }

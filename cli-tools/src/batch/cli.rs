@@ -130,6 +130,23 @@ pub fn clap_error_line(e: &clap::Error) -> String {
     first.trim_start_matches("error: ").trim().to_string()
 }
 
+/// The unknown option of `e` as the user wrote it among `args` (`--mem=4G`, where clap names
+/// only `--mem`), so that the refusal quotes it whole as Slurm's tools do.
+fn unknown_as_given(e: &clap::Error, args: &[std::ffi::OsString]) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() != ErrorKind::UnknownArgument {
+        return None;
+    }
+    let Some(ContextValue::String(name)) = e.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    let name = name.split_once('=').map_or(name.as_str(), |(n, _)| n);
+    args.iter()
+        .map(|a| a.to_string_lossy())
+        .find(|a| a.as_ref() == name || a.strip_prefix(name).is_some_and(|r| r.starts_with('=')))
+        .map(|a| a.into_owned())
+}
+
 /// Parses a tool's command line. `--help` and `--version` print and exit 0; any other problem
 /// is the one line `TOOL: error: ...` and exit 1, the same shape as every other error of the
 /// tools (clap's own would be several lines and exit 2).
@@ -144,7 +161,8 @@ where
     A: Into<std::ffi::OsString> + Clone,
 {
     use clap::error::ErrorKind;
-    match T::try_parse_from(args) {
+    let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+    match T::try_parse_from(&args) {
         Ok(t) => Ok(t),
         Err(e)
             if matches!(
@@ -164,7 +182,11 @@ where
             )
         }
         Err(e) => {
-            let _ = writeln!(std::io::stderr(), "{tool}: error: {}", clap_error_line(&e));
+            let line = match unknown_as_given(&e, &args[1.min(args.len())..]) {
+                Some(arg) => unrecognized(&arg),
+                None => clap_error_line(&e),
+            };
+            let _ = writeln!(std::io::stderr(), "{tool}: error: {line}");
             Err(ExitCode::from(1))
         }
     }

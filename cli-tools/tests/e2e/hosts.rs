@@ -84,19 +84,32 @@ impl Hosts {
     /// A cluster whose only pool `hosts` is these four hosts, under `policy`; a host that
     /// does not answer for 2 s is set DOWN.
     fn cluster(&self, policy: &str) -> Cluster {
+        self.cluster_of(&[("hosts", "node[1-4]")], &format!("name = {policy:?}\n"))
+    }
+
+    /// A cluster of `pools` (name and hosts of each) of these hosts, `policy` the body of its
+    /// `[policy]` table.
+    fn cluster_of(&self, pools: &[(&str, &str)], policy: &str) -> Cluster {
         let ssh_config = self.dir.path().join("ssh_config");
         Cluster::start_from(|dir| {
-            format!(
+            let mut text = format!(
                 "socket = {:?}\nstate_dir = {:?}\nplugin_dir = {:?}\nrepolicy_interval_ms = 10\n\
-                 grace_period_ms = 500\nsync = \"normal\"\n\n[[pool]]\nname = \"hosts\"\n\
-                 hosts = \"node[1-4]\"\n\n[pool.ssh]\noptions = [\"-F\", {:?}]\nspool = {:?}\n\
-                 health_interval_ms = 300\ndown_after_ms = 2000\n\n[policy]\nname = {policy:?}\n",
+                 grace_period_ms = 500\nsync = \"normal\"\n",
                 dir.join("batchd.sock"),
                 dir.join("state"),
                 plugin_dir(),
-                ssh_config,
-                dir.join("spool"),
-            )
+            );
+            for (name, hosts) in pools {
+                text.push_str(&format!(
+                    "\n[[pool]]\nname = {name:?}\nhosts = {hosts:?}\n\n[pool.ssh]\n\
+                     options = [\"-F\", {:?}]\nspool = {:?}\nhealth_interval_ms = 300\n\
+                     down_after_ms = 2000\n",
+                    ssh_config,
+                    dir.join("spool"),
+                ));
+            }
+            text.push_str(&format!("\n[policy]\n{policy}"));
+            text
         })
     }
 }
@@ -109,6 +122,89 @@ impl Drop for Hosts {
             .env("SSH_HOSTS_PORT", self.port.to_string())
             .output();
     }
+}
+
+#[test]
+fn a_coallocated_job_runs_each_component_on_its_own_hosts_and_gp_reaches_remote_victims() {
+    let Some(hosts) = Hosts::up(2306) else { return };
+    let c = hosts.cluster_of(
+        &[("a", "node[1-2]"), ("b", "node[3-4]")],
+        "name = \"rpp\"\n\n[policy.params]\npriority = \"GP\"\n",
+    );
+    all_answer(&c);
+    c.script(
+        "comp.sh",
+        "#!/bin/sh\nf=comp-$ESCHED_JOB_ID-$ESCHED_COMPONENT.txt\n\
+         echo \"$(hostname) $ESCHED_POOL $ESCHED_NODELIST $ESCHED_JOB_NODELIST\" > $f.tmp\nmv $f.tmp $f\n",
+    );
+    let g = c.submit(&[
+        "--components",
+        "2,2",
+        "--deadline",
+        "+1s",
+        "-t",
+        "1",
+        "comp.sh",
+    ]);
+    let j = c.wait_job(g, "ended", |j| j.state.is_finished());
+    assert_eq!(j.state, JobState::Completed, "{j:?}");
+    let line = |job: u64, i: usize| {
+        let p = c.work.join(format!("comp-{job}-{i}.txt"));
+        c.wait_until("the component's line", || p.exists());
+        std::fs::read_to_string(&p).unwrap_or_default()
+    };
+    assert_eq!(line(g, 0), "node1 a node[1-2] node[1-4]\n");
+    assert_eq!(line(g, 1), "node3 b node[3-4] node[1-4]\n");
+    // A local job holds pool a; the next global job's deadline comes, and GP kills it on its
+    // host to start the global job there.
+    let local = c.submit(&["-p", "a", "-N", "2", "-t", "5", "--wrap", "sleep 300"]);
+    c.wait_state(local, JobState::Running);
+    let g2 = c.submit(&[
+        "--components",
+        "2,2",
+        "--deadline",
+        "+2s",
+        "-t",
+        "1",
+        "comp.sh",
+    ]);
+    let l = c.wait_state(local, JobState::Preempted);
+    assert!(l.end_time.is_some());
+    assert_eq!(
+        c.wait_job(g2, "ended", |j| j.state.is_finished()).state,
+        JobState::Completed
+    );
+    assert_eq!(line(g2, 0).split(' ').next(), Some("node1"));
+    assert_eq!(line(g2, 1).split(' ').next(), Some("node3"));
+}
+
+#[test]
+fn an_evolving_job_grows_and_shrinks_across_hosts_and_reads_its_node_file_there() {
+    let Some(hosts) = Hosts::up(2307) else { return };
+    let c = hosts.cluster("evolving");
+    all_answer(&c);
+    c.script(
+        "evo.sh",
+        "#!/bin/sh\nend=$(( $(date +%s%3N) + 5500 ))\nwhile [ \"$(date +%s%3N)\" -lt $end ]; do\n\
+         echo \"$(hostname) $(paste -sd, \"$ESCHED_NODEFILE\")\" >> evo-$ESCHED_JOB_ID.txt\n\
+         sleep 0.1\ndone\n",
+    );
+    let id = c.submit(&["--evolving-profile", "2:1,2:3,2:2", "evo.sh"]);
+    let j = c.wait_job(id, "ended", |j| j.state.is_finished());
+    assert_eq!(j.state, JobState::Completed, "{j:?}");
+    let seen = std::fs::read_to_string(c.work.join(format!("evo-{id}.txt"))).unwrap_or_default();
+    // Each distinct line, in order: one node, three, then two (the node added last goes).
+    let mut steps: Vec<&str> = seen.lines().collect();
+    steps.dedup();
+    assert_eq!(
+        steps,
+        [
+            "node1 node1",
+            "node1 node1,node2,node3",
+            "node1 node1,node2"
+        ],
+        "{seen}"
+    );
 }
 
 /// Waits until every host's agent has answered (the pool is usable as soon as batchd serves,
