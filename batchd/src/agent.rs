@@ -107,6 +107,18 @@ pub enum ToAgent {
     },
     /// Are you there? (answered with the same number).
     Ping(u64),
+    /// Bytes for a relayed connection's client.
+    Data {
+        /// The connection.
+        conn: u64,
+        /// The bytes, in hexadecimal.
+        data: String,
+    },
+    /// batchd closed a relayed connection.
+    Close {
+        /// The connection.
+        conn: u64,
+    },
 }
 
 /// The agent to batchd.
@@ -144,6 +156,58 @@ pub enum FromAgent {
     },
     /// The answer to [`ToAgent::Ping`].
     Pong(u64),
+    /// A tool on the host connected to the host's batchd socket ([`SOCKET`]): the peer as the
+    /// kernel gives it, and the job whose session it runs in, when it runs in one.
+    Open {
+        /// The connection.
+        conn: u64,
+        /// The peer's uid.
+        uid: u32,
+        /// The peer's gid.
+        gid: u32,
+        /// The peer's pid and start time (clock ticks since the boot), on the host.
+        pid: Option<(i32, u64)>,
+        /// The job (and its run) whose processes the peer is one of.
+        job: Option<RunId>,
+    },
+    /// Bytes from a relayed connection's client.
+    Data {
+        /// The connection.
+        conn: u64,
+        /// The bytes, in hexadecimal.
+        data: String,
+    },
+    /// The client closed a relayed connection.
+    Close {
+        /// The connection.
+        conn: u64,
+    },
+}
+
+/// The socket, in the host's directory under the spool, through which the tools of the jobs on
+/// the host (`erun`, `erelease`, `esubmit`, ...) reach batchd: the agent relays each
+/// connection over its session, with the peer's credentials as the host's kernel gives them.
+pub const SOCKET: &str = "batchd.sock";
+
+/// `bytes` in hexadecimal.
+pub fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
+/// The bytes of hexadecimal `text` (`None` if it is not).
+pub fn unhex(text: &str) -> Option<Vec<u8>> {
+    if text.len() % 2 != 0 {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
 }
 
 /// A run the agent follows.
@@ -162,6 +226,8 @@ struct Agent {
     out: Mutex<std::io::Stdout>,
     /// When batchd last said something.
     heard: Mutex<std::time::Instant>,
+    /// The relayed connections, by number.
+    conns: Mutex<std::collections::HashMap<u64, std::os::unix::net::UnixStream>>,
 }
 
 impl Agent {
@@ -257,6 +323,85 @@ impl Agent {
                 .map_err(|e| format!("cannot remove {}: {e}", run.dir.display()))?;
         }
         Ok(())
+    }
+
+    /// The run whose processes `pid` is one of: the one whose job's session it is in.
+    fn attest(&self, pid: i32) -> Option<RunId> {
+        let session = crate::procs::stat(pid)?.session;
+        let runs = lock(&self.runs);
+        runs.iter()
+            .find(|(_, r)| {
+                JobPids::read(&r.dir.join(files::JOB_PID))
+                    .leaders
+                    .iter()
+                    .any(|l| {
+                        l.pid == session && crate::procs::stat(l.pid).map(|s| s.start) == l.start
+                    })
+            })
+            .map(|(id, _)| *id)
+    }
+
+    /// Serves the host's socket: each connection relayed to batchd over the session.
+    fn listen(self: Arc<Self>, listener: std::os::unix::net::UnixListener) {
+        let mut next = 0u64;
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            next += 1;
+            let conn = next;
+            let agent = Arc::clone(&self);
+            std::thread::spawn(move || agent.relay(conn, stream));
+        }
+    }
+
+    /// One relayed connection, from the client to batchd (batchd's bytes come back through
+    /// [`ToAgent::Data`]).
+    fn relay(&self, conn: u64, mut stream: std::os::unix::net::UnixStream) {
+        use std::io::Read;
+        let Ok(cred) =
+            nix::sys::socket::getsockopt(&stream, nix::sys::socket::sockopt::PeerCredentials)
+        else {
+            return;
+        };
+        let pid = cred.pid();
+        let start = crate::procs::stat(pid).map(|s| s.start);
+        let Ok(writer) = stream.try_clone() else {
+            return;
+        };
+        lock(&self.conns).insert(conn, writer);
+        self.say(&FromAgent::Open {
+            conn,
+            uid: cred.uid(),
+            gid: cred.gid(),
+            pid: start.map(|s| (pid, s)),
+            job: self.attest(pid),
+        });
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            match stream.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => self.say(&FromAgent::Data {
+                    conn,
+                    data: hex(&buf[..n]),
+                }),
+            }
+        }
+        lock(&self.conns).remove(&conn);
+        self.say(&FromAgent::Close { conn });
+    }
+
+    /// batchd's bytes for connection `conn`, or its end (`None`).
+    fn to_client(&self, conn: u64, data: Option<&str>) {
+        let mut conns = lock(&self.conns);
+        let Some(stream) = conns.get_mut(&conn) else {
+            return;
+        };
+        match data.and_then(unhex) {
+            Some(bytes) if stream.write_all(&bytes).is_ok() => {}
+            _ => {
+                let _ = stream.shutdown(std::net::Shutdown::Both);
+                conns.remove(&conn);
+            }
+        }
     }
 
     /// Reports every run that ended since the last look.
@@ -390,6 +535,7 @@ pub fn run(spool: &Path, node: &str) -> i32 {
         out: Mutex::new(std::io::stdout()),
         runs: Mutex::new(BTreeMap::new()),
         heard: Mutex::new(std::time::Instant::now()),
+        conns: Mutex::new(std::collections::HashMap::new()),
     });
     let host = nix::unistd::gethostname()
         .ok()
@@ -400,6 +546,19 @@ pub fn run(spool: &Path, node: &str) -> i32 {
         runs: runs.keys().copied().collect(),
     });
     *lock(&agent.runs) = runs;
+    // The host's batchd socket, for the tools of its jobs (anyone may connect, as to batchd's
+    // own; who connects is told to batchd with each connection).
+    let socket = spool.join(node).join(SOCKET);
+    let _ = std::fs::remove_file(&socket);
+    match std::os::unix::net::UnixListener::bind(&socket) {
+        Ok(listener) => {
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666));
+            let agent = Arc::clone(&agent);
+            std::thread::spawn(move || agent.listen(listener));
+        }
+        Err(e) => eprintln!("batchd agent: cannot listen on {}: {e}", socket.display()),
+    }
     {
         let agent = Arc::clone(&agent);
         std::thread::spawn(move || loop {
@@ -424,6 +583,8 @@ pub fn run(spool: &Path, node: &str) -> i32 {
         };
         match req {
             ToAgent::Ping(n) => agent.say(&FromAgent::Pong(n)),
+            ToAgent::Data { conn, data } => agent.to_client(conn, Some(&data)),
+            ToAgent::Close { conn } => agent.to_client(conn, None),
             ToAgent::Start { id, files } => match agent.start(id, files) {
                 Ok(()) => agent.say(&FromAgent::Started { id }),
                 Err(error) => agent.say(&FromAgent::Failed {
@@ -449,6 +610,15 @@ pub fn run(spool: &Path, node: &str) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn relayed_bytes_round_trip_through_hexadecimal() {
+        let bytes = [0u8, 1, 0x7f, 0x80, 0xff];
+        assert_eq!(hex(&bytes), "00017f80ff");
+        assert_eq!(unhex("00017f80ff").unwrap(), bytes);
+        assert_eq!(unhex("0"), None);
+        assert_eq!(unhex("zz"), None);
+    }
 
     #[test]
     fn runs_are_named_and_found_by_job_and_run() {

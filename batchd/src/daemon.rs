@@ -56,6 +56,9 @@ pub struct Daemon {
     pub started: u64,
     /// The hosts of the pools of hosts, and the link to each.
     pub links: crate::hostlink::Links,
+    /// Connections relayed from the hosts' batchd sockets, to the server.
+    pub relay: tokio::sync::mpsc::UnboundedSender<crate::hostlink::Relayed>,
+    relayed: Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<crate::hostlink::Relayed>>>,
     users: Mutex<HashMap<u32, String>>,
 }
 
@@ -81,6 +84,7 @@ impl Daemon {
         links: crate::hostlink::Links,
     ) -> Daemon {
         let started = now_ms();
+        let (relay, relayed) = tokio::sync::mpsc::unbounded_channel();
         Daemon {
             core: Mutex::new(core),
             store,
@@ -95,8 +99,17 @@ impl Daemon {
             test_only_timeouts: AtomicU64::new(0),
             started,
             links,
+            relay,
+            relayed: Mutex::new(Some(relayed)),
             users: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The receiving end of [`Daemon::relay`], for the server (once).
+    pub fn take_relayed(
+        &self,
+    ) -> Option<tokio::sync::mpsc::UnboundedReceiver<crate::hostlink::Relayed>> {
+        lock(&self.relayed).take()
     }
 
     /// The core state, locked.

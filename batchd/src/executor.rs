@@ -300,6 +300,9 @@ struct Place {
     runs_in: PathBuf,
     /// The one component this part of a co-allocated job runs (on its own host).
     only: Option<usize>,
+    /// The socket the job's tools reach batchd by, when not batchd's own: its host's
+    /// ([`crate::agent::SOCKET`]).
+    socket: Option<PathBuf>,
 }
 
 /// Writes a job's directory as `place` says: the script, its node (and step) file and
@@ -415,6 +418,7 @@ pub async fn launch(d: Arc<Daemon>, rec: JobRecord) {
             dir: dir.clone(),
             runs_in: dir.clone(),
             only: None,
+            socket: None,
         }]
     } else {
         let one = parts.len() > 1;
@@ -429,6 +433,7 @@ pub async fn launch(d: Arc<Daemon>, rec: JobRecord) {
                 },
                 runs_in: link.run_dir(*run),
                 only: one.then_some(k),
+                socket: Some(link.socket()),
             })
             .collect()
     };
@@ -438,7 +443,10 @@ pub async fn launch(d: Arc<Daemon>, rec: JobRecord) {
             let rec = rec.clone();
             let (job_files, components) = (job_files.clone(), components.clone());
             let grace = settings.config.grace_period_ms;
-            let site = Site::of(&settings.config, &rec);
+            let mut site = Site::of(&settings.config, &rec);
+            if let Some(s) = &place.socket {
+                site.socket = s.display().to_string();
+            }
             tokio::task::spawn_blocking(move || {
                 prepare(&rec, &site, &place, grace, job_files.as_ref(), &components)
             })

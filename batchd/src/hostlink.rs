@@ -25,6 +25,24 @@ pub struct LinkState {
     pub heard: u64,
 }
 
+/// A connection a tool on a host made to the host's batchd socket, relayed by the host's
+/// agent: batchd's end of it, and the peer as the host's kernel and agent give it.
+#[derive(Debug)]
+pub struct Relayed {
+    /// batchd's end (the other end is pumped to and from the agent).
+    pub stream: std::os::unix::net::UnixStream,
+    /// The host.
+    pub host: String,
+    /// The peer's uid and gid.
+    pub uid: u32,
+    /// The peer's gid.
+    pub gid: u32,
+    /// The peer's pid and start time, on the host.
+    pub pid: Option<(i32, u64)>,
+    /// The job run whose processes the peer is one of, as the agent found it.
+    pub job: Option<RunId>,
+}
+
 /// Why a start did not happen.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StartError {
@@ -65,6 +83,9 @@ pub struct HostLink {
     /// An administrator's DRAIN (reason and user) the health check's DOWN went over: the
     /// node goes back to it, not into service, when the host answers again.
     pub drained: Mutex<Option<(String, String)>>,
+    /// The relayed connections: what the agent sends for each goes to its writer (`None`:
+    /// the client closed it), by number.
+    pub conns: Mutex<HashMap<u64, mpsc::UnboundedSender<Option<Vec<u8>>>>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -148,6 +169,7 @@ impl HostLink {
             starts: Mutex::new(HashMap::new()),
             launching: Mutex::new(HashSet::new()),
             drained: Mutex::new(None),
+            conns: Mutex::new(HashMap::new()),
         }
     }
 
@@ -163,6 +185,11 @@ impl HostLink {
                 .join(" "),
         );
         (self.argv[0].clone(), args)
+    }
+
+    /// The host's batchd socket, which its agent relays ([`crate::agent::SOCKET`]).
+    pub fn socket(&self) -> PathBuf {
+        self.ssh.spool().join(&self.host).join(crate::agent::SOCKET)
     }
 
     /// Run `run`'s directory on the host.
@@ -192,6 +219,10 @@ impl HostLink {
             // Nothing will answer the starts under way.
             for (_, reply) in lock(&self.starts).drain() {
                 let _ = reply.send(Err(self.ended()));
+            }
+            // The relayed connections went with the session.
+            for (_, tx) in lock(&self.conns).drain() {
+                let _ = tx.send(None);
             }
         }
     }

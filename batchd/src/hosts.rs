@@ -405,9 +405,105 @@ async fn requeue_unstarted(d: &Arc<Daemon>, run: RunId, host: &str) {
     }
 }
 
+/// A tool on the host connected to its batchd socket: a socket pair whose one end goes to
+/// the server as a connection of that peer, the other pumped to and from the agent.
+fn open_relay(
+    d: &Arc<Daemon>,
+    link: &Arc<HostLink>,
+    conn: u64,
+    (uid, gid): (u32, u32),
+    pid: Option<(i32, u64)>,
+    job: Option<RunId>,
+) {
+    let refuse = |e: std::io::Error| {
+        tracing::warn!(host = %link.host, "cannot relay a connection: {e}");
+        let _ = link.send(ToAgent::Close { conn });
+    };
+    let (ours, theirs) = match std::os::unix::net::UnixStream::pair() {
+        Ok(p) => p,
+        Err(e) => return refuse(e),
+    };
+    let pump = match ours
+        .set_nonblocking(true)
+        .and_then(|()| tokio::net::UnixStream::from_std(ours))
+    {
+        Ok(s) => s,
+        Err(e) => return refuse(e),
+    };
+    let relayed = crate::hostlink::Relayed {
+        stream: theirs,
+        host: link.host.clone(),
+        uid,
+        gid,
+        pid,
+        job,
+    };
+    if d.relay.send(relayed).is_err() {
+        let _ = link.send(ToAgent::Close { conn });
+        return;
+    }
+    let (mut read, mut write) = pump.into_split();
+    let (tx, mut rx) = mpsc::unbounded_channel::<Option<Vec<u8>>>();
+    crate::daemon::lock(&link.conns).insert(conn, tx);
+    // The server's answers, to the client.
+    {
+        let link = Arc::clone(link);
+        tokio::spawn(async move {
+            use tokio::io::AsyncReadExt;
+            let mut buf = vec![0u8; 64 * 1024];
+            loop {
+                match read.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        let data = crate::agent::hex(&buf[..n]);
+                        if link.send(ToAgent::Data { conn, data }).is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+            crate::daemon::lock(&link.conns).remove(&conn);
+            let _ = link.send(ToAgent::Close { conn });
+        });
+    }
+    // The client's requests, to the server.
+    tokio::spawn(async move {
+        while let Some(Some(bytes)) = rx.recv().await {
+            if write.write_all(&bytes).await.is_err() {
+                break;
+            }
+        }
+        let _ = write.shutdown().await;
+    });
+}
+
 async fn handle(d: &Arc<Daemon>, link: &Arc<HostLink>, msg: FromAgent) {
     match msg {
         FromAgent::Hello { .. } | FromAgent::Pong(_) => {}
+        FromAgent::Open {
+            conn,
+            uid,
+            gid,
+            pid,
+            job,
+        } => open_relay(d, link, conn, (uid, gid), pid, job),
+        FromAgent::Data { conn, data } => {
+            let tx = crate::daemon::lock(&link.conns).get(&conn).cloned();
+            match (tx, crate::agent::unhex(&data)) {
+                (Some(tx), Some(bytes)) => {
+                    let _ = tx.send(Some(bytes));
+                }
+                (Some(tx), None) => {
+                    let _ = tx.send(None);
+                }
+                (None, _) => {}
+            }
+        }
+        FromAgent::Close { conn } => {
+            if let Some(tx) = crate::daemon::lock(&link.conns).remove(&conn) {
+                let _ = tx.send(None);
+            }
+        }
         FromAgent::Started { id } => link.answer_start(id, Ok(())),
         FromAgent::Failed {
             id,

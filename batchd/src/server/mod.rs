@@ -68,6 +68,12 @@ pub struct Caller {
     /// That process's start time (clock ticks since the boot), read when the connection was
     /// accepted: a later process that reuses the pid is not the peer.
     pub pid_start: Option<u64>,
+    /// The host the connection was relayed from (a tool in a job on a pool of hosts), whose
+    /// pid and start time these are; `None`: a process of this machine.
+    pub via: Option<String>,
+    /// Of a relayed connection: the job run the host's agent found the peer to be a process
+    /// of.
+    pub job: Option<crate::agent::RunId>,
 }
 
 impl Caller {
@@ -410,20 +416,52 @@ struct Link {
 /// Accepts connections until the task is dropped; `nofile` is the soft `RLIMIT_NOFILE`.
 pub async fn serve(d: Arc<Daemon>, listener: UnixListener, nofile: u64) {
     let registry = Arc::new(Mutex::new(Registry::default()));
+    let mut relayed = d.take_relayed();
     loop {
-        match listener.accept().await {
-            Ok((stream, _)) => {
-                tokio::spawn(connection(
-                    Arc::clone(&d),
-                    Arc::clone(&registry),
-                    stream,
-                    nofile,
-                ));
-            }
-            Err(e) => {
-                // Out of file descriptors, typically: wait instead of spinning.
-                tracing::warn!("accept: {e}");
-                tokio::time::sleep(Duration::from_millis(50)).await;
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    tokio::spawn(connection(
+                        Arc::clone(&d),
+                        Arc::clone(&registry),
+                        stream,
+                        nofile,
+                        None,
+                    ));
+                }
+                Err(e) => {
+                    // Out of file descriptors, typically: wait instead of spinning.
+                    tracing::warn!("accept: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            // A connection from a host's socket, its peer as the host's agent gives it.
+            Some(r) = async { relayed.as_mut()?.recv().await } => {
+                let peer = Caller {
+                    uid: r.uid,
+                    gid: r.gid,
+                    user: d.user_name(r.uid),
+                    pid: r.pid.map(|p| p.0),
+                    pid_start: r.pid.map(|p| p.1),
+                    via: Some(r.host),
+                    job: r.job,
+                };
+                let stream = r
+                    .stream
+                    .set_nonblocking(true)
+                    .and_then(|()| UnixStream::from_std(r.stream));
+                match stream {
+                    Ok(stream) => {
+                        tokio::spawn(connection(
+                            Arc::clone(&d),
+                            Arc::clone(&registry),
+                            stream,
+                            nofile,
+                            Some(peer),
+                        ));
+                    }
+                    Err(e) => tracing::warn!("a relayed connection: {e}"),
+                }
             }
         }
     }
@@ -582,9 +620,11 @@ async fn connection(
     registry: Arc<Mutex<Registry>>,
     stream: UnixStream,
     nofile: u64,
+    relayed: Option<Caller>,
 ) {
-    let caller = match stream.peer_cred() {
-        Ok(c) => {
+    let caller = match (relayed, stream.peer_cred()) {
+        (Some(peer), _) => peer,
+        (None, Ok(c)) => {
             let uid = c.uid();
             let user = d.user_name(uid);
             Caller {
@@ -593,9 +633,11 @@ async fn connection(
                 user,
                 pid: c.pid(),
                 pid_start: c.pid().and_then(crate::procs::stat).map(|s| s.start),
+                via: None,
+                job: None,
             }
         }
-        Err(e) => {
+        (None, Err(e)) => {
             tracing::warn!("cannot identify a client: {e}");
             return;
         }

@@ -154,6 +154,27 @@ fn place(
     Ok((chosen, per_node, held))
 }
 
+/// The running steps of a job on a host, written in its directory there: its supervisor and
+/// `ecancel -s` signal them there.
+fn push_steps(
+    remote: Option<&(Arc<crate::hostlink::HostLink>, crate::agent::RunId)>,
+    dir: &std::path::Path,
+) {
+    let Some((link, run)) = remote else { return };
+    let Ok(text) = std::fs::read_to_string(dir.join(files::STEPS)) else {
+        return;
+    };
+    let op = crate::agent::JobOp::Files {
+        files: vec![(files::STEPS.to_string(), text)],
+    };
+    if let Err(e) = link.send_job(*run, op) {
+        tracing::warn!(
+            job = run.job,
+            "cannot tell the job's host of its steps: {e}"
+        );
+    }
+}
+
 pub async fn start(d: &Arc<Daemon>, caller: &Caller, req: StepStartRequest) -> Reply {
     let id = req.job_id;
     let Some(pid) = caller.pid.filter(|&p| p > 0) else {
@@ -164,16 +185,41 @@ pub async fn start(d: &Arc<Daemon>, caller: &Caller, req: StepStartRequest) -> R
     };
     // The step's process is the peer itself, still there: the same start time as when the
     // connection was accepted (a reused pid is another process) and the caller's own uid, so
-    // that no signal to the steps can reach a process that is not the caller's.
-    let same = crate::procs::stat(pid)
-        .map(|s| s.start)
-        .filter(|&t| Some(t) == caller.pid_start);
-    let Some(pstart) = same.filter(|_| crate::procs::uid(pid) == Some(caller.uid)) else {
-        return error(
-            ErrorKind::BadRequest,
-            "the step's process is not the one that connected",
-        );
+    // that no signal to the steps can reach a process that is not the caller's. On a host, its
+    // agent read them there, and found the peer to be a process of the job.
+    let pstart = match &caller.via {
+        None => {
+            let same = crate::procs::stat(pid)
+                .map(|s| s.start)
+                .filter(|&t| Some(t) == caller.pid_start);
+            let Some(t) = same.filter(|_| crate::procs::uid(pid) == Some(caller.uid)) else {
+                return error(
+                    ErrorKind::BadRequest,
+                    "the step's process is not the one that connected",
+                );
+            };
+            t
+        }
+        Some(host) => {
+            let (Some(t), Some(run)) = (caller.pid_start, caller.job) else {
+                return error(
+                    ErrorKind::BadRequest,
+                    format!("the step's process on {host} is not a process of job {id}"),
+                );
+            };
+            if run.job != id {
+                return error(
+                    ErrorKind::PermissionDenied,
+                    format!(
+                        "the step's process on {host} is a process of job {}, not {id}",
+                        run.job
+                    ),
+                );
+            }
+            t
+        }
     };
+    let remote = d.remote(id);
     let pools = d.settings().config.pools;
     let dir = d.job_dir(id);
     let (stored, started) = {
@@ -205,7 +251,10 @@ pub async fn start(d: &Arc<Daemon>, caller: &Caller, req: StepStartRequest) -> R
         let hosts = job_hosts(d, id, a.rec.node_list.as_deref());
         // Under the core lock: two steps starting at once see each other's CPUs.
         let mut running = StepPid::read_all(&dir);
-        running.retain(crate::procs::step_alive);
+        // A job on hosts: its steps' processes are there, and leave the list at their end.
+        if remote.is_none() {
+            running.retain(crate::procs::step_alive);
+        }
         let mut used: HashMap<String, u32> = HashMap::new();
         for (h, n) in running.iter().flat_map(|s| s.cpus.iter()) {
             *used.entry(h.clone()).or_default() += n;
@@ -215,6 +264,19 @@ pub async fn start(d: &Arc<Daemon>, caller: &Caller, req: StepStartRequest) -> R
             Err(NoFit::Never(m)) => return error(ErrorKind::InvalidSpec, m),
             Err(NoFit::Busy(m)) => return error(ErrorKind::Busy, m),
         };
+        // erun runs its tasks where it runs: on a pool of hosts, that is its own host only.
+        if let Some(here) = remote.as_ref().map(|(l, _)| l.host.as_str()) {
+            if let Some(other) = chosen.iter().find(|h| h.as_str() != here) {
+                return error(
+                    ErrorKind::InvalidSpec,
+                    format!(
+                        "a step of a job on a pool of hosts runs on the job's first host ({here}) \
+                         only, not on {other}: ask for -N 1 (esched does not yet start tasks on \
+                         the job's other hosts)"
+                    ),
+                );
+            }
+        }
         if crate::record::next_step(&a.rec.steps) >= MAX_STEPS {
             return error(
                 ErrorKind::InvalidSpec,
@@ -261,6 +323,7 @@ pub async fn start(d: &Arc<Daemon>, caller: &Caller, req: StepStartRequest) -> R
         if let Err(e) = written {
             return internal(format!("cannot record the step: {e}"));
         }
+        push_steps(remote.as_ref(), &dir);
         let started = StepStarted {
             step: n,
             hosts: chosen,
@@ -279,6 +342,8 @@ pub async fn start(d: &Arc<Daemon>, caller: &Caller, req: StepStartRequest) -> R
 pub async fn end(d: &Arc<Daemon>, caller: &Caller, req: StepEndRequest) -> Reply {
     let id = req.job_id;
     let dir = d.job_dir(id);
+    // Before the core's lock, which it takes.
+    let remote = d.remote(id);
     let stored = {
         let mut core = d.core();
         let Some(a) = core.job(id) else {
@@ -320,6 +385,7 @@ pub async fn end(d: &Arc<Daemon>, caller: &Caller, req: StepEndRequest) -> Reply
                 if let Err(e) = write_json(&dir.join(files::STEPS), &running) {
                     tracing::warn!(job = id, "cannot update the running steps: {e}");
                 }
+                push_steps(remote.as_ref(), &dir);
                 d.store.enqueue(rec)
             }
             _ => {

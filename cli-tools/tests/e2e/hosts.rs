@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use batch_proto::JobState;
 
-use crate::harness::{config_text, plugin_dir, Cluster};
+use crate::harness::{bin_dir, config_text, plugin_dir, Cluster};
 
 fn now_ms() -> u64 {
     std::time::SystemTime::now()
@@ -204,6 +204,52 @@ fn an_evolving_job_grows_and_shrinks_across_hosts_and_reads_its_node_file_there(
             "node1 node1,node2"
         ],
         "{seen}"
+    );
+}
+
+#[test]
+fn tools_in_a_job_on_a_host_reach_batchd_through_the_hosts_socket() {
+    let Some(hosts) = Hosts::up(2308) else { return };
+    let c = hosts.cluster("cbf");
+    all_answer(&c);
+    let bin = bin_dir();
+    let tool = |t: &str| bin.join(t).display().to_string();
+    c.script(
+        "tools.sh",
+        &format!(
+            "#!/bin/sh\n\
+             {erun} -N 1 hostname > step.txt\n\
+             {erun} -N 2 true 2> refused.txt; echo \"rc=$?\" >> refused.txt\n\
+             {esubmit} --parsable --wrap true > child.txt\n\
+             {equeue} -h -j \"$SLURM_JOB_ID\" -o %T > state.txt\n",
+            erun = tool("erun"),
+            esubmit = tool("esubmit"),
+            equeue = tool("equeue"),
+        ),
+    );
+    let id = c.submit(&["-N", "2", "-t", "1", "tools.sh"]);
+    let j = c.wait_job(id, "ended", |j| j.state.is_finished());
+    assert_eq!(j.state, JobState::Completed, "{j:?}");
+    let read = |f: &str| std::fs::read_to_string(c.work.join(f)).unwrap_or_default();
+    // A step on the job's first host, recorded as a step of the job.
+    assert_eq!(read("step.txt"), "node1\n");
+    let steps = c.ok(
+        "eacct",
+        &["-n", "-P", "-j", &id.to_string(), "-o", "JobID,State"],
+    );
+    assert!(steps.contains(&format!("{id}.0|COMPLETED")), "{steps}");
+    // Tasks on its other hosts are refused, saying why.
+    let refused = read("refused.txt");
+    assert!(
+        refused.contains("first host (node1) only") && refused.ends_with("rc=1\n"),
+        "{refused}"
+    );
+    // A submission from the host, and a listing there that sees the job running.
+    assert_eq!(read("state.txt"), "RUNNING\n");
+    let child: u64 = read("child.txt").trim().parse().expect("a job id");
+    assert_eq!(
+        c.wait_job(child, "ended", |j| j.state.is_finished()).state,
+        JobState::Completed
     );
 }
 
