@@ -226,8 +226,9 @@ struct Agent {
     out: Mutex<std::io::Stdout>,
     /// When batchd last said something.
     heard: Mutex<std::time::Instant>,
-    /// The relayed connections, by number.
-    conns: Mutex<std::collections::HashMap<u64, std::os::unix::net::UnixStream>>,
+    /// The relayed connections' writers (a thread each, so that a client slow to read holds
+    /// up nobody else), by number.
+    conns: Mutex<std::collections::HashMap<u64, std::sync::mpsc::Sender<Option<Vec<u8>>>>>,
 }
 
 impl Agent {
@@ -364,10 +365,19 @@ impl Agent {
         };
         let pid = cred.pid();
         let start = crate::procs::stat(pid).map(|s| s.start);
-        let Ok(writer) = stream.try_clone() else {
+        let Ok(mut writer) = stream.try_clone() else {
             return;
         };
-        lock(&self.conns).insert(conn, writer);
+        let (tx, rx) = std::sync::mpsc::channel::<Option<Vec<u8>>>();
+        std::thread::spawn(move || {
+            while let Ok(Some(bytes)) = rx.recv() {
+                if writer.write_all(&bytes).is_err() {
+                    break;
+                }
+            }
+            let _ = writer.shutdown(std::net::Shutdown::Both);
+        });
+        lock(&self.conns).insert(conn, tx);
         self.say(&FromAgent::Open {
             conn,
             uid: cred.uid(),
@@ -389,18 +399,17 @@ impl Agent {
         self.say(&FromAgent::Close { conn });
     }
 
-    /// batchd's bytes for connection `conn`, or its end (`None`).
+    /// batchd's bytes for connection `conn`, or its end (`None`, or bytes that are not
+    /// hexadecimal).
     fn to_client(&self, conn: u64, data: Option<&str>) {
         let mut conns = lock(&self.conns);
-        let Some(stream) = conns.get_mut(&conn) else {
-            return;
-        };
-        match data.and_then(unhex) {
-            Some(bytes) if stream.write_all(&bytes).is_ok() => {}
-            _ => {
-                let _ = stream.shutdown(std::net::Shutdown::Both);
-                conns.remove(&conn);
-            }
+        let bytes = data.and_then(unhex);
+        let end = bytes.is_none();
+        if let Some(tx) = conns.get(&conn) {
+            let _ = tx.send(bytes);
+        }
+        if end {
+            conns.remove(&conn);
         }
     }
 
