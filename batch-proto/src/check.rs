@@ -158,6 +158,13 @@ impl Request {
                 })
             }
             Request::ReleaseNodes(r) => length("a host list", r.nodes.len(), MAX_HOSTLIST),
+            Request::StepPart(r) => {
+                length("a node name", r.node.len(), MAX_WORD)?;
+                count("arguments", r.args.len(), 4096)?;
+                count("environment variables", r.env.len(), 16_384)?;
+                length("a program path", r.program.len().max(r.cwd.len()), 4096)
+            }
+            Request::StepPartSignal(_) => Ok(()),
             Request::UpdateNodes(r) => {
                 length("a host list", r.nodes.len(), MAX_HOSTLIST)?;
                 r.reason

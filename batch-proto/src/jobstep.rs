@@ -181,6 +181,65 @@ pub struct StepStarted {
     pub tasks: Vec<u32>,
     /// The job's nodes, compressed.
     pub job_node_list: String,
+    /// The nodes are machines of their own (a pool of hosts): `erun` runs the tasks of its
+    /// own host, and each other host's through [`StepPartRequest`]. `false`: virtual nodes,
+    /// every task here.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub on_hosts: bool,
+}
+
+/// `erun` asks batchd to run its step's tasks of one other host of the job: the same `erun`
+/// there (`program`, with `args` and `env`, in `cwd`), as the caller, which runs that node's
+/// tasks only. The connection then carries the part's output
+/// ([`crate::Response::StepPartOutput`]) until its end ([`crate::Response::StepPartEnded`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepPartRequest {
+    /// The job.
+    pub job_id: u64,
+    /// The step.
+    pub step: u32,
+    /// The host, one of the step's nodes.
+    pub node: String,
+    /// The program (erun's own path: the tools are where they are on every host).
+    pub program: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Its whole environment.
+    pub env: Vec<(String, String)>,
+    /// Its working directory.
+    pub cwd: String,
+}
+
+/// `erun` passes a signal on to its step's parts on other hosts.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepPartSignalRequest {
+    /// The job.
+    pub job_id: u64,
+    /// The step.
+    pub step: u32,
+    /// The signal number.
+    pub signal: i32,
+}
+
+/// `bytes` in hexadecimal (how output crosses the protocol's JSON frames).
+pub fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
+/// The bytes of hexadecimal `text` (`None` if it is not).
+pub fn unhex(text: &str) -> Option<Vec<u8>> {
+    if text.len() % 2 != 0 {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
 }
 
 /// `erun` reports the end of its step.

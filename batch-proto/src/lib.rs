@@ -50,7 +50,10 @@ pub use job::{
     MAX_MODEL_NODES, MAX_MOLDABLE_CHOICES, MAX_NAME, MAX_PRIORITY, MAX_STEPS, MAX_TIME_LIMIT,
     MAX_WEIGHT, MIN_PRIORITY, TIME_UNLIMITED,
 };
-pub use jobstep::{JobStep, StepEndRequest, StepId, StepStartRequest, StepStarted, Usage};
+pub use jobstep::{
+    JobStep, StepEndRequest, StepId, StepPartRequest, StepPartSignalRequest, StepStartRequest,
+    StepStarted, Usage,
+};
 pub use message::*;
 pub use shape::{MoldConfig, SpeedupModel, Step};
 pub use signal::parse_signal;

@@ -92,6 +92,10 @@ pub enum Request {
     StepEnd(crate::jobstep::StepEndRequest),
     /// Take nodes out of service or back (`econtrol update NodeName=… State=…`).
     UpdateNodes(UpdateNodesRequest),
+    /// `erun` runs its step's tasks of another host (a job on a pool of hosts).
+    StepPart(crate::jobstep::StepPartRequest),
+    /// `erun` signals its step's parts on other hosts.
+    StepPartSignal(crate::jobstep::StepPartSignalRequest),
 }
 
 impl Request {
@@ -122,6 +126,8 @@ impl Request {
             Request::StepStart(_) => "step-start",
             Request::StepEnd(_) => "step-end",
             Request::UpdateNodes(_) => "update-nodes",
+            Request::StepPart(_) => "step-part",
+            Request::StepPartSignal(_) => "step-part-signal",
         }
     }
 }
@@ -620,6 +626,18 @@ pub enum Response {
     StepStarted(crate::jobstep::StepStarted),
     /// Nodes' states were changed: the nodes, expanded.
     NodesUpdated(Vec<String>),
+    /// Output of a step's part on another host.
+    StepPartOutput {
+        /// 1 (its standard output) or 2 (its standard error).
+        fd: u8,
+        /// The bytes, in hexadecimal.
+        data: String,
+    },
+    /// A step's part on another host ended: its `erun`'s exit status.
+    StepPartEnded {
+        /// The status (the worst exit code, or 128 + a signal).
+        status: i32,
+    },
     /// A step's end is recorded.
     StepEnded {
         /// The job.

@@ -9,7 +9,7 @@
 //! The protocol is one JSON object per line each way ([`ToAgent`], [`FromAgent`]).
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, Write};
+use std::io::{BufRead, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
@@ -119,6 +119,30 @@ pub enum ToAgent {
         /// The connection.
         conn: u64,
     },
+    /// Run a part of a step here (`erun`'s tasks of this host, `StepPartRequest`), as `uid`.
+    Part {
+        /// batchd's number for it.
+        key: u64,
+        /// The user's uid.
+        uid: u32,
+        /// The user's gid.
+        gid: u32,
+        /// The program (`erun`).
+        program: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Its whole environment.
+        env: Vec<(String, String)>,
+        /// Its working directory.
+        cwd: String,
+    },
+    /// Signal a part.
+    PartSignal {
+        /// The part.
+        key: u64,
+        /// The signal number.
+        signal: i32,
+    },
 }
 
 /// The agent to batchd.
@@ -182,6 +206,22 @@ pub enum FromAgent {
         /// The connection.
         conn: u64,
     },
+    /// Output of a part.
+    PartOutput {
+        /// The part.
+        key: u64,
+        /// 1 or 2.
+        fd: u8,
+        /// The bytes, in hexadecimal.
+        data: String,
+    },
+    /// A part ended (or could not start: status 1 and its reason as output).
+    PartEnd {
+        /// The part.
+        key: u64,
+        /// Its exit status (128 + a signal that ended it).
+        status: i32,
+    },
 }
 
 /// The socket, in the host's directory under the spool, through which the tools of the jobs on
@@ -189,26 +229,7 @@ pub enum FromAgent {
 /// connection over its session, with the peer's credentials as the host's kernel gives them.
 pub const SOCKET: &str = "batchd.sock";
 
-/// `bytes` in hexadecimal.
-pub fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(s, "{b:02x}");
-    }
-    s
-}
-
-/// The bytes of hexadecimal `text` (`None` if it is not).
-pub fn unhex(text: &str) -> Option<Vec<u8>> {
-    if text.len() % 2 != 0 {
-        return None;
-    }
-    (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
-        .collect()
-}
+pub use batch_proto::jobstep::{hex, unhex};
 
 /// A run the agent follows.
 struct Run {
@@ -226,6 +247,8 @@ struct Agent {
     out: Mutex<std::io::Stdout>,
     /// When batchd last said something.
     heard: Mutex<std::time::Instant>,
+    /// The parts running here, by key: their pids.
+    parts: Mutex<std::collections::HashMap<u64, i32>>,
     /// The relayed connections' writers (a thread each, so that a client slow to read holds
     /// up nobody else), by number.
     conns: Mutex<std::collections::HashMap<u64, std::sync::mpsc::Sender<Option<Vec<u8>>>>>,
@@ -357,7 +380,6 @@ impl Agent {
     /// One relayed connection, from the client to batchd (batchd's bytes come back through
     /// [`ToAgent::Data`]).
     fn relay(&self, conn: u64, mut stream: std::os::unix::net::UnixStream) {
-        use std::io::Read;
         let Ok(cred) =
             nix::sys::socket::getsockopt(&stream, nix::sys::socket::sockopt::PeerCredentials)
         else {
@@ -411,6 +433,93 @@ impl Agent {
         if end {
             conns.remove(&conn);
         }
+    }
+
+    /// Starts a part of a step as `uid`/`gid`, its output and end reported as they come.
+    #[allow(clippy::too_many_arguments)]
+    fn part(
+        self: &Arc<Self>,
+        key: u64,
+        uid: u32,
+        gid: u32,
+        program: &str,
+        args: &[String],
+        env: &[(String, String)],
+        cwd: &str,
+    ) {
+        use std::os::unix::process::{CommandExt, ExitStatusExt};
+        let spawned = std::process::Command::new(program)
+            .args(args)
+            .env_clear()
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .current_dir(cwd)
+            .uid(uid)
+            .gid(gid)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn();
+        let mut child = match spawned {
+            Ok(c) => c,
+            Err(e) => {
+                let text = format!("cannot start {program} on this host: {e}\n");
+                self.say(&FromAgent::PartOutput {
+                    key,
+                    fd: 2,
+                    data: hex(text.as_bytes()),
+                });
+                self.say(&FromAgent::PartEnd { key, status: 1 });
+                return;
+            }
+        };
+        lock(&self.parts).insert(key, child.id() as i32);
+        let mut readers = Vec::new();
+        for (fd, stream) in [
+            (
+                1u8,
+                child
+                    .stdout
+                    .take()
+                    .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+            ),
+            (
+                2u8,
+                child
+                    .stderr
+                    .take()
+                    .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+            ),
+        ] {
+            let Some(mut stream) = stream else { continue };
+            let agent = Arc::clone(self);
+            readers.push(std::thread::spawn(move || {
+                let mut buf = vec![0u8; 64 * 1024];
+                loop {
+                    match stream.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => agent.say(&FromAgent::PartOutput {
+                            key,
+                            fd,
+                            data: hex(&buf[..n]),
+                        }),
+                    }
+                }
+            }));
+        }
+        let agent = Arc::clone(self);
+        std::thread::spawn(move || {
+            let status = child.wait();
+            // Its output first, then its end.
+            for r in readers {
+                let _ = r.join();
+            }
+            lock(&agent.parts).remove(&key);
+            let status = match status {
+                Ok(s) => s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0)),
+                Err(_) => 1,
+            };
+            agent.say(&FromAgent::PartEnd { key, status });
+        });
     }
 
     /// Reports every run that ended since the last look.
@@ -545,6 +654,7 @@ pub fn run(spool: &Path, node: &str) -> i32 {
         runs: Mutex::new(BTreeMap::new()),
         heard: Mutex::new(std::time::Instant::now()),
         conns: Mutex::new(std::collections::HashMap::new()),
+        parts: Mutex::new(std::collections::HashMap::new()),
     });
     let host = nix::unistd::gethostname()
         .ok()
@@ -593,6 +703,21 @@ pub fn run(spool: &Path, node: &str) -> i32 {
         match req {
             ToAgent::Ping(n) => agent.say(&FromAgent::Pong(n)),
             ToAgent::Data { conn, data } => agent.to_client(conn, Some(&data)),
+            ToAgent::Part {
+                key,
+                uid,
+                gid,
+                program,
+                args,
+                env,
+                cwd,
+            } => agent.part(key, uid, gid, &program, &args, &env, &cwd),
+            ToAgent::PartSignal { key, signal } => {
+                let pid = lock(&agent.parts).get(&key).copied();
+                if let (Some(pid), Ok(sig)) = (pid, nix::sys::signal::Signal::try_from(signal)) {
+                    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), sig);
+                }
+            }
             ToAgent::Close { conn } => agent.to_client(conn, None),
             ToAgent::Start { id, files } => match agent.start(id, files) {
                 Ok(()) => agent.say(&FromAgent::Started { id }),

@@ -232,8 +232,11 @@ impl Daemon {
     /// Records the end of running job `id` as the supervisor reported it, stores it, removes
     /// the job's directory and asks for a policy run.
     pub async fn job_ended(&self, id: u64, status: Option<Status>) {
-        // Whatever parts of it on hosts were seen ended belong to this run.
+        // Whatever parts of it on hosts were seen ended belong to this run; its steps' parts
+        // on other hosts go with it.
         self.links.forget_parts(id);
+        self.links
+            .signal_parts(id, None, nix::sys::signal::Signal::SIGKILL as i32);
         // A requeued job runs again with its id, so in the same directory: the old run's goes
         // before the job is queued again, or it could be removed under the new run's feet.
         let coming = self.core().will_requeue(id);

@@ -43,6 +43,26 @@ pub struct Relayed {
     pub job: Option<RunId>,
 }
 
+/// What comes of a step's part on a host, for the `erun` that asked for it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PartEvent {
+    /// Output: 1 or 2, and the bytes in hexadecimal.
+    Output(u8, String),
+    /// Its end, with its exit status.
+    End(i32),
+}
+
+/// A step's part running on a host.
+#[derive(Debug)]
+pub struct Part {
+    /// Its job.
+    pub job: u64,
+    /// Its step.
+    pub step: u32,
+    /// Where its output and end go.
+    pub tx: mpsc::UnboundedSender<PartEvent>,
+}
+
 /// Why a start did not happen.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StartError {
@@ -83,6 +103,8 @@ pub struct HostLink {
     /// An administrator's DRAIN (reason and user) the health check's DOWN went over: the
     /// node goes back to it, not into service, when the host answers again.
     pub drained: Mutex<Option<(String, String)>>,
+    /// The step parts running on the host, by key.
+    pub parts: Mutex<HashMap<u64, Part>>,
     /// The relayed connections: what the agent sends for each goes to its writer (`None`:
     /// the client closed it), by number.
     pub conns: Mutex<HashMap<u64, mpsc::UnboundedSender<Option<Vec<u8>>>>>,
@@ -170,6 +192,7 @@ impl HostLink {
             launching: Mutex::new(HashSet::new()),
             drained: Mutex::new(None),
             conns: Mutex::new(HashMap::new()),
+            parts: Mutex::new(HashMap::new()),
         }
     }
 
@@ -220,9 +243,12 @@ impl HostLink {
             for (_, reply) in lock(&self.starts).drain() {
                 let _ = reply.send(Err(self.ended()));
             }
-            // The relayed connections went with the session.
+            // The relayed connections went with the session, and the parts' ends with them.
             for (_, tx) in lock(&self.conns).drain() {
                 let _ = tx.send(None);
+            }
+            for (_, part) in lock(&self.parts).drain() {
+                let _ = part.tx.send(PartEvent::End(255));
             }
         }
     }
@@ -295,6 +321,8 @@ pub struct Links {
     pools: HashSet<String>,
     /// The parts of co-allocated jobs that ended, by run: each part's status once reported.
     ends: Mutex<HashMap<RunId, Vec<Option<Option<Status>>>>>,
+    /// The last key given to a step's part.
+    part_keys: std::sync::atomic::AtomicU64,
 }
 
 impl Links {
@@ -350,6 +378,28 @@ impl Links {
             ends.remove(&run).map(|v| v.into_iter().flatten().collect())
         } else {
             None
+        }
+    }
+
+    /// A key for a new step part.
+    pub fn part_key(&self) -> u64 {
+        self.part_keys
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            .wrapping_add(1)
+    }
+
+    /// Sends `signal` to the step parts of job `job` (of its step `step`, or all) on every
+    /// host.
+    pub fn signal_parts(&self, job: u64, step: Option<u32>, signal: i32) {
+        for link in self.by_host.values() {
+            let keys: Vec<u64> = lock(&link.parts)
+                .iter()
+                .filter(|(_, p)| p.job == job && step.is_none_or(|s| s == p.step))
+                .map(|(k, _)| *k)
+                .collect();
+            for key in keys {
+                let _ = link.send(ToAgent::PartSignal { key, signal });
+            }
         }
     }
 

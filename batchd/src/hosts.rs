@@ -499,6 +499,16 @@ async fn handle(d: &Arc<Daemon>, link: &Arc<HostLink>, msg: FromAgent) {
                 (None, _) => {}
             }
         }
+        FromAgent::PartOutput { key, fd, data } => {
+            if let Some(p) = crate::daemon::lock(&link.parts).get(&key) {
+                let _ = p.tx.send(crate::hostlink::PartEvent::Output(fd, data));
+            }
+        }
+        FromAgent::PartEnd { key, status } => {
+            if let Some(p) = crate::daemon::lock(&link.parts).remove(&key) {
+                let _ = p.tx.send(crate::hostlink::PartEvent::End(status));
+            }
+        }
         FromAgent::Close { conn } => {
             if let Some(tx) = crate::daemon::lock(&link.conns).remove(&conn) {
                 let _ = tx.send(None);

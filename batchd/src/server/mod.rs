@@ -690,6 +690,10 @@ async fn connection(
         if let Request::Subscribe(s) = req {
             return session::run(&d, &caller, &mut link, s).await;
         }
+        // A step's part on another host: the connection carries its output until its end.
+        if let Request::StepPart(r) = req {
+            return step::part(&d, &caller, &mut link, r).await;
+        }
         let verb = req.verb();
         tracing::debug!(uid = caller.uid, verb, "request");
         let began = Instant::now();
@@ -762,6 +766,12 @@ async fn dispatch(d: &Arc<Daemon>, caller: &Caller, req: Request) -> Reply {
         Request::StepStart(r) => step::start(d, caller, r).await,
         Request::StepEnd(r) => step::end(d, caller, r).await,
         Request::UpdateNodes(r) => update_nodes::handle(d, caller, r).await,
+        Request::StepPartSignal(r) => step::part_signal(d, caller, r),
+        Request::StepPart(_) => ErrorReply::new(
+            ErrorKind::BadRequest,
+            "`step-part` takes a connection of its own",
+        )
+        .into(),
         Request::Subscribe(_)
         | Request::ListClustersInfo(_)
         | Request::ListInterClusterInfo(_)

@@ -154,6 +154,129 @@ fn place(
     Ok((chosen, per_node, held))
 }
 
+/// Runs the part of a step on another host of its job (`erun`'s tasks of that host): started
+/// there by the host's agent as the caller, its output and end sent on this connection.
+pub(super) async fn part(
+    d: &Arc<Daemon>,
+    caller: &Caller,
+    link: &mut super::Link,
+    req: batch_proto::StepPartRequest,
+) {
+    let id = req.job_id;
+    let refused = |m: String| Response::Error(ErrorReply::new(ErrorKind::InvalidSpec, m));
+    let checked = {
+        let core = d.core();
+        match core.job(id) {
+            None => Err(refused(format!("Invalid job id specified: {id}"))),
+            Some(a) if !caller.may_touch(a.rec.uid) => Err(Response::Error(ErrorReply::new(
+                ErrorKind::PermissionDenied,
+                format!("Access/permission denied for job {id}"),
+            ))),
+            Some(a) => {
+                let step = a
+                    .rec
+                    .steps
+                    .iter()
+                    .find(|s| s.id == StepId::Number(req.step) && s.state == JobState::Running);
+                let on_step = step.is_some_and(|s| {
+                    batch_proto::hostlist::expand(&s.node_list).is_ok_and(|n| n.contains(&req.node))
+                });
+                if on_step {
+                    Ok(())
+                } else {
+                    Err(refused(format!(
+                        "{} is not a node of running step {id}.{}",
+                        req.node, req.step
+                    )))
+                }
+            }
+        }
+    };
+    if let Err(r) = checked {
+        let _ = link.send(&r).await;
+        return;
+    }
+    let Some(host) = d.links.of_host(&req.node).cloned() else {
+        let _ = link
+            .send(&refused(format!(
+                "{} is not a host of a pool of hosts",
+                req.node
+            )))
+            .await;
+        return;
+    };
+    let key = d.links.part_key();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    crate::daemon::lock(&host.parts).insert(
+        key,
+        crate::hostlink::Part {
+            job: id,
+            step: req.step,
+            tx,
+        },
+    );
+    let sent = host.send(crate::agent::ToAgent::Part {
+        key,
+        uid: caller.uid,
+        gid: caller.gid,
+        program: req.program,
+        args: req.args,
+        env: req.env,
+        cwd: req.cwd,
+    });
+    if let Err(e) = sent {
+        crate::daemon::lock(&host.parts).remove(&key);
+        let _ = link.send(&refused(e)).await;
+        return;
+    }
+    tracing::info!(job = id, step = req.step, host = %host.host, "step part started");
+    while let Some(ev) = rx.recv().await {
+        let r = match ev {
+            crate::hostlink::PartEvent::Output(fd, data) => Response::StepPartOutput { fd, data },
+            crate::hostlink::PartEvent::End(status) => {
+                let _ = link.send(&Response::StepPartEnded { status }).await;
+                return;
+            }
+        };
+        if !link.send(&r).await {
+            // Its erun is gone: so does the part.
+            let _ = host.send(crate::agent::ToAgent::PartSignal {
+                key,
+                signal: nix::sys::signal::Signal::SIGKILL as i32,
+            });
+            crate::daemon::lock(&host.parts).remove(&key);
+            return;
+        }
+    }
+}
+
+/// Passes a signal on to a step's parts on other hosts.
+pub(super) fn part_signal(
+    d: &Arc<Daemon>,
+    caller: &Caller,
+    req: batch_proto::StepPartSignalRequest,
+) -> Reply {
+    let owner = d.core().job(req.job_id).map(|a| a.rec.uid);
+    match owner {
+        Some(uid) if caller.may_touch(uid) => {
+            d.links.signal_parts(req.job_id, Some(req.step), req.signal);
+            Response::Acted(batch_proto::ActionReport {
+                done: vec![req.job_id],
+                failed: Vec::new(),
+            })
+            .into()
+        }
+        Some(_) => error(
+            ErrorKind::PermissionDenied,
+            format!("Access/permission denied for job {}", req.job_id),
+        ),
+        None => error(
+            ErrorKind::InvalidJobId,
+            format!("Invalid job id specified: {}", req.job_id),
+        ),
+    }
+}
+
 /// The running steps of a job on a host, written in its directory there: its supervisor and
 /// `ecancel -s` signal them there.
 fn push_steps(
@@ -264,19 +387,6 @@ pub async fn start(d: &Arc<Daemon>, caller: &Caller, req: StepStartRequest) -> R
             Err(NoFit::Never(m)) => return error(ErrorKind::InvalidSpec, m),
             Err(NoFit::Busy(m)) => return error(ErrorKind::Busy, m),
         };
-        // erun runs its tasks where it runs: on a pool of hosts, that is its own host only.
-        if let Some(here) = remote.as_ref().map(|(l, _)| l.host.as_str()) {
-            if let Some(other) = chosen.iter().find(|h| h.as_str() != here) {
-                return error(
-                    ErrorKind::InvalidSpec,
-                    format!(
-                        "a step of a job on a pool of hosts runs on the job's first host ({here}) \
-                         only, not on {other}: ask for -N 1 (esched does not yet start tasks on \
-                         the job's other hosts)"
-                    ),
-                );
-            }
-        }
         if crate::record::next_step(&a.rec.steps) >= MAX_STEPS {
             return error(
                 ErrorKind::InvalidSpec,
@@ -329,6 +439,7 @@ pub async fn start(d: &Arc<Daemon>, caller: &Caller, req: StepStartRequest) -> R
             hosts: chosen,
             tasks,
             job_node_list: rec.node_list.clone().unwrap_or_default(),
+            on_hosts: remote.is_some(),
         };
         (d.store.enqueue(rec), started)
     };

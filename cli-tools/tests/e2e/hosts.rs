@@ -208,7 +208,7 @@ fn an_evolving_job_grows_and_shrinks_across_hosts_and_reads_its_node_file_there(
 }
 
 #[test]
-fn tools_in_a_job_on_a_host_reach_batchd_through_the_hosts_socket() {
+fn tools_in_a_job_on_a_host_reach_batchd_and_steps_run_on_every_host() {
     let Some(hosts) = Hosts::up(2308) else { return };
     let c = hosts.cluster("cbf");
     all_answer(&c);
@@ -219,7 +219,8 @@ fn tools_in_a_job_on_a_host_reach_batchd_through_the_hosts_socket() {
         &format!(
             "#!/bin/sh\n\
              {erun} -N 1 hostname > step.txt\n\
-             {erun} -N 2 true 2> refused.txt; echo \"rc=$?\" >> refused.txt\n\
+             {erun} -l sh -c 'echo $SLURM_PROCID $SLURM_NODEID $SLURM_LOCALID $(hostname); exit $SLURM_NODEID' \
+             2> failed.txt | sort > tasks.txt; echo \"rc=$?\" >> failed.txt\n\
              {esubmit} --parsable --wrap true > child.txt\n\
              {equeue} -h -j \"$SLURM_JOB_ID\" -o %T > state.txt\n",
             erun = tool("erun"),
@@ -238,12 +239,15 @@ fn tools_in_a_job_on_a_host_reach_batchd_through_the_hosts_socket() {
         &["-n", "-P", "-j", &id.to_string(), "-o", "JobID,State"],
     );
     assert!(steps.contains(&format!("{id}.0|COMPLETED")), "{steps}");
-    // Tasks on its other hosts are refused, saying why.
-    let refused = read("refused.txt");
+    // A step over the job's two hosts: each task on its host, with its ranks; the worst
+    // exit code is the step's, and each bad end is reported as srun reports it.
+    assert_eq!(read("tasks.txt"), "0: 0 0 0 node1\n1: 1 1 0 node2\n");
+    let failed = read("failed.txt");
     assert!(
-        refused.contains("first host (node1) only") && refused.ends_with("rc=1\n"),
-        "{refused}"
+        failed.contains("task 1: Exited with exit code 1"),
+        "{failed}"
     );
+    assert!(steps.contains(&format!("{id}.1|FAILED")), "{steps}");
     // A submission from the host, and a listing there that sees the job running.
     assert_eq!(read("state.txt"), "RUNNING\n");
     let child: u64 = read("child.txt").trim().parse().expect("a job id");
@@ -262,7 +266,7 @@ fn all_answer(c: &Cluster) {
 }
 
 #[test]
-fn a_three_host_job_runs_on_its_first_host_and_names_its_hosts() {
+fn a_three_host_jobs_erun_hostname_prints_its_three_hosts() {
     let Some(hosts) = Hosts::up(2301) else { return };
     let c = hosts.cluster("cbf");
     all_answer(&c);
@@ -279,12 +283,20 @@ fn a_three_host_job_runs_on_its_first_host_and_names_its_hosts() {
         "-o",
         "out-%j.txt",
         "--wrap",
-        "hostname; cat \"$ESCHED_NODEFILE\"; echo \"$SLURM_JOB_NODELIST $SLURMD_NODENAME $SLURM_NNODES\"",
+        &format!(
+            "hostname; cat \"$ESCHED_NODEFILE\"; echo \"$SLURM_JOB_NODELIST $SLURMD_NODENAME $SLURM_NNODES\"; \
+             {} hostname | sort",
+            bin_dir().join("erun").display()
+        ),
     ]);
     let j = c.wait_state(id, JobState::Completed);
     assert_eq!(j.node_list.as_deref(), Some("node[1-3]"));
     let out = std::fs::read_to_string(c.work.join(format!("out-{id}.txt"))).expect("output");
-    assert_eq!(out, "node1\nnode1\nnode2\nnode3\nnode[1-3] node1 3\n");
+    // The batch script on the first host, then `srun hostname`: one task on each host.
+    assert_eq!(
+        out,
+        "node1\nnode1\nnode2\nnode3\nnode[1-3] node1 3\nnode1\nnode2\nnode3\n"
+    );
 }
 
 #[test]

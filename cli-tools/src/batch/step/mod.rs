@@ -267,8 +267,34 @@ pub fn run_in_job(
     job_env: &[(String, String)],
 ) -> anyhow::Result<ExitCode> {
     let req = cli.step_request(job, job_nodes, job_tasks)?;
+    // A part of a step on another host, started by the step's erun through batchd: this
+    // host's tasks only, the step recorded by that erun.
+    if let Some(part) = env_var(PART_VAR) {
+        let part: Part =
+            serde_json::from_str(&part).map_err(|e| anyhow::anyhow!("invalid {PART_VAR}: {e}"))?;
+        let o = tasks::run(
+            cli,
+            me,
+            job,
+            &req,
+            &part.started,
+            forwarder,
+            job_env,
+            Some(part.node),
+        )?;
+        return Ok(ExitCode::from(o.status));
+    }
     let started = start_step(cli, me, &req, forwarder)?;
-    let outcome = match tasks::run(cli, me, job, &req, &started, forwarder, job_env) {
+    let (here, parts) = if started.on_hosts {
+        let here = own_node(&started)?;
+        (
+            Some(here),
+            start_parts(cli, me, job, &started, here, forwarder)?,
+        )
+    } else {
+        (None, Vec::new())
+    };
+    let outcome = match tasks::run(cli, me, job, &req, &started, forwarder, job_env, here) {
         Ok(o) => o,
         Err(e) => {
             // Nothing started (what can fail comes first): the step ends FAILED, not RUNNING
@@ -285,16 +311,147 @@ pub fn run_in_job(
             return Err(e);
         }
     };
+    // The parts' ends: the step's is the worst of all.
+    let mut status = outcome.status;
+    let mut exit_code = outcome.exit_code;
+    for p in parts {
+        let s = p.join().unwrap_or(1);
+        if s > i32::from(status) {
+            status = u8::try_from(s).unwrap_or(u8::MAX);
+            if exit_code == 0 && s < 128 {
+                exit_code = s;
+            }
+        }
+    }
     let end = StepEndRequest {
         job_id: job,
         step: started.step,
-        exit_code: outcome.exit_code,
+        exit_code,
         signal: outcome.signal,
         usage: batch_proto::Usage::of_children(),
         stopped: forwarder.stopped(),
     };
     report_end(cli, me, &end);
-    Ok(ExitCode::from(outcome.status))
+    Ok(ExitCode::from(status))
+}
+
+/// The environment variable that makes an erun a part of a step on another host: the step
+/// and which of its nodes is this one ([`Part`]).
+const PART_VAR: &str = "ESCHED_STEP_PART";
+
+/// A part of a step: the step as batchd placed it, and this host's index in its nodes.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Part {
+    started: StepStarted,
+    node: u32,
+}
+
+/// This host's index among the step's nodes (a job on a pool of hosts: erun runs on the
+/// job's first host, whose node name is `SLURMD_NODENAME`, else this machine's name).
+fn own_node(started: &StepStarted) -> anyhow::Result<u32> {
+    let name = env_var("SLURMD_NODENAME")
+        .or_else(|| {
+            nix::unistd::gethostname()
+                .ok()
+                .and_then(|h| h.into_string().ok())
+        })
+        .unwrap_or_default();
+    started
+        .hosts
+        .iter()
+        .position(|h| *h == name)
+        .map(|i| i as u32)
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "this host ({name}) is not one of the step's nodes ({})",
+                started.hosts.join(",")
+            )
+        })
+}
+
+/// Starts the step's tasks of every other host through batchd, each host's output copied to
+/// erun's own as it comes; each thread returns its part's exit status. Signals erun gets are
+/// passed on to them.
+fn start_parts(
+    cli: &RunCli,
+    me: &str,
+    job: u64,
+    started: &StepStarted,
+    here: u32,
+    forwarder: &tasks::Forwarder,
+) -> anyhow::Result<Vec<std::thread::JoinHandle<i32>>> {
+    let program = std::env::current_exe()
+        .map_err(|e| anyhow::anyhow!("cannot find erun's own program: {e}"))?
+        .display()
+        .to_string();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let cwd = std::env::current_dir()
+        .map(|d| d.display().to_string())
+        .unwrap_or_else(|_| "/".into());
+    let mut handles = Vec::new();
+    for (k, node) in started.hosts.iter().enumerate() {
+        if k as u32 == here || started.tasks.get(k).copied().unwrap_or(0) == 0 {
+            continue;
+        }
+        let part = serde_json::to_string(&Part {
+            started: started.clone(),
+            node: k as u32,
+        })?;
+        let mut env: Vec<(String, String)> = std::env::vars().collect();
+        env.retain(|(k, _)| k != PART_VAR);
+        env.push((PART_VAR.into(), part));
+        let req = Request::StepPart(batch_proto::StepPartRequest {
+            job_id: job,
+            step: started.step,
+            node: node.clone(),
+            program: program.clone(),
+            args: args.clone(),
+            env,
+            cwd: cwd.clone(),
+        });
+        let mut client = connect(cli.socket.path())?;
+        client.post(&req)?;
+        let (me, node) = (me.to_string(), node.clone());
+        handles.push(std::thread::spawn(move || {
+            use std::io::Write;
+            loop {
+                match client.next_frame(None) {
+                    Ok(Response::StepPartOutput { fd, data }) => {
+                        let bytes = batch_proto::jobstep::unhex(&data).unwrap_or_default();
+                        let _ = if fd == 2 {
+                            std::io::stderr().write_all(&bytes)
+                        } else {
+                            std::io::stdout().write_all(&bytes)
+                        };
+                    }
+                    Ok(Response::StepPartEnded { status }) => return status,
+                    Ok(Response::Error(e)) => {
+                        eprintln!("{me}: error: {node}: {}", e.message);
+                        return 1;
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        eprintln!("{me}: error: {node}: {e}");
+                        return 1;
+                    }
+                }
+            }
+        }));
+    }
+    if !handles.is_empty() {
+        let (socket, step) = (cli.socket.path().map(|p| p.to_path_buf()), started.step);
+        forwarder.also(Box::new(move |sig| {
+            let req = Request::StepPartSignal(batch_proto::StepPartSignalRequest {
+                job_id: job,
+                step,
+                signal: sig as i32,
+            });
+            if let Ok(mut c) = connect(socket.as_deref()) {
+                let _ = c.request(&req);
+            }
+        }));
+    }
+    Ok(handles)
 }
 
 /// Reports the step's end to batchd. A daemon restarting is waited for (a few seconds, as

@@ -50,6 +50,9 @@ const KILL_WAIT_MS: u64 = 30_000;
 /// alone).
 type Live = (i32, bool);
 
+/// Passes a signal on beyond this host's tasks.
+type Pass = Box<dyn Fn(Signal) + Send>;
+
 /// Where erun's signals go: the tasks still running, or, before there are any, a note that
 /// erun was told to stop (passed on to the tasks as they start).
 #[derive(Clone, Default)]
@@ -57,6 +60,8 @@ pub struct Forwarder {
     live: Arc<Mutex<Vec<Live>>>,
     interrupted: Arc<AtomicI32>,
     stopped: Arc<AtomicI32>,
+    /// Where a signal goes besides the tasks here: the step's parts on other hosts.
+    elsewhere: Arc<Mutex<Option<Pass>>>,
 }
 
 /// Sends `sig` to a task: its group, or itself.
@@ -96,6 +101,11 @@ impl Forwarder {
                     signal_task(t, sig);
                 }
                 drop(live);
+                if let Ok(elsewhere) = me.elsewhere.lock() {
+                    if let Some(pass) = elsewhere.as_ref() {
+                        pass(sig);
+                    }
+                }
                 if stop && me.stopped.swap(n, Ordering::SeqCst) == 0 {
                     me.kill_after_wait();
                 }
@@ -135,6 +145,13 @@ impl Forwarder {
             if let Ok(sig) = Signal::try_from(pending) {
                 signal_task(&task, sig);
             }
+        }
+    }
+
+    /// Passes the signals erun gets on to `pass` too (the step's parts on other hosts).
+    pub fn also(&self, pass: Pass) {
+        if let Ok(mut e) = self.elsewhere.lock() {
+            *e = Some(pass);
         }
     }
 
@@ -338,6 +355,7 @@ enum End {
 }
 
 /// Runs the tasks of `started` and waits for them all.
+#[allow(clippy::too_many_arguments)]
 pub fn run(
     cli: &RunCli,
     me: &str,
@@ -346,8 +364,15 @@ pub fn run(
     started: &StepStarted,
     forwarder: &Forwarder,
     job_env: &[(String, String)],
+    only_node: Option<u32>,
 ) -> anyhow::Result<Outcome> {
-    let tasks = tasks_of(started);
+    let all = tasks_of(started);
+    let ntasks = all.len() as u32;
+    // On a pool of hosts, each host's erun runs that host's tasks.
+    let tasks: Vec<Task> = all
+        .into_iter()
+        .filter(|t| only_node.is_none_or(|n| t.node_index == n))
+        .collect();
     let step = started.step;
     // The job's variables: an allocation's own (`job_env`), else erun's environment's.
     let var = |k: &str| {
@@ -395,7 +420,6 @@ pub fn run(
         Some(p) => sinks(Some(p), &tasks, &vars, step, append, &mut opened)?,
         None => outs.clone(),
     };
-    let ntasks = tasks.len() as u32;
     let node_list = batch_proto::hostlist::compress(&started.hosts);
     let per_node = batch_proto::jobstep::per_node_text(&started.tasks);
     let mut env = base_environment(cli.export.as_deref())?;
@@ -632,6 +656,7 @@ mod tests {
             hosts: vec!["a".into(), "b".into()],
             tasks: vec![2, 1],
             job_node_list: "a,b".into(),
+            on_hosts: false,
         };
         let t = tasks_of(&s);
         let ids: Vec<(u32, u32, u32)> =
