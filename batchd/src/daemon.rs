@@ -177,9 +177,9 @@ impl Daemon {
             };
             let components = core.components_of(id);
             let firsts: Vec<(String, String)> = if components.is_empty() {
-                match &a.rec.pool {
-                    Some(p) => vec![(p.clone(), a.rec.first_node())],
-                    None => Vec::new(),
+                match (&a.rec.pool, core.batch_node(id)) {
+                    (Some(p), Some(first)) => vec![(p.clone(), first)],
+                    _ => Vec::new(),
                 }
             } else {
                 components

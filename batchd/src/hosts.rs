@@ -288,7 +288,7 @@ fn jobs_on(d: &Daemon, host: &str) -> Vec<(RunId, bool)> {
             let run = a.run.as_ref()?;
             let components = core.components_of(a.rec.id);
             let here = if components.is_empty() {
-                a.rec.first_node() == host
+                core.batch_node(a.rec.id).is_some_and(|n| n == host)
             } else {
                 components
                     .iter()

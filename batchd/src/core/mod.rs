@@ -401,6 +401,19 @@ impl Core {
             .map_or(&[], |p| p.map.nodes_of(JobId(id)))
     }
 
+    /// The node running job `id`'s batch script: the first node it got (its pool's node map
+    /// keeps the order), else, once it holds none (stopped, its nodes given back), its
+    /// record's first.
+    pub fn batch_node(&self, id: u64) -> Option<String> {
+        let a = self.jobs.get(&id)?;
+        let run = a.run.as_ref()?;
+        let first = self
+            .nodes_of(id)
+            .first()
+            .and_then(|&n| Some(self.pools.get(run.pool)?.node_name(n)));
+        Some(first.unwrap_or_else(|| a.rec.first_node()))
+    }
+
     /// Index of the pool called `name`.
     pub fn pool_index(&self, name: &str) -> Option<usize> {
         self.pools.iter().position(|p| p.pool.name == name)

@@ -25,6 +25,15 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, r: ReleaseNodesRequest) ->
             .into();
         }
     };
+    // Before the core's lock, which it takes: where the job's batch script runs, if on a host.
+    let batch_host = d.remote(r.job).map(|(l, _)| l.host.clone());
+    if let Some(h) = batch_host.filter(|h| names.contains(h)) {
+        return ErrorReply::new(
+            ErrorKind::InvalidState,
+            format!("{h} runs the job's batch script: a job on a pool of hosts keeps it"),
+        )
+        .into();
+    }
     let (reply, progress, dir) = {
         let mut core = d.core();
         let Some(a) = core.job(r.job) else {

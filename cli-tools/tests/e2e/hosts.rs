@@ -257,6 +257,45 @@ fn tools_in_a_job_on_a_host_reach_batchd_and_steps_run_on_every_host() {
     );
 }
 
+#[test]
+fn an_evolving_job_on_hosts_chooses_the_hosts_it_frees_with_erelease() {
+    let Some(hosts) = Hosts::up(2309) else { return };
+    let c = hosts.cluster_of(
+        &[("hosts", "node[1-4]")],
+        "name = \"evolving\"\n\n[evolving]\nrelease_notice_ms = 1500\n",
+    );
+    all_answer(&c);
+    c.script(
+        "evo.sh",
+        &format!(
+            "#!/bin/sh\nlog=evo-$ESCHED_JOB_ID.txt\nchosen=\n\
+             end=$(( $(date +%s%3N) + 5500 ))\nwhile [ \"$(date +%s%3N)\" -lt $end ]; do\n\
+             . \"$ESCHED_STEPFILE\"\n\
+             echo \"$ESCHED_STEP_STATE $(paste -sd, \"$ESCHED_NODEFILE\")\" >> $log\n\
+             if [ \"$ESCHED_STEP_STATE\" = releasing ] && [ -z \"$chosen\" ]; then\n\
+             {0} node1,node2 >> $log.erelease 2>&1\n\
+             {0} node2,node3 >> $log.erelease 2>&1 && chosen=1\nfi\nsleep 0.1\ndone\n",
+            bin_dir().join("erelease").display()
+        ),
+    );
+    let id = c.submit(&["--evolving-profile", "3:3,3:1", "evo.sh"]);
+    let j = c.wait_job(id, "ended", |j| j.state.is_finished());
+    let log = std::fs::read_to_string(c.work.join(format!("evo-{id}.txt"))).unwrap_or_default();
+    let said =
+        std::fs::read_to_string(c.work.join(format!("evo-{id}.txt.erelease"))).unwrap_or_default();
+    assert_eq!(j.state, JobState::Completed, "{j:?}\n{log}\n{said}");
+    // Told on its host to choose, it chose through its host's socket: not its batch host,
+    // which it keeps; node2 and node3 go.
+    assert!(log.contains("releasing node1,node2,node3"), "{log}");
+    assert!(said.contains("node1 runs the job's batch script"), "{said}");
+    assert!(
+        said.contains(&format!("erelease: job {id}: node[2-3] leave the job")),
+        "{said}"
+    );
+    assert!(log.trim_end().ends_with(" node1"), "{log}\n{said}");
+    assert_eq!(j.node_list.as_deref(), Some("node1"));
+}
+
 /// Waits until every host's agent has answered (the pool is usable as soon as batchd serves,
 /// but a start waits for its host's session).
 fn all_answer(c: &Cluster) {
@@ -458,6 +497,7 @@ fn a_workload_starts_on_hosts_when_it_starts_on_virtual_nodes() {
     let t = Instant::now();
     let (ids, released) = workload(&c);
     let on_hosts = starts_after_release(&c, &ids, released);
+    println!("starts after the release, ms: virtual {on_virtual:?}, hosts {on_hosts:?}");
     for (k, (v, h)) in on_virtual.iter().zip(&on_hosts).enumerate() {
         assert!(
             (v - h).abs() < 1_000,
