@@ -278,7 +278,7 @@ impl Agent {
                 .arg(&dir)
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
-                .stderr(log_file(&dir))
+                .stderr(crate::jobctl::supervisor_log(&dir))
                 .spawn()
                 .map_err(|e| {
                     format!(
@@ -575,17 +575,6 @@ fn write_files(dir: &Path, files: &[(String, String)]) -> Result<(), String> {
             .map_err(|e| format!("cannot set the mode of {}: {e}", path.display()))?;
     }
     Ok(())
-}
-
-fn log_file(dir: &Path) -> Stdio {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(crate::state::PRIVATE_FILE)
-        .open(dir.join(files::LOG))
-        .map_or_else(|_| Stdio::null(), Stdio::from)
 }
 
 /// What is left of a run whose supervisor is gone without a status is stopped, as batchd does

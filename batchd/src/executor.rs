@@ -484,29 +484,9 @@ pub async fn launch(d: Arc<Daemon>, rec: JobRecord) {
         }
         let hosts: Vec<&str> = parts.iter().map(|(l, _)| l.host.as_str()).collect();
         tracing::info!(job = id, nodes = ?rec.node_list, hosts = ?hosts, "job started");
-        crate::mail::notify(
-            settings.config.mail_program.as_deref(),
-            &rec,
-            crate::mail::Event::Begin,
-        );
-        if matches!(rec.shape, Some(sched_core::Shape::Evolving { .. })) {
-            tokio::spawn(crate::evolve::follow(Arc::clone(&d), id));
-        }
-        return;
+        return started(&d, &rec, &settings);
     }
-    let opened = {
-        use std::os::unix::fs::OpenOptionsExt;
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(crate::state::PRIVATE_FILE)
-            .open(dir.join(files::LOG))
-    };
-    let log = match opened {
-        Ok(f) => Stdio::from(f),
-        Err(_) => Stdio::null(),
-    };
+    let log = crate::jobctl::supervisor_log(&dir);
     let mut cmd = tokio::process::Command::new(&settings.supervisor);
     // No pre_exec hook here (the supervisor calls setsid() itself): without one the standard
     // library spawns with posix_spawn instead of fork, which would copy the page tables of a
@@ -527,15 +507,21 @@ pub async fn launch(d: Arc<Daemon>, rec: JobRecord) {
         }
     };
     tracing::info!(job = id, nodes = ?rec.node_list, supervisor = ?child.id(), "job started");
+    started(&d, &rec, &settings);
+    watch_child(d, id, child, dir).await;
+}
+
+/// What follows a job's start, wherever it runs: its begin mail, and an evolving job's
+/// follower.
+fn started(d: &Arc<Daemon>, rec: &JobRecord, settings: &crate::daemon::Settings) {
     crate::mail::notify(
         settings.config.mail_program.as_deref(),
-        &rec,
+        rec,
         crate::mail::Event::Begin,
     );
     if matches!(rec.shape, Some(sched_core::Shape::Evolving { .. })) {
-        tokio::spawn(crate::evolve::follow(Arc::clone(&d), id));
+        tokio::spawn(crate::evolve::follow(Arc::clone(d), rec.id));
     }
-    watch_child(d, id, child, dir).await;
 }
 
 async fn fail_start(d: &Daemon, id: u64, detail: String) {

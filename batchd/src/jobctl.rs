@@ -10,6 +10,19 @@ use nix::unistd::Pid;
 
 use crate::launch::{files, read_pid, JobPids};
 
+/// The supervisor's stderr: its log in the job's directory `dir` (private; nothing if it
+/// cannot be made).
+pub fn supervisor_log(dir: &Path) -> std::process::Stdio {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(crate::state::PRIVATE_FILE)
+        .open(dir.join(files::LOG))
+        .map_or_else(|_| std::process::Stdio::null(), std::process::Stdio::from)
+}
+
 /// Kills job `id`'s supervisor (its directory `dir`), if it lives, and every process left of
 /// the job (run as `uid`) at once: for a running job that cannot be re-attached at start-up,
 /// whose end is recorded before the daemon serves. Blocking.
