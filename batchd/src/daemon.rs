@@ -56,6 +56,10 @@ pub struct Daemon {
     pub started: u64,
     /// The hosts of the pools of hosts, and the link to each.
     pub links: crate::hostlink::Links,
+    /// Taken while a running evolving job's kept progress (`evolve.json`) is computed and
+    /// written: its follower and `erelease` both write it, and the later write must not be
+    /// the older state (a chosen release lost at a restart).
+    pub progress_writes: tokio::sync::Mutex<()>,
     /// Connections relayed from the hosts' batchd sockets, to the server.
     pub relay: tokio::sync::mpsc::UnboundedSender<crate::hostlink::Relayed>,
     relayed: Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<crate::hostlink::Relayed>>>,
@@ -99,6 +103,7 @@ impl Daemon {
             test_only_timeouts: AtomicU64::new(0),
             started,
             links,
+            progress_writes: tokio::sync::Mutex::new(()),
             relay,
             relayed: Mutex::new(Some(relayed)),
             users: Mutex::new(HashMap::new()),

@@ -55,7 +55,14 @@ pub async fn follow(d: Arc<Daemon>, id: u64) {
         if ev.freed {
             d.nodes_freed();
         }
-        if let Some(files) = ev.files {
+        if let Some(mut files) = ev.files {
+            let _order = d.progress_writes.lock().await;
+            // The progress as it is now, not as it was computed: an erelease's choice made
+            // meanwhile is kept.
+            if files.progress.is_some() {
+                let now = d.core().progress(id);
+                files.progress = now.or(files.progress);
+            }
             tracing::info!(
                 job = id,
                 nodes = ?ev.record.as_ref().and_then(|r| r.node_list.clone()),

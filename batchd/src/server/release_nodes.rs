@@ -62,7 +62,10 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, r: ReleaseNodesRequest) ->
     // The choice is kept in the job's directory, so that a daemon restarted before the step
     // ends still frees the nodes the job named. (The step file shows it from the next change:
     // the job that chose knows its choice.)
-    if let Some(progress) = progress {
+    let _order = d.progress_writes.lock().await;
+    // The progress as it is now: the job's follower may have moved it on meanwhile.
+    let now = d.core().progress(r.job);
+    if let Some(progress) = now.or(progress) {
         let path = dir.join(crate::launch::files::PROGRESS);
         let written =
             match tokio::task::spawn_blocking(move || crate::launch::write_json(&path, &progress))
