@@ -387,7 +387,7 @@ pub async fn launch(d: Arc<Daemon>, rec: JobRecord) {
     // supervisor or nothing, never a job that runs twice.
     if let Err(e) = d.store.commit(rec.clone()).await {
         tracing::error!(job = id, "cannot store the start: {e}");
-        fail_start(&d, id, format!("cannot store the start: {e}")).await;
+        fail_start(&d, &rec, format!("cannot store the start: {e}")).await;
         return;
     }
     let settings = d.settings();
@@ -411,7 +411,7 @@ pub async fn launch(d: Arc<Daemon>, rec: JobRecord) {
         crate::hosts::Launching::new(id, parts.iter().map(|(l, _)| Arc::clone(l)).collect());
     if !parts.is_empty() && !components.is_empty() && parts.len() != components.len() {
         let msg = "a co-allocated job cannot span pools of hosts and pools of virtual nodes";
-        return fail_start(&d, id, msg.into()).await;
+        return fail_start(&d, &rec, msg.into()).await;
     }
     let places: Vec<Place> = if parts.is_empty() {
         vec![Place {
@@ -454,8 +454,8 @@ pub async fn launch(d: Arc<Daemon>, rec: JobRecord) {
         };
         match prepared {
             Ok(Ok(())) => {}
-            Ok(Err(e)) => return fail_start(&d, id, e).await,
-            Err(e) => return fail_start(&d, id, format!("preparing the job: {e}")).await,
+            Ok(Err(e)) => return fail_start(&d, &rec, e).await,
+            Err(e) => return fail_start(&d, &rec, format!("preparing the job: {e}")).await,
         }
     }
     if !parts.is_empty() {
@@ -469,7 +469,7 @@ pub async fn launch(d: Arc<Daemon>, rec: JobRecord) {
                     }
                     return fail_start(
                         &d,
-                        id,
+                        &rec,
                         format!("cannot start the job on {}: {e}", link.host),
                     )
                     .await;
@@ -503,7 +503,7 @@ pub async fn launch(d: Arc<Daemon>, rec: JobRecord) {
                 "cannot start supervisor {}: {e}",
                 settings.supervisor.display()
             );
-            return fail_start(&d, id, msg).await;
+            return fail_start(&d, &rec, msg).await;
         }
     };
     tracing::info!(job = id, nodes = ?rec.node_list, supervisor = ?child.id(), "job started");
@@ -524,7 +524,10 @@ fn started(d: &Arc<Daemon>, rec: &JobRecord, settings: &crate::daemon::Settings)
     }
 }
 
-async fn fail_start(d: &Daemon, id: u64, detail: String) {
+/// Ends the run of `rec` that could not start; nothing if the job no longer runs that run
+/// (it ended, or was requeued, another way meanwhile).
+async fn fail_start(d: &Daemon, rec: &JobRecord, detail: String) {
+    let id = rec.id;
     tracing::error!(job = id, "{detail}");
     let st = Status {
         outcome: crate::launch::Outcome::StartFailed,
@@ -534,7 +537,11 @@ async fn fail_start(d: &Daemon, id: u64, detail: String) {
         detail: Some(detail),
         usage: None,
     };
-    d.job_ended(id, Some(st)).await;
+    let run = crate::agent::RunId {
+        job: id,
+        run: rec.restarts,
+    };
+    d.job_ended_run(run, Some(st)).await;
 }
 
 async fn watch_child(d: Arc<Daemon>, id: u64, mut child: tokio::process::Child, dir: PathBuf) {
