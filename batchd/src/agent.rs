@@ -19,11 +19,7 @@ use batch_proto::SignalScope;
 use serde::{Deserialize, Serialize};
 
 use crate::launch::{files, read_json, read_pid, JobPids, Outcome, Status};
-
-/// Locks `m`, whatever a panicking thread left (plain data, consistent between statements).
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
+use crate::sync::lock;
 
 /// How often the agent looks at its jobs.
 const POLL: Duration = Duration::from_millis(20);

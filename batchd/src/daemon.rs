@@ -15,6 +15,7 @@ use crate::launch::{now_ms, Outcome, Status};
 use crate::policy::{BoxedPolicy, InForce};
 use crate::record::JobRecord;
 use crate::store::Store;
+use crate::sync::lock;
 
 /// Settings that a reconfigure may change.
 #[derive(Clone, Debug)]
@@ -70,12 +71,6 @@ pub struct Daemon {
 /// queue on a blocking thread, and one that never ends keeps its thread, so the cap bounds the
 /// threads a user can leave stuck.
 pub const TEST_ONLY_SLOTS: usize = 4;
-
-/// Locks a mutex, recovering it if a thread panicked while holding it: the data is plain
-/// state that every operation leaves consistent between statements that matter.
-pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 impl Daemon {
     /// A daemon over loaded state.

@@ -11,6 +11,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::agent::{JobOp, RunId, ToAgent};
 use crate::config::{Config, SshConfig};
 use crate::launch::Status;
+use crate::sync::lock;
 
 /// How a link stands.
 #[derive(Clone, Debug, Default)]
@@ -108,10 +109,6 @@ pub struct HostLink {
     /// The relayed connections: what the agent sends for each goes to its writer (`None`:
     /// the client closed it), by number.
     pub conns: Mutex<HashMap<u64, mpsc::UnboundedSender<Option<Vec<u8>>>>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// `word` quoted for a POSIX shell (ssh hands the remote command to the login shell).

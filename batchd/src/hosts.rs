@@ -203,7 +203,7 @@ fn admin_drain(d: &Daemon, host: &str) -> Option<(String, String)> {
 }
 
 async fn set_down(d: &Arc<Daemon>, link: &Arc<HostLink>, error: &str) {
-    *crate::daemon::lock(&link.drained) = admin_drain(d, &link.host);
+    *crate::sync::lock(&link.drained) = admin_drain(d, &link.host);
     let reason = if error.is_empty() {
         NOT_RESPONDING.to_string()
     } else {
@@ -226,7 +226,7 @@ async fn set_down(d: &Arc<Daemon>, link: &Arc<HostLink>, error: &str) {
 }
 
 async fn bring_back(d: &Arc<Daemon>, link: &Arc<HostLink>) {
-    let drained = crate::daemon::lock(&link.drained).take();
+    let drained = crate::sync::lock(&link.drained).take();
     let change = match drained {
         // Back to the drain an administrator had set, not into service.
         Some((reason, user)) => {
@@ -444,7 +444,7 @@ fn open_relay(
     }
     let (mut read, mut write) = pump.into_split();
     let (tx, mut rx) = mpsc::unbounded_channel::<Option<Vec<u8>>>();
-    crate::daemon::lock(&link.conns).insert(conn, tx);
+    crate::sync::lock(&link.conns).insert(conn, tx);
     // The server's answers, to the client.
     {
         let link = Arc::clone(link);
@@ -462,7 +462,7 @@ fn open_relay(
                     }
                 }
             }
-            crate::daemon::lock(&link.conns).remove(&conn);
+            crate::sync::lock(&link.conns).remove(&conn);
             let _ = link.send(ToAgent::Close { conn });
         });
     }
@@ -488,7 +488,7 @@ async fn handle(d: &Arc<Daemon>, link: &Arc<HostLink>, msg: FromAgent) {
             job,
         } => open_relay(d, link, conn, (uid, gid), pid, job),
         FromAgent::Data { conn, data } => {
-            let tx = crate::daemon::lock(&link.conns).get(&conn).cloned();
+            let tx = crate::sync::lock(&link.conns).get(&conn).cloned();
             match (tx, crate::agent::unhex(&data)) {
                 (Some(tx), Some(bytes)) => {
                     let _ = tx.send(Some(bytes));
@@ -500,17 +500,17 @@ async fn handle(d: &Arc<Daemon>, link: &Arc<HostLink>, msg: FromAgent) {
             }
         }
         FromAgent::PartOutput { key, fd, data } => {
-            if let Some(p) = crate::daemon::lock(&link.parts).get(&key) {
+            if let Some(p) = crate::sync::lock(&link.parts).get(&key) {
                 let _ = p.tx.send(crate::hostlink::PartEvent::Output(fd, data));
             }
         }
         FromAgent::PartEnd { key, status } => {
-            if let Some(p) = crate::daemon::lock(&link.parts).remove(&key) {
+            if let Some(p) = crate::sync::lock(&link.parts).remove(&key) {
                 let _ = p.tx.send(crate::hostlink::PartEvent::End(status));
             }
         }
         FromAgent::Close { conn } => {
-            if let Some(tx) = crate::daemon::lock(&link.conns).remove(&conn) {
+            if let Some(tx) = crate::sync::lock(&link.conns).remove(&conn) {
                 let _ = tx.send(None);
             }
         }

@@ -59,6 +59,7 @@ pub mod sessions;
 pub mod state;
 pub mod store;
 pub mod supervise;
+pub mod sync;
 pub mod view;
 
 use std::os::unix::fs::PermissionsExt;

@@ -28,9 +28,10 @@ use tokio::sync::oneshot;
 use sched_core::Plan;
 
 use crate::core::{Forget, SnapshotData};
-use crate::daemon::{lock, Daemon};
+use crate::daemon::Daemon;
 use crate::launch::now_ms;
 use crate::policy::{BoxedPolicy, InForce};
+use crate::sync::lock;
 
 /// Runs the loop until the task is dropped.
 pub async fn run(d: Arc<Daemon>) {

@@ -10,16 +10,13 @@
 //! are never merged or dropped.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use batch_proto::{CapStep, Change, ChangeNotify, ChangeType, Response};
 use tokio::sync::Notify;
 
 use crate::core::coorm::{same_cap, JobView};
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
+use crate::sync::lock;
 
 /// The frames waiting to be pushed to one launcher (the connection's task writes them).
 #[derive(Default)]

@@ -49,8 +49,9 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::Notify;
 
 use crate::config::LimitsConfig;
-use crate::daemon::{lock, Daemon};
+use crate::daemon::Daemon;
 use crate::logging::quoted;
+use crate::sync::lock;
 
 pub use reconfigure::reconfigure;
 

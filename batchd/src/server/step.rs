@@ -207,7 +207,7 @@ pub(super) async fn part(
     };
     let key = d.links.part_key();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    crate::daemon::lock(&host.parts).insert(
+    crate::sync::lock(&host.parts).insert(
         key,
         crate::hostlink::Part {
             job: id,
@@ -225,7 +225,7 @@ pub(super) async fn part(
         cwd: req.cwd,
     });
     if let Err(e) = sent {
-        crate::daemon::lock(&host.parts).remove(&key);
+        crate::sync::lock(&host.parts).remove(&key);
         let _ = link.send(&refused(e)).await;
         return;
     }
@@ -244,7 +244,7 @@ pub(super) async fn part(
                 key,
                 signal: nix::sys::signal::Signal::SIGKILL as i32,
             });
-            crate::daemon::lock(&host.parts).remove(&key);
+            crate::sync::lock(&host.parts).remove(&key);
             return;
         }
     }
