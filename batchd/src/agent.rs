@@ -345,6 +345,18 @@ impl Agent {
         Ok(())
     }
 
+    /// Sends batchd what `from` gives, each chunk as it comes in the message `msg` makes of
+    /// its hexadecimal, until its end.
+    fn forward(&self, mut from: impl Read, msg: impl Fn(String) -> FromAgent) {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            match from.read(&mut buf) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => self.say(&msg(hex(&buf[..n]))),
+            }
+        }
+    }
+
     /// The run whose processes `pid` is one of: the one whose job's session it is in.
     fn attest(&self, pid: i32) -> Option<RunId> {
         let session = crate::procs::stat(pid)?.session;
@@ -403,16 +415,7 @@ impl Agent {
             pid: start.map(|s| (pid, s)),
             job: self.attest(pid),
         });
-        let mut buf = vec![0u8; 64 * 1024];
-        loop {
-            match stream.read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => self.say(&FromAgent::Data {
-                    conn,
-                    data: hex(&buf[..n]),
-                }),
-            }
-        }
+        self.forward(&mut stream, |data| FromAgent::Data { conn, data });
         lock(&self.conns).remove(&conn);
         self.say(&FromAgent::Close { conn });
     }
@@ -486,20 +489,10 @@ impl Agent {
                     .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
             ),
         ] {
-            let Some(mut stream) = stream else { continue };
+            let Some(stream) = stream else { continue };
             let agent = Arc::clone(self);
             readers.push(std::thread::spawn(move || {
-                let mut buf = vec![0u8; 64 * 1024];
-                loop {
-                    match stream.read(&mut buf) {
-                        Ok(0) | Err(_) => break,
-                        Ok(n) => agent.say(&FromAgent::PartOutput {
-                            key,
-                            fd,
-                            data: hex(&buf[..n]),
-                        }),
-                    }
-                }
+                agent.forward(stream, |data| FromAgent::PartOutput { key, fd, data });
             }));
         }
         let agent = Arc::clone(self);
