@@ -7,8 +7,7 @@ use batch_proto::time::{Time, MINUTE, SECOND};
 use std::collections::HashMap;
 
 use batch_proto::{
-    AcctRequest, InfoRequest, JobFilter, JobInfo, JobState, JobStep, ListRequest, Request,
-    Response, StepId, Usage,
+    AcctRequest, JobFilter, JobInfo, JobState, JobStep, ListRequest, Request, StepId, Usage,
 };
 use clap::Parser;
 
@@ -805,10 +804,7 @@ pub fn run(cli: AcctCli) -> anyhow::Result<ExitCode> {
         print_out(&(serde_json::to_string_pretty(&jobs)? + "\n"))?;
         return Ok(ExitCode::SUCCESS);
     }
-    let cpus = match client.request(&Request::Info(InfoRequest {}))? {
-        Response::Info(info) => super::slurm_json::pool_cpus(&info),
-        _ => HashMap::new(),
-    };
+    let cpus = super::slurm_json::pool_cpus(&mut client)?;
     if cli.json {
         let groups = super::slurm_json::system_groups();
         let ctx = super::slurm_json::Ctx {

@@ -5,9 +5,7 @@ use std::process::ExitCode;
 use std::collections::HashMap;
 
 use batch_proto::time::Time;
-use batch_proto::{
-    InfoRequest, JobFilter, JobInfo, JobState, ListRequest, PendingReason, Request, Response,
-};
+use batch_proto::{JobFilter, JobInfo, JobState, ListRequest, PendingReason, Request};
 use clap::Parser;
 
 use super::args::{job_states, PoolFilter, SocketArg};
@@ -437,10 +435,7 @@ pub fn run(cli: QueueCli) -> anyhow::Result<ExitCode> {
             print_out(&(serde_json::to_string_pretty(&jobs)? + "\n"))?;
             return Ok(ExitCode::SUCCESS);
         }
-        let cpus = match client.request(&Request::Info(InfoRequest {}))? {
-            Response::Info(info) => super::slurm_json::pool_cpus(&info),
-            _ => HashMap::new(),
-        };
+        let cpus = super::slurm_json::pool_cpus(&mut client)?;
         let groups = super::slurm_json::system_groups();
         let ctx = super::slurm_json::Ctx {
             now,

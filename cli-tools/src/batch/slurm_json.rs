@@ -19,7 +19,10 @@
 use std::collections::HashMap;
 use std::io::Write;
 
-use batch_proto::{hostlist, ClusterInfo, JobInfo, JobState, JobStep, NodeState, StepId, Usage};
+use batch_proto::{
+    hostlist, Client, ClientError, ClusterInfo, InfoRequest, JobInfo, JobState, JobStep, NodeState,
+    Request, Response, StepId, Usage,
+};
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
@@ -59,12 +62,16 @@ pub fn system_group(uid: u32) -> Option<(u32, String)> {
     Some((user.gid.as_raw(), name))
 }
 
-/// Each pool's CPUs per node, from the daemon's cluster record.
-pub fn pool_cpus(info: &ClusterInfo) -> HashMap<String, u32> {
-    info.pools
-        .iter()
-        .map(|p| (p.name.clone(), p.cpus_per_node))
-        .collect()
+/// Each pool's CPUs per node, asked of the daemon (none if it answers something else).
+pub fn pool_cpus(client: &mut Client) -> Result<HashMap<String, u32>, ClientError> {
+    Ok(match client.request(&Request::Info(InfoRequest {}))? {
+        Response::Info(info) => info
+            .pools
+            .iter()
+            .map(|p| (p.name.clone(), p.cpus_per_node))
+            .collect(),
+        _ => HashMap::new(),
+    })
 }
 
 impl Ctx<'_> {
