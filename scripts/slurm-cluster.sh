@@ -34,7 +34,7 @@
 # (default 2, whatever the machine has). SLURM_CLUSTER_USER, the user `up` makes sure of
 # (default esched; empty for none).
 #
-# DIR holds: env (`export SLURM_CONF=DIR/slurm.conf`), slurm.conf, munge.key, munge.socket (what
+# DIR holds: env (`export SLURM_CONF=DIR/slurm.conf`), nodes (N), slurm.conf, munge.key, munge.socket (what
 # AuthInfo=socket= names), state/ (StateSaveLocation), spool/nI/ (SlurmdSpoolDir), run/ (pid
 # files), log/ (slurmctld.log, slurmd.nI.log, munged.log). DIR and its parents must be
 # searchable by every user, and DIR's path may consist of [A-Za-z0-9._/+-] only: it goes
@@ -131,10 +131,13 @@ set_dir() {
     conf=$dir/slurm.conf
 }
 
-# Sets i to the index of node name $1 (nI).
+# Sets i to the index of node name $1 (nI), a node of the cluster `up` last stood in DIR.
 node_index() {
+    local n=0
     [[ $1 =~ ^n([1-9][0-9]?)$ ]] || fail "'$1' is not a node name n1..n99"
     i=${BASH_REMATCH[1]}
+    if [[ -f $dir/nodes ]]; then read -r n <"$dir/nodes" || true; fi
+    ((i <= n)) || fail "$dir has no node $1 (run up first)"
 }
 
 node_port() { echo $((port + 183 + $1)); }
@@ -371,11 +374,11 @@ probe() {
 
 # Every parent of DIR must let other users through, or they cannot read slurm.conf.
 check_searchable() {
-    local d=$dir mode
+    local d=$dir perm
     while [[ -n $d ]]; do
         d=${d%/*}
-        mode=$(stat -c %A "${d:-/}")
-        [[ ${mode:9:1} == [xt] ]] || fail "${d:-/} is not searchable by other users (mode $mode)"
+        perm=$(stat -c %A "${d:-/}")
+        [[ ${perm:9:1} == [xt] ]] || fail "${d:-/} is not searchable by other users (mode $perm)"
     done
 }
 
@@ -532,6 +535,7 @@ up() {
     local count
     count=$(node_states | wc -l)
     ((count == n)) || fail "sinfo shows $count nodes, not $n"
+    echo "$n" >"$dir/nodes"
     echo "export SLURM_CONF=$conf" >"$dir/env"
     chmod 644 "$dir/env"
     [[ -z $default_user ]] || ensure_user "$default_user"
