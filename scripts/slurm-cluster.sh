@@ -65,37 +65,47 @@
 #   storage is disabled".
 #
 # Slurm 22.05.8 (Debian bookworm) as measured on this cluster, as an unprivileged user with
-# SLURM_CONF set:
-# - `salloc --no-shell -N4 -t 10 -J esched-pool` exits 0 at once (~20 ms) with nothing on stdout
-#   and "salloc: Granted job allocation ID" on stderr. salloc has no --parsable in 22.05; the id
-#   is that line's last word. When it must wait it prints first "salloc: Pending job allocation
-#   ID" and "salloc: job ID queued and waiting for resources"; with --immediate=S and nothing
-#   free it gives up after S seconds: "salloc: error: Unable to allocate resources: Connection
-#   timed out", exit 1, and the pending job is gone. Without --exclusive an allocation takes one
-#   CPU per node, and other jobs may take the node's other CPUs.
-# - `squeue -j ID -h -o '%T|%N|%e|%l'` gives RUNNING|n[1-4]|2026-11-27T20:37:54|10:00; with
-#   SLURM_TIME_FORMAT=%s the end time (%e, %S) is epoch seconds. Once the job ended, plain
-#   `squeue -j ID` prints nothing (exit 0); `-t all` shows CANCELLED, NODE_FAIL, TIMEOUT, ...
-#   `squeue --json` works (openapi/v0.0.38) but ignores -j: it lists every job.
-# - `srun --jobid=ID --nodelist=n2,n3 -N2 -n2 --overlap CMD` from outside the allocation works;
-#   SLURMD_NODENAME is n2/n3 (hostname(1) is the machine's). A trivial step takes ~45 ms. A
-#   second step on a node without --overlap waits ("step creation temporarily disabled,
-#   retrying (Requested nodes are busy)") while a step without --overlap holds the node's CPU;
-#   with --overlap on either step it starts at once.
+# SLURM_CONF set (`up` takes ~0.5-1 s, `down` ~0.6 s):
+# - `salloc --no-shell -N4 -t 10 -J esched-pool` exits 0 within ~20 ms, nothing on stdout and
+#   "salloc: Granted job allocation ID" on stderr. salloc has no --parsable in 22.05; the id is
+#   that line's last word. When it must wait it blocks, having printed "salloc: Pending job
+#   allocation ID" and "salloc: job ID queued and waiting for resources" ("salloc: job ID has been
+#   allocated resources" and the Granted line follow). With --immediate=S it gives up: "salloc:
+#   error: Unable to allocate resources: Connection timed out" after S seconds, or at once
+#   "...: Requested nodes are busy"; exit 1, the job CANCELLED. Without --exclusive an
+#   allocation takes one CPU per node and other jobs may take the nodes' other CPUs.
+# - `squeue -j ID -h -o '%T|%N|%e|%l'` gives RUNNING|n[1-4]|2026-11-27T20:43:25|10:00; with
+#   SLURM_TIME_FORMAT=%s, %e and %S are epoch seconds. `scontrol show hostnames 'n[1-2,4]'`
+#   gives one name a line. Once the job ended, plain `squeue -j ID` prints nothing (exit 0) and
+#   `squeue -j ID -t all` shows CANCELLED, NODE_FAIL, TIMEOUT... until MinJobAge; an unknown id:
+#   "slurm_load_jobs error: Invalid job id specified", exit 1. `squeue --json` works
+#   (openapi/v0.0.38) but ignores -j: it lists every job.
+# - `srun --jobid=ID --nodelist=n2,n3 -N2 -n2 --overlap CMD` from outside the allocation works:
+#   SLURMD_NODENAME=n2/n3 (hostname(1) says the machine's name), SLURM_JOB_NODELIST=n[2-3] (the
+#   step's nodes), SLURM_NODELIST=n[1-4]. A trivial step takes ~35-50 ms. A step without
+#   --overlap on a node where another step without --overlap holds the CPU waits ("srun: Job ID
+#   step creation temporarily disabled, retrying (Requested nodes are busy)", then "srun: Step
+#   created for job ID"); with --overlap on either step it starts at once.
 # - srun survives its parent's SIGKILL (reparented to init) and the step runs on. srun
-#   SIGKILLed: the step's tasks run on to their end (the stepd only logs it cannot reach srun).
-#   srun SIGTERMed, or `scancel ID.STEP`: the step is killed within ~50 ms, srun exits 137.
-# - `scancel ID` of the allocation: a running srun prints "slurmstepd-n2: error: *** STEP ID.S
-#   ON n2 CANCELLED AT ... ***" and "srun: error: n2: task 0: Terminated" and exits 143 within
-#   ~50 ms; squeue -t all then says CANCELLED. A later srun --jobid=ID exits 1: "srun: error:
-#   Slurm job ID has expired".
-# - A lost node (fail-node): NOT_RESPONDING after ~7 s, DOWN after ~14 s; `sinfo -R` says "Not
-#   responding". An allocation on it ends as NODE_FAIL (reason NodeDown) and its sruns print
-#   "srun: error: Node failure on n4"; with `salloc --no-kill` the allocation stays RUNNING
-#   without the node (its steps on the node are killed).
-# - Inside a step, srun sees the step's nodes as the job's (SLURM_JOB_NODELIST): a nested
-#   `srun --overlap -N2` fails "Only allocated 1 nodes asked for 2" unless SLURM_JOB_NODELIST is
-#   unset or set to the allocation's nodes.
+#   SIGKILLed: the tasks run on to their end and the step stays in `squeue -s` meanwhile;
+#   `scancel ID.STEP` kills it. srun SIGTERMed, or `scancel ID.STEP`: the step is killed within
+#   ~40 ms, srun prints "slurmstepd-n3: error: *** STEP ID.S ON n3 CANCELLED AT ... ***" and
+#   "srun: error: n3: task 0: Killed" and exits 137.
+# - `scancel ID` of the allocation: a running srun prints the CANCELLED line and "srun: error:
+#   n2: task 0: Terminated" and exits 143 within ~40 ms; the job is COMPLETING for ~0.1 s (~2.7 s
+#   if a step's srun was gone), then CANCELLED. A later `srun --jobid=ID` exits 1: "srun: error:
+#   Slurm job ID has expired". sacct: "Slurm accounting storage is disabled", exit 1.
+# - An allocation reaching its time limit is ended up to ~30 s late (slurmctld checks limits
+#   periodically): its sruns print "slurmstepd-n3: error: *** STEP ID.S ON n3 CANCELLED AT ...
+#   DUE TO TIME LIMIT ***" and exit 143; the job goes COMPLETING (reason TimeLimit), then TIMEOUT.
+# - A lost node (fail-node): NOT_RESPONDING (`*`) after ~7 s, DOWN+NOT_RESPONDING after ~14 s,
+#   `sinfo -R` reason "Not responding". An allocation on it ends NODE_FAIL (reason NodeDown), its
+#   sruns print "srun: error: Node failure on n4" and exit; with `salloc --no-kill` the
+#   allocation stays RUNNING without the node (its steps there are killed). revive-node: the
+#   node is idle again at once.
+# - Inside a step, srun takes the step's nodes for the job's (SLURM_JOB_NODELIST): a nested
+#   `srun --overlap -N2` in a one-node step fails "srun: error: Only allocated 1 nodes asked for
+#   2" unless SLURM_JOB_NODELIST is unset or set to the allocation's nodes.
 set -Eeuo pipefail
 
 port=${SLURM_CLUSTER_PORT:-16817}
@@ -476,6 +486,7 @@ wait_nodes() {
             case $state in idle | mixed | allocated | completing) ;; *) ok=0 ;; esac
         done <<<"$states"
         ((ok)) && return 0
+        [[ -n $(slurmctld_pids) ]] || fail "slurmctld ended: $(tail -n1 "$dir/log/slurmctld.log" 2>/dev/null)"
         ((SECONDS < until)) || fail "nodes not up after $2 s: $(echo "$states" | tr '\n' ' ')"
         sleep 0.1
     done
