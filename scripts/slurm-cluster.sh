@@ -65,7 +65,7 @@
 #   storage is disabled".
 #
 # Slurm 22.05.8 (Debian bookworm) as measured on this cluster, as an unprivileged user with
-# SLURM_CONF set (`up` takes ~0.5-1 s, `down` ~0.6 s):
+# SLURM_CONF set (`up` takes 0.3-1 s, `down` 0.4-1 s, once 3.4 s):
 # - `salloc --no-shell -N4 -t 10 -J esched-pool` exits 0 within ~20 ms, nothing on stdout and
 #   "salloc: Granted job allocation ID" on stderr. salloc has no --parsable in 22.05; the id is
 #   that line's last word. When it must wait it blocks, having printed "salloc: Pending job
