@@ -118,10 +118,10 @@ fn conflict(res: &Profile, cap: i64, t0: Time, t1: Time, nodes: u32, jump: Jump)
 /// `nnodes`, starting no earlier than `from`, with the earliest completion time the resource EP
 /// allows under the expand limit.
 ///
-/// Returns `None` when the EP can never fit: a step wider than the pool, or a resource EP that
-/// stays too high for ever (a running job without an end). Otherwise the search terminates,
-/// because every jump below strictly increases a start time and after the last change point of
-/// `res` everything fits.
+/// Returns `None` when the EP can never fit: a step wider than the pool, or one that finds no
+/// room before the resource EP stays too high for it for ever (a running job without an end).
+/// Otherwise the search terminates, because every jump below strictly increases a start time,
+/// and after the last change point of `res` a step either fits or never does.
 pub fn base_fit(
     req: &[Step],
     res: &Profile,
@@ -143,10 +143,14 @@ pub fn base_fit_with(
 ) -> Option<Fitted> {
     let cap = i64::from(nnodes);
     let widest = req.iter().map(|s| s.nodes).max().unwrap_or(0);
-    // `value_at(NEVER - 1)` is the value after the last change point (holds never reach NEVER).
-    if i64::from(widest) > cap || res.value_at(NEVER - 1) + i64::from(widest) > cap {
+    if i64::from(widest) > cap {
         return None;
     }
+    // The papers' resource EP always falls back to 0 (every job ends). Ours may stay high for
+    // ever after its last change point (nodes out of service, a pool whose nodes leave at a
+    // known time): a step too wide for what is left then fits only before that point, and a
+    // jump past a conflict that lasts for ever lands at NEVER, where the step never fits.
+    let tail = res.value_at(NEVER - 1);
     let n = req.len();
     if n == 0 {
         return Some(Fitted {
@@ -185,13 +189,19 @@ pub fn base_fit_with(
             // start before its end still overlaps it (d > 0 here: an empty window never
             // conflicts). With [`Jump::Scan`] the whole loop is one scan.
             if jump == Jump::Scan {
-                // Never None: the profile ends low enough for every step (checked above).
+                // None: the step fits nowhere from ts on (the profile stays too high).
                 ts[k] = res.earliest_fit(ts[k], d, cap - i64::from(nodes))?;
             } else if let Some(after) =
                 conflict(res, cap, ts[k], ts[k].saturating_add(d), nodes, jump)
             {
                 ts[k] = after;
                 continue;
+            }
+            // Past the last change point of a profile that stays too high for this step: no
+            // later attempt (they only move forward) can place it.
+            if ts[k] == NEVER || (tail + i64::from(nodes) > cap && ts[k].saturating_add(d) == NEVER)
+            {
+                return None;
             }
             let t = ts[k];
             if k > 0 {

@@ -352,4 +352,42 @@ mod tests {
         assert_eq!(plan.rejects[0].job, JobId(4));
         assert_eq!(plan.wake_at.into_option(), Some(70));
     }
+
+    #[test]
+    fn a_pool_whose_nodes_leave_later_takes_what_ends_before() {
+        // Every node held from 60,000 for ever (the pool's end): a job of 4,000 fits now.
+        let pools = pool(4);
+        let leaving = sched_core::FOREVER - 60_000;
+        let running = vec![Running {
+            id: JobId(99),
+            user: 0,
+            request: Request::rigid(4, leaving),
+            shape: Shape::Rigid {
+                pool: PoolId(0),
+                nodes: 4,
+                walltime: leaving,
+            },
+            start: 60_000,
+            holds: sched_core::rvec![sched_core::PoolSteps {
+                pool: PoolId(0),
+                start: 60_000,
+                steps: sched_core::rvec![Step::new(leaving, 4)],
+            }],
+            killable: false,
+        }];
+        let pend = vec![pending(
+            2,
+            Request::evolving(vec![Step::new(2_000, 3), Step::new(2_000, 1)]),
+        )];
+        let snap = Snapshot {
+            now: 10,
+            pools: &pools,
+            running: &running,
+            pending: &pend,
+        };
+        let plan = EvolvingPolicy::default().plan(&snap);
+        sched_core::validate(&snap, &plan).unwrap();
+        assert_eq!(plan.placements.len(), 1, "{plan:?}");
+        assert_eq!(plan.placements[0].start, 10);
+    }
 }
