@@ -186,6 +186,76 @@ pub struct StepStarted {
     /// every task here.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub on_hosts: bool,
+    /// The nodes are a Slurm allocation's: `erun` runs each other node's tasks as a step of
+    /// it, by [`SlurmStep::command`], rather than through batchd.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slurm: Option<SlurmStep>,
+}
+
+/// How a command becomes a step of the Slurm allocation a job runs in.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SlurmStep {
+    /// The `srun` program.
+    pub srun: String,
+    /// The Slurm job id of the allocation each node of the step is in (by the order of the
+    /// step's nodes); 0: a node of batchd's own machine, where the command runs as it is.
+    pub allocations: Vec<u64>,
+    /// The esched job, whose steps are named `esched-JOB`.
+    pub job: u64,
+    /// What runs the command on the node, before it: `batchd task --`, which gives the command
+    /// the job's own Slurm variables back.
+    pub task: Vec<String>,
+}
+
+impl SlurmStep {
+    /// `srun` running `command` (program and arguments) as a one-task step on `node`, the
+    /// `k`th node of the step. `--overlap`: the job's steps share its nodes, which batchd keeps
+    /// for it alone; without it, Slurm 22.05 makes a step wait for the CPUs another step of the
+    /// job holds.
+    pub fn command(&self, k: usize, node: &str, command: &[String]) -> Vec<String> {
+        let alloc = self.allocations.get(k).copied().unwrap_or(0);
+        if alloc == 0 {
+            let mut argv = self.task.clone();
+            argv.extend(command.iter().cloned());
+            return argv;
+        }
+        let mut argv = vec![
+            self.srun.clone(),
+            format!("--jobid={alloc}"),
+            format!("--nodelist={node}"),
+            "--nodes=1".into(),
+            "--ntasks=1".into(),
+            "--overlap".into(),
+            "--quiet".into(),
+            format!("--job-name=esched-{}", self.job),
+            "--".into(),
+        ];
+        argv.extend(self.task.iter().cloned());
+        argv.extend(command.iter().cloned());
+        argv
+    }
+}
+
+/// Whether variable `name` is one `srun` reads as an option or replaces with its own.
+pub fn is_slurm_variable(name: &str) -> bool {
+    name.starts_with("SLURM_") || name.starts_with("SRUN_") || name.starts_with("SBATCH_")
+}
+
+/// The prefix under which a job's own Slurm variables cross `srun` (see
+/// [`is_slurm_variable`]); `batchd task` puts them back.
+pub const KEEP_PREFIX: &str = "ESCHED_KEEP_";
+
+/// `env` as it crosses `srun`: each Slurm variable under [`KEEP_PREFIX`].
+pub fn crossing(env: &[(String, String)]) -> Vec<(String, String)> {
+    env.iter()
+        .map(|(k, v)| {
+            if is_slurm_variable(k) {
+                (format!("{KEEP_PREFIX}{k}"), v.clone())
+            } else {
+                (k.clone(), v.clone())
+            }
+        })
+        .collect()
 }
 
 /// `erun` asks batchd to run its step's tasks of one other host of the job: the same `erun`

@@ -41,6 +41,11 @@ pub struct PoolConfig {
     /// How a pool of `hosts` is reached (defaults when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ssh: Option<SshConfig>,
+    /// A pool of nodes held in a Slurm allocation that batchd asks for (`[pool.slurm]`): its
+    /// `nodes` are the allocation's size, named by Slurm, and its jobs run as steps of the
+    /// allocation (docs/hosts.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slurm: Option<SlurmConfig>,
     /// The longest time limit a job of the pool may have, and what `-t UNLIMITED` gives it
     /// (Slurm's partition `MaxTime`): minutes, or `"UNLIMITED"` (the default: up to
     /// `batch_proto::MAX_TIME_LIMIT`, 365 days).
@@ -117,6 +122,64 @@ impl SshConfig {
         self.spool
             .clone()
             .unwrap_or_else(|| PathBuf::from("/var/spool/esched"))
+    }
+}
+
+/// What a job that cannot end before its Slurm allocation does (`[pool.slurm] on_no_fit`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NoFit {
+    /// It waits: when the allocation has ended, batchd asks for a new one for the jobs that
+    /// wait.
+    #[default]
+    Wait,
+    /// It is refused at submission, with the allocation's end as the reason.
+    Refuse,
+}
+
+/// The Slurm allocation a pool stands on (`[pool.slurm]`): what batchd asks `salloc` for, as
+/// an ordinary user of the cluster.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SlurmConfig {
+    /// The partition (`salloc -p`; default: Slurm's default partition).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<String>,
+    /// The account (`salloc -A`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
+    /// The allocation's time limit in Slurm's format (`salloc -t`, e.g. `"8:00:00"`; default:
+    /// the partition's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_limit: Option<String>,
+    /// More options for `salloc`, as given on its command line (`["--qos=long"]`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub options: Vec<String>,
+    /// Where Slurm's commands are (`salloc`, `srun`, `squeue`, `sinfo`, `scancel`); default:
+    /// batchd's `PATH`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bin_dir: Option<PathBuf>,
+    /// What a job that cannot end before the allocation does: `"wait"` (the default) or
+    /// `"refuse"`.
+    #[serde(default)]
+    pub on_no_fit: NoFit,
+    /// How often Slurm is asked how the allocation and its nodes stand, in ms (default 2,000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub poll_interval_ms: Option<u64>,
+}
+
+impl SlurmConfig {
+    /// [`SlurmConfig::poll_interval_ms`] or its default.
+    pub fn poll_interval(&self) -> u64 {
+        self.poll_interval_ms.unwrap_or(2_000).max(100)
+    }
+
+    /// The path of Slurm's command `name`.
+    pub fn program(&self, name: &str) -> PathBuf {
+        match &self.bin_dir {
+            Some(d) => d.join(name),
+            None => PathBuf::from(name),
+        }
     }
 }
 
@@ -410,6 +473,7 @@ fn default_pools() -> Vec<PoolConfig> {
         nodes: 8,
         hosts: None,
         ssh: None,
+        slurm: None,
         max_time: MaxTime::default(),
         cpus_per_node: 1,
         mem_per_node: None,
@@ -563,6 +627,31 @@ impl Config {
     fn count_hosts(&mut self, file: &str) -> Result<(), ConfigError> {
         let mut seen = std::collections::HashSet::new();
         for (i, p) in self.pools.iter_mut().enumerate() {
+            if p.slurm.is_some() {
+                let key = format!("pool[{i}].slurm");
+                if p.hosts.is_some() || p.ssh.is_some() {
+                    return Err(ConfigError::key(
+                        file,
+                        &key,
+                        format!(
+                            "pool `{}` is a Slurm allocation: its nodes are Slurm's, not \
+                             `hosts` reached over ssh",
+                            p.name
+                        ),
+                    ));
+                }
+                if p.nodes == 0 {
+                    return Err(ConfigError::key(
+                        file,
+                        &format!("pool[{i}].nodes"),
+                        format!(
+                            "pool `{}` needs `nodes`, the size of its Slurm allocation",
+                            p.name
+                        ),
+                    ));
+                }
+                continue;
+            }
             let Some(list) = &p.hosts else {
                 if p.ssh.is_some() {
                     return Err(ConfigError::key(
@@ -868,6 +957,7 @@ mod tests {
             vec![PoolConfig {
                 hosts: None,
                 ssh: None,
+                slurm: None,
                 name: "debug".into(),
                 nodes: 8,
                 max_time: Default::default(),

@@ -330,6 +330,7 @@ mod tests {
             crate::config::PoolConfig {
                 hosts: None,
                 ssh: None,
+                slurm: None,
                 name: "a".into(),
                 nodes: 4,
                 max_time: Default::default(),
@@ -340,6 +341,7 @@ mod tests {
             crate::config::PoolConfig {
                 hosts: None,
                 ssh: None,
+                slurm: None,
                 name: "b".into(),
                 nodes: 16,
                 max_time: Default::default(),

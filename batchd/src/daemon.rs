@@ -65,6 +65,9 @@ pub struct Daemon {
     pub relay: tokio::sync::mpsc::UnboundedSender<crate::hostlink::Relayed>,
     relayed: Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<crate::hostlink::Relayed>>>,
     users: Mutex<HashMap<u32, String>>,
+    /// The Slurm allocation each pool of `[pool.slurm]` stands on now, by pool
+    /// ([`crate::slurm`]); kept in the state directory's `slurm.json`.
+    pub allocations: Mutex<std::collections::BTreeMap<String, crate::slurm::Allocation>>,
 }
 
 /// `--test-only` plans that may run at once: each is a fresh policy instance planning the whole
@@ -81,6 +84,7 @@ impl Daemon {
         settings: Settings,
         state_dir: PathBuf,
         links: crate::hostlink::Links,
+        allocations: std::collections::BTreeMap<String, crate::slurm::Allocation>,
     ) -> Daemon {
         let started = now_ms();
         let (relay, relayed) = tokio::sync::mpsc::unbounded_channel();
@@ -102,7 +106,55 @@ impl Daemon {
             relay,
             relayed: Mutex::new(Some(relayed)),
             users: Mutex::new(HashMap::new()),
+            allocations: Mutex::new(allocations),
         }
+    }
+
+    /// The allocation pool `pool` stands on, and its `[pool.slurm]`, when it is a Slurm pool
+    /// holding one.
+    pub fn allocation(
+        &self,
+        pool: &str,
+    ) -> Option<(crate::slurm::Allocation, crate::config::SlurmConfig)> {
+        let cfg = self
+            .settings()
+            .config
+            .pools
+            .iter()
+            .find(|p| p.name == pool)
+            .and_then(|p| p.slurm.clone())?;
+        let alloc = crate::sync::lock(&self.allocations).get(pool).cloned()?;
+        Some((alloc, cfg))
+    }
+
+    /// The Slurm allocation of each part of job `id` that runs in one (the job's pool, or
+    /// its components' pools), with its pool's `[pool.slurm]`.
+    pub fn slurm_allocations_of(&self, id: u64) -> Vec<(crate::config::SlurmConfig, u64)> {
+        self.slurm_pools_of(id)
+            .iter()
+            .filter_map(|p| self.allocation(p).map(|(a, cfg)| (cfg, a.id)))
+            .collect()
+    }
+
+    /// The pools of running job `id` (its pool, or its components' pools) that are Slurm
+    /// pools holding an allocation.
+    pub fn slurm_pools_of(&self, id: u64) -> Vec<String> {
+        let pools: Vec<String> = {
+            let core = self.core();
+            let Some(a) = core.job(id).filter(|a| a.run.is_some()) else {
+                return Vec::new();
+            };
+            let components = core.components_of(id);
+            if components.is_empty() {
+                a.rec.pool.iter().cloned().collect()
+            } else {
+                components.into_iter().map(|(p, _)| p).collect()
+            }
+        };
+        pools
+            .into_iter()
+            .filter(|p| self.allocation(p).is_some())
+            .collect()
     }
 
     /// The receiving end of [`Daemon::relay`], for the server (once).

@@ -72,6 +72,18 @@ pub async fn follow(d: Arc<Daemon>, id: u64) {
             match tokio::task::spawn_blocking(move || write_job_files(&dir, &files)).await {
                 Ok(Ok(())) => match d.remote(id) {
                     Some((link, run)) => tell_remote(&link, run, &ev.job_dir, signal),
+                    // In a Slurm allocation, the job's process here is srun, which does not
+                    // pass every signal on: Slurm signals the step.
+                    None if !d.slurm_allocations_of(id).is_empty() => {
+                        let allocations = d.slurm_allocations_of(id);
+                        let sent = tokio::task::spawn_blocking(move || {
+                            crate::slurm::signal_steps(&allocations, id, signal as i32, true)
+                        })
+                        .await;
+                        if let Ok(Err(e)) = sent {
+                            tracing::warn!(job = id, "cannot tell the job of its new nodes: {e}");
+                        }
+                    }
                     None => tell(&ev.job_dir, id, signal),
                 },
                 Ok(Err(e)) => tracing::error!(job = id, "cannot write the job's files: {e}"),

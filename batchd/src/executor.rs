@@ -314,6 +314,7 @@ fn prepare(
     grace_ms: u64,
     job_files: Option<&JobFiles>,
     components: &[(String, Vec<String>)],
+    wrap: &[Vec<String>],
 ) -> Result<(), String> {
     let (dir, runs_in, only) = (&place.dir, &place.runs_in, place.only);
     let err =
@@ -348,7 +349,13 @@ fn prepare(
         script: runs_in.join(files::SCRIPT),
         via_shell: !rec.spec.script.starts_with("#!"),
         args: rec.spec.args.clone(),
-        env: job_environment(rec, runs_in, site),
+        env: if wrap.is_empty() {
+            job_environment(rec, runs_in, site)
+        } else {
+            let mut env = crate::slurm::crossing(&job_environment(rec, runs_in, site));
+            env.extend(crate::slurm::srun_environment());
+            env
+        },
         work_dir: PathBuf::from(&rec.spec.work_dir),
         stdout: output_path(rec.spec.stdout.as_deref(), &rec.stdout, rec),
         stderr: output_path(
@@ -376,6 +383,7 @@ fn prepare(
             batch_only: w.batch_only,
         }),
         append: rec.spec.open_append,
+        wrap: wrap.to_vec(),
     };
     write_json(&dir.join(files::LAUNCH), &launch).map_err(|e| err("launch.json", e))
 }
@@ -437,9 +445,15 @@ pub async fn launch(d: Arc<Daemon>, rec: JobRecord) {
             })
             .collect()
     };
+    let wrap = if parts.is_empty() {
+        slurm_wraps(&d, &rec, &components, &settings)
+    } else {
+        Vec::new()
+    };
     for place in places.iter() {
         let prepared = {
             let place = place.clone();
+            let wrap = wrap.clone();
             let rec = rec.clone();
             let (job_files, components) = (job_files.clone(), components.clone());
             let grace = settings.config.grace_period_ms;
@@ -448,7 +462,15 @@ pub async fn launch(d: Arc<Daemon>, rec: JobRecord) {
                 site.socket = s.display().to_string();
             }
             tokio::task::spawn_blocking(move || {
-                prepare(&rec, &site, &place, grace, job_files.as_ref(), &components)
+                prepare(
+                    &rec,
+                    &site,
+                    &place,
+                    grace,
+                    job_files.as_ref(),
+                    &components,
+                    &wrap,
+                )
             })
             .await
         };
@@ -511,6 +533,48 @@ pub async fn launch(d: Arc<Daemon>, rec: JobRecord) {
     watch_child(d, id, child, dir).await;
 }
 
+/// The command each of job `rec`'s processes runs under (one per component), when any of its
+/// pools is a Slurm pool: `srun` into the pool's allocation on the first node of its part, and
+/// `batchd task` alone for a part on this machine, so that every part finds its environment
+/// as batchd wrote it. Empty when no pool is a Slurm pool.
+fn slurm_wraps(
+    d: &Daemon,
+    rec: &JobRecord,
+    components: &[(String, Vec<String>)],
+    settings: &crate::daemon::Settings,
+) -> Vec<Vec<String>> {
+    let parts: Vec<(String, String)> = if components.is_empty() {
+        vec![(rec.pool.clone().unwrap_or_default(), rec.first_node())]
+    } else {
+        components
+            .iter()
+            .map(|(p, nodes)| (p.clone(), nodes.first().cloned().unwrap_or_default()))
+            .collect()
+    };
+    let wraps: Vec<Option<Vec<String>>> =
+        parts
+            .iter()
+            .map(|(pool, first)| {
+                d.allocation(pool).map(|(alloc, cfg)| {
+                    crate::slurm::step_of(&cfg, vec![alloc.id], rec.id, &settings.supervisor)
+                        .command(0, first, &[])
+                })
+            })
+            .collect();
+    if wraps.iter().all(Option::is_none) {
+        return Vec::new();
+    }
+    let here = vec![
+        settings.supervisor.display().to_string(),
+        "task".to_string(),
+        "--".to_string(),
+    ];
+    wraps
+        .into_iter()
+        .map(|w| w.unwrap_or_else(|| here.clone()))
+        .collect()
+}
+
 /// What follows a job's start, wherever it runs: its begin mail, and an evolving job's
 /// follower.
 fn started(d: &Arc<Daemon>, rec: &JobRecord, settings: &crate::daemon::Settings) {
@@ -558,6 +622,7 @@ async fn watch_child(d: Arc<Daemon>, id: u64, mut child: tokio::process::Child, 
         tracing::warn!(job = id, log = %crate::logging::quoted(last), "the supervisor left no status");
         status = stop_leftovers(&d, id, &dir).await;
     }
+    end_slurm_steps(&d, id, status.as_ref()).await;
     d.job_ended(id, status).await;
 }
 
@@ -598,6 +663,28 @@ async fn stop_leftovers(d: &Daemon, id: u64, dir: &Path) -> Option<Status> {
     })
 }
 
+/// After the end of job `id` in a Slurm allocation other than a success: whether the
+/// allocation ended under it (its nodes then go DOWN first, and the job ends as a node
+/// failure), and the steps Slurm still runs for it are cancelled (an `srun` killed leaves its
+/// step's tasks behind).
+async fn end_slurm_steps(d: &Arc<Daemon>, id: u64, status: Option<&Status>) {
+    if status.is_some_and(|s| s.outcome == Outcome::Exited && s.signal == 0 && s.exit_code == 0) {
+        return;
+    }
+    let allocations = d.slurm_allocations_of(id);
+    if allocations.is_empty() {
+        return;
+    }
+    for pool in d.slurm_pools_of(id) {
+        crate::allocations::check_after_failure(d, &pool).await;
+    }
+    let cancelled =
+        tokio::task::spawn_blocking(move || crate::slurm::cancel_steps(&allocations, id)).await;
+    if let Ok(Err(e)) = cancelled {
+        tracing::warn!(job = id, "cannot cancel the job's steps left in Slurm: {e}");
+    }
+}
+
 fn read_status(dir: &Path) -> Option<Status> {
     match read_json::<Status>(&dir.join(files::STATUS)) {
         Ok(s) => s,
@@ -612,6 +699,7 @@ fn read_status(dir: &Path) -> Option<Status> {
 pub async fn watch_adopted(d: Arc<Daemon>, id: u64, dir: PathBuf) {
     loop {
         if let Some(st) = read_status(&dir) {
+            end_slurm_steps(&d, id, Some(&st)).await;
             return d.job_ended(id, Some(st)).await;
         }
         let alive = read_pid(&dir.join(files::SUPERVISOR_PID))
@@ -622,6 +710,7 @@ pub async fn watch_adopted(d: Arc<Daemon>, id: u64, dir: PathBuf) {
                 Some(st) => Some(st),
                 None => stop_leftovers(&d, id, &dir).await,
             };
+            end_slurm_steps(&d, id, st.as_ref()).await;
             return d.job_ended(id, st).await;
         }
         tokio::time::sleep(ADOPTED_POLL).await;
@@ -643,16 +732,31 @@ pub enum Executor {
         /// The link to each host, and the run there.
         parts: Vec<(Arc<crate::hostlink::HostLink>, crate::agent::RunId)>,
     },
+    /// In Slurm allocations, under a supervisor on this machine whose process is `srun`:
+    /// signals go to the job's steps through Slurm (`srun` passes on only some signals).
+    Slurm {
+        /// The job's directory.
+        dir: PathBuf,
+        /// The allocation of each of its Slurm parts, and its pool's `[pool.slurm]`.
+        allocations: Vec<(crate::config::SlurmConfig, u64)>,
+    },
 }
 
 impl Executor {
     /// The executor of job `id`.
     pub fn of(d: &Daemon, id: u64) -> Executor {
         let parts = d.remote_parts(id);
-        if parts.is_empty() {
+        if !parts.is_empty() {
+            return Executor::Hosts { parts };
+        }
+        let allocations = d.slurm_allocations_of(id);
+        if allocations.is_empty() {
             Executor::Local { dir: d.job_dir(id) }
         } else {
-            Executor::Hosts { parts }
+            Executor::Slurm {
+                dir: d.job_dir(id),
+                allocations,
+            }
         }
     }
 
@@ -680,7 +784,9 @@ impl Executor {
     /// grace period).
     pub fn cancel(&self, id: u64) -> Result<(), String> {
         match self {
-            Executor::Local { dir } => crate::jobctl::cancel_in(dir, id),
+            Executor::Local { dir } | Executor::Slurm { dir, .. } => {
+                crate::jobctl::cancel_in(dir, id)
+            }
             Executor::Hosts { parts } => Self::each(parts, crate::agent::JobOp::Cancel),
         }
     }
@@ -688,7 +794,9 @@ impl Executor {
     /// Tells job `id`'s supervisor its new time limit, `deadline` ms since the epoch.
     pub fn set_deadline(&self, id: u64, deadline: u64) -> Result<(), String> {
         match self {
-            Executor::Local { dir } => crate::jobctl::set_deadline_in(dir, id, deadline),
+            Executor::Local { dir } | Executor::Slurm { dir, .. } => {
+                crate::jobctl::set_deadline_in(dir, id, deadline)
+            }
             Executor::Hosts { parts } => Self::each(parts, crate::agent::JobOp::Limit { deadline }),
         }
     }
@@ -699,6 +807,9 @@ impl Executor {
             Executor::Local { dir } => crate::jobctl::signal_in(dir, id, signal, scope),
             Executor::Hosts { parts } => {
                 Self::each(parts, crate::agent::JobOp::Signal { signal, scope })
+            }
+            Executor::Slurm { allocations, .. } => {
+                crate::slurm::signal_steps(allocations, id, signal, scope == SignalScope::Batch)
             }
         }
     }

@@ -124,6 +124,11 @@ pub struct Launch {
     /// `--open-mode=append`: the output files are appended to rather than truncated.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub append: bool,
+    /// The command each process runs under, by component (one for a job that is not
+    /// co-allocated): on a pool of `[pool.slurm]`, the `srun` that makes it a step of the
+    /// pool's allocation ([`crate::slurm::step_of`]); empty: the script is run itself.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub wrap: Vec<Vec<String>>,
 }
 
 /// A signal the supervisor sends before the time limit (sbatch's `--signal`).

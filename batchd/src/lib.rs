@@ -34,6 +34,7 @@
 #![deny(unsafe_code)]
 
 pub mod agent;
+pub mod allocations;
 pub mod config;
 pub mod convert;
 pub mod coorm;
@@ -56,6 +57,7 @@ pub mod recovery;
 pub mod scheduler;
 mod server;
 pub mod sessions;
+pub mod slurm;
 pub mod state;
 pub mod store;
 pub mod supervise;
@@ -107,6 +109,9 @@ pub enum Error {
     /// The stored node states cannot be read.
     #[error("{0}")]
     NodeStates(String),
+    /// A Slurm pool's allocation could not be obtained.
+    #[error("Slurm: {0}")]
+    Slurm(String),
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
@@ -242,10 +247,23 @@ async fn start(config: Config, config_path: Option<PathBuf>) -> Result<Started, 
             path: db.clone(),
             source,
         })?;
+    let allocations = if config.pools.iter().any(|p| p.slurm.is_some()) {
+        let (c, dir) = (config.clone(), state_dir.clone());
+        tokio::task::spawn_blocking(move || slurm::obtain_all(&c, &dir))
+            .await
+            .map_err(|e| Error::Slurm(e.to_string()))?
+            .map_err(Error::Slurm)?
+    } else {
+        Default::default()
+    };
     let mut core = core::Core::new(config.pools.iter().map(|p| (p.name.as_str(), p.nodes)));
     for (i, p) in config.pools.iter().enumerate() {
         if let Some(hosts) = p.host_names() {
             core.name_hosts(i, hosts);
+        }
+        if let Some(a) = allocations.get(&p.name) {
+            core.name_hosts(i, a.nodes.clone());
+            core.set_pool_end(i, a.end_ms);
         }
     }
     let remote: std::collections::HashSet<String> = config
@@ -301,7 +319,15 @@ async fn start(config: Config, config_path: Option<PathBuf>) -> Result<Started, 
         state::private_dir(&control).map_err(io(&control))?;
     }
     let links = hostlink::Links::new(&settings.config, &control, &settings.supervisor);
-    let daemon = Arc::new(Daemon::new(core, store, policy, settings, state_dir, links));
+    let daemon = Arc::new(Daemon::new(
+        core,
+        store,
+        policy,
+        settings,
+        state_dir,
+        links,
+        allocations,
+    ));
     Ok(Started {
         daemon,
         listener,
@@ -352,6 +378,7 @@ async fn serve(started: Started, stop: impl std::future::Future<Output = ()>) ->
         tokio::spawn(evolve::follow(Arc::clone(&daemon), id));
     }
     hosts::start_all(&daemon);
+    allocations::start_all(&daemon);
     let sched = tokio::spawn(scheduler::run(Arc::clone(&daemon)));
     let api = tokio::spawn(server::serve(Arc::clone(&daemon), listener, nofile));
     daemon.reschedule();
@@ -360,6 +387,10 @@ async fn serve(started: Started, stop: impl std::future::Future<Output = ()>) ->
     api.abort();
     sched.abort();
     drop(socket_file);
+    {
+        let d = Arc::clone(&daemon);
+        let _ = tokio::task::spawn_blocking(move || allocations::give_back_idle(&d)).await;
+    }
     tracing::info!("batchd stopping; running jobs stay with their supervisors");
     Stopped { store_thread, lock }
 }

@@ -43,6 +43,14 @@ enum Command {
         #[arg(long)]
         node: String,
     },
+    /// Run a step's command with the job's own Slurm variables (started by batchd through
+    /// srun on a Slurm pool's node).
+    #[command(hide = true)]
+    Task {
+        /// The command and its arguments.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        command: Vec<String>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -55,6 +63,9 @@ fn main() -> ExitCode {
             // Whatever the agent creates without an explicit mode is private, as batchd's.
             nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
             return ExitCode::from(batchd::agent::run(spool, node).clamp(0, 255) as u8);
+        }
+        Some(Command::Task { command }) => {
+            return ExitCode::from(batchd::slurm::task(command).clamp(0, 255) as u8);
         }
         None => {}
     }

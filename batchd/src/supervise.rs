@@ -79,8 +79,9 @@ pub fn supervise(job_dir: &Path) -> i32 {
         boot: crate::procs::boot_id(),
         leaders: Vec::new(),
     };
-    for extra in &extras {
-        match spawn_job(&launch, extra, outputs.as_ref()) {
+    for (k, extra) in extras.iter().enumerate() {
+        let wrap = launch.wrap.get(k).map_or(&[][..], Vec::as_slice);
+        match spawn_job(&launch, extra, wrap, outputs.as_ref()) {
             Ok((child, n, files)) => {
                 let pid = child.id() as i32;
                 pids.leaders.push(Leader {
@@ -432,6 +433,7 @@ fn as_user<T>(
 fn spawn_job(
     l: &Launch,
     extra: &[(String, String)],
+    wrap: &[String],
     outputs: Option<&(File, File)>,
 ) -> Result<(std::process::Child, File, (File, File)), String> {
     let as_root = Uid::effective().is_root();
@@ -493,12 +495,23 @@ fn spawn_job(
         let _ = nix::unistd::chown(&l.script, Some(uid), Some(gid));
     }
     let _ = std::fs::set_permissions(&l.script, std::fs::Permissions::from_mode(0o700));
-    let mut cmd = if l.via_shell {
-        let mut c = Command::new("/bin/sh");
-        c.arg(&l.script);
-        c
-    } else {
-        Command::new(&l.script)
+    let mut cmd = match wrap.split_first() {
+        // A step of a Slurm allocation: srun runs the script on the job's node.
+        Some((program, first)) => {
+            let mut c = Command::new(program);
+            c.args(first);
+            if l.via_shell {
+                c.arg("/bin/sh");
+            }
+            c.arg(&l.script);
+            c
+        }
+        None if l.via_shell => {
+            let mut c = Command::new("/bin/sh");
+            c.arg(&l.script);
+            c
+        }
+        None => Command::new(&l.script),
     };
     cmd.args(&l.args)
         .env_clear()

@@ -59,6 +59,7 @@ fn pool(name: &str, nodes: u32) -> batchd::config::PoolConfig {
         nodes,
         hosts: None,
         ssh: None,
+        slurm: None,
         max_time: Default::default(),
         speed: 1.0,
         cpus_per_node: 1,

@@ -25,6 +25,7 @@ fn pool(name: &str, nodes: u32, speed: f64) -> PoolConfig {
         nodes,
         hosts: None,
         ssh: None,
+        slurm: None,
         max_time: Default::default(),
         speed,
         cpus_per_node: 1,

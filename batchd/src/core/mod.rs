@@ -46,6 +46,28 @@ fn out_of_service_job(pool: usize, out: u32) -> JobId {
     JobId(u64::MAX - ((pool as u64) << 32) - u64::from(out))
 }
 
+/// The id under which the end of pool `pool`'s nodes reaches a policy, as a running job that
+/// holds them from then on: below the ids of [`out_of_service_job`] (which take at most 2^32
+/// per pool).
+fn leaving_job(pool: usize) -> JobId {
+    JobId(u64::MAX / 2 - pool as u64)
+}
+
+/// The nodes `h` holds at time `t`.
+fn held_at(h: &PoolSteps, t: u64) -> u32 {
+    let mut at = h.start;
+    if t < at {
+        return 0;
+    }
+    for s in h.steps.iter() {
+        at = at.saturating_add(s.duration);
+        if t < at {
+            return s.nodes;
+        }
+    }
+    0
+}
+
 /// One pool and which job holds each node.
 #[derive(Debug)]
 pub struct PoolState {
@@ -60,6 +82,9 @@ pub struct PoolState {
     /// Nodes DOWN or DRAIN, and why. A held node keeps its job until the job lets it go;
     /// an idle one is held by [`OUT_OF_SERVICE`].
     conditions: BTreeMap<NodeId, batch_proto::NodeCondition>,
+    /// When the pool's nodes leave, ms since the epoch (the end of the Slurm allocation it
+    /// stands on); `None`: never.
+    ends: Option<u64>,
 }
 
 impl PoolState {
@@ -71,6 +96,7 @@ impl PoolState {
             map,
             hosts: None,
             conditions: BTreeMap::new(),
+            ends: None,
         }
     }
 
@@ -300,6 +326,19 @@ impl Core {
                 p.hosts = Some(hosts);
             }
         }
+    }
+
+    /// Sets when pool `pool`'s nodes leave (`None`: never): no job is planned to hold one
+    /// beyond.
+    pub fn set_pool_end(&mut self, pool: usize, ends: Option<u64>) {
+        if let Some(p) = self.pools.get_mut(pool) {
+            p.ends = ends;
+        }
+    }
+
+    /// When pool `pool`'s nodes leave, ms since the epoch.
+    pub fn pool_end(&self, pool: usize) -> Option<u64> {
+        self.pools.get(pool).and_then(|p| p.ends)
     }
 
     /// Every node out of service or leaving it, by name: what outlives a restart.
@@ -942,6 +981,41 @@ impl Core {
                 },
                 start: now,
                 holds: vec![PoolSteps::flat(pool, now, sched_core::FOREVER, out)].into(),
+                killable: false,
+            });
+        }
+        // A pool whose nodes leave at a known time (its Slurm allocation's end) is shown as
+        // held from then on by a job without end: no plan holds a node past it. What running
+        // jobs still hold then is left out of it, so that the holds never exceed the pool.
+        for (i, p) in self.pools.iter().enumerate() {
+            let Some(ends) = p.ends else { continue };
+            let pool = PoolId(i as u32);
+            let ends = ends.max(now);
+            let still: u32 = running
+                .iter()
+                .flat_map(|r| r.holds.iter())
+                .filter(|h| h.pool == pool)
+                .map(|h| held_at(h, ends))
+                .sum();
+            let nodes = p.pool.nodes.saturating_sub(still);
+            if nodes == 0 {
+                continue;
+            }
+            running.push(Running {
+                id: leaving_job(i),
+                user: 0,
+                request: Request::Rigid(Rigid {
+                    pool: sched_core::RSome(pool),
+                    nodes,
+                    walltime: sched_core::FOREVER,
+                }),
+                shape: Shape::Rigid {
+                    pool,
+                    nodes,
+                    walltime: sched_core::FOREVER,
+                },
+                start: ends,
+                holds: vec![PoolSteps::flat(pool, ends, sched_core::FOREVER, nodes)].into(),
                 killable: false,
             });
         }

@@ -434,12 +434,29 @@ pub async fn start(d: &Arc<Daemon>, caller: &Caller, req: StepStartRequest) -> R
             return internal(format!("cannot record the step: {e}"));
         }
         push_steps(remote.as_ref(), &dir);
+        // A job in a Slurm allocation: erun runs each other node's tasks as a step of it.
+        let allocations: Vec<u64> = chosen
+            .iter()
+            .map(|h| {
+                core.find_node(h)
+                    .and_then(|(p, _)| d.allocation(&core.pools()[p].pool.name))
+                    .map_or(0, |(a, _)| a.id)
+            })
+            .collect();
+        let slurm = allocations.iter().any(|&a| a != 0).then(|| {
+            let cfg = pools
+                .iter()
+                .find_map(|p| p.slurm.clone())
+                .unwrap_or_default();
+            crate::slurm::step_of(&cfg, allocations, id, &d.settings().supervisor)
+        });
         let started = StepStarted {
             step: n,
             hosts: chosen,
             tasks,
             job_node_list: rec.node_list.clone().unwrap_or_default(),
-            on_hosts: remote.is_some(),
+            on_hosts: remote.is_some() || slurm.is_some(),
+            slurm,
         };
         (d.store.enqueue(rec), started)
     };

@@ -38,6 +38,9 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: SubmitRequest) -> Rep
         )
         .into();
     }
+    if let Some(m) = slurm_refusal(d, caller, &spec, &pools, now_ms()) {
+        return ErrorReply::new(ErrorKind::InvalidSpec, m).into();
+    }
     if spec.priority > 0 && caller.uid != 0 {
         return ErrorReply::new(
             ErrorKind::PermissionDenied,
@@ -176,4 +179,43 @@ async fn test_only(d: &Arc<Daemon>, caller: &Caller, mut spec: JobSpec) -> Reply
         },
     };
     Response::TestOnly(reply).into()
+}
+
+/// Why a job cannot go to the Slurm pool it is for (the pool it names, or the only pool): its
+/// allocation belongs to batchd's user, so a root batchd runs no other user's job there; and
+/// with `on_no_fit = "refuse"`, a job whose time limit passes the allocation's end.
+fn slurm_refusal(
+    d: &Daemon,
+    caller: &Caller,
+    spec: &batch_proto::JobSpec,
+    pools: &[crate::config::PoolConfig],
+    now: u64,
+) -> Option<String> {
+    let pool = match &spec.pool {
+        Some(name) => pools.iter().find(|p| &p.name == name)?,
+        None if pools.len() == 1 => &pools[0],
+        None => return None,
+    };
+    let cfg = pool.slurm.as_ref()?;
+    if caller.uid != d.euid {
+        return Some(format!(
+            "pool {} is a Slurm allocation of uid {}, who alone can run jobs in it",
+            pool.name, d.euid
+        ));
+    }
+    if cfg.on_no_fit != crate::config::NoFit::Refuse {
+        return None;
+    }
+    let (alloc, _) = d.allocation(&pool.name)?;
+    let end = alloc.end_ms?;
+    let limit = spec.shape.time_limit();
+    (now.saturating_add(limit) > end).then(|| {
+        format!(
+            "pool {}'s Slurm allocation {} ends in {} s, before the job's time limit of {} s",
+            pool.name,
+            alloc.id,
+            end.saturating_sub(now) / 1000,
+            limit / 1000
+        )
+    })
 }

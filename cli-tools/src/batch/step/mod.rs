@@ -388,6 +388,9 @@ fn start_parts(
     let cwd = std::env::current_dir()
         .map(|d| d.display().to_string())
         .unwrap_or_else(|_| "/".into());
+    if let Some(slurm) = &started.slurm {
+        return start_slurm_parts(slurm, started, here, &program, forwarder);
+    }
     let mut handles = Vec::new();
     for (k, node) in started.hosts.iter().enumerate() {
         if k as u32 == here || started.tasks.get(k).copied().unwrap_or(0) == 0 {
@@ -448,6 +451,62 @@ fn start_parts(
             });
             if let Ok(mut c) = connect(socket.as_deref()) {
                 let _ = c.request(&req);
+            }
+        }));
+    }
+    Ok(handles)
+}
+
+/// [`start_parts`] in a Slurm allocation: each other node's part is this erun there, run by
+/// `srun` as a step of the allocation ([`batch_proto::jobstep::SlurmStep`]); its output comes
+/// through srun's, and erun's signals go to each srun, which passes them on to its task.
+fn start_slurm_parts(
+    slurm: &batch_proto::jobstep::SlurmStep,
+    started: &StepStarted,
+    here: u32,
+    program: &str,
+    forwarder: &tasks::Forwarder,
+) -> anyhow::Result<Vec<std::thread::JoinHandle<i32>>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let env: Vec<(String, String)> = std::env::vars().filter(|(k, _)| k != PART_VAR).collect();
+    let mut handles = Vec::new();
+    let mut pids = Vec::new();
+    for (k, node) in started.hosts.iter().enumerate() {
+        if k as u32 == here || started.tasks.get(k).copied().unwrap_or(0) == 0 {
+            continue;
+        }
+        let part = serde_json::to_string(&Part {
+            started: started.clone(),
+            node: k as u32,
+        })?;
+        let mut command = vec![program.to_string()];
+        command.extend(args.iter().cloned());
+        let argv = slurm.command(k, node, &command);
+        let (first, rest) = argv
+            .split_first()
+            .ok_or_else(|| anyhow::anyhow!("no srun command"))?;
+        let mut part_env = batch_proto::jobstep::crossing(&env);
+        part_env.push((PART_VAR.into(), part));
+        let mut child = std::process::Command::new(first)
+            .args(rest)
+            .env_clear()
+            .envs(part_env)
+            .envs(std::env::var("SLURM_CONF").map(|c| ("SLURM_CONF".to_string(), c)))
+            .stdin(std::process::Stdio::null())
+            .spawn()
+            .with_context(|| format!("cannot start {first} for node {node}"))?;
+        pids.push(child.id() as i32);
+        handles.push(std::thread::spawn(move || match child.wait() {
+            Ok(s) => s.code().unwrap_or_else(|| {
+                128 + std::os::unix::process::ExitStatusExt::signal(&s).unwrap_or(0)
+            }),
+            Err(_) => 1,
+        }));
+    }
+    if !pids.is_empty() {
+        forwarder.also(Box::new(move |sig| {
+            for &pid in &pids {
+                let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), sig);
             }
         }));
     }

@@ -657,6 +657,7 @@ mod tests {
             tasks: vec![2, 1],
             job_node_list: "a,b".into(),
             on_hosts: false,
+            slurm: None,
         };
         let t = tasks_of(&s);
         let ids: Vec<(u32, u32, u32)> =
