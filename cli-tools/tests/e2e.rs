@@ -51,3 +51,6 @@ mod nodes;
 mod slurm;
 #[path = "e2e/views.rs"]
 mod views;
+
+#[path = "e2e/inslurm.rs"]
+mod inslurm;

@@ -67,6 +67,10 @@ pub struct Cluster {
     pub work: PathBuf,
     log: PathBuf,
     daemon: Option<Child>,
+    /// The uid and gid batchd and the tools run as, when not the test's own.
+    user: Option<(u32, u32)>,
+    /// Variables batchd gets besides the test's environment.
+    daemon_env: Vec<(String, String)>,
 }
 
 /// The config text of a cluster of `nodes` nodes in pool `debug` running `policy`.
@@ -112,6 +116,16 @@ impl Cluster {
     /// A cluster whose whole config is `config(dir)`, `dir` its temporary directory (the
     /// socket `dir/batchd.sock`, the state `dir/state`, as [`config_text`] has them).
     pub fn start_from(config: impl FnOnce(&Path) -> String) -> Cluster {
+        Cluster::start_as(None, Vec::new(), config)
+    }
+
+    /// [`Cluster::start_from`] with batchd and the tools run as `user` (uid and gid; the test
+    /// must be root), batchd with `env` besides the test's environment.
+    pub fn start_as(
+        user: Option<(u32, u32)>,
+        env: Vec<(String, String)>,
+        config: impl FnOnce(&Path) -> String,
+    ) -> Cluster {
         let dir = tempfile::Builder::new()
             .prefix("esched-e2e-")
             .tempdir()
@@ -124,7 +138,17 @@ impl Cluster {
         let path = dir.path().join("batchd.toml");
         std::fs::write(&path, config(dir.path())).expect("config");
         let config = path;
+        if let Some((uid, gid)) = user {
+            let own = |p: &Path| {
+                std::os::unix::fs::chown(p, Some(uid), Some(gid)).expect("chown to the test user")
+            };
+            own(dir.path());
+            own(&work);
+            own(&config);
+        }
         let mut c = Cluster {
+            user,
+            daemon_env: env,
             socket: dir.path().join("batchd.sock"),
             log: dir.path().join("batchd.log"),
             config,
@@ -144,9 +168,14 @@ impl Cluster {
             .append(true)
             .open(&self.log)
             .expect("log file");
-        let child = Command::new(exe)
+        let mut cmd = Command::new(exe);
+        if let Some((uid, gid)) = self.user {
+            cmd.uid(uid).gid(gid);
+        }
+        let child = cmd
             .arg("--config")
             .arg(&self.config)
+            .envs(self.daemon_env.iter().map(|(k, v)| (k, v)))
             .env("RUST_LOG", "info")
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("log fd"))
@@ -210,6 +239,9 @@ impl Cluster {
     /// A command for tool `name`, talking to this cluster, run from the work directory.
     pub fn tool(&self, name: &str) -> Command {
         let mut cmd = Command::new(bin_dir().join(name));
+        if let Some((uid, gid)) = self.user {
+            cmd.uid(uid).gid(gid);
+        }
         cmd.env("ESCHED_SOCKET", &self.socket)
             .env_remove("ESUB_PARTITION")
             .env_remove("ESUB_TIMELIMIT")

@@ -1,0 +1,355 @@
+//! batchd inside a Slurm allocation: a Slurm 22.05 cluster of four slurmd on this machine
+//! (`scripts/slurm-cluster.sh`, nodes n1..n4), and batchd run as an ordinary user (`esched`)
+//! holding a 4-node allocation as its pool `slurm`, its jobs run as steps of it. Where Slurm
+//! cannot be installed or started (not root, no package registry), each test prints one
+//! SKIPPED line and passes.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use batch_proto::JobState;
+
+use crate::harness::{bin_dir, config_text, Cluster};
+
+fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/slurm-cluster.sh")
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// A Slurm cluster of four nodes whose controller listens on `port`, stopped when dropped.
+struct Slurm {
+    dir: tempfile::TempDir,
+    port: u16,
+    /// The unprivileged user batchd runs as.
+    user: (u32, u32),
+}
+
+impl Slurm {
+    /// The cluster, or `None` (with the reason printed) where it cannot be set up here.
+    fn up(port: u16) -> Option<Slurm> {
+        let install = Command::new("bash")
+            .arg(script())
+            .arg("install")
+            .output()
+            .expect("run slurm-cluster.sh");
+        if !install.status.success() {
+            println!(
+                "SKIPPED: Slurm cannot be installed: {}",
+                String::from_utf8_lossy(&install.stderr).trim()
+            );
+            return None;
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("esched-slurm-")
+            .tempdir()
+            .expect("temp dir");
+        std::fs::set_permissions(
+            dir.path(),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .expect("chmod");
+        let out = Command::new("bash")
+            .arg(script())
+            .args(["up", &dir.path().display().to_string(), "4"])
+            .env("SLURM_CLUSTER_PORT", port.to_string())
+            .env("SLURM_CLUSTER_USER", "esched")
+            .output()
+            .expect("run slurm-cluster.sh");
+        match out.status.code() {
+            Some(0) => {}
+            Some(77) => {
+                println!("SKIPPED: {}", String::from_utf8_lossy(&out.stdout).trim());
+                return None;
+            }
+            _ => panic!(
+                "slurm-cluster.sh up failed: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        }
+        let id = |flag: &str| -> u32 {
+            let o = Command::new("id")
+                .args([flag, "esched"])
+                .output()
+                .expect("id");
+            String::from_utf8_lossy(&o.stdout)
+                .trim()
+                .parse()
+                .expect("the esched user")
+        };
+        let user = (id("-u"), id("-g"));
+        Some(Slurm { dir, port, user })
+    }
+
+    fn conf(&self) -> String {
+        self.dir.path().join("slurm.conf").display().to_string()
+    }
+
+    /// Slurm's `program args`, as batchd's user.
+    fn client(&self, program: &str, args: &[&str]) -> Output {
+        use std::os::unix::process::CommandExt;
+        Command::new(program)
+            .args(args)
+            .env("SLURM_CONF", self.conf())
+            .uid(self.user.0)
+            .gid(self.user.1)
+            .current_dir("/")
+            .output()
+            .expect("run a Slurm command")
+    }
+
+    /// The allocations Slurm runs (`ID NAME USER`), all users'.
+    fn jobs(&self) -> Vec<String> {
+        let o = self.client("squeue", &["--noheader", "--format=%i %j %u %T"]);
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .map(|l| l.trim().to_string())
+            .filter(|l| !l.is_empty())
+            .collect()
+    }
+
+    /// batchd, as `esched`, with the pool `slurm` of four nodes in an allocation of this
+    /// cluster, under `policy`.
+    fn cluster(&self, policy: &str) -> Cluster {
+        self.cluster_with(policy, "time_limit = \"30\"\n")
+    }
+
+    /// [`Slurm::cluster`] with `slurm` as the body of `[pool.slurm]` (beside its poll
+    /// interval).
+    fn cluster_with(&self, policy: &str, slurm: &str) -> Cluster {
+        Cluster::start_as(
+            Some(self.user),
+            vec![("SLURM_CONF".into(), self.conf())],
+            |dir| {
+                config_text(dir, 4, policy).replace(
+                    "[[pool]]\nname = \"debug\"\nnodes = 4\n",
+                    &format!(
+                        "[[pool]]\nname = \"slurm\"\nnodes = 4\ncpus_per_node = 2\n\n\
+                         [pool.slurm]\npoll_interval_ms = 300\n{slurm}"
+                    ),
+                )
+            },
+        )
+    }
+}
+
+impl Drop for Slurm {
+    fn drop(&mut self) {
+        let _ = Command::new("bash")
+            .arg(script())
+            .args(["down", &self.dir.path().display().to_string()])
+            .env("SLURM_CLUSTER_PORT", self.port.to_string())
+            .output();
+    }
+}
+
+/// The one allocation batchd holds: its Slurm job id.
+fn allocation(s: &Slurm) -> u64 {
+    let jobs = s.jobs();
+    assert_eq!(
+        jobs.len(),
+        1,
+        "squeue shows batchd's allocation only: {jobs:?}"
+    );
+    let f: Vec<&str> = jobs[0].split_whitespace().collect();
+    assert_eq!(&f[1..], ["esched-slurm", "esched", "RUNNING"], "{jobs:?}");
+    f[0].parse().expect("a job id")
+}
+
+/// Each job's start after the queue's release, in ms, in submission order.
+fn starts_after_release(c: &Cluster, ids: &[u64], released: u64) -> Vec<i64> {
+    ids.iter()
+        .map(|&id| {
+            let j = c.wait_job(id, "ended", |j| j.state.is_finished());
+            assert_eq!(j.state, JobState::Completed, "{j:?}");
+            j.start_time.expect("a start") as i64 - released as i64
+        })
+        .collect()
+}
+
+/// The same workload of rigid, moldable and evolving jobs, held and released at once.
+fn workload(c: &Cluster) -> (Vec<u64>, u64) {
+    let ids = vec![
+        c.submit(&["-H", "-N2", "-t", "1", "--wrap", "sleep 2"]),
+        c.submit(&["-H", "-N3", "-t", "1", "--wrap", "sleep 1"]),
+        c.submit(&["-H", "--moldable", "1:0:05,4:0:02", "--wrap", "sleep 1"]),
+        c.submit(&["-H", "--evolving-profile", "2:1,2:3", "--wrap", "sleep 3"]),
+        c.submit(&["-H", "-N4", "-t", "1", "--wrap", "sleep 1"]),
+        c.submit(&["-H", "-N1", "-t", "1", "--wrap", "true"]),
+    ];
+    let list: Vec<String> = ids.iter().map(u64::to_string).collect();
+    let mut args = vec!["release"];
+    args.extend(list.iter().map(String::as_str));
+    let released = now_ms();
+    c.ok("econtrol", &args);
+    (ids, released)
+}
+
+#[test]
+fn a_workload_starts_in_a_slurm_allocation_when_it_starts_on_virtual_nodes() {
+    let Some(slurm) = Slurm::up(16817) else {
+        return;
+    };
+    let virt =
+        Cluster::start_from(|dir| config_text(dir, 4, "cbf").replace("\"debug\"", "\"slurm\""));
+    let (ids, released) = workload(&virt);
+    let on_virtual = starts_after_release(&virt, &ids, released);
+    drop(virt);
+
+    let c = slurm.cluster("cbf");
+    let alloc = allocation(&slurm);
+    let nodes = c.ok("einfo", &["-h", "-N", "-o", "%N"]);
+    assert_eq!(
+        nodes.split_whitespace().collect::<Vec<_>>(),
+        ["n1", "n2", "n3", "n4"]
+    );
+    let (ids, released) = workload(&c);
+    let in_slurm = starts_after_release(&c, &ids, released);
+    println!("starts after the release, ms: virtual {on_virtual:?}, in Slurm {in_slurm:?}");
+    for (k, (v, s)) in on_virtual.iter().zip(&in_slurm).enumerate() {
+        assert!(
+            (v - s).abs() < 1_000,
+            "job {k} starts {s} ms after the release in Slurm, {v} ms on virtual nodes \
+             ({in_slurm:?} / {on_virtual:?})"
+        );
+    }
+    // Only batchd's allocation, the same all along.
+    assert_eq!(allocation(&slurm), alloc);
+
+    // A job is a step of the allocation on its first node, with esched's job environment; its
+    // erun's tasks on the other node are steps there.
+    c.script(
+        "two.sh",
+        &format!(
+            "#!/bin/sh\necho \"job=$SLURM_JOB_ID nodes=$SLURM_JOB_NODELIST on=$SLURMD_NODENAME\"\n\
+             {} -N2 -n2 sh -c 'echo task $SLURM_PROCID on $SLURMD_NODENAME' | sort\n\
+             squeue --noheader --steps --format='%i %j %N' | grep esched-$SLURM_JOB_ID | sort\n",
+            bin_dir().join("erun").display()
+        ),
+    );
+    let id = c.submit(&["-N2", "-t", "1", "-o", "two.out", "two.sh"]);
+    let j = c.wait_state(id, JobState::Completed);
+    let nodes = batch_proto::hostlist::expand(j.node_list.as_deref().unwrap_or("")).unwrap();
+    let text = std::fs::read_to_string(c.work.join("two.out")).unwrap();
+    let (a, b) = (&nodes[0], &nodes[1]);
+    assert!(
+        text.starts_with(&format!(
+            "job={id} nodes={} on={a}\ntask 0 on {a}\ntask 1 on {b}\n",
+            j.node_list.as_deref().unwrap()
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("{alloc}.")) && text.contains(&format!("esched-{id} {a}")),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_job_in_slurm_survives_kill9_of_batchd_and_scancel_of_the_allocation_sets_its_nodes_down() {
+    let Some(slurm) = Slurm::up(17217) else {
+        return;
+    };
+    let mut c = slurm.cluster("cbf");
+    let alloc = allocation(&slurm);
+    let long = c.submit(&["-N2", "-t", "2", "--wrap", "sleep 4; echo done"]);
+    c.wait_state(long, JobState::Running);
+    c.kill9();
+    std::thread::sleep(Duration::from_millis(500));
+    c.launch();
+    // The same allocation, and the job ends in it as it would have.
+    assert_eq!(allocation(&slurm), alloc);
+    let j = c.wait_job(long, "ended", |j| j.state.is_finished());
+    assert_eq!(
+        (j.state, j.exit_code),
+        (JobState::Completed, Some(0)),
+        "{j:?}"
+    );
+
+    let doomed = c.submit(&["-N3", "-t", "2", "--wrap", "sleep 60"]);
+    c.wait_state(doomed, JobState::Running);
+    let o = slurm.client("scancel", &[&alloc.to_string()]);
+    assert!(o.status.success(), "{o:?}");
+    let j = c.wait_job(doomed, "ended", |j| j.state.is_finished());
+    assert_eq!(j.state, JobState::NodeFail, "{j:?}");
+    let reasons = c.ok("einfo", &["-R", "-h", "-o", "%E|%N"]);
+    assert!(
+        reasons.contains(&format!("slurm: allocation {alloc} CANCELLED")),
+        "{reasons}"
+    );
+    c.wait_until("the nodes down", || {
+        c.ok("einfo", &["-h", "-N", "-o", "%N %t"])
+            .lines()
+            .filter(|l| l.ends_with("down"))
+            .count()
+            == 4
+    });
+}
+
+/// An evolving job's script: one line per look at its node file, at its start and at each
+/// SIGWINCH (which Slurm delivers to its step); it ends a second after its last step begins.
+const EVOLVING: &str = r#"#!/bin/sh
+log="$ESCHED_SUBMIT_DIR/evo-$ESCHED_JOB_ID.log"
+done=""
+look() {
+    . "$ESCHED_STEPFILE"
+    echo "step=$ESCHED_STEP nodes=$(paste -sd, "$ESCHED_NODEFILE") on=$SLURMD_NODENAME" >> "$log"
+    if [ "$ESCHED_STEP" = "$ESCHED_STEPS" ] && [ "$ESCHED_STEP_STATE" = running ]; then done=1; fi
+}
+trap look WINCH
+look
+while [ -z "$done" ]; do sleep 0.05 & wait $!; done
+sleep 1
+"#;
+
+#[test]
+fn an_evolving_job_shrinks_in_place_and_a_job_past_the_allocations_end_waits_or_is_refused() {
+    let Some(slurm) = Slurm::up(17617) else {
+        return;
+    };
+    // An allocation of one minute: a job of a minute or more cannot end in it.
+    let c = slurm.cluster_with("evolving", "time_limit = \"1\"\n");
+    let alloc = allocation(&slurm);
+    c.script("evolving.sh", EVOLVING);
+    let evo = c.submit(&["--evolving-profile", "2:3,2:1", "evolving.sh"]);
+    let long = c.submit(&["-N1", "-t", "5", "--wrap", "true"]);
+    let j = c.wait_state(evo, JobState::Completed);
+    let first = batch_proto::hostlist::expand(j.node_list.as_deref().unwrap_or(""))
+        .unwrap()
+        .remove(0);
+    let log = std::fs::read_to_string(c.work.join(format!("evo-{evo}.log"))).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    assert!(
+        lines.first().is_some_and(|l| l.starts_with("step=1 ")
+            && l.split(' ')
+                .nth(1)
+                .is_some_and(|n| n.split(',').count() == 3)),
+        "{log}"
+    );
+    assert_eq!(
+        lines.last().copied(),
+        Some(format!("step=2 nodes={first} on={first}").as_str()),
+        "{log}"
+    );
+    // The 5-minute job waits for an allocation that can hold it, the nodes idle meanwhile.
+    let l = c.job(long).expect("the long job");
+    assert_eq!(l.state, JobState::Pending, "{l:?}");
+    assert_eq!(allocation(&slurm), alloc);
+    drop(c);
+
+    let c = slurm.cluster_with("cbf", "time_limit = \"1\"\non_no_fit = \"refuse\"\n");
+    crate::harness::refused(
+        &c,
+        "esubmit",
+        &["-N1", "-t", "5", "--wrap", "true"],
+        "Slurm allocation",
+    );
+    let short = c.submit(&["--evolving-profile", "1:2", "--wrap", "true"]);
+    assert_eq!(c.wait_state(short, JobState::Completed).exit_code, Some(0));
+}
