@@ -959,6 +959,7 @@ mod tests {
             job_steps: Vec::new(),
             inert: None,
             resources: None,
+            slurm_allocations: None,
         }
     }
 

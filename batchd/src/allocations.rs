@@ -228,10 +228,31 @@ fn waiting(d: &Daemon, pool: &str) -> bool {
 /// Asks Slurm for a new allocation for pool `pool`, whose last one has ended, and puts its
 /// nodes, named anew, in service.
 async fn renew(d: &Arc<Daemon>, pool: &str, index: usize, cfg: &SlurmConfig) {
-    let nodes = d.core().pools()[index].pool.nodes;
+    let Some(nodes) = d
+        .settings()
+        .config
+        .pools
+        .iter()
+        .find(|p| p.name == pool)
+        .map(|p| p.nodes)
+    else {
+        return;
+    };
     tracing::info!(pool = %pool, nodes, "jobs wait: asking Slurm for a new allocation");
     let (c, p) = (cfg.clone(), pool.to_string());
-    let alloc = match blocking(move || crate::slurm::allocate(&c, &p, nodes, &[])).await {
+    let obtained = blocking(move || {
+        let mut a = crate::slurm::allocate(&c, &p, nodes, &[])?;
+        match crate::slurm::beyond(&c, &a.nodes, c.grow) {
+            Ok(b) => a.beyond = b,
+            Err(e) => {
+                let _ = crate::slurm::cancel(&c, &a.id.to_string());
+                return Err(e);
+            }
+        }
+        Ok(a)
+    })
+    .await;
+    let alloc = match obtained {
         Ok(a) if a.nodes.len() == nodes as usize => a,
         Ok(a) => {
             tracing::error!(pool = %pool, allocation = a.id, "Slurm granted {} nodes, not {nodes}: given back", a.nodes.len());
@@ -247,7 +268,7 @@ async fn renew(d: &Arc<Daemon>, pool: &str, index: usize, cfg: &SlurmConfig) {
     let old: Vec<String> = {
         let core = d.core();
         let p = &core.pools()[index];
-        (0..nodes)
+        (0..p.pool.nodes)
             .filter(|&i| p.condition(i).is_some_and(|c| c.user == SLURM_USER))
             .map(|i| p.node_name(i))
             .collect()
@@ -256,7 +277,7 @@ async fn renew(d: &Arc<Daemon>, pool: &str, index: usize, cfg: &SlurmConfig) {
     let _ = crate::nodes::set(d, &old, Change::Resume).await;
     {
         let mut core = d.core();
-        core.name_hosts(index, alloc.nodes.clone());
+        core.name_hosts(index, alloc.pool_nodes());
         core.set_pool_end(index, alloc.end_ms);
     }
     update(d, pool, Some(alloc));
@@ -293,5 +314,112 @@ pub fn give_back_idle(d: &Daemon) {
                 tracing::warn!(pool = %pool, allocation = id, "cannot give the allocation back: {e}")
             }
         }
+    }
+}
+
+/// Brings job `id`'s sibling allocations in line with the nodes it holds beyond its pools'
+/// allocations: one is asked for the nodes it holds there and no sibling has yet (for the
+/// job's remaining time, the PRRTE way: the allocation lives as long as the job may), and a
+/// sibling none of whose nodes it holds any more (it shrank, or ended) is given back. An error
+/// says which nodes could not be had.
+pub async fn settle(d: &Arc<Daemon>, id: u64) -> Result<(), String> {
+    let pools: Vec<(String, SlurmConfig)> = d
+        .settings()
+        .config
+        .pools
+        .iter()
+        .filter_map(|p| p.slurm.clone().map(|c| (p.name.clone(), c)))
+        .collect();
+    if pools.is_empty() {
+        return Ok(());
+    }
+    let now = crate::launch::now_ms();
+    // The job's nodes per pool, and what is left of its time.
+    let (held, left_ms): (Vec<(String, Vec<String>)>, u64) = {
+        let core = d.core();
+        match core.job(id).filter(|a| a.run.is_some()) {
+            Some(a) => {
+                let components = core.components_of(id);
+                let held = if components.is_empty() {
+                    let nodes = a
+                        .rec
+                        .node_list
+                        .as_deref()
+                        .and_then(|l| batch_proto::hostlist::expand(l).ok())
+                        .unwrap_or_default();
+                    vec![(a.rec.pool.clone().unwrap_or_default(), nodes)]
+                } else {
+                    components
+                };
+                let end = a
+                    .rec
+                    .start
+                    .unwrap_or(now)
+                    .saturating_add(a.rec.time_limit());
+                (held, end.saturating_sub(now))
+            }
+            None => (Vec::new(), 0),
+        }
+    };
+    let mut failed = Vec::new();
+    for (pool, cfg) in pools {
+        let Some(alloc) = lock(&d.allocations).get(&pool).cloned() else {
+            continue;
+        };
+        let nodes: Vec<String> = held
+            .iter()
+            .filter(|(p, _)| p == &pool)
+            .flat_map(|(_, n)| n.iter().cloned())
+            .collect();
+        for sib in alloc.siblings.iter().filter(|s| s.job == id) {
+            if !sib.nodes.iter().any(|n| nodes.contains(n)) {
+                let (c, sid) = (cfg.clone(), sib.id);
+                match blocking(move || crate::slurm::cancel(&c, &sid.to_string())).await {
+                    Ok(()) => {
+                        tracing::info!(job = id, allocation = sid, nodes = ?sib.nodes, "the job let its nodes beyond the allocation go: sibling allocation given back")
+                    }
+                    Err(e) => tracing::warn!(
+                        job = id,
+                        allocation = sid,
+                        "cannot give the sibling allocation back: {e}"
+                    ),
+                }
+                with_allocation(d, &pool, |a| a.siblings.retain(|s| s.id != sid));
+            }
+        }
+        let missing: Vec<String> = nodes
+            .iter()
+            .filter(|n| alloc.beyond.contains(n) && alloc.of_node(n, id).is_none())
+            .cloned()
+            .collect();
+        if missing.is_empty() {
+            continue;
+        }
+        tracing::info!(job = id, pool = %pool, nodes = ?missing, "the job grows beyond its pool's allocation: asking Slurm for a sibling allocation");
+        let minutes = left_ms.div_ceil(60_000).max(1);
+        let (c, p, m) = (cfg.clone(), pool.clone(), missing.clone());
+        match blocking(move || crate::slurm::allocate_sibling(&c, &p, id, &m, minutes, 10)).await {
+            Ok(sib) => {
+                tracing::info!(job = id, allocation = sib.id, nodes = ?sib.nodes, minutes, "sibling allocation granted");
+                with_allocation(d, &pool, |a| a.siblings.push(sib));
+            }
+            Err(e) => failed.push(format!("{}: {e}", missing.join(","))),
+        }
+    }
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("no sibling allocation for {}", failed.join("; ")))
+    }
+}
+
+/// Changes pool `pool`'s allocation with `f`, kept in `slurm.json`.
+fn with_allocation(d: &Daemon, pool: &str, f: impl FnOnce(&mut Allocation)) {
+    let mut held = lock(&d.allocations);
+    if let Some(a) = held.get_mut(pool) {
+        f(a);
+    }
+    if let Err(e) = crate::slurm::save(&d.state_dir, &held) {
+        tracing::error!("cannot write {}: {e}", crate::slurm::FILE);
     }
 }

@@ -163,6 +163,12 @@ pub struct SlurmConfig {
     /// `"refuse"`.
     #[serde(default)]
     pub on_no_fit: NoFit,
+    /// Nodes beyond the allocation the pool may grow onto (default 0): the policy plans on
+    /// `nodes + grow` nodes, and a job given one of the extra nodes (an evolving job growing
+    /// past the allocation) runs there in a sibling allocation batchd asks for then, for that
+    /// job's remaining time, and gives back when the job lets the node go.
+    #[serde(default)]
+    pub grow: u32,
     /// How often Slurm is asked how the allocation and its nodes stand, in ms (default 2,000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub poll_interval_ms: Option<u64>,
@@ -184,6 +190,12 @@ impl SlurmConfig {
 }
 
 impl PoolConfig {
+    /// The pool's nodes as policies see them: its `nodes`, and a Slurm pool's `grow` beyond.
+    pub fn size(&self) -> u32 {
+        self.nodes
+            .saturating_add(self.slurm.as_ref().map_or(0, |s| s.grow))
+    }
+
     /// The pool's hosts, expanded, when it has `hosts` (checked by [`Config::parse`]).
     pub fn host_names(&self) -> Option<Vec<String>> {
         self.hosts

@@ -269,7 +269,7 @@ pub fn filter_pools(config: &Config, f: &batch_proto::SessionFilter) -> Result<V
         .iter()
         .enumerate()
         .filter(|(_, p)| f.pools.is_empty() || f.pools.contains(&p.name))
-        .filter(|(_, p)| p.nodes >= f.min_nodes)
+        .filter(|(_, p)| p.size() >= f.min_nodes)
         .map(|(i, _)| i)
         .collect();
     if pools.is_empty() {
@@ -293,7 +293,7 @@ pub fn pool_properties(config: &Config, pools: &[usize]) -> Vec<PoolProperties> 
         .filter_map(|&i| config.pools.get(i))
         .map(|p| PoolProperties {
             pool: p.name.clone(),
-            nodes: p.nodes,
+            nodes: p.size(),
             speed: p.speed,
         })
         .collect()

@@ -132,8 +132,45 @@ impl Daemon {
     pub fn slurm_allocations_of(&self, id: u64) -> Vec<(crate::config::SlurmConfig, u64)> {
         self.slurm_pools_of(id)
             .iter()
-            .filter_map(|p| self.allocation(p).map(|(a, cfg)| (cfg, a.id)))
+            .filter_map(|p| self.allocation(p))
+            .flat_map(|(a, cfg)| {
+                let siblings: Vec<u64> = a
+                    .siblings
+                    .iter()
+                    .filter(|s| s.job == id)
+                    .map(|s| s.id)
+                    .collect();
+                std::iter::once(a.id)
+                    .chain(siblings)
+                    .map(move |x| (cfg.clone(), x))
+            })
             .collect()
+    }
+
+    /// The Slurm job id of the allocation node `node` of pool `pool` is in for job `id`.
+    pub fn allocation_of_node(&self, pool: &str, node: &str, id: u64) -> Option<u64> {
+        crate::sync::lock(&self.allocations)
+            .get(pool)
+            .and_then(|a| a.of_node(node, id))
+    }
+
+    /// Job `id`'s Slurm allocations, as `econtrol show job` shows them: the pool's, then each
+    /// sibling with its nodes (`7,9(n4)`); `None` for a job in no Slurm pool.
+    pub fn slurm_allocations_text(&self, id: u64) -> Option<String> {
+        let pools = self.slurm_pools_of(id);
+        let held = crate::sync::lock(&self.allocations);
+        let parts: Vec<String> = pools
+            .iter()
+            .filter_map(|p| held.get(p))
+            .flat_map(|a| {
+                std::iter::once(a.id.to_string()).chain(
+                    a.siblings.iter().filter(|s| s.job == id).map(|s| {
+                        format!("{}({})", s.id, batch_proto::hostlist::compress(&s.nodes))
+                    }),
+                )
+            })
+            .collect();
+        (!parts.is_empty()).then(|| parts.join(","))
     }
 
     /// The pools of running job `id` (its pool, or its components' pools) that are Slurm

@@ -55,6 +55,13 @@ pub async fn follow(d: Arc<Daemon>, id: u64) {
         if ev.freed {
             d.nodes_freed();
         }
+        // Nodes beyond a Slurm pool's allocation it grows onto come in a sibling allocation
+        // (and one it shrank out of goes back) before the job is told.
+        if ev.record.is_some() && !d.slurm_pools_of(id).is_empty() {
+            if let Err(e) = crate::allocations::settle(&d, id).await {
+                tracing::error!(job = id, "{e}");
+            }
+        }
         if let Some(mut files) = ev.files {
             let _order = d.progress_writes.lock().await;
             // The progress as it is now, not as it was computed: an erelease's choice made

@@ -445,6 +445,12 @@ pub async fn launch(d: Arc<Daemon>, rec: JobRecord) {
             })
             .collect()
     };
+    // Nodes beyond a Slurm pool's allocation come in a sibling allocation of the job's own.
+    if parts.is_empty() && !d.slurm_pools_of(id).is_empty() {
+        if let Err(e) = crate::allocations::settle(&d, id).await {
+            return fail_start(&d, &rec, e).await;
+        }
+    }
     let wrap = if parts.is_empty() {
         slurm_wraps(&d, &rec, &components, &settings)
     } else {
@@ -551,16 +557,19 @@ fn slurm_wraps(
             .map(|(p, nodes)| (p.clone(), nodes.first().cloned().unwrap_or_default()))
             .collect()
     };
-    let wraps: Vec<Option<Vec<String>>> =
-        parts
-            .iter()
-            .map(|(pool, first)| {
-                d.allocation(pool).map(|(alloc, cfg)| {
-                    crate::slurm::step_of(&cfg, vec![alloc.id], rec.id, &settings.supervisor)
-                        .command(0, first, &[])
-                })
+    let wraps: Vec<Option<Vec<String>>> = parts
+        .iter()
+        .map(|(pool, first)| {
+            d.allocation(pool).map(|(alloc, cfg)| {
+                let id = alloc.of_node(first, rec.id).unwrap_or(alloc.id);
+                crate::slurm::step_of(&cfg, vec![id], rec.id, &settings.supervisor).command(
+                    0,
+                    first,
+                    &[],
+                )
             })
-            .collect();
+        })
+        .collect();
     if wraps.iter().all(Option::is_none) {
         return Vec::new();
     }
@@ -624,6 +633,14 @@ async fn watch_child(d: Arc<Daemon>, id: u64, mut child: tokio::process::Child, 
     }
     end_slurm_steps(&d, id, status.as_ref()).await;
     d.job_ended(id, status).await;
+    give_back_siblings(&d, id).await;
+}
+
+/// After job `id`'s end: the sibling allocations it had beyond its pools' allocations go back.
+async fn give_back_siblings(d: &Arc<Daemon>, id: u64) {
+    if let Err(e) = crate::allocations::settle(d, id).await {
+        tracing::warn!(job = id, "{e}");
+    }
 }
 
 /// Stops what is left of job `id`'s processes once its supervisor is gone without a status
@@ -700,7 +717,8 @@ pub async fn watch_adopted(d: Arc<Daemon>, id: u64, dir: PathBuf) {
     loop {
         if let Some(st) = read_status(&dir) {
             end_slurm_steps(&d, id, Some(&st)).await;
-            return d.job_ended(id, Some(st)).await;
+            d.job_ended(id, Some(st)).await;
+            return give_back_siblings(&d, id).await;
         }
         let alive = read_pid(&dir.join(files::SUPERVISOR_PID))
             .is_some_and(|p| crate::jobctl::supervisor_alive(p, &dir));
@@ -711,7 +729,8 @@ pub async fn watch_adopted(d: Arc<Daemon>, id: u64, dir: PathBuf) {
                 None => stop_leftovers(&d, id, &dir).await,
             };
             end_slurm_steps(&d, id, st.as_ref()).await;
-            return d.job_ended(id, st).await;
+            d.job_ended(id, st).await;
+            return give_back_siblings(&d, id).await;
         }
         tokio::time::sleep(ADOPTED_POLL).await;
     }

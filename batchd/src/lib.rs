@@ -256,13 +256,13 @@ async fn start(config: Config, config_path: Option<PathBuf>) -> Result<Started, 
     } else {
         Default::default()
     };
-    let mut core = core::Core::new(config.pools.iter().map(|p| (p.name.as_str(), p.nodes)));
+    let mut core = core::Core::new(config.pools.iter().map(|p| (p.name.as_str(), p.size())));
     for (i, p) in config.pools.iter().enumerate() {
         if let Some(hosts) = p.host_names() {
             core.name_hosts(i, hosts);
         }
         if let Some(a) = allocations.get(&p.name) {
-            core.name_hosts(i, a.nodes.clone());
+            core.name_hosts(i, a.pool_nodes());
             core.set_pool_end(i, a.end_ms);
         }
     }

@@ -28,6 +28,43 @@ pub struct Allocation {
     pub nodes: Vec<String>,
     /// When Slurm ends it, ms since the epoch; `None`: no time limit.
     pub end_ms: Option<u64>,
+    /// The nodes beyond it the pool may grow onto (`[pool.slurm] grow`), Slurm's nodes of the
+    /// partition outside the allocation, chosen when it was granted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub beyond: Vec<String>,
+    /// The sibling allocations that hold nodes of `beyond` for the jobs grown onto them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub siblings: Vec<Sibling>,
+}
+
+/// An allocation asked for a job's nodes beyond its pool's allocation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sibling {
+    /// Slurm's job id of it.
+    pub id: u64,
+    /// batchd's job it is for.
+    pub job: u64,
+    /// Its nodes.
+    pub nodes: Vec<String>,
+}
+
+impl Allocation {
+    /// The pool's nodes, in node-id order: the allocation's, then those beyond it.
+    pub fn pool_nodes(&self) -> Vec<String> {
+        self.nodes.iter().chain(&self.beyond).cloned().collect()
+    }
+
+    /// The Slurm job id of the allocation node `node` is in, for batchd's job `job`: the
+    /// pool's, or a sibling's of that job; `None` for a node beyond it no sibling holds.
+    pub fn of_node(&self, node: &str, job: u64) -> Option<u64> {
+        if self.nodes.iter().any(|n| n == node) {
+            return Some(self.id);
+        }
+        self.siblings
+            .iter()
+            .find(|s| s.job == job && s.nodes.iter().any(|n| n == node))
+            .map(|s| s.id)
+    }
 }
 
 /// How an allocation stands, as `squeue` tells.
@@ -123,8 +160,13 @@ pub fn allocate(
     extra: &[String],
 ) -> Result<Allocation, String> {
     let (out, err) = run(cfg, "salloc", &salloc_args(cfg, pool, nodes, extra))?;
-    let id = granted_id(&err)
-        .or_else(|| granted_id(&out))
+    granted(cfg, &out, &err)
+}
+
+/// The allocation `salloc` said it granted, as Slurm runs it.
+fn granted(cfg: &SlurmConfig, out: &str, err: &str) -> Result<Allocation, String> {
+    let id = granted_id(err)
+        .or_else(|| granted_id(out))
         .ok_or_else(|| format!("salloc granted nothing: {}", err.trim()))?;
     let now = crate::launch::now_ms();
     match standing(cfg, id)? {
@@ -132,6 +174,8 @@ pub fn allocate(
             id,
             nodes: s.nodes,
             end_ms: s.left_ms.map(|l| now.saturating_add(l)),
+            beyond: Vec::new(),
+            siblings: Vec::new(),
         }),
         other => {
             let _ = cancel(cfg, &id.to_string());
@@ -157,10 +201,21 @@ pub fn obtain_all(
             match standing(cfg, old.id) {
                 Ok(Some(s)) if s.state == "RUNNING" && s.nodes.len() == p.nodes as usize => {
                     tracing::info!(pool = %p.name, allocation = old.id, "Slurm allocation kept");
+                    // The siblings Slurm still runs stay with their jobs.
+                    let siblings = old
+                        .siblings
+                        .iter()
+                        .filter(|sib| {
+                            matches!(standing(cfg, sib.id), Ok(Some(t)) if t.state == "RUNNING")
+                        })
+                        .cloned()
+                        .collect();
                     kept = Some(Allocation {
                         id: old.id,
                         nodes: s.nodes,
                         end_ms: s.left_ms.map(|l| crate::launch::now_ms().saturating_add(l)),
+                        beyond: old.beyond.clone(),
+                        siblings,
                     });
                 }
                 Ok(Some(s)) => {
@@ -174,7 +229,7 @@ pub fn obtain_all(
                 Err(e) => return Err(format!("pool `{}`: {e}", p.name)),
             }
         }
-        let alloc = match kept {
+        let mut alloc = match kept {
             Some(a) => a,
             None => {
                 tracing::info!(pool = %p.name, nodes = p.nodes, "asking Slurm for an allocation");
@@ -193,6 +248,10 @@ pub fn obtain_all(
                 p.nodes
             ));
         }
+        if alloc.beyond.len() != cfg.grow as usize {
+            alloc.beyond = beyond(cfg, &alloc.nodes, cfg.grow)
+                .map_err(|e| format!("pool `{}`: {e}", p.name))?;
+        }
         held.insert(p.name.clone(), alloc);
         save(state_dir, &held).map_err(|e| format!("cannot write {FILE}: {e}"))?;
     }
@@ -210,6 +269,65 @@ pub fn obtain_all(
     }
     save(state_dir, &held).map_err(|e| format!("cannot write {FILE}: {e}"))?;
     Ok(held)
+}
+
+/// A sibling allocation of exactly `nodes` for batchd's job `job` of pool `pool`, for `minutes`:
+/// the job's nodes beyond the pool's allocation. Waits at most `wait_s` for Slurm to grant it.
+pub fn allocate_sibling(
+    cfg: &SlurmConfig,
+    pool: &str,
+    job: u64,
+    nodes: &[String],
+    minutes: u64,
+    wait_s: u64,
+) -> Result<Sibling, String> {
+    let mut args = salloc_args(cfg, pool, nodes.len() as u32, &[]);
+    // Its own name and time, the job's nodes only: the pool's partition and account stay.
+    args.retain(|a| !a.starts_with("--time=") && !a.starts_with("--job-name="));
+    args.extend([
+        format!("--job-name=esched-{pool}-job{job}"),
+        format!("--time={}", minutes.max(1)),
+        format!("--nodelist={}", nodes.join(",")),
+        format!("--immediate={}", wait_s.max(1)),
+    ]);
+    let (out, err) = run(cfg, "salloc", &args)?;
+    let a = granted(cfg, &out, &err)?;
+    Ok(Sibling {
+        id: a.id,
+        job,
+        nodes: a.nodes,
+    })
+}
+
+/// `grow` nodes of `cfg`'s partition (Slurm's default one when none is set) outside `held`,
+/// in Slurm's order: where a pool may grow beyond its allocation.
+pub fn beyond(cfg: &SlurmConfig, held: &[String], grow: u32) -> Result<Vec<String>, String> {
+    if grow == 0 {
+        return Ok(Vec::new());
+    }
+    let mut args = vec![
+        "--noheader".to_string(),
+        "--Node".into(),
+        "--format=%N".into(),
+    ];
+    if let Some(p) = &cfg.partition {
+        args.push(format!("--partition={p}"));
+    }
+    let (out, _) = run(cfg, "sinfo", &args)?;
+    let mut names: Vec<String> = Vec::new();
+    for n in out.split_whitespace() {
+        if !held.iter().any(|h| h == n) && !names.iter().any(|m| m == n) {
+            names.push(n.to_string());
+        }
+    }
+    if names.len() < grow as usize {
+        return Err(format!(
+            "grow = {grow}, but the partition has {} nodes beyond the allocation",
+            names.len()
+        ));
+    }
+    names.truncate(grow as usize);
+    Ok(names)
 }
 
 /// Slurm's `%L` (time left: `[D-]HH:MM:SS`, `MM:SS`, `UNLIMITED`, `NOT_SET`) in ms.
@@ -335,7 +453,13 @@ pub fn cancel_with(cfg: &SlurmConfig, what: &str, signal: Option<i32>) -> Result
         args.push(format!("--signal={s}"));
     }
     args.push(what.to_string());
-    run(cfg, "scancel", &args).map(|_| ())
+    match run(cfg, "scancel", &args) {
+        // Slurm 22.05's scancel signals a step started from outside its allocation (ours are)
+        // and then fails with this about the allocation itself, exit 225: the step got the
+        // signal (measured on the test cluster, `scancel -v` says "Signal N to step ID.S").
+        Err(e) if signal.is_some() && what.contains('.') && e.contains("Invalid job id") => Ok(()),
+        r => r.map(|_| ()),
+    }
 }
 
 /// Gives allocation (or step) `what` back.

@@ -128,6 +128,7 @@ pub fn job_view<'a>(
         },
         inert: rec.spec.inert.as_deref(),
         resources: rec.spec.resources.as_deref(),
+        slurm_allocations: None,
     }
 }
 

@@ -312,6 +312,10 @@ job_info! {
         /// `%c` and `%m`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub resources: Option<crate::resources::Resources>,
+        /// A running job of a Slurm pool: the Slurm allocations it runs in, its pool's and
+        /// each sibling obtained for its nodes beyond it, with those nodes (`7,9(n4)`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub slurm_allocations: Option<String>,
     }
 }
 

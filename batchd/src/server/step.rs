@@ -439,8 +439,8 @@ pub async fn start(d: &Arc<Daemon>, caller: &Caller, req: StepStartRequest) -> R
             .iter()
             .map(|h| {
                 core.find_node(h)
-                    .and_then(|(p, _)| d.allocation(&core.pools()[p].pool.name))
-                    .map_or(0, |(a, _)| a.id)
+                    .and_then(|(p, _)| d.allocation_of_node(&core.pools()[p].pool.name, h, id))
+                    .unwrap_or(0)
             })
             .collect();
         let slurm = allocations.iter().any(|&a| a != 0).then(|| {

@@ -467,6 +467,9 @@ pub fn show_job(j: &JobInfo, now: Time, zone: &Zone) -> String {
         j.nodes,
         shape,
     );
+    if let Some(a) = &j.slurm_allocations {
+        s.push_str(&format!("   SlurmJobId={}\n", shown(a)));
+    }
     if let Some(w) = &j.warn_signal {
         // sbatch's own syntax, so that it reads as it was given (`B:USR1@90`).
         s.push_str(&format!("   Signal={w}\n"));
@@ -983,6 +986,7 @@ mod tests {
             job_steps: Vec::new(),
             inert: None,
             resources: None,
+            slurm_allocations: None,
         }
     }
 

@@ -801,6 +801,7 @@ pub(super) mod tests {
             job_steps: Vec::new(),
             inert: None,
             resources: None,
+            slurm_allocations: None,
         }
     }
 

@@ -882,6 +882,7 @@ mod tests {
                 ..InertOptions::default()
             }),
             resources: None,
+            slurm_allocations: None,
         }
     }
 

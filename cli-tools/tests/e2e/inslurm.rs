@@ -123,6 +123,11 @@ impl Slurm {
     /// [`Slurm::cluster`] with `slurm` as the body of `[pool.slurm]` (beside its poll
     /// interval).
     fn cluster_with(&self, policy: &str, slurm: &str) -> Cluster {
+        self.cluster_of(4, policy, slurm)
+    }
+
+    /// [`Slurm::cluster_with`] on an allocation of `nodes` nodes.
+    fn cluster_of(&self, nodes: u32, policy: &str, slurm: &str) -> Cluster {
         Cluster::start_as(
             Some(self.user),
             vec![("SLURM_CONF".into(), self.conf())],
@@ -130,7 +135,7 @@ impl Slurm {
                 config_text(dir, 4, policy).replace(
                     "[[pool]]\nname = \"debug\"\nnodes = 4\n",
                     &format!(
-                        "[[pool]]\nname = \"slurm\"\nnodes = 4\ncpus_per_node = 2\n\n\
+                        "[[pool]]\nname = \"slurm\"\nnodes = {nodes}\ncpus_per_node = 2\n\n\
                          [pool.slurm]\npoll_interval_ms = 300\n{slurm}"
                     ),
                 )
@@ -352,4 +357,44 @@ fn an_evolving_job_shrinks_in_place_and_a_job_past_the_allocations_end_waits_or_
     );
     let short = c.submit(&["--evolving-profile", "1:2", "--wrap", "true"]);
     assert_eq!(c.wait_state(short, JobState::Completed).exit_code, Some(0));
+}
+
+#[test]
+fn an_evolving_job_grows_past_the_allocation_through_a_sibling_allocation() {
+    let Some(slurm) = Slurm::up(18417) else {
+        return;
+    };
+    // Three nodes allocated, one more the pool may grow onto.
+    let c = slurm.cluster_of(3, "evolving", "time_limit = \"30\"\ngrow = 1\n");
+    let alloc = allocation(&slurm);
+    c.script("evolving.sh", EVOLVING);
+    let evo = c.submit(&["--evolving-profile", "2:2,4:4", "evolving.sh"]);
+    // In its second step it holds all four nodes, n4 in an allocation of its own.
+    let mut shown = String::new();
+    let mut jobs = Vec::new();
+    c.wait_until("the job grown onto n4", || {
+        shown = c.ok("econtrol", &["show", "job", &evo.to_string()]);
+        jobs = slurm.jobs();
+        shown.contains("NumNodes=4") && shown.contains("SlurmJobId=") && jobs.len() == 2
+    });
+    let sibling: u64 = jobs
+        .iter()
+        .find(|j| j.contains(&format!("esched-slurm-job{evo}")))
+        .and_then(|j| j.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no sibling allocation in {jobs:?}"));
+    assert!(
+        shown.contains(&format!("SlurmJobId={alloc},{sibling}(n4)")),
+        "{shown}"
+    );
+    let j = c.wait_state(evo, JobState::Completed);
+    assert_eq!(j.exit_code, Some(0));
+    let log = std::fs::read_to_string(c.work.join(format!("evo-{evo}.log"))).unwrap();
+    assert!(
+        log.lines()
+            .any(|l| l.starts_with("step=2 nodes=") && l.contains("n4")),
+        "{log}"
+    );
+    // Given back with the job's end: batchd's own allocation only.
+    c.wait_until("the sibling given back", || slurm.jobs().len() == 1);
+    assert_eq!(allocation(&slurm), alloc);
 }
