@@ -178,6 +178,50 @@ fn starts_after_release(c: &Cluster, ids: &[u64], released: u64) -> Vec<i64> {
         .collect()
 }
 
+/// What `esim` predicts for rigid jobs `(nodes, seconds)` all submitted at 0 with a limit of a
+/// minute, on `nodes` nodes under CBF: each job's start, ms.
+fn esim_starts(jobs: &[(u32, u32)], nodes: u32) -> Vec<i64> {
+    esched_test_support::cargo_build(&bin_dir(), &["-p", "esim", "--bin", "esim"])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut swf = String::from("; rigid jobs of the Slurm-pool test\n");
+    for (k, (n, secs)) in jobs.iter().enumerate() {
+        swf.push_str(&format!(
+            "{} 0 -1 {secs} {n} -1 -1 {n} 60 -1 1 1 1 -1 -1 -1 -1 -1\n",
+            k + 1
+        ));
+    }
+    std::fs::write(dir.path().join("w.swf"), swf).unwrap();
+    let out = Command::new(bin_dir().join("esim"))
+        .args([
+            "run",
+            "--policy",
+            "cbf",
+            "--linked",
+            "-q",
+            "--nodes",
+            &nodes.to_string(),
+        ])
+        .arg("--trace")
+        .arg(dir.path().join("w.swf"))
+        .arg("--jobs")
+        .arg(dir.path().join("jobs.csv"))
+        .output()
+        .expect("run esim");
+    assert!(out.status.success(), "{out:?}");
+    let csv = std::fs::read_to_string(dir.path().join("jobs.csv")).unwrap();
+    let mut starts: Vec<(u64, i64)> = csv
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f[0].parse().unwrap(), f[2].parse().unwrap())
+        })
+        .collect();
+    starts.sort();
+    starts.into_iter().map(|(_, s)| s).collect()
+}
+
 /// The same workload of rigid, moldable and evolving jobs, held and released at once.
 fn workload(c: &Cluster) -> (Vec<u64>, u64) {
     let ids = vec![
@@ -226,6 +270,37 @@ fn a_workload_starts_in_a_slurm_allocation_when_it_starts_on_virtual_nodes() {
     }
     // Only batchd's allocation, the same all along.
     assert_eq!(allocation(&slurm), alloc);
+
+    // Rigid jobs start when esim's replay of them (their run times, their limits) says, to
+    // the second.
+    let rigid: [(u32, u32); 5] = [(2, 2), (3, 1), (1, 3), (4, 1), (1, 1)];
+    let ids: Vec<u64> = rigid
+        .iter()
+        .map(|(n, secs)| {
+            c.submit(&[
+                "-H",
+                &format!("-N{n}"),
+                "-t",
+                "1",
+                "--wrap",
+                &format!("sleep {secs}"),
+            ])
+        })
+        .collect();
+    let list: Vec<String> = ids.iter().map(u64::to_string).collect();
+    let mut args = vec!["release"];
+    args.extend(list.iter().map(String::as_str));
+    let released = now_ms();
+    c.ok("econtrol", &args);
+    let in_slurm = starts_after_release(&c, &ids, released);
+    let predicted = esim_starts(&rigid, 4);
+    println!("rigid starts, ms: esim {predicted:?}, in Slurm {in_slurm:?}");
+    for (k, (e, s)) in predicted.iter().zip(&in_slurm).enumerate() {
+        assert!(
+            (e - s).abs() < 1_000,
+            "job {k} starts {s} ms after the release in Slurm, esim says {e} ({in_slurm:?} / {predicted:?})"
+        );
+    }
 
     // A job is a step of the allocation on its first node, with esched's job environment; its
     // erun's tasks on the other node are steps there.

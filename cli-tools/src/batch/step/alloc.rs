@@ -311,11 +311,9 @@ pub struct AllocCli {
     #[command(flatten)]
     pub socket: crate::batch::args::SocketArg,
     /// The command and its arguments (default: your shell).
-    #[arg(
-        trailing_var_arg = true,
-        allow_hyphen_values = true,
-        value_name = "COMMAND"
-    )]
+    // No `allow_hyphen_values`: with it clap takes `-N2` (getopt's attached value, as salloc
+    // reads it) for the command.
+    #[arg(trailing_var_arg = true, value_name = "COMMAND")]
     pub command: Vec<std::ffi::OsString>,
 }
 
@@ -374,4 +372,16 @@ pub fn run_salloc(cli: AllocCli) -> anyhow::Result<ExitCode> {
         bail!("cannot run {}: {e}", command[0].to_string_lossy());
     }
     Ok(ExitCode::from(code))
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    #[test]
+    fn short_options_take_attached_values_as_salloc() {
+        // salloc -N2 -t5 cmd -N1: getopt's attached values, then the command's own.
+        let c = super::AllocCli::try_parse_from(["ealloc", "-N2", "-t5", "cmd", "-N1"]).unwrap();
+        assert_eq!(c.command, ["cmd", "-N1"]);
+    }
 }

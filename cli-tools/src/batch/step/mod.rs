@@ -140,12 +140,10 @@ pub struct RunCli {
     #[command(flatten)]
     pub socket: SocketArg,
     /// The command and its arguments.
-    #[arg(
-        required = true,
-        trailing_var_arg = true,
-        allow_hyphen_values = true,
-        value_name = "COMMAND"
-    )]
+    // No `allow_hyphen_values`: with it clap takes `-n4` (getopt's attached value, as srun
+    // reads it) for the command; trailing_var_arg alone gives everything after the command
+    // to the command.
+    #[arg(required = true, trailing_var_arg = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,
 }
 
@@ -586,6 +584,15 @@ mod tests {
 
     fn cli(args: &[&str]) -> RunCli {
         RunCli::try_parse_from(std::iter::once("erun").chain(args.iter().copied())).unwrap()
+    }
+
+    #[test]
+    fn short_options_take_attached_values_as_srun() {
+        // srun -N2 -n4 ./a.out: getopt's attached values, then the command's own.
+        let c = cli(&["-N2", "-n4", "./a.out", "-n1"]);
+        assert_eq!(c.nodes.as_deref(), Some("2"));
+        assert_eq!(c.ntasks, Some(4));
+        assert_eq!(c.command, ["./a.out", "-n1"]);
     }
 
     #[test]
