@@ -450,7 +450,7 @@ fn an_evolving_job_grows_past_the_allocation_through_a_sibling_allocation() {
     c.wait_until("the job grown onto n4", || {
         shown = c.ok("econtrol", &["show", "job", &evo.to_string()]);
         jobs = slurm.jobs();
-        shown.contains("NumNodes=4") && shown.contains("SlurmJobId=") && jobs.len() == 2
+        shown.contains("NumNodes=4") && shown.contains("(n4)") && jobs.len() == 2
     });
     let sibling: u64 = jobs
         .iter()
