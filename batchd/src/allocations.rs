@@ -158,6 +158,60 @@ pub async fn ended(
     tracing::warn!(pool = %pool, allocation = id, reason = %why, "the pool's Slurm allocation has ended: its nodes are DOWN");
     update(d, pool, None);
     down(d, &alloc.nodes, &why).await;
+    // COMPLETING says it ends, not why: the reason is made final (CANCELLED, TIMEOUT…) once
+    // Slurm has settled it.
+    if standing.is_some_and(|s| s.state == "COMPLETING") {
+        if let Some((_, cfg)) = config_of(d, pool) {
+            tokio::spawn(final_reason(Arc::clone(d), cfg, alloc.clone(), why));
+        }
+    }
+}
+
+/// Waits (a minute at most) for ended allocation `alloc` to leave COMPLETING, then gives its
+/// nodes still DOWN for `was` the final state as their reason.
+async fn final_reason(d: Arc<Daemon>, cfg: SlurmConfig, alloc: Allocation, was: String) {
+    let id = alloc.id;
+    for _ in 0..60 {
+        tokio::time::sleep(Duration::from_millis(cfg.poll_interval().min(1_000))).await;
+        let c = cfg.clone();
+        let s = match blocking(move || crate::slurm::standing(&c, id)).await {
+            Ok(Some(s)) if s.state == "COMPLETING" => continue,
+            Ok(Some(s)) => s,
+            _ => return,
+        };
+        let why = if s.reason.is_empty() || s.reason == "None" {
+            format!("slurm: allocation {id} {}", s.state)
+        } else {
+            format!("slurm: allocation {id} {}: {}", s.state, s.reason)
+        };
+        let still: Vec<String> = {
+            let core = d.core();
+            alloc
+                .nodes
+                .iter()
+                .filter(|n| {
+                    core.find_node(n)
+                        .and_then(|(p, i)| core.pools()[p].condition(i).cloned())
+                        .is_some_and(|c| c.user == SLURM_USER && c.reason == was)
+                })
+                .cloned()
+                .collect()
+        };
+        if !still.is_empty() {
+            let change = Change::Out {
+                down: true,
+                reason: why,
+                user: SLURM_USER.into(),
+            };
+            if let Err(e) = crate::nodes::set(&d, &still, change).await {
+                tracing::warn!(
+                    allocation = id,
+                    "cannot give the nodes Slurm's final word: {e}"
+                );
+            }
+        }
+        return;
+    }
 }
 
 /// After a job in pool `pool` ended other than on its own: whether the pool's allocation

@@ -104,6 +104,21 @@ impl Slurm {
             .expect("run a Slurm command")
     }
 
+    /// `slurm-cluster.sh VERB DIR NODE` (`fail-node`, `revive-node`).
+    fn node(&self, verb: &str, node: &str) {
+        let out = Command::new("bash")
+            .arg(script())
+            .args([verb, &self.dir.path().display().to_string(), node])
+            .env("SLURM_CLUSTER_PORT", self.port.to_string())
+            .output()
+            .expect("run slurm-cluster.sh");
+        assert!(
+            out.status.success(),
+            "slurm-cluster.sh {verb} {node}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     /// The allocations Slurm runs (`ID NAME USER`), all users'.
     fn jobs(&self) -> Vec<String> {
         let o = self.client("squeue", &["--noheader", "--format=%i %j %u %T"]);
@@ -332,7 +347,7 @@ fn a_workload_starts_in_a_slurm_allocation_when_it_starts_on_virtual_nodes() {
 }
 
 #[test]
-fn a_job_in_slurm_survives_kill9_of_batchd_and_scancel_of_the_allocation_sets_its_nodes_down() {
+fn a_job_in_slurm_survives_kill9_of_batchd_and_lost_nodes_or_allocation_go_down() {
     let Some(slurm) = Slurm::up(17217) else {
         return;
     };
@@ -352,17 +367,32 @@ fn a_job_in_slurm_survives_kill9_of_batchd_and_scancel_of_the_allocation_sets_it
         "{j:?}"
     );
 
+    // A node Slurm loses: DOWN with Slurm's word for it, and the job on it ends NODE_FAIL.
+    let hit = c.submit(&["-N4", "-t", "2", "--wrap", "sleep 60"]);
+    c.wait_state(hit, JobState::Running);
+    slurm.node("fail-node", "n4");
+    let j = c.wait_job(hit, "ended", |j| j.state.is_finished());
+    assert_eq!(j.state, JobState::NodeFail, "{j:?}");
+    let reasons = c.ok("einfo", &["-R", "-h"]);
+    assert!(
+        reasons
+            .lines()
+            .any(|l| l.starts_with("slurm: node") && l.ends_with(" n4")),
+        "{reasons}"
+    );
+
     let doomed = c.submit(&["-N3", "-t", "2", "--wrap", "sleep 60"]);
     c.wait_state(doomed, JobState::Running);
     let o = slurm.client("scancel", &[&alloc.to_string()]);
     assert!(o.status.success(), "{o:?}");
     let j = c.wait_job(doomed, "ended", |j| j.state.is_finished());
     assert_eq!(j.state, JobState::NodeFail, "{j:?}");
-    let reasons = c.ok("einfo", &["-R", "-h", "-o", "%E|%N"]);
-    assert!(
-        reasons.contains(&format!("slurm: allocation {alloc} CANCELLED")),
-        "{reasons}"
-    );
+    // Slurm's final word, once the allocation has left COMPLETING.
+    let mut reasons = String::new();
+    c.wait_until("the allocation's end as the nodes' reason", || {
+        reasons = c.ok("einfo", &["-R", "-h"]);
+        reasons.contains(&format!("slurm: allocation {alloc} CANCELLED"))
+    });
     c.wait_until("the nodes down", || {
         c.ok("einfo", &["-h", "-N", "-o", "%N %t"])
             .lines()
@@ -370,6 +400,7 @@ fn a_job_in_slurm_survives_kill9_of_batchd_and_scancel_of_the_allocation_sets_it
             .count()
             == 4
     });
+    slurm.node("revive-node", "n4");
 }
 
 /// An evolving job's script: one line per look at its node file, at its start and at each
