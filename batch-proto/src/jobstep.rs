@@ -205,6 +205,14 @@ pub struct SlurmStep {
     /// What runs the command on the node, before it: `batchd task --`, which gives the command
     /// the job's own Slurm variables back.
     pub task: Vec<String>,
+    /// CPUs of each node, all of which the step gets (`--cpus-per-task`), as sbatch's batch
+    /// step has its node's: the job's tasks there run inside it. 0: Slurm's default, one.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cpus: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl SlurmStep {
@@ -225,11 +233,16 @@ impl SlurmStep {
             format!("--nodelist={node}"),
             "--nodes=1".into(),
             "--ntasks=1".into(),
+        ];
+        if self.cpus > 0 {
+            argv.push(format!("--cpus-per-task={}", self.cpus));
+        }
+        argv.extend([
             "--overlap".into(),
             "--quiet".into(),
             format!("--job-name=esched-{}", self.job),
             "--".into(),
-        ];
+        ]);
         argv.extend(self.task.iter().cloned());
         argv.extend(command.iter().cloned());
         argv

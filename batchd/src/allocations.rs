@@ -69,17 +69,16 @@ async fn watch(d: Arc<Daemon>, pool: String) {
         };
         match standing {
             Some(s) if s.state == "RUNNING" => {
+                // `%L` is whole seconds from when squeue ran: an end that moves by less than
+                // that is the same end (an administrator's extension moves it by minutes).
                 let end = s.left_ms.map(|l| crate::launch::now_ms().saturating_add(l));
-                if end.map(|e| e / 1000) != alloc.end_ms.map(|e| e / 1000) {
+                let moved = match (end, alloc.end_ms) {
+                    (Some(a), Some(b)) => a.abs_diff(b) > 2_000,
+                    (a, b) => a.is_some() != b.is_some(),
+                };
+                if moved {
                     d.core().set_pool_end(index, end);
-                    update(
-                        &d,
-                        &pool,
-                        Some(Allocation {
-                            end_ms: end,
-                            ..alloc.clone()
-                        }),
-                    );
+                    with_allocation(&d, &pool, |a| a.end_ms = end);
                     d.reschedule();
                 }
                 let (c, nodes) = (cfg.clone(), s.nodes.clone());
@@ -96,6 +95,10 @@ async fn watch(d: Arc<Daemon>, pool: String) {
                     }
                     Err(e) => tracing::warn!(pool = %pool, "cannot ask Slurm about the nodes: {e}"),
                 }
+            }
+            Some(s) if !crate::slurm::is_over(&s.state) => {
+                // Suspended, requeued, configuring: not over, nothing to run on meanwhile.
+                tracing::warn!(pool = %pool, allocation = id, state = %s.state, "the pool's Slurm allocation is not running");
             }
             other => ended(&d, &pool, &alloc, other.as_ref()).await,
         }
@@ -156,8 +159,18 @@ pub async fn ended(
         None => format!("slurm: allocation {id} ended"),
     };
     tracing::warn!(pool = %pool, allocation = id, reason = %why, "the pool's Slurm allocation has ended: its nodes are DOWN");
+    // Every node of the pool, those beyond the allocation too, out of service before the
+    // allocation is forgotten: no job may start on a node no allocation holds (it would run
+    // on batchd's own machine).
+    down(d, &alloc.pool_nodes(), &why).await;
+    if let Some((index, cfg)) = config_of(d, pool) {
+        d.core().set_pool_end(index, Some(crate::launch::now_ms()));
+        for sib in &alloc.siblings {
+            let (c, sid) = (cfg.clone(), sib.id);
+            let _ = blocking(move || crate::slurm::cancel(&c, &sid.to_string())).await;
+        }
+    }
     update(d, pool, None);
-    down(d, &alloc.nodes, &why).await;
     // COMPLETING says it ends, not why: the reason is made final (CANCELLED, TIMEOUT…) once
     // Slurm has settled it.
     if standing.is_some_and(|s| s.state == "COMPLETING") {
@@ -224,7 +237,7 @@ pub async fn check_after_failure(d: &Arc<Daemon>, pool: &str) {
     };
     let id = alloc.id;
     match blocking(move || crate::slurm::standing(&cfg, id)).await {
-        Ok(Some(s)) if s.state == "RUNNING" => {}
+        Ok(Some(s)) if !crate::slurm::is_over(&s.state) => {}
         Ok(s) => {
             // The watch may have seen it meanwhile.
             if lock(&d.allocations).get(pool).is_some_and(|a| a.id == id) {
@@ -377,6 +390,8 @@ pub fn give_back_idle(d: &Daemon) {
 /// sibling none of whose nodes it holds any more (it shrank, or ended) is given back. An error
 /// says which nodes could not be had.
 pub async fn settle(d: &Arc<Daemon>, id: u64) -> Result<(), String> {
+    // One at a time: a job's end must not give back what its growth is still being granted.
+    let _one = d.settling.lock().await;
     let pools: Vec<(String, SlurmConfig)> = d
         .settings()
         .config
@@ -451,13 +466,18 @@ pub async fn settle(d: &Arc<Daemon>, id: u64) -> Result<(), String> {
         }
         tracing::info!(job = id, pool = %pool, nodes = ?missing, "the job grows beyond its pool's allocation: asking Slurm for a sibling allocation");
         let minutes = left_ms.div_ceil(60_000).max(1);
-        let (c, p, m) = (cfg.clone(), pool.clone(), missing.clone());
-        match blocking(move || crate::slurm::allocate_sibling(&c, &p, id, &m, minutes, 10)).await {
-            Ok(sib) => {
-                tracing::info!(job = id, allocation = sib.id, nodes = ?sib.nodes, minutes, "sibling allocation granted");
-                with_allocation(d, &pool, |a| a.siblings.push(sib));
+        // One sibling per node: a job that lets one node go gives exactly that node back.
+        for node in missing {
+            let (c, p, m) = (cfg.clone(), pool.clone(), vec![node.clone()]);
+            match blocking(move || crate::slurm::allocate_sibling(&c, &p, id, &m, minutes, 10))
+                .await
+            {
+                Ok(sib) => {
+                    tracing::info!(job = id, allocation = sib.id, nodes = ?sib.nodes, minutes, "sibling allocation granted");
+                    with_allocation(d, &pool, |a| a.siblings.push(sib));
+                }
+                Err(e) => failed.push(format!("{node}: {e}")),
             }
-            Err(e) => failed.push(format!("{}: {e}", missing.join(","))),
         }
     }
     if failed.is_empty() {

@@ -68,6 +68,9 @@ pub struct Daemon {
     /// The Slurm allocation each pool of `[pool.slurm]` stands on now, by pool
     /// ([`crate::slurm`]); kept in the state directory's `slurm.json`.
     pub allocations: Mutex<std::collections::BTreeMap<String, crate::slurm::Allocation>>,
+    /// Taken while a job's sibling allocations are brought in line with its nodes
+    /// ([`crate::allocations::settle`]).
+    pub settling: tokio::sync::Mutex<()>,
 }
 
 /// `--test-only` plans that may run at once: each is a fresh policy instance planning the whole
@@ -107,6 +110,7 @@ impl Daemon {
             relayed: Mutex::new(Some(relayed)),
             users: Mutex::new(HashMap::new()),
             allocations: Mutex::new(allocations),
+            settling: tokio::sync::Mutex::new(()),
         }
     }
 

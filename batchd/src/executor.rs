@@ -445,6 +445,12 @@ pub async fn launch(d: Arc<Daemon>, rec: JobRecord) {
             })
             .collect()
     };
+    // A job of a Slurm pool whose allocation has ended has nowhere to run (its nodes are
+    // DOWN; a start decided just before must not run it on this machine).
+    if let Some(pool) = unallocated_slurm_pool(&d, &rec, &components, &settings) {
+        let msg = format!("pool {pool} holds no Slurm allocation");
+        return fail_start(&d, &rec, msg).await;
+    }
     // Nodes beyond a Slurm pool's allocation come in a sibling allocation of the job's own.
     if parts.is_empty() && !d.slurm_pools_of(id).is_empty() {
         if let Err(e) = crate::allocations::settle(&d, id).await {
@@ -539,6 +545,28 @@ pub async fn launch(d: Arc<Daemon>, rec: JobRecord) {
     watch_child(d, id, child, dir).await;
 }
 
+/// A Slurm pool of job `rec` (its pool, or a component's) that holds no allocation.
+fn unallocated_slurm_pool(
+    d: &Daemon,
+    rec: &JobRecord,
+    components: &[(String, Vec<String>)],
+    settings: &crate::daemon::Settings,
+) -> Option<String> {
+    let pools: Vec<String> = if components.is_empty() {
+        rec.pool.iter().cloned().collect()
+    } else {
+        components.iter().map(|(p, _)| p.clone()).collect()
+    };
+    pools.into_iter().find(|p| {
+        settings
+            .config
+            .pools
+            .iter()
+            .any(|c| &c.name == p && c.slurm.is_some())
+            && d.allocation(p).is_none()
+    })
+}
+
 /// The command each of job `rec`'s processes runs under (one per component), when any of its
 /// pools is a Slurm pool: `srun` into the pool's allocation on the first node of its part, and
 /// `batchd task` alone for a part on this machine, so that every part finds its environment
@@ -557,19 +585,23 @@ fn slurm_wraps(
             .map(|(p, nodes)| (p.clone(), nodes.first().cloned().unwrap_or_default()))
             .collect()
     };
-    let wraps: Vec<Option<Vec<String>>> = parts
-        .iter()
-        .map(|(pool, first)| {
-            d.allocation(pool).map(|(alloc, cfg)| {
-                let id = alloc.of_node(first, rec.id).unwrap_or(alloc.id);
-                crate::slurm::step_of(&cfg, vec![id], rec.id, &settings.supervisor).command(
-                    0,
-                    first,
-                    &[],
-                )
+    let wraps: Vec<Option<Vec<String>>> =
+        parts
+            .iter()
+            .map(|(pool, first)| {
+                d.allocation(pool).map(|(alloc, cfg)| {
+                    let id = alloc.of_node(first, rec.id).unwrap_or(alloc.id);
+                    let cpus = settings
+                        .config
+                        .pools
+                        .iter()
+                        .find(|p| &p.name == pool)
+                        .map_or(0, |p| p.cpus_per_node);
+                    crate::slurm::step_of(&cfg, vec![id], rec.id, &settings.supervisor, cpus)
+                        .command(0, first, &[])
+                })
             })
-        })
-        .collect();
+            .collect();
     if wraps.iter().all(Option::is_none) {
         return Vec::new();
     }
@@ -599,7 +631,7 @@ fn started(d: &Arc<Daemon>, rec: &JobRecord, settings: &crate::daemon::Settings)
 
 /// Ends the run of `rec` that could not start; nothing if the job no longer runs that run
 /// (it ended, or was requeued, another way meanwhile).
-async fn fail_start(d: &Daemon, rec: &JobRecord, detail: String) {
+async fn fail_start(d: &Arc<Daemon>, rec: &JobRecord, detail: String) {
     let id = rec.id;
     tracing::error!(job = id, "{detail}");
     let st = Status {
@@ -615,6 +647,7 @@ async fn fail_start(d: &Daemon, rec: &JobRecord, detail: String) {
         run: rec.restarts,
     };
     d.job_ended_run(run, Some(st)).await;
+    give_back_siblings(d, id).await;
 }
 
 async fn watch_child(d: Arc<Daemon>, id: u64, mut child: tokio::process::Child, dir: PathBuf) {
@@ -828,7 +861,16 @@ impl Executor {
                 Self::each(parts, crate::agent::JobOp::Signal { signal, scope })
             }
             Executor::Slurm { allocations, .. } => {
-                crate::slurm::signal_steps(allocations, id, signal, scope == SignalScope::Batch)
+                let signal_them = || {
+                    crate::slurm::signal_steps(allocations, id, signal, scope == SignalScope::Batch)
+                };
+                // squeue and scancel take a while: off the runtime's workers when on one.
+                match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+                    Ok(tokio::runtime::RuntimeFlavor::MultiThread) => {
+                        tokio::task::block_in_place(signal_them)
+                    }
+                    _ => signal_them(),
+                }
             }
         }
     }

@@ -168,8 +168,17 @@ fn granted(cfg: &SlurmConfig, out: &str, err: &str) -> Result<Allocation, String
     let id = granted_id(err)
         .or_else(|| granted_id(out))
         .ok_or_else(|| format!("salloc granted nothing: {}", err.trim()))?;
+    // Nodes that boot (power saving, clouds) keep it CONFIGURING a while.
+    let mut s = standing(cfg, id)?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    while s.as_ref().is_some_and(|s| s.state == "CONFIGURING")
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        s = standing(cfg, id)?;
+    }
     let now = crate::launch::now_ms();
-    match standing(cfg, id)? {
+    match s {
         Some(s) if s.state == "RUNNING" && !s.nodes.is_empty() => Ok(Allocation {
             id,
             nodes: s.nodes,
@@ -199,7 +208,12 @@ pub fn obtain_all(
         let mut kept = None;
         if let Some(old) = stored.get(&p.name) {
             match standing(cfg, old.id) {
-                Ok(Some(s)) if s.state == "RUNNING" && s.nodes.len() == p.nodes as usize => {
+                // A node it lost (`--no-kill`) stays one of the pool's, set DOWN by the watch.
+                Ok(Some(s))
+                    if s.state == "RUNNING"
+                        && !s.nodes.is_empty()
+                        && old.nodes.len() == p.nodes as usize =>
+                {
                     tracing::info!(pool = %p.name, allocation = old.id, "Slurm allocation kept");
                     // The siblings Slurm still runs stay with their jobs.
                     let siblings = old
@@ -212,7 +226,7 @@ pub fn obtain_all(
                         .collect();
                     kept = Some(Allocation {
                         id: old.id,
-                        nodes: s.nodes,
+                        nodes: old.nodes.clone(),
                         end_ms: s.left_ms.map(|l| crate::launch::now_ms().saturating_add(l)),
                         beyond: old.beyond.clone(),
                         siblings,
@@ -232,6 +246,11 @@ pub fn obtain_all(
         let mut alloc = match kept {
             Some(a) => a,
             None => {
+                if let Some(old) = stored.get(&p.name) {
+                    for sib in &old.siblings {
+                        let _ = cancel(cfg, &sib.id.to_string());
+                    }
+                }
                 tracing::info!(pool = %p.name, nodes = p.nodes, "asking Slurm for an allocation");
                 let a = allocate(cfg, &p.name, p.nodes, &[])
                     .map_err(|e| format!("pool `{}`: {e}", p.name))?;
@@ -249,8 +268,13 @@ pub fn obtain_all(
             ));
         }
         if alloc.beyond.len() != cfg.grow as usize {
-            alloc.beyond = beyond(cfg, &alloc.nodes, cfg.grow)
-                .map_err(|e| format!("pool `{}`: {e}", p.name))?;
+            match beyond(cfg, &alloc.nodes, cfg.grow) {
+                Ok(b) => alloc.beyond = b,
+                Err(e) => {
+                    let _ = cancel(cfg, &alloc.id.to_string());
+                    return Err(format!("pool `{}`: {e}", p.name));
+                }
+            }
         }
         held.insert(p.name.clone(), alloc);
         save(state_dir, &held).map_err(|e| format!("cannot write {FILE}: {e}"))?;
@@ -328,6 +352,26 @@ pub fn beyond(cfg: &SlurmConfig, held: &[String], grow: u32) -> Result<Vec<Strin
     }
     names.truncate(grow as usize);
     Ok(names)
+}
+
+/// Whether a job in Slurm state `state` is over (or on its way out): its steps are ending and
+/// nothing runs in it again.
+pub fn is_over(state: &str) -> bool {
+    matches!(
+        state,
+        "COMPLETING"
+            | "COMPLETED"
+            | "CANCELLED"
+            | "FAILED"
+            | "TIMEOUT"
+            | "NODE_FAIL"
+            | "PREEMPTED"
+            | "BOOT_FAIL"
+            | "DEADLINE"
+            | "OUT_OF_MEMORY"
+            | "REVOKED"
+            | "SPECIAL_EXIT"
+    )
 }
 
 /// Slurm's `%L` (time left: `[D-]HH:MM:SS`, `MM:SS`, `UNLIMITED`, `NOT_SET`) in ms.
@@ -536,12 +580,19 @@ pub fn cancel_steps(allocations: &[(SlurmConfig, u64)], job: u64) -> Result<(), 
 /// How job `job`'s commands become steps of allocation `alloc`: `srun --jobid=ALLOC
 /// --nodelist=NODE -N1 -n1 --overlap`, then `batchd task`, which puts the job's own Slurm
 /// variables back before it runs the command (see [`batch_proto::jobstep::SlurmStep`]).
-pub fn step_of(cfg: &SlurmConfig, allocations: Vec<u64>, job: u64, batchd: &Path) -> SlurmStep {
+pub fn step_of(
+    cfg: &SlurmConfig,
+    allocations: Vec<u64>,
+    job: u64,
+    batchd: &Path,
+    cpus: u32,
+) -> SlurmStep {
     SlurmStep {
         srun: cfg.program("srun").display().to_string(),
         allocations,
         job,
         task: vec![batchd.display().to_string(), "task".into(), "--".into()],
+        cpus,
     }
 }
 
@@ -623,15 +674,15 @@ mod tests {
     #[test]
     fn a_step_crosses_srun_with_the_jobs_own_slurm_variables_kept_aside() {
         let cfg = SlurmConfig::default();
-        let argv = step_of(&cfg, vec![7], 42, Path::new("/opt/batchd")).command(
+        let argv = step_of(&cfg, vec![7], 42, Path::new("/opt/batchd"), 32).command(
             0,
             "n2",
             &["/bin/sh".into(), "s".into()],
         );
         assert_eq!(
             argv.join(" "),
-            "srun --jobid=7 --nodelist=n2 --nodes=1 --ntasks=1 --overlap --quiet \
-             --job-name=esched-42 -- /opt/batchd task -- /bin/sh s"
+            "srun --jobid=7 --nodelist=n2 --nodes=1 --ntasks=1 --cpus-per-task=32 --overlap \
+             --quiet --job-name=esched-42 -- /opt/batchd task -- /bin/sh s"
         );
         let env = crossing(&[
             ("SLURM_JOB_ID".into(), "42".into()),

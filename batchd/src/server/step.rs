@@ -387,6 +387,30 @@ pub async fn start(d: &Arc<Daemon>, caller: &Caller, req: StepStartRequest) -> R
             Err(NoFit::Never(m)) => return error(ErrorKind::InvalidSpec, m),
             Err(NoFit::Busy(m)) => return error(ErrorKind::Busy, m),
         };
+        // A job in a Slurm allocation: erun runs each other node's tasks as a step of it. A
+        // node of a Slurm pool in no allocation (a sibling Slurm refused) runs nothing.
+        let mut allocations: Vec<u64> = Vec::with_capacity(chosen.len());
+        let mut cpus = 0;
+        for h in &chosen {
+            let pool = core
+                .find_node(h)
+                .and_then(|(p, _)| pools.iter().find(|c| c.name == core.pools()[p].pool.name));
+            match pool.filter(|c| c.slurm.is_some()) {
+                Some(c) => match d.allocation_of_node(&c.name, h, id) {
+                    Some(a) => {
+                        allocations.push(a);
+                        cpus = c.cpus_per_node;
+                    }
+                    None => {
+                        return error(
+                            ErrorKind::InvalidState,
+                            format!("node {h} is in no Slurm allocation of job {id}"),
+                        )
+                    }
+                },
+                None => allocations.push(0),
+            }
+        }
         if crate::record::next_step(&a.rec.steps) >= MAX_STEPS {
             return error(
                 ErrorKind::InvalidSpec,
@@ -434,21 +458,12 @@ pub async fn start(d: &Arc<Daemon>, caller: &Caller, req: StepStartRequest) -> R
             return internal(format!("cannot record the step: {e}"));
         }
         push_steps(remote.as_ref(), &dir);
-        // A job in a Slurm allocation: erun runs each other node's tasks as a step of it.
-        let allocations: Vec<u64> = chosen
-            .iter()
-            .map(|h| {
-                core.find_node(h)
-                    .and_then(|(p, _)| d.allocation_of_node(&core.pools()[p].pool.name, h, id))
-                    .unwrap_or(0)
-            })
-            .collect();
         let slurm = allocations.iter().any(|&a| a != 0).then(|| {
             let cfg = pools
                 .iter()
                 .find_map(|p| p.slurm.clone())
                 .unwrap_or_default();
-            crate::slurm::step_of(&cfg, allocations, id, &d.settings().supervisor)
+            crate::slurm::step_of(&cfg, allocations, id, &d.settings().supervisor, cpus)
         });
         let started = StepStarted {
             step: n,

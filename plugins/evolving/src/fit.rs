@@ -107,7 +107,7 @@ fn conflict(res: &Profile, cap: i64, t0: Time, t1: Time, nodes: u32, jump: Jump)
     }
     match jump {
         Jump::Loc => (cap - res.max_over(t0, t1) < i64::from(nodes)).then(|| res.loc(t0, t1)),
-        // Never NEVER: base_fit checked that the profile ends low enough for every step.
+        // NEVER for a conflict that lasts for ever: base_fit then gives up.
         Jump::LastConflict | Jump::Scan => res
             .last_above(t0, t1, cap - i64::from(nodes))
             .map(|(_, end)| end),
