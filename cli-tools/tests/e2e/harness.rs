@@ -175,8 +175,8 @@ impl Cluster {
         let child = cmd
             .arg("--config")
             .arg(&self.config)
-            .envs(self.daemon_env.iter().map(|(k, v)| (k, v)))
             .env("RUST_LOG", "info")
+            .envs(self.daemon_env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("log fd"))
             .stderr(log)

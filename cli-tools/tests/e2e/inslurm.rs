@@ -504,3 +504,61 @@ fn an_evolving_job_grows_past_the_allocation_through_a_sibling_allocation() {
     c.wait_until("the sibling given back", || slurm.jobs().len() == 1);
     assert_eq!(allocation(&slurm), alloc);
 }
+
+#[test]
+fn a_coallocated_job_spans_the_allocations_of_two_partitions() {
+    let Some(slurm) = Slurm::up(18817) else {
+        return;
+    };
+    // Pool a: two nodes of partition debug; pool b: partition other (n3, n4).
+    let c = Cluster::start_as(
+        Some(slurm.user),
+        vec![("SLURM_CONF".into(), slurm.conf())],
+        |dir| {
+            config_text(dir, 2, "rpp").replace(
+                "[[pool]]\nname = \"debug\"\nnodes = 2\n",
+                "[[pool]]\nname = \"a\"\nnodes = 2\n[pool.slurm]\npartition = \"debug\"\n\
+                 time_limit = \"30\"\npoll_interval_ms = 300\n\n\
+                 [[pool]]\nname = \"b\"\nnodes = 2\n[pool.slurm]\npartition = \"other\"\n\
+                 time_limit = \"30\"\npoll_interval_ms = 300\n",
+            )
+        },
+    );
+    let jobs = slurm.jobs();
+    assert_eq!(jobs.len(), 2, "{jobs:?}");
+    c.script(
+        "comp.sh",
+        "#!/bin/sh\necho \"$ESCHED_COMPONENT $ESCHED_POOL $ESCHED_NODELIST $SLURMD_NODENAME\" \
+         > \"comp-$ESCHED_COMPONENT.txt\"\n",
+    );
+    let g = c.submit(&[
+        "--components",
+        "2,2",
+        "--deadline",
+        "+2s",
+        "-t",
+        "1",
+        "comp.sh",
+    ]);
+    let j = c.wait_state(g, JobState::Completed);
+    assert_eq!(j.pool.as_deref(), Some("a,b"), "{j:?}");
+    let read = |k: u32| std::fs::read_to_string(c.work.join(format!("comp-{k}.txt"))).unwrap();
+    // Each component ran on its own pool's first node, a step of that pool's allocation.
+    let (a, b) = (read(0), read(1));
+    let pools: Vec<String> = [&a, &b]
+        .iter()
+        .map(|t| t.split_whitespace().nth(1).unwrap_or("").to_string())
+        .collect();
+    assert!(
+        pools.contains(&"a".to_string()) && pools.contains(&"b".to_string()),
+        "{a}{b}"
+    );
+    for t in [&a, &b] {
+        let f: Vec<&str> = t.split_whitespace().collect();
+        let first = batch_proto::hostlist::expand(f[2]).unwrap().remove(0);
+        assert_eq!(f[3], first, "{t}");
+        if f[1] == "b" {
+            assert!(["n3", "n4"].contains(&f[3]), "{t}");
+        }
+    }
+}
