@@ -1,9 +1,19 @@
 //! The scheduler loop: snapshot, policy, validator, act.
 //!
 //! The policy runs when something changes (submit, end, cancel, release, reconfigure: all call
-//! [`Daemon::reschedule`]) or at the plan's `wake_at`, at most once per re-policy interval. The
-//! first call after a quiet spell runs at once, so an idle cluster starts a job within
-//! milliseconds of its submission; calls during a burst are coalesced to one per interval.
+//! [`Daemon::reschedule`]) or at the plan's `wake_at`. A pass runs at once when none is running
+//! and the last one ended at least a short gap ago; the gap is what the last pass cost times
+//! `[scheduling] gap_factor`, within `min_gap_ms..=max_gap_ms` ([`Pacing`]), so a submission
+//! after a quiet spell, or right after the end of the job before it, starts within
+//! milliseconds, while a burst of events costs a pass per gap at most: events during a pass or
+//! during the gap after it are folded into the next pass. The gap follows the queue: a pass
+//! over many pending jobs costs more, so they come further apart, and the share of the time the
+//! daemon spends planning stays below 1 / (1 + gap_factor).
+//!
+//! While CooRM launcher sessions are open, passes also begin at least `repolicy_interval_ms`
+//! apart, the paper's re-policy interval (§III-C: the policy runs "at most once every
+//! re-policy interval"): each pass may send every waiting launcher a new view, and the
+//! interval bounds how often a launcher must select again.
 //!
 //! The policy is called through its `sched_abi::PolicyHost` (see `crate::policy`), which
 //! validates every plan; a panic, an error or a refused plan is logged there with the policy's
@@ -35,7 +45,7 @@ use crate::sync::lock;
 
 /// Runs the loop until the task is dropped.
 pub async fn run(d: Arc<Daemon>) {
-    let mut last: Option<Instant> = None;
+    let mut last: Option<Pass> = None;
     let mut wake_at: Option<u64> = None;
     loop {
         let sleep = match wake_at {
@@ -47,29 +57,94 @@ pub async fn run(d: Arc<Daemon>) {
             _ = d.kick.notified() => {}
             _ = tokio::time::sleep(sleep) => {}
         }
-        let mut interval = Duration::from_millis(d.settings().config.repolicy_interval_ms);
+        let pacing = Pacing::of(&d.settings().config);
         // While an abandoned call still runs, each run only acts on the same stale fallback,
         // and its snapshot and validation cost as much as a real call's: at most one a second
         // (the call's return asks for a run at once).
-        if d.policy()
+        let stuck = d
+            .policy()
             .share
             .in_flight()
-            .is_some_and(|f| f.abandoned.is_some())
-        {
-            interval = interval.max(STUCK_INTERVAL);
-        }
-        if let Some(l) = last {
-            let next = l + interval;
+            .is_some_and(|f| f.abandoned.is_some());
+        if let Some(next) = pacing.next_pass(last, !d.sessions.is_empty(), stuck) {
             if Instant::now() < next {
                 tokio::time::sleep_until(next.into()).await;
             }
+        }
+        // The pass below sees every change whose kick came until now: a kick left from the gap
+        // would only ask for a second pass over the same state.
+        tokio::select! {
+            biased;
+            _ = d.kick.notified() => {}
+            _ = std::future::ready(()) => {}
         }
         let began = Instant::now();
         let (ran, wake) = run_once_at(&d, wake_at).await;
         wake_at = wake;
         if ran {
-            last = Some(began);
+            last = Some(Pass {
+                began,
+                ended: Instant::now(),
+            });
         }
+    }
+}
+
+/// When a pass that called the policy began and ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pass {
+    /// When it began.
+    pub began: Instant,
+    /// When it ended.
+    pub ended: Instant,
+}
+
+/// How far apart passes come (docs/batchd.md, *Scheduling*).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pacing {
+    /// The shortest gap between the end of a pass and the beginning of the next.
+    pub min_gap: Duration,
+    /// The longest gap the cost of a pass can ask for.
+    pub max_gap: Duration,
+    /// The gap is the last pass's cost times this, within `min_gap..=max_gap`.
+    pub factor: u32,
+    /// The re-policy interval: the shortest time between the beginnings of two passes while
+    /// launcher sessions are open.
+    pub interval: Duration,
+}
+
+impl Pacing {
+    /// The pacing `config` asks for.
+    pub fn of(config: &crate::config::Config) -> Pacing {
+        let s = &config.scheduling;
+        Pacing {
+            min_gap: Duration::from_millis(s.min_gap_ms),
+            max_gap: Duration::from_millis(s.max_gap_ms.max(s.min_gap_ms)),
+            factor: s.gap_factor,
+            interval: Duration::from_millis(config.repolicy_interval_ms),
+        }
+    }
+
+    /// The gap after a pass that cost `cost`.
+    pub fn gap(&self, cost: Duration) -> Duration {
+        cost.saturating_mul(self.factor)
+            .clamp(self.min_gap, self.max_gap.max(self.min_gap))
+    }
+
+    /// The earliest instant the next pass may begin, after the last pass that called the
+    /// policy (`None`: none yet, so at once); `sessions`: launcher sessions are open; `stuck`:
+    /// a call abandoned at its budget still runs. Any instant at or before now means at once.
+    pub fn next_pass(&self, last: Option<Pass>, sessions: bool, stuck: bool) -> Option<Instant> {
+        let last = last?;
+        let cost = last.ended.saturating_duration_since(last.began);
+        let mut at = last.ended + self.gap(cost);
+        if sessions {
+            at = at.max(last.began + self.interval);
+        }
+        if stuck {
+            at = at.max(last.began + STUCK_INTERVAL);
+        }
+        Some(at)
     }
 }
 
@@ -80,25 +155,29 @@ const STUCK_INTERVAL: Duration = Duration::from_secs(1);
 /// wants to be called again.
 ///
 /// With no eligible pending job there is nothing to place, so the policy is not called and the
-/// call does not count against the interval: the end of the last job on an idle cluster must not
-/// delay the start of the next submission (a stateful policy sees the end in its next snapshot).
+/// call does not count as a pass: the end of the last job on an idle cluster must not delay the
+/// start of the next submission (a stateful policy sees the end in its next snapshot).
 pub async fn run_once(d: &Arc<Daemon>) -> (bool, Option<u64>) {
     run_once_at(d, None).await
 }
 
 /// How late a policy call may come after the instant the previous plan asked for (`wake_at`)
-/// and still be told that instant as its `now`, in ms beyond the re-policy interval.
+/// and still be told that instant as its `now`, in ms beyond the longest wait between passes.
 const WAKE_SLACK_MS: u64 = 1_000;
 
 /// [`run_once`], told the `wake_at` the loop slept for. Timers fire late (by a few ms, or by
-/// the re-policy interval when the last call was recent), and a policy that acts *at* an
-/// instant (the RPP starts a claimed job exactly at its deadline and fails a job it cannot
-/// place then) would see the instant passed and fail the job. A call that comes at most the
-/// re-policy interval plus [`WAKE_SLACK_MS`] after the asked instant is told that instant;
-/// starts are stamped with the real time anyway (see `act`).
+/// the gap after the last pass, or the re-policy interval while launcher sessions are open),
+/// and a policy that acts *at* an instant (the RPP starts a claimed job exactly at its deadline
+/// and fails a job it cannot place then) would see the instant passed and fail the job. A call
+/// that comes at most the longer of the re-policy interval and `[scheduling] max_gap_ms`, plus
+/// [`WAKE_SLACK_MS`], after the asked instant is told that instant; starts are stamped with the
+/// real time anyway (see `act`).
 pub async fn run_once_at(d: &Arc<Daemon>, wake_at: Option<u64>) -> (bool, Option<u64>) {
     let real = now_ms();
-    let slack = d.settings().config.repolicy_interval_ms + WAKE_SLACK_MS;
+    let slack = {
+        let c = &d.settings().config;
+        c.repolicy_interval_ms.max(c.scheduling.max_gap_ms) + WAKE_SLACK_MS
+    };
     let now = match wake_at {
         Some(w) if w <= real && real - w <= slack => w,
         _ => real,
@@ -162,8 +241,8 @@ pub async fn run_once_at(d: &Arc<Daemon>, wake_at: Option<u64>) -> (bool, Option
 
 /// Starts a call of `host` on `snap` on a thread of its own, not tokio's blocking pool: a pool
 /// that clients' listings fill (each waits there for its reader) would queue the policy behind
-/// them, and the wait would count against the policy's budget. One thread per call is cheap at
-/// the re-policy interval's rate; the pool serves only when no thread can be started.
+/// them, and the wait would count against the policy's budget. A thread costs tens of
+/// microseconds, little beside a pass; the pool serves only when no thread can be started.
 fn start(host: Arc<Mutex<BoxedPolicy>>, snap: Arc<SnapshotData>) -> oneshot::Receiver<Arc<Plan>> {
     let (tx, rx) = oneshot::channel();
     let (again, view) = (Arc::clone(&host), Arc::clone(&snap));
@@ -255,5 +334,104 @@ async fn act(d: &Arc<Daemon>, snap: &SnapshotData, plan: &Plan) {
         if let Err(e) = crate::executor::cancel(d, k.job) {
             tracing::error!(job = k.job, "{e}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    /// The default config's pacing.
+    fn pacing() -> Pacing {
+        Pacing::of(&crate::config::Config::embedded())
+    }
+
+    /// A pass that began at `t0 + began` ms and cost `cost` ms.
+    fn pass(t0: Instant, began: u64, cost: u64) -> Pass {
+        Pass {
+            began: t0 + ms(began),
+            ended: t0 + ms(began + cost),
+        }
+    }
+
+    // Slurm 22.05 makes "a quick and simple scheduling attempt at events such as job submission
+    // or completion" (sched_config.html), its main loop at most every `sched_min_interval`
+    // (2 µs by default): a job that fits an idle cluster starts at once. A submission 20 ms
+    // after a 1 ms pass (the previous job's start, the job having ended since) runs its pass at
+    // once, not at the end of a 100 ms re-policy interval.
+    #[test]
+    fn a_submission_right_after_the_previous_jobs_end_is_scheduled_at_once() {
+        let t0 = Instant::now();
+        let last = pass(t0, 0, 1);
+        let next = pacing().next_pass(Some(last), false, false).unwrap();
+        assert!(next <= t0 + ms(20), "{:?} after the pass", next - t0);
+    }
+
+    #[test]
+    fn the_first_pass_runs_at_once() {
+        assert_eq!(pacing().next_pass(None, true, true), None);
+    }
+
+    #[test]
+    fn the_gap_is_a_multiple_of_the_last_pass_within_its_bounds() {
+        let p = Pacing {
+            min_gap: ms(2),
+            max_gap: ms(100),
+            factor: 2,
+            interval: ms(1_000),
+        };
+        assert_eq!(p.gap(Duration::ZERO), ms(2));
+        assert_eq!(p.gap(ms(10)), ms(20));
+        assert_eq!(p.gap(ms(80)), ms(100));
+        let t0 = Instant::now();
+        // From the end of the pass: a 30 ms pass is followed by 60 ms without one.
+        assert_eq!(
+            p.next_pass(Some(pass(t0, 0, 30)), false, false),
+            Some(t0 + ms(90))
+        );
+        // A bound set upside down keeps the floor.
+        let q = Pacing {
+            max_gap: ms(1),
+            ..p
+        };
+        assert_eq!(q.gap(ms(10)), ms(2));
+    }
+
+    // CooRM (§III-C) re-runs the policy "at most once every re-policy interval" while launchers
+    // select on their views; the cost-based gap does not shorten it.
+    #[test]
+    fn open_sessions_keep_the_re_policy_interval() {
+        let t0 = Instant::now();
+        let p = pacing();
+        let last = pass(t0, 0, 1);
+        assert_eq!(p.next_pass(Some(last), true, false), Some(t0 + p.interval));
+        // A pass longer than the interval is still followed by the gap.
+        let long = pass(t0, 0, 150);
+        assert_eq!(
+            p.next_pass(Some(long), true, false),
+            Some(long.ended + p.gap(ms(150)))
+        );
+    }
+
+    #[test]
+    fn a_stuck_call_spaces_passes_a_second_apart() {
+        let t0 = Instant::now();
+        let next = pacing().next_pass(Some(pass(t0, 0, 1)), false, true);
+        assert_eq!(next, Some(t0 + STUCK_INTERVAL));
+    }
+
+    // A burst of events costs a pass per gap: with passes of cost c, the daemon plans at most
+    // c / (c + gap) of the time.
+    #[test]
+    fn a_burst_is_coalesced_into_passes_a_gap_apart() {
+        let p = pacing();
+        let t0 = Instant::now();
+        let last = pass(t0, 0, 40);
+        let next = p.next_pass(Some(last), false, false).unwrap();
+        assert_eq!(next - last.ended, ms(40) * p.factor);
     }
 }
