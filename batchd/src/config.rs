@@ -331,19 +331,20 @@ pub struct Config {
 }
 
 /// How far apart the scheduler's passes come (docs/batchd.md, *Scheduling*): a pass runs at
-/// once when none is running and the last one ended at least a gap ago; the gap is the last
-/// pass's cost times `gap_factor`, within `min_gap_ms..=max_gap_ms`.
+/// once when none is running and the last one ended at least a gap ago; while a node is free
+/// the gap is the last pass's cost times `gap_factor`, within `min_gap_ms..=max_gap_ms`,
+/// otherwise `max_gap_ms`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SchedulingConfig {
     /// The shortest gap, ms.
     #[serde(default = "default_min_gap")]
     pub min_gap_ms: u64,
-    /// The longest gap a pass's cost can ask for, ms.
+    /// The longest gap a pass's cost can ask for, and the gap while no node is free, ms.
     #[serde(default = "default_max_gap")]
     pub max_gap_ms: u64,
     /// The gap in units of the last pass's cost: the daemon spends at most 1 / (1 + this) of
-    /// its time in passes during a burst.
+    /// its time in passes under a stream of events.
     #[serde(default = "default_gap_factor")]
     pub gap_factor: u32,
 }
@@ -367,7 +368,7 @@ fn default_max_gap() -> u64 {
 }
 
 fn default_gap_factor() -> u32 {
-    2
+    1
 }
 
 /// The socket API's limits (docs/batchd.md, "Limits"): no client, careless or hostile, holds

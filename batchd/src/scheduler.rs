@@ -2,13 +2,16 @@
 //!
 //! The policy runs when something changes (submit, end, cancel, release, reconfigure: all call
 //! [`Daemon::reschedule`]) or at the plan's `wake_at`. A pass runs at once when none is running
-//! and the last one ended at least a short gap ago; the gap is what the last pass cost times
-//! `[scheduling] gap_factor`, within `min_gap_ms..=max_gap_ms` ([`Pacing`]), so a submission
-//! after a quiet spell, or right after the end of the job before it, starts within
-//! milliseconds, while a burst of events costs a pass per gap at most: events during a pass or
-//! during the gap after it are folded into the next pass. The gap follows the queue: a pass
-//! over many pending jobs costs more, so they come further apart, and the share of the time the
-//! daemon spends planning stays below 1 / (1 + gap_factor).
+//! and the last one ended at least a gap ago ([`Pacing`]), so a submission after a quiet spell,
+//! or right after the end of the job before it, starts within milliseconds, while a burst of
+//! events costs a pass per gap at most: events during a pass or during the gap after it are
+//! folded into the next pass. While a node is free, the gap is what the last pass cost times
+//! `[scheduling] gap_factor`, within `min_gap_ms..=max_gap_ms`: a pass over many pending jobs
+//! costs more, so they come further apart, and the share of the time the daemon spends planning
+//! stays below 1 / (1 + gap_factor). While no node is free no job can start, and a pass would
+//! only update expected starts and pending reasons: the gap is then `max_gap_ms`, so a burst of
+//! submissions into a full cluster costs few passes; a job's end that frees nodes during that
+//! gap shortens it.
 //!
 //! While CooRM launcher sessions are open, passes also begin at least `repolicy_interval_ms`
 //! apart, the paper's re-policy interval (§III-C: the policy runs "at most once every
@@ -57,18 +60,15 @@ pub async fn run(d: Arc<Daemon>) {
             _ = d.kick.notified() => {}
             _ = tokio::time::sleep(sleep) => {}
         }
+        // Wait out the gap; a change meanwhile (a job's end freeing nodes) may shorten it.
         let pacing = Pacing::of(&d.settings().config);
-        // While an abandoned call still runs, each run only acts on the same stale fallback,
-        // and its snapshot and validation cost as much as a real call's: at most one a second
-        // (the call's return asks for a run at once).
-        let stuck = d
-            .policy()
-            .share
-            .in_flight()
-            .is_some_and(|f| f.abandoned.is_some());
-        if let Some(next) = pacing.next_pass(last, !d.sessions.is_empty(), stuck) {
-            if Instant::now() < next {
-                tokio::time::sleep_until(next.into()).await;
+        loop {
+            match pacing.next_pass(last, Conditions::of(&d)) {
+                Some(next) if Instant::now() < next => tokio::select! {
+                    _ = tokio::time::sleep_until(next.into()) => break,
+                    _ = d.kick.notified() => {}
+                },
+                _ => break,
             }
         }
         // The pass below sees every change whose kick came until now: a kick left from the gap
@@ -104,7 +104,7 @@ pub struct Pass {
 pub struct Pacing {
     /// The shortest gap between the end of a pass and the beginning of the next.
     pub min_gap: Duration,
-    /// The longest gap the cost of a pass can ask for.
+    /// The longest gap the cost of a pass can ask for, and the gap while no node is free.
     pub max_gap: Duration,
     /// The gap is the last pass's cost times this, within `min_gap..=max_gap`.
     pub factor: u32,
@@ -132,19 +132,53 @@ impl Pacing {
     }
 
     /// The earliest instant the next pass may begin, after the last pass that called the
-    /// policy (`None`: none yet, so at once); `sessions`: launcher sessions are open; `stuck`:
-    /// a call abandoned at its budget still runs. Any instant at or before now means at once.
-    pub fn next_pass(&self, last: Option<Pass>, sessions: bool, stuck: bool) -> Option<Instant> {
+    /// policy (`None`: none yet, so at once), under `now`. Any instant at or before now means
+    /// at once.
+    pub fn next_pass(&self, last: Option<Pass>, now: Conditions) -> Option<Instant> {
         let last = last?;
-        let cost = last.ended.saturating_duration_since(last.began);
-        let mut at = last.ended + self.gap(cost);
-        if sessions {
+        let gap = if now.free_nodes {
+            self.gap(last.ended.saturating_duration_since(last.began))
+        } else {
+            // No job can start: the pass would only update expected starts and reasons.
+            self.max_gap.max(self.min_gap)
+        };
+        let mut at = last.ended + gap;
+        if now.sessions {
             at = at.max(last.began + self.interval);
         }
-        if stuck {
+        if now.stuck {
             at = at.max(last.began + STUCK_INTERVAL);
         }
         Some(at)
+    }
+}
+
+/// What the pacing of the next pass depends on besides the last pass.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Conditions {
+    /// A node is free in some pool, so a pass may start a job: it comes after the cost-based
+    /// gap, otherwise after `max_gap`.
+    pub free_nodes: bool,
+    /// CooRM launcher sessions are open: passes begin at least the re-policy interval apart.
+    pub sessions: bool,
+    /// A call abandoned at its time budget still runs: each pass only acts on the same stale
+    /// fallback, and its snapshot and validation cost as much as a real call's, so passes
+    /// begin at least a second apart (the call's return asks for a pass at once).
+    pub stuck: bool,
+}
+
+impl Conditions {
+    /// The daemon's conditions now.
+    pub fn of(d: &Daemon) -> Conditions {
+        Conditions {
+            free_nodes: d.core().pools().iter().any(|p| p.free() > 0),
+            sessions: !d.sessions.is_empty(),
+            stuck: d
+                .policy()
+                .share
+                .in_flight()
+                .is_some_and(|f| f.abandoned.is_some()),
+        }
     }
 }
 
@@ -350,6 +384,14 @@ mod tests {
         Pacing::of(&crate::config::Config::embedded())
     }
 
+    /// A node free, no session, no stuck call.
+    fn free() -> Conditions {
+        Conditions {
+            free_nodes: true,
+            ..Conditions::default()
+        }
+    }
+
     /// A pass that began at `t0 + began` ms and cost `cost` ms.
     fn pass(t0: Instant, began: u64, cost: u64) -> Pass {
         Pass {
@@ -367,13 +409,18 @@ mod tests {
     fn a_submission_right_after_the_previous_jobs_end_is_scheduled_at_once() {
         let t0 = Instant::now();
         let last = pass(t0, 0, 1);
-        let next = pacing().next_pass(Some(last), false, false).unwrap();
+        let next = pacing().next_pass(Some(last), free()).unwrap();
         assert!(next <= t0 + ms(20), "{:?} after the pass", next - t0);
     }
 
     #[test]
     fn the_first_pass_runs_at_once() {
-        assert_eq!(pacing().next_pass(None, true, true), None);
+        let all = Conditions {
+            free_nodes: false,
+            sessions: true,
+            stuck: true,
+        };
+        assert_eq!(pacing().next_pass(None, all), None);
     }
 
     #[test]
@@ -390,7 +437,7 @@ mod tests {
         let t0 = Instant::now();
         // From the end of the pass: a 30 ms pass is followed by 60 ms without one.
         assert_eq!(
-            p.next_pass(Some(pass(t0, 0, 30)), false, false),
+            p.next_pass(Some(pass(t0, 0, 30)), free()),
             Some(t0 + ms(90))
         );
         // A bound set upside down keeps the floor.
@@ -408,11 +455,15 @@ mod tests {
         let t0 = Instant::now();
         let p = pacing();
         let last = pass(t0, 0, 1);
-        assert_eq!(p.next_pass(Some(last), true, false), Some(t0 + p.interval));
+        let sessions = Conditions {
+            sessions: true,
+            ..free()
+        };
+        assert_eq!(p.next_pass(Some(last), sessions), Some(t0 + p.interval));
         // A pass longer than the interval is still followed by the gap.
         let long = pass(t0, 0, 150);
         assert_eq!(
-            p.next_pass(Some(long), true, false),
+            p.next_pass(Some(long), sessions),
             Some(long.ended + p.gap(ms(150)))
         );
     }
@@ -420,18 +471,36 @@ mod tests {
     #[test]
     fn a_stuck_call_spaces_passes_a_second_apart() {
         let t0 = Instant::now();
-        let next = pacing().next_pass(Some(pass(t0, 0, 1)), false, true);
+        let stuck = Conditions {
+            stuck: true,
+            ..free()
+        };
+        let next = pacing().next_pass(Some(pass(t0, 0, 1)), stuck);
         assert_eq!(next, Some(t0 + STUCK_INTERVAL));
     }
 
     // A burst of events costs a pass per gap: with passes of cost c, the daemon plans at most
-    // c / (c + gap) of the time.
+    // c / (c + gap) of the time, at most half of it with the default factor.
     #[test]
     fn a_burst_is_coalesced_into_passes_a_gap_apart() {
         let p = pacing();
         let t0 = Instant::now();
         let last = pass(t0, 0, 40);
-        let next = p.next_pass(Some(last), false, false).unwrap();
-        assert_eq!(next - last.ended, ms(40) * p.factor);
+        let next = p.next_pass(Some(last), free()).unwrap();
+        assert_eq!(next - last.ended, p.gap(ms(40)));
+        assert!(p.gap(ms(40)) >= ms(40));
+    }
+
+    // With every node busy no pass can start a job: a burst of submissions into a full cluster
+    // is planned once per `max_gap`, as often as Slurm's periodic main loop, not at every event.
+    #[test]
+    fn without_a_free_node_passes_come_max_gap_apart() {
+        let p = pacing();
+        let t0 = Instant::now();
+        let last = pass(t0, 0, 1);
+        let full = Conditions::default();
+        assert_eq!(p.next_pass(Some(last), full), Some(last.ended + p.max_gap));
+        // A job's end frees a node: the short gap again.
+        assert!(p.next_pass(Some(last), free()).unwrap() <= t0 + ms(20));
     }
 }
