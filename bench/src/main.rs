@@ -397,12 +397,13 @@ fn passes(d: &Daemon) -> usize {
     std::fs::read_to_string(d.dir.join("batchd.log")).map_or(0, |t| t.matches("policy run").count())
 }
 
-/// A job on every node of the virtual pool, running until the daemon stops or it is
-/// cancelled, so that the jobs submitted after it wait: returns its id once it runs.
+/// A job on every node of the virtual pool, so that the jobs submitted after it wait: returns
+/// its id once it runs. Cancel it when done: its supervisor outlives the daemon, and only its
+/// 5-minute time limit ends it otherwise (an interrupted run leaves nothing for longer).
 fn block_all(d: &Daemon, nodes: u32) -> Result<u64> {
     let mut client = Client::connect(&d.socket)?;
     let work = d.work.to_str().context("non-UTF-8 temp dir")?.to_string();
-    let mut spec = JobSpec::new("#!/bin/sh\nsleep 3600\n", work, nodes, 3_600_000);
+    let mut spec = JobSpec::new("#!/bin/sh\nsleep 300\n", work, nodes, 300_000);
     spec.name = "blocker".into();
     let id = match client.request(&Request::Submit(SubmitRequest {
         spec,
@@ -421,6 +422,22 @@ fn block_all(d: &Daemon, nodes: u32) -> Result<u64> {
             bail!("the blocking job did not start within 20 s");
         }
         std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Cancels jobs `ids`.
+fn cancel(d: &Daemon, ids: Vec<u64>) -> Result<()> {
+    let mut client = Client::connect(&d.socket)?;
+    match client.request(&Request::Cancel(batch_proto::CancelRequest {
+        filter: batch_proto::JobFilter {
+            ids,
+            ..Default::default()
+        },
+        signal: None,
+        scope: Default::default(),
+    }))? {
+        Response::Acted(_) => Ok(()),
+        other => bail!("unexpected reply to the cancel {other:?}"),
     }
 }
 
@@ -464,34 +481,46 @@ fn submit_many(d: &Daemon, clients: usize, n: usize, script: &str) -> Result<(Ve
     Ok((ids, t0.elapsed().as_secs_f64()))
 }
 
+/// What a burst cost.
+struct Burst {
+    /// Seconds from the first submission to the last reply.
+    secs: f64,
+    /// Passes meanwhile.
+    passes: usize,
+    /// Seconds from the first submission until a pass had planned them all, and passes until
+    /// then (`None`: the last one was not planned within 120 s).
+    planned: Option<(f64, usize)>,
+}
+
 /// The burst: `n` trivial one-node jobs submitted at once while a job holds every node, so
-/// that every pass plans the whole queue so far. Returns (seconds from the first submission to
-/// the last reply, passes during it, seconds until a pass had planned them all and passes
-/// until then; `None` when no pass planned the last one within 120 s).
-fn burst(d: &Daemon, cli: &Cli, n: usize) -> Result<(f64, usize, Option<(f64, usize)>)> {
-    block_all(d, cli.nodes)?;
+/// that every pass plans the whole queue so far.
+fn burst(d: &Daemon, cli: &Cli, n: usize) -> Result<Burst> {
+    let blocker = block_all(d, cli.nodes)?;
     let before = passes(d);
     let t0 = Instant::now();
-    let (ids, secs) = submit_many(d, cli.clients, n, "#!/bin/sh\ntrue\n")?;
+    let (mut ids, secs) = submit_many(d, cli.clients, n, "#!/bin/sh\ntrue\n")?;
     let during = passes(d).saturating_sub(before);
-    let Some(&last) = ids.iter().max() else {
-        return Ok((secs, during, None));
-    };
-    let mut client = Client::connect(&d.socket)?;
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while Instant::now() < deadline {
-        let jobs = client.jobs(&Request::ShowJob(ShowJobRequest { id: last }))?;
-        if jobs.first().is_some_and(|j| j.expected_start.is_some()) {
-            let planned = t0.elapsed().as_secs_f64();
-            return Ok((
-                secs,
-                during,
-                Some((planned, passes(d).saturating_sub(before))),
-            ));
+    let mut planned = None;
+    if let Some(&last) = ids.iter().max() {
+        let mut client = Client::connect(&d.socket)?;
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while Instant::now() < deadline {
+            let jobs = client.jobs(&Request::ShowJob(ShowJobRequest { id: last }))?;
+            if jobs.first().is_some_and(|j| j.expected_start.is_some()) {
+                let secs = t0.elapsed().as_secs_f64();
+                planned = Some((secs, passes(d).saturating_sub(before)));
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(2));
         }
-        std::thread::sleep(Duration::from_millis(2));
     }
-    Ok((secs, during, None))
+    ids.push(blocker);
+    cancel(d, ids)?;
+    Ok(Burst {
+        secs,
+        passes: during,
+        planned,
+    })
 }
 
 /// Job throughput: `n` one-node `sleep 0.1` jobs queued behind a job holding every node,
@@ -501,18 +530,7 @@ fn burst(d: &Daemon, cli: &Cli, n: usize) -> Result<(f64, usize, Option<(f64, us
 fn throughput(d: &Daemon, cli: &Cli, n: usize) -> Result<(usize, f64, usize)> {
     let blocker = block_all(d, cli.nodes)?;
     submit_many(d, cli.clients, n, "#!/bin/sh\nsleep 0.1\n")?;
-    let mut client = Client::connect(&d.socket)?;
-    match client.request(&Request::Cancel(batch_proto::CancelRequest {
-        filter: batch_proto::JobFilter {
-            ids: vec![blocker],
-            ..Default::default()
-        },
-        signal: None,
-        scope: Default::default(),
-    }))? {
-        Response::Acted(_) => {}
-        other => bail!("unexpected reply to the cancel {other:?}"),
-    }
+    cancel(d, vec![blocker])?;
     let warm = 16;
     let counted = n.saturating_sub(warm + 8).clamp(1, 1000);
     let deadline = Instant::now() + Duration::from_secs(600);
@@ -633,7 +651,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
 
     if cli.burst > 0 && cli.ssh_config.is_none() {
         let d = start_daemon(&cli, &exe)?;
-        let (secs, during, planned) = burst(&d, &cli, cli.burst)?;
+        let Burst {
+            secs,
+            passes: during,
+            planned,
+        } = burst(&d, &cli, cli.burst)?;
         let planned = match planned {
             Some((s, p)) => {
                 format!("all planned {s:.2} s after the first submission, {p} passes by then")
