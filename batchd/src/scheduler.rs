@@ -13,10 +13,10 @@
 //! submissions into a full cluster costs few passes; a job's end that frees nodes during that
 //! gap shortens it.
 //!
-//! While CooRM launcher sessions are open, passes also begin at least `repolicy_interval_ms`
-//! apart, the paper's re-policy interval (§III-C: the policy runs "at most once every
-//! re-policy interval"): each pass may send every waiting launcher a new view, and the
-//! interval bounds how often a launcher must select again.
+//! While CooRM launcher sessions are open, passes follow the paper's rule instead, as the
+//! simulator does: they begin at least `repolicy_interval_ms` apart (§III-C: the policy runs
+//! "at most once every re-policy interval"); each pass may send every waiting launcher a new
+//! view, and the interval bounds how often a launcher must select again.
 //!
 //! The policy is called through its `sched_abi::PolicyHost` (see `crate::policy`), which
 //! validates every plan; a panic, an error or a refused plan is logged there with the policy's
@@ -136,16 +136,15 @@ impl Pacing {
     /// at once.
     pub fn next_pass(&self, last: Option<Pass>, now: Conditions) -> Option<Instant> {
         let last = last?;
-        let gap = if now.free_nodes {
-            self.gap(last.ended.saturating_duration_since(last.began))
+        let mut at = if now.sessions {
+            // The paper's rule, and only it, as the simulator (esim) applies it.
+            last.began + self.interval
+        } else if now.free_nodes {
+            last.ended + self.gap(last.ended.saturating_duration_since(last.began))
         } else {
             // No job can start: the pass would only update expected starts and reasons.
-            self.max_gap.max(self.min_gap)
+            last.ended + self.max_gap.max(self.min_gap)
         };
-        let mut at = last.ended + gap;
-        if now.sessions {
-            at = at.max(last.began + self.interval);
-        }
         if now.stuck {
             at = at.max(last.began + STUCK_INTERVAL);
         }
@@ -159,7 +158,8 @@ pub struct Conditions {
     /// A node is free in some pool, so a pass may start a job: it comes after the cost-based
     /// gap, otherwise after `max_gap`.
     pub free_nodes: bool,
-    /// CooRM launcher sessions are open: passes begin at least the re-policy interval apart.
+    /// CooRM launcher sessions are open: passes begin the re-policy interval apart, whatever
+    /// they cost and whether a node is free.
     pub sessions: bool,
     /// A call abandoned at its time budget still runs: each pass only acts on the same stale
     /// fallback, and its snapshot and validation cost as much as a real call's, so passes
@@ -449,22 +449,30 @@ mod tests {
     }
 
     // CooRM (§III-C) re-runs the policy "at most once every re-policy interval" while launchers
-    // select on their views; the cost-based gap does not shorten it.
+    // select on their views: neither the cost-based gap nor a full cluster changes it, so
+    // batchd's passes come when the simulator's do (docs/coorm.md).
     #[test]
     fn open_sessions_keep_the_re_policy_interval() {
         let t0 = Instant::now();
-        let p = pacing();
-        let last = pass(t0, 0, 1);
+        let p = Pacing {
+            interval: ms(1),
+            ..pacing()
+        };
         let sessions = Conditions {
             sessions: true,
             ..free()
         };
-        assert_eq!(p.next_pass(Some(last), sessions), Some(t0 + p.interval));
-        // A pass longer than the interval is still followed by the gap.
-        let long = pass(t0, 0, 150);
+        let last = pass(t0, 0, 10);
+        assert_eq!(p.next_pass(Some(last), sessions), Some(t0 + ms(1)));
+        let full = Conditions {
+            free_nodes: false,
+            ..sessions
+        };
+        assert_eq!(p.next_pass(Some(last), full), Some(t0 + ms(1)));
+        let p = pacing();
         assert_eq!(
-            p.next_pass(Some(long), sessions),
-            Some(long.ended + p.gap(ms(150)))
+            p.next_pass(Some(pass(t0, 0, 1)), sessions),
+            Some(t0 + p.interval)
         );
     }
 
