@@ -291,7 +291,7 @@ pub struct Config {
     pub supervisor: Option<PathBuf>,
     /// The re-policy interval, ms: while CooRM launcher sessions are open, the shortest time
     /// between the beginnings of two policy runs (§III-C); other passes are paced by
-    /// [`SchedulingConfig`].
+    /// [`SchedulingConfig`], this being the longest gap when it is below `max_gap_ms`.
     #[serde(default = "default_interval")]
     pub repolicy_interval_ms: u64,
     /// Time between SIGTERM and SIGKILL at the time limit and at a cancel, in ms.

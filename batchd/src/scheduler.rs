@@ -11,7 +11,7 @@
 //! stays below 1 / (1 + gap_factor). While no node is free no job can start, and a pass would
 //! only update expected starts and pending reasons: the gap is then `max_gap_ms`, so a burst of
 //! submissions into a full cluster costs few passes; a job's end that frees nodes during that
-//! gap shortens it.
+//! gap shortens it. A `repolicy_interval_ms` below `max_gap_ms` lowers the longest gap to it.
 //!
 //! While CooRM launcher sessions are open, passes follow the paper's rule instead, as the
 //! simulator does: they begin at least `repolicy_interval_ms` apart (§III-C: the policy runs
@@ -114,12 +114,14 @@ pub struct Pacing {
 }
 
 impl Pacing {
-    /// The pacing `config` asks for.
+    /// The pacing `config` asks for. A re-policy interval below `max_gap_ms` lowers the
+    /// longest gap to it: a config that asks for passes that often gets them.
     pub fn of(config: &crate::config::Config) -> Pacing {
         let s = &config.scheduling;
+        let max_gap = s.max_gap_ms.min(config.repolicy_interval_ms);
         Pacing {
             min_gap: Duration::from_millis(s.min_gap_ms),
-            max_gap: Duration::from_millis(s.max_gap_ms.max(s.min_gap_ms)),
+            max_gap: Duration::from_millis(max_gap.max(s.min_gap_ms)),
             factor: s.gap_factor,
             interval: Duration::from_millis(config.repolicy_interval_ms),
         }
@@ -446,6 +448,19 @@ mod tests {
             ..p
         };
         assert_eq!(q.gap(ms(10)), ms(2));
+    }
+
+    // A config that asks for passes every 10 ms (`repolicy_interval_ms = 10`) gets them, even
+    // into a full cluster; the floor still holds.
+    #[test]
+    fn a_short_re_policy_interval_lowers_the_longest_gap() {
+        let mut c = crate::config::Config::embedded();
+        c.repolicy_interval_ms = 10;
+        assert_eq!(Pacing::of(&c).max_gap, ms(10));
+        c.repolicy_interval_ms = 1;
+        assert_eq!(Pacing::of(&c).max_gap, ms(2));
+        c.repolicy_interval_ms = 1_000;
+        assert_eq!(Pacing::of(&c).max_gap, ms(100));
     }
 
     // CooRM (§III-C) re-runs the policy "at most once every re-policy interval" while launchers
