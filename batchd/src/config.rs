@@ -364,7 +364,9 @@ pub struct Config {
     /// batchd executable).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub supervisor: Option<PathBuf>,
-    /// Minimum time between two policy runs, in ms.
+    /// The re-policy interval, ms: while CooRM launcher sessions are open, the shortest time
+    /// between the beginnings of two policy runs (§III-C); other passes are paced by
+    /// [`SchedulingConfig`], this being the longest gap when it is below `max_gap_ms`.
     #[serde(default = "default_interval")]
     pub repolicy_interval_ms: u64,
     /// Time between SIGTERM and SIGKILL at the time limit and at a cancel, in ms.
@@ -398,6 +400,50 @@ pub struct Config {
     /// CooRM launcher sessions.
     #[serde(default)]
     pub coorm: CoormConfig,
+    /// How far apart the scheduler's passes come.
+    #[serde(default)]
+    pub scheduling: SchedulingConfig,
+}
+
+/// How far apart the scheduler's passes come (docs/batchd.md, *Scheduling*): a pass runs at
+/// once when none is running and the last one ended at least a gap ago; while a node is free
+/// the gap is the last pass's cost times `gap_factor`, within `min_gap_ms..=max_gap_ms`,
+/// otherwise `max_gap_ms`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SchedulingConfig {
+    /// The shortest gap, ms.
+    #[serde(default = "default_min_gap")]
+    pub min_gap_ms: u64,
+    /// The longest gap a pass's cost can ask for, and the gap while no node is free, ms.
+    #[serde(default = "default_max_gap")]
+    pub max_gap_ms: u64,
+    /// The gap in units of the last pass's cost: the daemon spends at most 1 / (1 + this) of
+    /// its time in passes under a stream of events.
+    #[serde(default = "default_gap_factor")]
+    pub gap_factor: u32,
+}
+
+impl Default for SchedulingConfig {
+    fn default() -> Self {
+        SchedulingConfig {
+            min_gap_ms: default_min_gap(),
+            max_gap_ms: default_max_gap(),
+            gap_factor: default_gap_factor(),
+        }
+    }
+}
+
+fn default_min_gap() -> u64 {
+    2
+}
+
+fn default_max_gap() -> u64 {
+    100
+}
+
+fn default_gap_factor() -> u32 {
+    1
 }
 
 /// The socket API's limits (docs/batchd.md, "Limits"): no client, careless or hostile, holds
@@ -842,6 +888,28 @@ impl Config {
                 "must be in 1..=60000",
             ));
         }
+        let g = &self.scheduling;
+        if g.max_gap_ms > 60_000 {
+            return Err(ConfigError::key(
+                file,
+                "scheduling.max_gap_ms",
+                "must be in 0..=60000",
+            ));
+        }
+        if g.min_gap_ms > g.max_gap_ms {
+            return Err(ConfigError::key(
+                file,
+                "scheduling.min_gap_ms",
+                "must be at most scheduling.max_gap_ms",
+            ));
+        }
+        if g.gap_factor > 1_000 {
+            return Err(ConfigError::key(
+                file,
+                "scheduling.gap_factor",
+                "must be in 0..=1000",
+            ));
+        }
         Ok(())
     }
 
@@ -1043,6 +1111,9 @@ mod tests {
             ("[[pool]]\nname=\"a\"\nnodes=1\n[policy]\nname=\"cbf\"\nparams={x=[1]}\n", "policy.params.x"),
             ("[policy]\nname=\"cbf\"\ntime_budget_ms=0\n", "policy.time_budget_ms"),
             ("[policy]\nname=\"cbf\"\ntime_budget_ms=600001\n", "policy.time_budget_ms"),
+            ("[scheduling]\nmin_gap_ms=50\nmax_gap_ms=10\n", "scheduling.min_gap_ms"),
+            ("[scheduling]\nmax_gap_ms=60001\n", "scheduling.max_gap_ms"),
+            ("[scheduling]\ngap_factor=1001\n", "scheduling.gap_factor"),
         ];
         for (text, key) in cases {
             let e = Config::parse(text, "f").unwrap_err().to_string();

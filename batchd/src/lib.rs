@@ -15,7 +15,8 @@
 //! 5. I/O: [`daemon`] (the state the tasks share), [`config`] (TOML with an embedded
 //!    default), [`store`] (SQLite (WAL) with group commit: a submission is durable before it
 //!    is acknowledged), [`launch`] (the job directory's files and the clock), [`scheduler`]
-//!    (snapshot → policy → validator → act, coalesced to one run per interval), [`executor`]
+//!    (snapshot → policy → validator → act; a pass runs at once, and the events during it or
+//!    the gap after it, a multiple of its cost, are folded into the next), [`executor`]
 //!    and [`supervise`] (each job under a small supervisor process that outlives the daemon,
 //!    enforces the walltime and records the exit status), [`procs`] (a job's processes in
 //!    `/proc`, stopped when its supervisor is gone), [`evolve`] (carries out an evolving

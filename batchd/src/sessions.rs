@@ -103,6 +103,11 @@ impl Sessions {
         );
     }
 
+    /// Whether no session is open.
+    pub fn is_empty(&self) -> bool {
+        lock(&self.0).is_empty()
+    }
+
     /// Forgets the session of `job` (its connection closed).
     pub fn close(&self, job: u64) {
         lock(&self.0).remove(&job);

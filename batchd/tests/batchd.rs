@@ -225,6 +225,21 @@ fn job_runs_to_completion_with_its_output_and_environment() {
     assert_eq!(acct.iter().map(|j| j.id).collect::<Vec<_>>(), vec![id]);
 }
 
+// Slurm 22.05 makes "a quick and simple scheduling attempt at events such as job submission or
+// completion" (sched_config.html): a job that fits an idle cluster starts at once, however
+// recently the last job started. The re-policy interval, here a minute, paces passes only
+// while CooRM launcher sessions are open; the second job's pass comes right after the first
+// job's, and the 20 s wait of `wait_state` is far below the minute.
+#[test]
+fn a_job_submitted_right_after_another_ends_starts_without_waiting_for_the_re_policy_interval() {
+    let c = cluster(|c| c.repolicy_interval_ms = 60_000);
+    let mut client = c.client();
+    for _ in 0..3 {
+        let id = submit_on(&mut client, c.spec("true"));
+        c.wait_state(id, JobState::Completed);
+    }
+}
+
 #[test]
 fn failing_script_ends_failed_with_its_exit_code_and_separate_stderr() {
     let c = Cluster::new();

@@ -1,9 +1,12 @@
 //! `ebench`: batchd's figures, printed (never asserted): submissions per second through the
-//! socket API and through `esubmit` processes, submit-to-start latency on an idle cluster, and
-//! `equeue`'s time with many pending jobs. `scripts/bench-batchd.sh` builds and runs it.
+//! socket API and through `esubmit` processes, submit-to-start latency on an idle cluster
+//! (probes back to back and spaced), a burst of submissions and the scheduling passes it costs,
+//! job throughput with many pending jobs, and `equeue`'s time with many pending jobs.
+//! `scripts/bench-batchd.sh` builds and runs it.
 //!
-//! It starts its own batchd (found next to this executable unless `--batchd` says otherwise) on
-//! a temporary socket and state directory, so it never touches a production daemon.
+//! Each part starts its own batchd (found next to this executable unless `--batchd` says
+//! otherwise) on a temporary socket and state directory, so it never touches a production
+//! daemon and no part's queue weighs on another's.
 #![forbid(unsafe_code)]
 
 use std::path::{Path, PathBuf};
@@ -20,7 +23,8 @@ use cli_tools::batch::cli::{now_ms, run_tool};
 #[command(
     name = "ebench",
     version,
-    about = "Measure batchd: submission rate, start latency, equeue time"
+    about = "Measure batchd: start latency, bursts, throughput, submission rate, equeue time",
+    args_override_self = true
 )]
 struct Cli {
     /// The batchd executable (default: next to ebench).
@@ -35,13 +39,26 @@ struct Cli {
     /// Sequential `esubmit` processes.
     #[arg(long, default_value_t = 500)]
     esubmit: usize,
-    /// Trivial jobs timed from submit to start, one at a time.
+    /// Trivial jobs timed from submit to start, one at a time, by each method: back to back
+    /// (each submitted as soon as the job before it is recorded ended) and spaced
+    /// (`--latency-gap-ms` after that end).
     #[arg(long, default_value_t = 50)]
     latency: usize,
+    /// The wait between the end of a spaced probe's job and the next probe's submission, ms.
+    #[arg(long, default_value_t = 300)]
+    latency_gap_ms: u64,
+    /// Trivial one-node jobs submitted at once by `--clients` clients (at least one) while a
+    /// job holds every node: the burst's time, and the scheduling passes it cost; 0 skips it.
+    #[arg(long, default_value_t = 10_000)]
+    burst: usize,
+    /// Job throughput: for each count, that many 0.1 s one-node jobs pending, then jobs/s while
+    /// they run; 0 skips it.
+    #[arg(long, value_delimiter = ',', default_values_t = [200, 20_000])]
+    throughput: Vec<usize>,
     /// Pending jobs in the queue when `equeue` is timed.
     #[arg(long, default_value_t = 100_000)]
     queue: usize,
-    /// Runs of each `equeue` timing.
+    /// Runs of each `equeue` timing (0 skips them).
     #[arg(long, default_value_t = 10)]
     runs: usize,
     /// Database durability: full or normal (batchd's default when omitted).
@@ -54,6 +71,10 @@ struct Cli {
     /// (`scripts/ssh-hosts.sh up DIR` writes DIR/ssh_config) instead of 8 virtual nodes.
     #[arg(long, value_name = "FILE")]
     ssh_config: Option<PathBuf>,
+    /// A top-level line added to batchd's config, e.g. `scheduling.gap_factor=1` (TOML;
+    /// repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
     /// Nodes of the virtual pool (without --ssh-config).
     #[arg(long, default_value_t = 8)]
     nodes: u32,
@@ -87,7 +108,9 @@ impl Drop for Daemon {
 }
 
 fn start_daemon(cli: &Cli, exe: &Path) -> Result<Daemon> {
-    let dir = std::env::temp_dir().join(format!("esched-bench-{}", std::process::id()));
+    static BOOTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = BOOTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("esched-bench-{}-{n}", std::process::id()));
     let socket = dir.join("batchd.sock");
     let work = dir.join("work");
     std::fs::create_dir_all(&work)?;
@@ -103,6 +126,10 @@ fn start_daemon(cli: &Cli, exe: &Path) -> Result<Daemon> {
     }
     if let Some(r) = cli.repolicy_ms {
         config.push_str(&format!("repolicy_interval_ms = {r}\n"));
+    }
+    for line in &cli.set {
+        config.push_str(line);
+        config.push('\n');
     }
     match &cli.ssh_config {
         None => config.push_str(&format!(
@@ -122,7 +149,11 @@ fn start_daemon(cli: &Cli, exe: &Path) -> Result<Daemon> {
     let child = Command::new(exe)
         .arg("--config")
         .arg(&cfg)
-        .env("RUST_LOG", "warn,batchd::hosts=info")
+        // The scheduler's debug line, one per pass that called the policy, counts passes.
+        .env(
+            "RUST_LOG",
+            "warn,batchd::hosts=info,batchd::scheduler=debug",
+        )
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log)
@@ -274,9 +305,36 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[i]
 }
 
-/// Submit-to-start of trivial jobs, one at a time on an idle cluster: (to the daemon's start
-/// record, to the job's first instruction), ms each.
-fn latency(d: &Daemon, n: usize) -> Result<(Vec<f64>, Vec<f64>)> {
+/// How the latency probes follow one another.
+#[derive(Clone, Copy, Debug)]
+enum Spacing {
+    /// Each probe submitted as soon as the job before it is recorded ended: the case of a
+    /// chain of short jobs, where the submission comes right after the pass that started the
+    /// job before it.
+    BackToBack,
+    /// Each probe submitted this long after the job before it is recorded ended: a submission
+    /// after a quiet spell.
+    Spaced(Duration),
+}
+
+impl std::fmt::Display for Spacing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Spacing::BackToBack => {
+                write!(f, "back to back (each right after the previous job's end)")
+            }
+            Spacing::Spaced(d) => write!(
+                f,
+                "spaced (each {} ms after the previous job's end)",
+                d.as_millis()
+            ),
+        }
+    }
+}
+
+/// Submit-to-start of trivial jobs, one at a time on an idle cluster, each submitted as
+/// `spacing` says: (to the daemon's start record, to the job's first instruction), ms each.
+fn latency(d: &Daemon, n: usize, spacing: Spacing) -> Result<(Vec<f64>, Vec<f64>)> {
     let mut client = Client::connect(&d.socket)?;
     let work = d.work.to_str().context("non-UTF-8 temp dir")?.to_string();
     let (mut daemon_side, mut job_side) = (Vec::new(), Vec::new());
@@ -310,14 +368,196 @@ fn latency(d: &Daemon, n: usize) -> Result<(Vec<f64>, Vec<f64>)> {
             std::thread::sleep(Duration::from_micros(200));
         };
         job_side.push((ns.saturating_sub(sent.0)) as f64 / 1e6);
-        let jobs = client.jobs(&Request::ShowJob(ShowJobRequest { id }))?;
-        if let Some(start) = jobs.first().and_then(|j: &JobInfo| j.start_time) {
+        // The next probe follows the end of this job, as a chain of jobs would.
+        let job = loop {
+            let jobs = client.jobs(&Request::ShowJob(ShowJobRequest { id }))?;
+            let j: JobInfo = jobs.into_iter().next().context("a job vanished")?;
+            if j.state.is_finished() {
+                break j;
+            }
+            if Instant::now() > deadline {
+                bail!("job {id} did not end within 20 s");
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        };
+        if let Some(start) = job.start_time {
             daemon_side.push(start as f64 - (sent.0 / 1_000_000) as f64);
+        }
+        if let Spacing::Spaced(gap) = spacing {
+            std::thread::sleep(gap);
         }
     }
     daemon_side.sort_by(f64::total_cmp);
     job_side.sort_by(f64::total_cmp);
     Ok((daemon_side, job_side))
+}
+
+/// Scheduling passes that called the policy so far: one debug line each in the daemon's log.
+fn passes(d: &Daemon) -> usize {
+    std::fs::read_to_string(d.dir.join("batchd.log")).map_or(0, |t| t.matches("policy run").count())
+}
+
+/// A job on every node of the virtual pool, so that the jobs submitted after it wait: returns
+/// its id once it runs. Cancel it when done: its supervisor outlives the daemon, and only its
+/// 5-minute time limit ends it otherwise (an interrupted run leaves nothing for longer).
+fn block_all(d: &Daemon, nodes: u32) -> Result<u64> {
+    let mut client = Client::connect(&d.socket)?;
+    let work = d.work.to_str().context("non-UTF-8 temp dir")?.to_string();
+    let mut spec = JobSpec::new("#!/bin/sh\nsleep 300\n", work, nodes, 300_000);
+    spec.name = "blocker".into();
+    let id = match client.request(&Request::Submit(SubmitRequest {
+        spec,
+        test_only: false,
+    }))? {
+        Response::Submitted { id } => id,
+        other => bail!("unexpected reply {other:?}"),
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let jobs = client.jobs(&Request::ShowJob(ShowJobRequest { id }))?;
+        if jobs.first().is_some_and(|j| j.start_time.is_some()) {
+            return Ok(id);
+        }
+        if Instant::now() > deadline {
+            bail!("the blocking job did not start within 20 s");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Cancels jobs `ids`.
+fn cancel(d: &Daemon, ids: Vec<u64>) -> Result<()> {
+    let mut client = Client::connect(&d.socket)?;
+    match client.request(&Request::Cancel(batch_proto::CancelRequest {
+        filter: batch_proto::JobFilter {
+            ids,
+            ..Default::default()
+        },
+        signal: None,
+        scope: Default::default(),
+    }))? {
+        Response::Acted(_) => Ok(()),
+        other => bail!("unexpected reply to the cancel {other:?}"),
+    }
+}
+
+/// `n` one-node jobs running `script`, submitted at once by `clients` threads: (their ids,
+/// seconds from the first submission to the last reply).
+fn submit_many(d: &Daemon, clients: usize, n: usize, script: &str) -> Result<(Vec<u64>, f64)> {
+    let work = d.work.to_str().context("non-UTF-8 temp dir")?.to_string();
+    let clients = clients.clamp(1, n.max(1));
+    let t0 = Instant::now();
+    let handles: Vec<_> = (0..clients)
+        .map(|c| {
+            let socket = d.socket.clone();
+            let work = work.clone();
+            let script = script.to_string();
+            let mine = n / clients + usize::from(c < n % clients);
+            std::thread::spawn(move || -> Result<Vec<u64>> {
+                let mut client = Client::connect(&socket)?;
+                let mut ids = Vec::with_capacity(mine);
+                for i in 0..mine {
+                    let mut spec = JobSpec::new(script.clone(), work.clone(), 1, 60_000);
+                    spec.name = format!("many{c}-{i}");
+                    match client.request(&Request::Submit(SubmitRequest {
+                        spec,
+                        test_only: false,
+                    }))? {
+                        Response::Submitted { id } => ids.push(id),
+                        other => bail!("unexpected reply {other:?}"),
+                    }
+                }
+                Ok(ids)
+            })
+        })
+        .collect();
+    let mut ids = Vec::with_capacity(n);
+    for h in handles {
+        ids.extend(
+            h.join()
+                .map_err(|_| anyhow::anyhow!("a client thread panicked"))??,
+        );
+    }
+    Ok((ids, t0.elapsed().as_secs_f64()))
+}
+
+/// What a burst cost.
+struct Burst {
+    /// Seconds from the first submission to the last reply.
+    secs: f64,
+    /// Passes meanwhile.
+    passes: usize,
+    /// Seconds from the first submission until a pass had planned them all, and passes until
+    /// then (`None`: the last one was not planned within 120 s).
+    planned: Option<(f64, usize)>,
+}
+
+/// The burst: `n` trivial one-node jobs submitted at once while a job holds every node, so
+/// that every pass plans the whole queue so far.
+fn burst(d: &Daemon, cli: &Cli, n: usize) -> Result<Burst> {
+    let blocker = block_all(d, cli.nodes)?;
+    let before = passes(d);
+    let t0 = Instant::now();
+    let (mut ids, secs) = submit_many(d, cli.clients, n, "#!/bin/sh\ntrue\n")?;
+    let during = passes(d).saturating_sub(before);
+    let mut planned = None;
+    if let Some(&last) = ids.iter().max() {
+        let mut client = Client::connect(&d.socket)?;
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while Instant::now() < deadline {
+            let jobs = client.jobs(&Request::ShowJob(ShowJobRequest { id: last }))?;
+            if jobs.first().is_some_and(|j| j.expected_start.is_some()) {
+                let secs = t0.elapsed().as_secs_f64();
+                planned = Some((secs, passes(d).saturating_sub(before)));
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+    ids.push(blocker);
+    cancel(d, ids)?;
+    Ok(Burst {
+        secs,
+        passes: during,
+        planned,
+    })
+}
+
+/// Job throughput: `n` one-node `sleep 0.1` jobs queued behind a job holding every node,
+/// which is then cancelled. Jobs/s are counted from the 16th start on, over the next
+/// min(n − 24, 1000) jobs to leave the queue (the pending count, polled every 5 ms): (jobs
+/// counted, seconds, passes meanwhile).
+fn throughput(d: &Daemon, cli: &Cli, n: usize) -> Result<(usize, f64, usize)> {
+    let blocker = block_all(d, cli.nodes)?;
+    submit_many(d, cli.clients, n, "#!/bin/sh\nsleep 0.1\n")?;
+    cancel(d, vec![blocker])?;
+    let warm = 16;
+    let counted = n.saturating_sub(warm + 8).clamp(1, 1000);
+    let deadline = Instant::now() + Duration::from_secs(600);
+    let mut from: Option<(Instant, usize)> = None;
+    loop {
+        let pending = pending_count(d)?;
+        let started = n.saturating_sub(pending);
+        match from {
+            None if started >= warm => from = Some((Instant::now(), passes(d))),
+            Some((t, p)) if started >= warm + counted => {
+                return Ok((
+                    counted,
+                    t.elapsed().as_secs_f64(),
+                    passes(d).saturating_sub(p),
+                ))
+            }
+            _ => {}
+        }
+        if Instant::now() > deadline {
+            bail!("{n} jobs of 0.1 s did not leave the queue within 600 s");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn median(v: &[f64]) -> f64 {
+    percentile(v, 0.5)
 }
 
 struct SystemTimeNs(u128);
@@ -377,7 +617,6 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Some(p) => p.clone(),
         None => std::env::current_exe()?.with_file_name("batchd"),
     };
-    let d = start_daemon(&cli, &exe)?;
     println!(
         "batchd: {} (sync {}, repolicy {} ms), {}, policy cbf; started {}",
         exe.display(),
@@ -393,18 +632,59 @@ fn run(cli: Cli) -> Result<ExitCode> {
     );
 
     if cli.latency > 0 {
-        let (daemon_side, job_side) = latency(&d, cli.latency)?;
         let probe = date_cost()?;
+        let gap = Duration::from_millis(cli.latency_gap_ms);
+        for spacing in [Spacing::BackToBack, Spacing::Spaced(gap)] {
+            let d = start_daemon(&cli, &exe)?;
+            let (daemon_side, job_side) = latency(&d, cli.latency, spacing)?;
+            println!(
+                "submit-to-start, idle cluster, {} jobs submitted one at a time, {spacing}: \
+                 daemon start record median {:.1} ms (p90 {:.1}, max {:.1}); \
+                 job's first instruction median {:.1} ms (p90 {:.1}, max {:.1}), of which ~{:.1} ms is the `date` probe",
+                cli.latency,
+                median(&daemon_side), percentile(&daemon_side, 0.9), daemon_side.last().copied().unwrap_or(f64::NAN),
+                median(&job_side), percentile(&job_side, 0.9), job_side.last().copied().unwrap_or(f64::NAN),
+                probe
+            );
+        }
+    }
+
+    if cli.burst > 0 && cli.ssh_config.is_none() {
+        let d = start_daemon(&cli, &exe)?;
+        let Burst {
+            secs,
+            passes: during,
+            planned,
+        } = burst(&d, &cli, cli.burst)?;
+        let planned = match planned {
+            Some((s, p)) => {
+                format!("all planned {s:.2} s after the first submission, {p} passes by then")
+            }
+            None => "the last one not planned within 120 s".to_string(),
+        };
         println!(
-            "submit-to-start, idle cluster, {} jobs: daemon start record median {:.1} ms (p90 {:.1}, max {:.1}); \
-             job's first instruction median {:.1} ms (p90 {:.1}, max {:.1}), of which ~{:.1} ms is the `date` probe",
-            cli.latency,
-            percentile(&daemon_side, 0.5), percentile(&daemon_side, 0.9), daemon_side.last().copied().unwrap_or(f64::NAN),
-            percentile(&job_side, 0.5), percentile(&job_side, 0.9), job_side.last().copied().unwrap_or(f64::NAN),
-            probe
+            "burst: {} one-node jobs submitted at once by {} clients behind a job holding every node: \
+             {secs:.2} s ({:.0} submissions/s), {during} scheduling passes during the burst; {planned}",
+            cli.burst,
+            cli.clients.max(1),
+            cli.burst as f64 / secs
         );
     }
 
+    for &n in cli.throughput.iter().filter(|&&n| n > 0) {
+        if cli.ssh_config.is_some() {
+            break;
+        }
+        let d = start_daemon(&cli, &exe)?;
+        let (jobs, secs, passes) = throughput(&d, &cli, n)?;
+        println!(
+            "throughput: {n} pending one-node 0.1 s jobs on {} nodes: {:.1} jobs/s ({jobs} jobs in {secs:.2} s, {passes} passes)",
+            cli.nodes,
+            jobs as f64 / secs
+        );
+    }
+
+    let d = start_daemon(&cli, &exe)?;
     if cli.starts > 0 {
         let (secs, rate) = starts(&d, cli.starts)?;
         println!(
@@ -443,6 +723,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
         );
     }
     let pending = pending_count(&d)?;
+    if cli.runs == 0 {
+        return Ok(ExitCode::SUCCESS);
+    }
     for args in [&[][..], &["--records"][..], &["-t", "R"][..]] {
         let (median, min) = time_equeue(&d, cli.runs, args)?;
         println!("equeue {:<10} with {pending} pending: median {median:.0} ms, min {min:.0} ms over {} runs",

@@ -1,7 +1,7 @@
 //! `Reconfigure` (and SIGHUP): re-read the config file and switch to the policy it names.
 //!
 //! Queued and running jobs are untouched: only the policy, its parameters and time budget, the
-//! re-policy interval and the grace period change. The swap does not wait for a call running
+//! re-policy interval, the pacing of passes and the grace period change. The swap does not wait for a call running
 //! on the old policy (a call past its budget may never end): that call ends on its own and its
 //! plan is dropped. Pools, socket and state directory take effect at a
 //! restart only; a changed pool list is refused. A policy that fails to load leaves the old
