@@ -71,6 +71,11 @@ struct Cli {
     /// (`scripts/ssh-hosts.sh up DIR` writes DIR/ssh_config) instead of 8 virtual nodes.
     #[arg(long, value_name = "FILE")]
     ssh_config: Option<PathBuf>,
+    /// Run on a pool of `--nodes` nodes held in a Slurm allocation of the cluster this
+    /// slurm.conf names (`scripts/slurm-cluster.sh up DIR` writes DIR/slurm.conf), each job a
+    /// step of it, instead of virtual nodes.
+    #[arg(long, value_name = "FILE", conflicts_with = "ssh_config")]
+    slurm_conf: Option<PathBuf>,
     /// A top-level line added to batchd's config, e.g. `scheduling.gap_factor=1` (TOML;
     /// repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
@@ -132,6 +137,10 @@ fn start_daemon(cli: &Cli, exe: &Path) -> Result<Daemon> {
         config.push('\n');
     }
     match &cli.ssh_config {
+        None if cli.slurm_conf.is_some() => config.push_str(&format!(
+            "\n[[pool]]\nname = \"slurm\"\nnodes = {}\n[pool.slurm]\ntime_limit = \"60\"\n",
+            cli.nodes
+        )),
         None => config.push_str(&format!(
             "\n[[pool]]\nname = \"debug\"\nnodes = {}\n",
             cli.nodes
@@ -146,7 +155,11 @@ fn start_daemon(cli: &Cli, exe: &Path) -> Result<Daemon> {
     let cfg = dir.join("batchd.toml");
     std::fs::write(&cfg, config)?;
     let log = std::fs::File::create(dir.join("batchd.log"))?;
-    let child = Command::new(exe)
+    let mut cmd = Command::new(exe);
+    if let Some(conf) = &cli.slurm_conf {
+        cmd.env("SLURM_CONF", conf);
+    }
+    let child = cmd
         .arg("--config")
         .arg(&cfg)
         // The scheduler's debug line, one per pass that called the policy, counts passes.
@@ -625,6 +638,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             .map_or_else(|| "default".to_string(), |r| r.to_string()),
         if cli.ssh_config.is_some() {
             "4 hosts over ssh".to_string()
+        } else if cli.slurm_conf.is_some() {
+            format!("{} nodes in a Slurm allocation", cli.nodes)
         } else {
             format!("{} virtual nodes", cli.nodes)
         },
@@ -649,7 +664,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
     }
 
-    if cli.burst > 0 && cli.ssh_config.is_none() {
+    if cli.burst > 0 && cli.ssh_config.is_none() && cli.slurm_conf.is_none() {
         let d = start_daemon(&cli, &exe)?;
         let Burst {
             secs,
@@ -672,7 +687,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     }
 
     for &n in cli.throughput.iter().filter(|&&n| n > 0) {
-        if cli.ssh_config.is_some() {
+        if cli.ssh_config.is_some() || cli.slurm_conf.is_some() {
             break;
         }
         let d = start_daemon(&cli, &exe)?;
