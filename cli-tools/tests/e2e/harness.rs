@@ -467,3 +467,95 @@ pub fn refused(c: &Cluster, tool: &str, args: &[&str], wanted: &str) {
         "{tool} {args:?}: {stderr}"
     );
 }
+
+/// A set of machines a script of `scripts/` stands on this one (`ssh-hosts.sh`,
+/// `slurm-cluster.sh`): its directory, and the variable that gives its port.
+pub struct Stood {
+    /// The script's directory (its keys, configs and logs).
+    pub dir: tempfile::TempDir,
+    script: PathBuf,
+    port: (&'static str, String),
+}
+
+impl Stood {
+    /// `script install`, then `script up DIR ARGS...` with `port` in its environment, in a new
+    /// temporary directory; `None`, with one SKIPPED line printed, where the script cannot
+    /// install what it needs or says so (exit 77). `what` names the software for that line.
+    pub fn up(
+        script: &str,
+        what: &str,
+        port: (&'static str, String),
+        args: &[&str],
+    ) -> Option<Stood> {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../scripts")
+            .join(script);
+        let install = Command::new("bash")
+            .arg(&script)
+            .arg("install")
+            .output()
+            .expect("run the script");
+        if !install.status.success() {
+            println!(
+                "SKIPPED: {what} cannot be installed: {}",
+                String::from_utf8_lossy(&install.stderr).trim()
+            );
+            return None;
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("esched-stood-")
+            .tempdir()
+            .expect("temp dir");
+        // Other users (a job's, batchd's) reach what is in it.
+        set_mode(dir.path(), 0o755);
+        let out = Command::new("bash")
+            .arg(&script)
+            .arg("up")
+            .arg(dir.path())
+            .args(args)
+            .env(port.0, &port.1)
+            .output()
+            .expect("run the script");
+        match out.status.code() {
+            Some(0) => Some(Stood { dir, script, port }),
+            Some(77) => {
+                println!("SKIPPED: {}", String::from_utf8_lossy(&out.stdout).trim());
+                None
+            }
+            _ => panic!(
+                "{} up failed: {}{}",
+                script.display(),
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        }
+    }
+
+    /// `script VERB DIR ARG`, which must succeed.
+    pub fn run(&self, verb: &str, arg: &str) {
+        let out = self.command(verb, &[arg]);
+        assert!(
+            out.status.success(),
+            "{} {verb} {arg}: {}",
+            self.script.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    fn command(&self, verb: &str, args: &[&str]) -> Output {
+        Command::new("bash")
+            .arg(&self.script)
+            .arg(verb)
+            .arg(self.dir.path())
+            .args(args)
+            .env(self.port.0, &self.port.1)
+            .output()
+            .expect("run the script")
+    }
+}
+
+impl Drop for Stood {
+    fn drop(&mut self) {
+        let _ = self.command("down", &[]);
+    }
+}

@@ -4,13 +4,11 @@
 //! would a cluster's nodes. Where the hosts cannot be set up (not root, no OpenSSH and no
 //! package registry), each test prints one SKIPPED line and passes.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use batch_proto::JobState;
 
-use crate::harness::{bin_dir, config_text, plugin_dir, Cluster};
+use crate::harness::{bin_dir, config_text, plugin_dir, Cluster, Stood};
 
 fn now_ms() -> u64 {
     std::time::SystemTime::now()
@@ -18,67 +16,23 @@ fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-/// Four hosts node1..node4 answering ssh on `port`, stopped when dropped.
-struct Hosts {
-    dir: tempfile::TempDir,
-    port: u16,
-}
-
-fn script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/ssh-hosts.sh")
-}
+/// Four hosts node1..node4 answering ssh on their port, stopped when dropped.
+struct Hosts(Stood);
 
 impl Hosts {
     /// The hosts, or `None` (with the reason printed) where they cannot be set up here.
     fn up(port: u16) -> Option<Hosts> {
-        let install = Command::new("bash")
-            .arg(script())
-            .arg("install")
-            .output()
-            .expect("run ssh-hosts.sh");
-        if !install.status.success() {
-            println!(
-                "SKIPPED: OpenSSH cannot be installed: {}",
-                String::from_utf8_lossy(&install.stderr).trim()
-            );
-            return None;
-        }
-        let dir = tempfile::Builder::new()
-            .prefix("esched-hosts-")
-            .tempdir()
-            .expect("temp dir");
-        let out = Command::new("bash")
-            .arg(script())
-            .args(["up", &dir.path().display().to_string(), "4"])
-            .env("SSH_HOSTS_PORT", port.to_string())
-            .output()
-            .expect("run ssh-hosts.sh");
-        match out.status.code() {
-            Some(0) => Some(Hosts { dir, port }),
-            Some(77) => {
-                println!("SKIPPED: {}", String::from_utf8_lossy(&out.stdout).trim());
-                None
-            }
-            _ => panic!(
-                "ssh-hosts.sh up failed: {}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            ),
-        }
+        Stood::up(
+            "ssh-hosts.sh",
+            "OpenSSH",
+            ("SSH_HOSTS_PORT", port.to_string()),
+            &["4"],
+        )
+        .map(Hosts)
     }
 
     fn host(&self, verb: &str, i: u32) {
-        let out = Command::new("bash")
-            .arg(script())
-            .args([verb, &self.dir.path().display().to_string(), &i.to_string()])
-            .env("SSH_HOSTS_PORT", self.port.to_string())
-            .output()
-            .expect("run ssh-hosts.sh");
-        assert!(
-            out.status.success(),
-            "ssh-hosts.sh {verb} {i}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        self.0.run(verb, &i.to_string());
     }
 
     /// A cluster whose only pool `hosts` is these four hosts, under `policy`; a host that
@@ -90,7 +44,7 @@ impl Hosts {
     /// A cluster of `pools` (name and hosts of each) of these hosts, `policy` the body of its
     /// `[policy]` table.
     fn cluster_of(&self, pools: &[(&str, &str)], policy: &str) -> Cluster {
-        let ssh_config = self.dir.path().join("ssh_config");
+        let ssh_config = self.0.dir.path().join("ssh_config");
         Cluster::start_from(|dir| {
             let mut text = format!(
                 "socket = {:?}\nstate_dir = {:?}\nplugin_dir = {:?}\nrepolicy_interval_ms = 10\n\
@@ -111,16 +65,6 @@ impl Hosts {
             text.push_str(&format!("\n[policy]\n{policy}"));
             text
         })
-    }
-}
-
-impl Drop for Hosts {
-    fn drop(&mut self) {
-        let _ = Command::new("bash")
-            .arg(script())
-            .args(["down", &self.dir.path().display().to_string()])
-            .env("SSH_HOSTS_PORT", self.port.to_string())
-            .output();
     }
 }
 

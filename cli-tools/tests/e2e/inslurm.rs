@@ -4,17 +4,12 @@
 //! cannot be installed or started (not root, no package registry), each test prints one
 //! SKIPPED line and passes.
 
-use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
 use batch_proto::JobState;
 
-use crate::harness::{bin_dir, config_text, Cluster};
-
-fn script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/slurm-cluster.sh")
-}
+use crate::harness::{bin_dir, config_text, Cluster, Stood};
 
 fn now_ms() -> u64 {
     std::time::SystemTime::now()
@@ -22,10 +17,9 @@ fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-/// A Slurm cluster of four nodes whose controller listens on `port`, stopped when dropped.
+/// A Slurm cluster of four nodes whose controller listens on its port, stopped when dropped.
 struct Slurm {
-    dir: tempfile::TempDir,
-    port: u16,
+    stood: Stood,
     /// The unprivileged user batchd runs as.
     user: (u32, u32),
 }
@@ -33,46 +27,12 @@ struct Slurm {
 impl Slurm {
     /// The cluster, or `None` (with the reason printed) where it cannot be set up here.
     fn up(port: u16) -> Option<Slurm> {
-        let install = Command::new("bash")
-            .arg(script())
-            .arg("install")
-            .output()
-            .expect("run slurm-cluster.sh");
-        if !install.status.success() {
-            println!(
-                "SKIPPED: Slurm cannot be installed: {}",
-                String::from_utf8_lossy(&install.stderr).trim()
-            );
-            return None;
-        }
-        let dir = tempfile::Builder::new()
-            .prefix("esched-slurm-")
-            .tempdir()
-            .expect("temp dir");
-        std::fs::set_permissions(
-            dir.path(),
-            std::os::unix::fs::PermissionsExt::from_mode(0o755),
-        )
-        .expect("chmod");
-        let out = Command::new("bash")
-            .arg(script())
-            .args(["up", &dir.path().display().to_string(), "4"])
-            .env("SLURM_CLUSTER_PORT", port.to_string())
-            .env("SLURM_CLUSTER_USER", "esched")
-            .output()
-            .expect("run slurm-cluster.sh");
-        match out.status.code() {
-            Some(0) => {}
-            Some(77) => {
-                println!("SKIPPED: {}", String::from_utf8_lossy(&out.stdout).trim());
-                return None;
-            }
-            _ => panic!(
-                "slurm-cluster.sh up failed: {}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            ),
-        }
+        let stood = Stood::up(
+            "slurm-cluster.sh",
+            "Slurm",
+            ("SLURM_CLUSTER_PORT", port.to_string()),
+            &["4"],
+        )?;
         let id = |flag: &str| -> u32 {
             let o = Command::new("id")
                 .args([flag, "esched"])
@@ -84,11 +44,16 @@ impl Slurm {
                 .expect("the esched user")
         };
         let user = (id("-u"), id("-g"));
-        Some(Slurm { dir, port, user })
+        Some(Slurm { stood, user })
     }
 
     fn conf(&self) -> String {
-        self.dir.path().join("slurm.conf").display().to_string()
+        self.stood
+            .dir
+            .path()
+            .join("slurm.conf")
+            .display()
+            .to_string()
     }
 
     /// Slurm's `program args`, as batchd's user.
@@ -106,17 +71,7 @@ impl Slurm {
 
     /// `slurm-cluster.sh VERB DIR NODE` (`fail-node`, `revive-node`).
     fn node(&self, verb: &str, node: &str) {
-        let out = Command::new("bash")
-            .arg(script())
-            .args([verb, &self.dir.path().display().to_string(), node])
-            .env("SLURM_CLUSTER_PORT", self.port.to_string())
-            .output()
-            .expect("run slurm-cluster.sh");
-        assert!(
-            out.status.success(),
-            "slurm-cluster.sh {verb} {node}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        self.stood.run(verb, node);
     }
 
     /// The allocations Slurm runs (`ID NAME USER`), all users'.
@@ -156,16 +111,6 @@ impl Slurm {
                 )
             },
         )
-    }
-}
-
-impl Drop for Slurm {
-    fn drop(&mut self) {
-        let _ = Command::new("bash")
-            .arg(script())
-            .args(["down", &self.dir.path().display().to_string()])
-            .env("SLURM_CLUSTER_PORT", self.port.to_string())
-            .output();
     }
 }
 

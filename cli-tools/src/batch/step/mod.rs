@@ -387,17 +387,10 @@ fn start_parts(
         .map(|d| d.display().to_string())
         .unwrap_or_else(|_| "/".into());
     if let Some(slurm) = &started.slurm {
-        return start_slurm_parts(slurm, started, here, &program, forwarder);
+        return start_slurm_parts(slurm, started, here, &program, &args, forwarder);
     }
     let mut handles = Vec::new();
-    for (k, node) in started.hosts.iter().enumerate() {
-        if k as u32 == here || started.tasks.get(k).copied().unwrap_or(0) == 0 {
-            continue;
-        }
-        let part = serde_json::to_string(&Part {
-            started: started.clone(),
-            node: k as u32,
-        })?;
+    for (_, node, part) in other_parts(started, here)? {
         let mut env: Vec<(String, String)> = std::env::vars().collect();
         env.retain(|(k, _)| k != PART_VAR);
         env.push((PART_VAR.into(), part));
@@ -455,20 +448,10 @@ fn start_parts(
     Ok(handles)
 }
 
-/// [`start_parts`] in a Slurm allocation: each other node's part is this erun there, run by
-/// `srun` as a step of the allocation ([`batch_proto::jobstep::SlurmStep`]); its output comes
-/// through srun's, and erun's signals go to each srun, which passes them on to its task.
-fn start_slurm_parts(
-    slurm: &batch_proto::jobstep::SlurmStep,
-    started: &StepStarted,
-    here: u32,
-    program: &str,
-    forwarder: &tasks::Forwarder,
-) -> anyhow::Result<Vec<std::thread::JoinHandle<i32>>> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let env: Vec<(String, String)> = std::env::vars().filter(|(k, _)| k != PART_VAR).collect();
-    let mut handles = Vec::new();
-    let mut pids = Vec::new();
+/// The step's nodes other than `here` that have tasks: each one's index, name and
+/// [`PART_VAR`] value.
+fn other_parts(started: &StepStarted, here: u32) -> anyhow::Result<Vec<(usize, String, String)>> {
+    let mut parts = Vec::new();
     for (k, node) in started.hosts.iter().enumerate() {
         if k as u32 == here || started.tasks.get(k).copied().unwrap_or(0) == 0 {
             continue;
@@ -477,9 +460,29 @@ fn start_slurm_parts(
             started: started.clone(),
             node: k as u32,
         })?;
+        parts.push((k, node.clone(), part));
+    }
+    Ok(parts)
+}
+
+/// [`start_parts`] in a Slurm allocation: each other node's part is this erun there, run by
+/// `srun` as a step of the allocation ([`batch_proto::jobstep::SlurmStep`]); its output comes
+/// through srun's, and erun's signals go to each srun, which passes them on to its task.
+fn start_slurm_parts(
+    slurm: &batch_proto::jobstep::SlurmStep,
+    started: &StepStarted,
+    here: u32,
+    program: &str,
+    args: &[String],
+    forwarder: &tasks::Forwarder,
+) -> anyhow::Result<Vec<std::thread::JoinHandle<i32>>> {
+    let env: Vec<(String, String)> = std::env::vars().filter(|(k, _)| k != PART_VAR).collect();
+    let mut handles = Vec::new();
+    let mut pids = Vec::new();
+    for (k, node, part) in other_parts(started, here)? {
         let mut command = vec![program.to_string()];
         command.extend(args.iter().cloned());
-        let argv = slurm.command(k, node, &command);
+        let argv = slurm.command(k, &node, &command);
         let (first, rest) = argv
             .split_first()
             .ok_or_else(|| anyhow::anyhow!("no srun command"))?;
