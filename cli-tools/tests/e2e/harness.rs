@@ -559,3 +559,47 @@ impl Drop for Stood {
         let _ = self.command("down", &[]);
     }
 }
+
+/// Now, ms since the epoch.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Releases the held jobs `ids` at once; when, ms since the epoch.
+pub fn release(c: &Cluster, ids: &[u64]) -> u64 {
+    let list: Vec<String> = ids.iter().map(u64::to_string).collect();
+    let mut args = vec!["release"];
+    args.extend(list.iter().map(String::as_str));
+    let released = now_ms();
+    c.ok("econtrol", &args);
+    released
+}
+
+/// Each job's start after the queue's release, in ms, in the order of `ids`; every job must
+/// complete.
+pub fn starts_after_release(c: &Cluster, ids: &[u64], released: u64) -> Vec<i64> {
+    ids.iter()
+        .map(|&id| {
+            let j = c.wait_job(id, "ended", |j| j.state.is_finished());
+            assert_eq!(j.state, JobState::Completed, "{j:?}");
+            j.start_time.expect("a start") as i64 - released as i64
+        })
+        .collect()
+}
+
+/// The same workload of rigid, moldable and evolving jobs on a pool of four nodes, held and
+/// released at once, on `c`: the jobs, and when they were released.
+pub fn mixed_workload(c: &Cluster) -> (Vec<u64>, u64) {
+    let ids = vec![
+        c.submit(&["-H", "-N2", "-t", "1", "--wrap", "sleep 2"]),
+        c.submit(&["-H", "-N3", "-t", "1", "--wrap", "sleep 1"]),
+        c.submit(&["-H", "--moldable", "1:0:05,4:0:02", "--wrap", "sleep 1"]),
+        c.submit(&["-H", "--evolving-profile", "2:1,2:3", "--wrap", "sleep 3"]),
+        c.submit(&["-H", "-N4", "-t", "1", "--wrap", "sleep 1"]),
+        c.submit(&["-H", "-N1", "-t", "1", "--wrap", "true"]),
+    ];
+    let released = release(c, &ids);
+    (ids, released)
+}

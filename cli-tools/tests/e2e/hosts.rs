@@ -8,13 +8,9 @@ use std::time::{Duration, Instant};
 
 use batch_proto::JobState;
 
-use crate::harness::{bin_dir, config_text, plugin_dir, Cluster, Stood};
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
+use crate::harness::{
+    bin_dir, config_text, mixed_workload, now_ms, plugin_dir, starts_after_release, Cluster, Stood,
+};
 
 /// Four hosts node1..node4 answering ssh on their port, stopped when dropped.
 struct Hosts(Stood);
@@ -399,47 +395,18 @@ fn a_drained_host_takes_no_new_job_until_resumed_across_a_restart() {
     assert_eq!(c.wait_state(wide, JobState::Completed).exit_code, Some(0));
 }
 
-/// Each job's start after the queue's release, in ms, in submission order.
-fn starts_after_release(c: &Cluster, ids: &[u64], released: u64) -> Vec<i64> {
-    ids.iter()
-        .map(|&id| {
-            let j = c.wait_job(id, "ended", |j| j.state.is_finished());
-            assert_eq!(j.state, JobState::Completed, "{j:?}");
-            j.start_time.expect("a start") as i64 - released as i64
-        })
-        .collect()
-}
-
-/// The same workload, held and released at once, on `c`.
-fn workload(c: &Cluster) -> (Vec<u64>, u64) {
-    let ids = vec![
-        c.submit(&["-H", "-N2", "-t", "1", "--wrap", "sleep 2"]),
-        c.submit(&["-H", "-N3", "-t", "1", "--wrap", "sleep 1"]),
-        c.submit(&["-H", "--moldable", "1:0:05,4:0:02", "--wrap", "sleep 1"]),
-        c.submit(&["-H", "--evolving-profile", "2:1,2:3", "--wrap", "sleep 3"]),
-        c.submit(&["-H", "-N4", "-t", "1", "--wrap", "sleep 1"]),
-        c.submit(&["-H", "-N1", "-t", "1", "--wrap", "true"]),
-    ];
-    let list: Vec<String> = ids.iter().map(u64::to_string).collect();
-    let mut args = vec!["release"];
-    args.extend(list.iter().map(String::as_str));
-    let released = now_ms();
-    c.ok("econtrol", &args);
-    (ids, released)
-}
-
 #[test]
 fn a_workload_starts_on_hosts_when_it_starts_on_virtual_nodes() {
     let Some(hosts) = Hosts::up(2305) else { return };
     let virt =
         Cluster::start_from(|dir| config_text(dir, 4, "cbf").replace("\"debug\"", "\"hosts\""));
-    let (ids, released) = workload(&virt);
+    let (ids, released) = mixed_workload(&virt);
     let on_virtual = starts_after_release(&virt, &ids, released);
     drop(virt);
     let c = hosts.cluster("cbf");
     all_answer(&c);
     let t = Instant::now();
-    let (ids, released) = workload(&c);
+    let (ids, released) = mixed_workload(&c);
     let on_hosts = starts_after_release(&c, &ids, released);
     println!("starts after the release, ms: virtual {on_virtual:?}, hosts {on_hosts:?}");
     for (k, (v, h)) in on_virtual.iter().zip(&on_hosts).enumerate() {

@@ -9,13 +9,9 @@ use std::time::Duration;
 
 use batch_proto::JobState;
 
-use crate::harness::{bin_dir, config_text, Cluster, Stood};
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
+use crate::harness::{
+    bin_dir, config_text, mixed_workload, release, starts_after_release, Cluster, Stood,
+};
 
 /// A Slurm cluster of four nodes whose controller listens on its port, stopped when dropped.
 struct Slurm {
@@ -127,17 +123,6 @@ fn allocation(s: &Slurm) -> u64 {
     f[0].parse().expect("a job id")
 }
 
-/// Each job's start after the queue's release, in ms, in submission order.
-fn starts_after_release(c: &Cluster, ids: &[u64], released: u64) -> Vec<i64> {
-    ids.iter()
-        .map(|&id| {
-            let j = c.wait_job(id, "ended", |j| j.state.is_finished());
-            assert_eq!(j.state, JobState::Completed, "{j:?}");
-            j.start_time.expect("a start") as i64 - released as i64
-        })
-        .collect()
-}
-
 /// What `esim` predicts for rigid jobs `(nodes, seconds)` all submitted at 0 with a limit of a
 /// minute, on `nodes` nodes under CBF: each job's start, ms.
 fn esim_starts(jobs: &[(u32, u32)], nodes: u32) -> Vec<i64> {
@@ -182,24 +167,6 @@ fn esim_starts(jobs: &[(u32, u32)], nodes: u32) -> Vec<i64> {
     starts.into_iter().map(|(_, s)| s).collect()
 }
 
-/// The same workload of rigid, moldable and evolving jobs, held and released at once.
-fn workload(c: &Cluster) -> (Vec<u64>, u64) {
-    let ids = vec![
-        c.submit(&["-H", "-N2", "-t", "1", "--wrap", "sleep 2"]),
-        c.submit(&["-H", "-N3", "-t", "1", "--wrap", "sleep 1"]),
-        c.submit(&["-H", "--moldable", "1:0:05,4:0:02", "--wrap", "sleep 1"]),
-        c.submit(&["-H", "--evolving-profile", "2:1,2:3", "--wrap", "sleep 3"]),
-        c.submit(&["-H", "-N4", "-t", "1", "--wrap", "sleep 1"]),
-        c.submit(&["-H", "-N1", "-t", "1", "--wrap", "true"]),
-    ];
-    let list: Vec<String> = ids.iter().map(u64::to_string).collect();
-    let mut args = vec!["release"];
-    args.extend(list.iter().map(String::as_str));
-    let released = now_ms();
-    c.ok("econtrol", &args);
-    (ids, released)
-}
-
 #[test]
 fn a_workload_starts_in_a_slurm_allocation_when_it_starts_on_virtual_nodes() {
     let Some(slurm) = Slurm::up(16817) else {
@@ -207,7 +174,7 @@ fn a_workload_starts_in_a_slurm_allocation_when_it_starts_on_virtual_nodes() {
     };
     let virt =
         Cluster::start_from(|dir| config_text(dir, 4, "cbf").replace("\"debug\"", "\"slurm\""));
-    let (ids, released) = workload(&virt);
+    let (ids, released) = mixed_workload(&virt);
     let on_virtual = starts_after_release(&virt, &ids, released);
     drop(virt);
 
@@ -218,7 +185,7 @@ fn a_workload_starts_in_a_slurm_allocation_when_it_starts_on_virtual_nodes() {
         nodes.split_whitespace().collect::<Vec<_>>(),
         ["n1", "n2", "n3", "n4"]
     );
-    let (ids, released) = workload(&c);
+    let (ids, released) = mixed_workload(&c);
     let in_slurm = starts_after_release(&c, &ids, released);
     println!("starts after the release, ms: virtual {on_virtual:?}, in Slurm {in_slurm:?}");
     for (k, (v, s)) in on_virtual.iter().zip(&in_slurm).enumerate() {
@@ -247,11 +214,7 @@ fn a_workload_starts_in_a_slurm_allocation_when_it_starts_on_virtual_nodes() {
             ])
         })
         .collect();
-    let list: Vec<String> = ids.iter().map(u64::to_string).collect();
-    let mut args = vec!["release"];
-    args.extend(list.iter().map(String::as_str));
-    let released = now_ms();
-    c.ok("econtrol", &args);
+    let released = release(&c, &ids);
     let in_slurm = starts_after_release(&c, &ids, released);
     let predicted = esim_starts(&rigid, 4);
     println!("rigid starts, ms: esim {predicted:?}, in Slurm {in_slurm:?}");
