@@ -107,6 +107,8 @@
 #   `srun --overlap -N2` in a one-node step fails "srun: error: Only allocated 1 nodes asked for
 #   2" unless SLURM_JOB_NODELIST is unset or set to the allocation's nodes.
 set -Eeuo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib/install-packages.sh
+source "$(dirname "$0")/lib/install-packages.sh"
 
 port=${SLURM_CLUSTER_PORT:-16817}
 cpus=${SLURM_CLUSTER_CPUS:-2}
@@ -328,37 +330,11 @@ ctld_procs() {
 packages=(slurmctld slurmd slurm-client munge)
 
 install() {
-    [[ $EUID -eq 0 ]] || fail "install needs root"
     if command -v slurmctld >/dev/null && command -v slurmd >/dev/null &&
         command -v srun >/dev/null && command -v munged >/dev/null; then
         return 0
     fi
-    command -v apt-get >/dev/null || fail "no apt-get: install ${packages[*]}"
-    # The packages' maintainer scripts start the system's munge, slurmctld and slurmd (and enable
-    # them for boot); a policy-rc.d answering 101 forbids the start. An existing one is set
-    # aside and put back.
-    # (Globals, for the EXIT trap.)
-    policy=/usr/sbin/policy-rc.d
-    log=$(mktemp)
-    if [[ -e $policy ]]; then mv "$policy" "$policy.slurm-cluster"; fi
-    trap 'rm -f "$policy" "$log"; if [[ -e "$policy.slurm-cluster" ]]; then mv "$policy.slurm-cluster" "$policy"; fi' EXIT
-    printf '#!/bin/sh\nexit 101\n' >"$policy"
-    chmod 755 "$policy"
-    local apt=(apt-get install -y -q --no-install-recommends "${packages[@]}")
-    export DEBIAN_FRONTEND=noninteractive
-    if ! "${apt[@]}" >"$log" 2>&1; then
-        if ! { apt-get update -q && "${apt[@]}"; } >"$log" 2>&1; then
-            cat "$log" >&2
-            fail "apt-get could not install ${packages[*]}"
-        fi
-    fi
-    if command -v systemctl >/dev/null; then
-        systemctl disable munge.service slurmctld.service slurmd.service >/dev/null 2>&1 || true
-    fi
-    local s
-    for s in munge slurmctld slurmd; do
-        if command -v update-rc.d >/dev/null; then update-rc.d "$s" disable >/dev/null 2>&1 || true; fi
-    done
+    install_packages "munge.service slurmctld.service slurmd.service" "${packages[@]}"
     # Should an init system have started the system's munged all the same: stop it (the one on
     # the default socket; ours have their own).
     if [[ -S /run/munge/munge.socket.2 ]]; then munged --stop >/dev/null 2>&1 || true; fi

@@ -30,6 +30,8 @@
 # skip on 77). The other subcommands exit 1 on failure. The sshd's outlive this script (setsid):
 # run `down` when done.
 set -Eeuo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib/install-packages.sh
+source "$(dirname "$0")/lib/install-packages.sh"
 
 port=${SSH_HOSTS_PORT:-2222}
 sshd_bin=/usr/sbin/sshd
@@ -147,34 +149,10 @@ stop_ns() {
 # ---- subcommands -----------------------------------------------------------------------------
 
 install() {
-    [[ $EUID -eq 0 ]] || fail "install needs root"
     if [[ -x $sshd_bin ]] && command -v ssh >/dev/null && command -v ssh-keygen >/dev/null; then
         return 0
     fi
-    command -v apt-get >/dev/null || fail "no apt-get: install openssh-server and openssh-client"
-    # The packages' maintainer scripts start the system's sshd on port 22 (and enable it for
-    # boot); a policy-rc.d answering 101 forbids the start. An existing one is set aside and
-    # put back.
-    # (Globals, for the EXIT trap.)
-    policy=/usr/sbin/policy-rc.d
-    log=$(mktemp)
-    if [[ -e $policy ]]; then mv "$policy" "$policy.ssh-hosts"; fi
-    trap 'rm -f "$policy" "$log"; if [[ -e "$policy.ssh-hosts" ]]; then mv "$policy.ssh-hosts" "$policy"; fi' EXIT
-    printf '#!/bin/sh\nexit 101\n' >"$policy"
-    chmod 755 "$policy"
-    local apt=(apt-get install -y -q --no-install-recommends openssh-server openssh-client)
-    export DEBIAN_FRONTEND=noninteractive
-    if ! "${apt[@]}" >"$log" 2>&1; then
-        if ! { apt-get update -q && "${apt[@]}"; } >"$log" 2>&1; then
-            cat "$log" >&2
-            fail "apt-get could not install openssh-server openssh-client"
-        fi
-    fi
-    # Not enabled for boot either, where an init system would start it.
-    if command -v systemctl >/dev/null; then
-        systemctl disable ssh.service ssh.socket >/dev/null 2>&1 || true
-    fi
-    if command -v update-rc.d >/dev/null; then update-rc.d ssh disable >/dev/null 2>&1 || true; fi
+    install_packages "ssh.service ssh.socket" openssh-server openssh-client
     [[ -x $sshd_bin ]] || fail "$sshd_bin missing after installing openssh-server"
     echo "ssh-hosts: installed openssh-server openssh-client" >&2
 }
