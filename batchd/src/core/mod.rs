@@ -53,19 +53,17 @@ fn leaving_job(pool: usize) -> JobId {
     JobId(u64::MAX / 2 - pool as u64)
 }
 
-/// The nodes `h` holds at time `t`.
-fn held_at(h: &PoolSteps, t: u64) -> u32 {
+/// The most nodes `h` holds at any time from `t` on (an evolving job may grow after `t`).
+fn held_from(h: &PoolSteps, t: u64) -> u32 {
     let mut at = h.start;
-    if t < at {
-        return 0;
-    }
+    let mut most = 0;
     for s in h.steps.iter() {
         at = at.saturating_add(s.duration);
-        if t < at {
-            return s.nodes;
+        if at > t {
+            most = most.max(s.nodes);
         }
     }
-    0
+    most
 }
 
 /// One pool and which job holds each node.
@@ -986,7 +984,8 @@ impl Core {
         }
         // A pool whose nodes leave at a known time (its Slurm allocation's end) is shown as
         // held from then on by a job without end: no plan holds a node past it. What running
-        // jobs still hold then is left out of it, so that the holds never exceed the pool.
+        // jobs still hold then (at most, from then on) is left out of it, so that the holds never
+        // exceed the pool.
         for (i, p) in self.pools.iter().enumerate() {
             let Some(ends) = p.ends else { continue };
             let pool = PoolId(i as u32);
@@ -995,7 +994,7 @@ impl Core {
                 .iter()
                 .flat_map(|r| r.holds.iter())
                 .filter(|h| h.pool == pool)
-                .map(|h| held_at(h, ends))
+                .map(|h| held_from(h, ends))
                 .sum();
             let nodes = p.pool.nodes.saturating_sub(still);
             if nodes == 0 {
@@ -1761,6 +1760,43 @@ mod tests {
             user: "root".into(),
             since: 5,
         })
+    }
+
+    #[test]
+    fn a_pools_end_is_a_hold_from_then_on_beside_what_running_jobs_hold_past_it() {
+        let mut c = core_with(4);
+        add(&mut c, rec(1));
+        // A job of 2 nodes until 1,010; the pool's nodes leave at 500.
+        c.start(
+            1,
+            &Shape::rigid(PoolId(0), 2, 1000),
+            10,
+            PathBuf::from("/x"),
+        )
+        .unwrap();
+        c.set_pool_end(0, Some(500));
+        let snap = c.snapshot(20, 0);
+        assert_eq!(snap.pools[0].nodes, 4, "the pool keeps its size");
+        let leaving = snap
+            .running
+            .iter()
+            .find(|r| r.id == leaving_job(0))
+            .expect("the pool's end");
+        // From 500 for ever, the two nodes the running job does not hold then.
+        assert_eq!(leaving.holds[0].start, 500);
+        assert_eq!(leaving.holds[0].steps[0].nodes, 2);
+        assert_eq!(leaving.holds[0].end(), sched_core::FOREVER);
+        // An end already past is now.
+        c.set_pool_end(0, Some(5));
+        let snap = c.snapshot(20, 0);
+        let leaving = snap
+            .running
+            .iter()
+            .find(|r| r.id == leaving_job(0))
+            .unwrap();
+        assert_eq!(leaving.holds[0].start, 20);
+        c.set_pool_end(0, None);
+        assert_eq!(c.snapshot(20, 0).running.len(), 1);
     }
 
     #[test]
