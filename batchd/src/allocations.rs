@@ -408,18 +408,7 @@ pub async fn settle(d: &Arc<Daemon>, id: u64) -> Result<(), String> {
         let core = d.core();
         match core.job(id).filter(|a| a.run.is_some()) {
             Some(a) => {
-                let components = core.components_of(id);
-                let held = if components.is_empty() {
-                    let nodes = a
-                        .rec
-                        .node_list
-                        .as_deref()
-                        .and_then(|l| batch_proto::hostlist::expand(l).ok())
-                        .unwrap_or_default();
-                    vec![(a.rec.pool.clone().unwrap_or_default(), nodes)]
-                } else {
-                    components
-                };
+                let held = core.parts_of(id);
                 let end = a
                     .rec
                     .start

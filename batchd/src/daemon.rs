@@ -180,20 +180,10 @@ impl Daemon {
     /// The pools of running job `id` (its pool, or its components' pools) that are Slurm
     /// pools holding an allocation.
     pub fn slurm_pools_of(&self, id: u64) -> Vec<String> {
-        let pools: Vec<String> = {
-            let core = self.core();
-            let Some(a) = core.job(id).filter(|a| a.run.is_some()) else {
-                return Vec::new();
-            };
-            let components = core.components_of(id);
-            if components.is_empty() {
-                a.rec.pool.iter().cloned().collect()
-            } else {
-                components.into_iter().map(|(p, _)| p).collect()
-            }
-        };
-        pools
+        let parts = self.core().parts_of(id);
+        parts
             .into_iter()
+            .map(|(p, _)| p)
             .filter(|p| self.allocation(p).is_some())
             .collect()
     }

@@ -400,9 +400,13 @@ pub async fn launch(d: Arc<Daemon>, rec: JobRecord) {
     }
     let settings = d.settings();
     let dir = d.job_dir(id);
-    let (job_files, components) = {
+    let (job_files, components, job_parts) = {
         let core = d.core();
-        (core.job_files(id), core.components_of(id))
+        (
+            core.job_files(id),
+            core.components_of(id),
+            core.parts_of(id),
+        )
     };
     // A co-allocated job's node file lists every component's nodes, in component order.
     let job_files = job_files.map(|mut f| {
@@ -447,7 +451,7 @@ pub async fn launch(d: Arc<Daemon>, rec: JobRecord) {
     };
     // A job of a Slurm pool whose allocation has ended has nowhere to run (its nodes are
     // DOWN; a start decided just before must not run it on this machine).
-    if let Some(pool) = unallocated_slurm_pool(&d, &rec, &components, &settings) {
+    if let Some(pool) = unallocated_slurm_pool(&d, &job_parts, &settings) {
         let msg = format!("pool {pool} holds no Slurm allocation");
         return fail_start(&d, &rec, msg).await;
     }
@@ -458,7 +462,7 @@ pub async fn launch(d: Arc<Daemon>, rec: JobRecord) {
         }
     }
     let wrap = if parts.is_empty() {
-        slurm_wraps(&d, &rec, &components, &settings)
+        slurm_wraps(&d, id, &job_parts, &settings)
     } else {
         Vec::new()
     };
@@ -545,19 +549,13 @@ pub async fn launch(d: Arc<Daemon>, rec: JobRecord) {
     watch_child(d, id, child, dir).await;
 }
 
-/// A Slurm pool of job `rec` (its pool, or a component's) that holds no allocation.
+/// A Slurm pool of a job's `parts` (its pool, or a component's) that holds no allocation.
 fn unallocated_slurm_pool(
     d: &Daemon,
-    rec: &JobRecord,
-    components: &[(String, Vec<String>)],
+    parts: &[(String, Vec<String>)],
     settings: &crate::daemon::Settings,
 ) -> Option<String> {
-    let pools: Vec<String> = if components.is_empty() {
-        rec.pool.iter().cloned().collect()
-    } else {
-        components.iter().map(|(p, _)| p.clone()).collect()
-    };
-    pools.into_iter().find(|p| {
+    parts.iter().map(|(p, _)| p.clone()).find(|p| {
         settings
             .config
             .pools
@@ -567,41 +565,39 @@ fn unallocated_slurm_pool(
     })
 }
 
-/// The command each of job `rec`'s processes runs under (one per component), when any of its
-/// pools is a Slurm pool: `srun` into the pool's allocation on the first node of its part, and
-/// `batchd task` alone for a part on this machine, so that every part finds its environment
-/// as batchd wrote it. Empty when no pool is a Slurm pool.
+/// The command each process of job `job`, whose parts are `parts`, runs under (one per
+/// component), when any of its pools is a Slurm pool: `srun` into the pool's allocation on
+/// the first node of its part, and `batchd task` alone for a part on this machine, so that
+/// every part finds its environment as batchd wrote it. Empty when no pool is a Slurm pool.
 fn slurm_wraps(
     d: &Daemon,
-    rec: &JobRecord,
-    components: &[(String, Vec<String>)],
+    job: u64,
+    parts: &[(String, Vec<String>)],
     settings: &crate::daemon::Settings,
 ) -> Vec<Vec<String>> {
-    let parts: Vec<(String, String)> = if components.is_empty() {
-        vec![(rec.pool.clone().unwrap_or_default(), rec.first_node())]
-    } else {
-        components
-            .iter()
-            .map(|(p, nodes)| (p.clone(), nodes.first().cloned().unwrap_or_default()))
-            .collect()
-    };
-    let wraps: Vec<Option<Vec<String>>> =
-        parts
-            .iter()
-            .map(|(pool, first)| {
-                d.allocation(pool).map(|(alloc, cfg)| {
-                    let id = alloc.of_node(first, rec.id).unwrap_or(alloc.id);
-                    let cpus = settings
-                        .config
-                        .pools
-                        .iter()
-                        .find(|p| &p.name == pool)
-                        .map_or(0, |p| p.cpus_per_node);
-                    crate::slurm::step_of(&cfg, vec![id], rec.id, &settings.supervisor, cpus)
-                        .command(0, first, &[])
-                })
+    let parts: Vec<(&String, String)> = parts
+        .iter()
+        .map(|(p, nodes)| (p, nodes.first().cloned().unwrap_or_default()))
+        .collect();
+    let wraps: Vec<Option<Vec<String>>> = parts
+        .iter()
+        .map(|(pool, first)| {
+            d.allocation(pool).map(|(alloc, cfg)| {
+                let id = alloc.of_node(first, job).unwrap_or(alloc.id);
+                let cpus = settings
+                    .config
+                    .pools
+                    .iter()
+                    .find(|p| &p.name == *pool)
+                    .map_or(0, |p| p.cpus_per_node);
+                crate::slurm::step_of(&cfg, vec![id], job, &settings.supervisor, cpus).command(
+                    0,
+                    first,
+                    &[],
+                )
             })
-            .collect();
+        })
+        .collect();
     if wraps.iter().all(Option::is_none) {
         return Vec::new();
     }

@@ -1334,6 +1334,24 @@ impl Core {
             .collect()
     }
 
+    /// The pool and nodes of each part of running job `id`: each component of a co-allocated
+    /// job, else the job's one pool with its nodes in the order it got them (the first runs its
+    /// batch script). Empty for a job that does not run.
+    pub fn parts_of(&self, id: u64) -> Vec<(String, Vec<String>)> {
+        let components = self.components_of(id);
+        if !components.is_empty() {
+            return components;
+        }
+        let Some(run) = self.jobs.get(&id).and_then(|a| a.run.as_ref()) else {
+            return Vec::new();
+        };
+        self.pools
+            .get(run.pool)
+            .map(|p| (p.pool.name.to_string(), p.names(self.nodes_of(id))))
+            .into_iter()
+            .collect()
+    }
+
     /// Puts job `rec` (just finished: preempted, or requeued by hand) back in the queue with
     /// its id, as Slurm's requeue does: pending again (held if `rec.held`), its run's fields
     /// cleared, the reason kept in `detail`. Returns the record as queued.
@@ -1740,6 +1758,14 @@ mod tests {
         let shape = Shape::rigid(PoolId(0), 2, 1000);
         let r = c.start(1, &shape, 10, PathBuf::from("/x")).unwrap();
         assert_eq!(r.node_list.as_deref(), Some("debug[001-002]"));
+        assert_eq!(
+            c.parts_of(1),
+            [(
+                "debug".to_string(),
+                vec!["debug001".to_string(), "debug002".into()]
+            )]
+        );
+        assert!(c.parts_of(2).is_empty(), "not running");
         let r = c.start(2, &shape, 10, PathBuf::from("/y")).unwrap();
         assert_eq!(r.node_list.as_deref(), Some("debug[003-004]"));
         assert_eq!(c.pools[0].free(), 0);
