@@ -603,3 +603,13 @@ pub fn mixed_workload(c: &Cluster) -> (Vec<u64>, u64) {
     let released = release(c, &ids);
     (ids, released)
 }
+
+/// [`mixed_workload`]'s starts after its release on four virtual nodes of a pool called `pool`,
+/// under CBF: what a pool of real nodes of that name is compared with.
+pub fn mixed_workload_on_virtual_nodes(pool: &str) -> Vec<i64> {
+    let virt = Cluster::start_from(|dir| {
+        config_text(dir, 4, "cbf").replace("\"debug\"", &format!("{pool:?}"))
+    });
+    let (ids, released) = mixed_workload(&virt);
+    starts_after_release(&virt, &ids, released)
+}

@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 use batch_proto::JobState;
 
 use crate::harness::{
-    bin_dir, config_text, mixed_workload, now_ms, plugin_dir, starts_after_release, Cluster, Stood,
+    bin_dir, mixed_workload, mixed_workload_on_virtual_nodes, now_ms, plugin_dir,
+    starts_after_release, Cluster, Stood,
 };
 
 /// Four hosts node1..node4 answering ssh on their port, stopped when dropped.
@@ -398,11 +399,7 @@ fn a_drained_host_takes_no_new_job_until_resumed_across_a_restart() {
 #[test]
 fn a_workload_starts_on_hosts_when_it_starts_on_virtual_nodes() {
     let Some(hosts) = Hosts::up(2305) else { return };
-    let virt =
-        Cluster::start_from(|dir| config_text(dir, 4, "cbf").replace("\"debug\"", "\"hosts\""));
-    let (ids, released) = mixed_workload(&virt);
-    let on_virtual = starts_after_release(&virt, &ids, released);
-    drop(virt);
+    let on_virtual = mixed_workload_on_virtual_nodes("hosts");
     let c = hosts.cluster("cbf");
     all_answer(&c);
     let t = Instant::now();

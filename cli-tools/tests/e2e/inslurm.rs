@@ -10,7 +10,8 @@ use std::time::Duration;
 use batch_proto::JobState;
 
 use crate::harness::{
-    bin_dir, config_text, mixed_workload, release, starts_after_release, Cluster, Stood,
+    bin_dir, config_text, mixed_workload, mixed_workload_on_virtual_nodes, release,
+    starts_after_release, Cluster, Stood,
 };
 
 /// A Slurm cluster of four nodes whose controller listens on its port, stopped when dropped.
@@ -172,11 +173,7 @@ fn a_workload_starts_in_a_slurm_allocation_when_it_starts_on_virtual_nodes() {
     let Some(slurm) = Slurm::up(16817) else {
         return;
     };
-    let virt =
-        Cluster::start_from(|dir| config_text(dir, 4, "cbf").replace("\"debug\"", "\"slurm\""));
-    let (ids, released) = mixed_workload(&virt);
-    let on_virtual = starts_after_release(&virt, &ids, released);
-    drop(virt);
+    let on_virtual = mixed_workload_on_virtual_nodes("slurm");
 
     let c = slurm.cluster("cbf");
     let alloc = allocation(&slurm);
