@@ -151,13 +151,7 @@ pub async fn ended(
     standing: Option<&crate::slurm::Standing>,
 ) {
     let id = alloc.id;
-    let why = match standing {
-        Some(s) if s.reason.is_empty() || s.reason == "None" => {
-            format!("slurm: allocation {id} {}", s.state)
-        }
-        Some(s) => format!("slurm: allocation {id} {}: {}", s.state, s.reason),
-        None => format!("slurm: allocation {id} ended"),
-    };
+    let why = ended_reason(id, standing);
     tracing::warn!(pool = %pool, allocation = id, reason = %why, "the pool's Slurm allocation has ended: its nodes are DOWN");
     // Every node of the pool, those beyond the allocation too, out of service before the
     // allocation is forgotten: no job may start on a node no allocation holds (it would run
@@ -180,6 +174,18 @@ pub async fn ended(
     }
 }
 
+/// The nodes' reason for allocation `id`'s end, as Slurm tells it (`None`: it no longer knows
+/// the allocation).
+fn ended_reason(id: u64, standing: Option<&crate::slurm::Standing>) -> String {
+    match standing {
+        Some(s) if s.reason.is_empty() || s.reason == "None" => {
+            format!("slurm: allocation {id} {}", s.state)
+        }
+        Some(s) => format!("slurm: allocation {id} {}: {}", s.state, s.reason),
+        None => format!("slurm: allocation {id} ended"),
+    }
+}
+
 /// Waits (a minute at most) for ended allocation `alloc` to leave COMPLETING, then gives its
 /// nodes still DOWN for `was` the final state as their reason.
 async fn final_reason(d: Arc<Daemon>, cfg: SlurmConfig, alloc: Allocation, was: String) {
@@ -192,11 +198,7 @@ async fn final_reason(d: Arc<Daemon>, cfg: SlurmConfig, alloc: Allocation, was: 
             Ok(Some(s)) => s,
             _ => return,
         };
-        let why = if s.reason.is_empty() || s.reason == "None" {
-            format!("slurm: allocation {id} {}", s.state)
-        } else {
-            format!("slurm: allocation {id} {}: {}", s.state, s.reason)
-        };
+        let why = ended_reason(id, Some(&s));
         let still: Vec<String> = {
             let core = d.core();
             alloc
