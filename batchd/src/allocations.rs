@@ -392,8 +392,6 @@ pub fn give_back_idle(d: &Daemon) {
 /// sibling none of whose nodes it holds any more (it shrank, or ended) is given back. An error
 /// says which nodes could not be had.
 pub async fn settle(d: &Arc<Daemon>, id: u64) -> Result<(), String> {
-    // One at a time: a job's end must not give back what its growth is still being granted.
-    let _one = d.settling.lock().await;
     let pools: Vec<(String, SlurmConfig)> = d
         .settings()
         .config
@@ -401,9 +399,12 @@ pub async fn settle(d: &Arc<Daemon>, id: u64) -> Result<(), String> {
         .iter()
         .filter_map(|p| p.slurm.clone().map(|c| (p.name.clone(), c)))
         .collect();
+    // Every job's end comes here: without a Slurm pool, nothing to settle and no lock to take.
     if pools.is_empty() {
         return Ok(());
     }
+    // One at a time: a job's end must not give back what its growth is still being granted.
+    let _one = d.settling.lock().await;
     let now = crate::launch::now_ms();
     // The job's nodes per pool, and what is left of its time.
     let (held, left_ms): (Vec<(String, Vec<String>)>, u64) = {
