@@ -122,12 +122,32 @@ pub fn clap_error_line(e: &clap::Error) -> String {
             return unrecognized(arg);
         }
     }
-    let text = e.render().to_string();
-    let first = text
+    one_line(&e.render().to_string())
+}
+
+/// clap's message as one line: its first line alone would cut what clap puts on the next ones
+/// (the missing argument's name, the possible values, the nearest one), while its usage and
+/// "For more information" lines say nothing a one-line tool error needs.
+fn one_line(text: &str) -> String {
+    let parts: Vec<&str> = text
         .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("bad arguments");
-    first.trim_start_matches("error: ").trim().to_string()
+        .map(str::trim)
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .filter(|l| !l.is_empty())
+        .map(|l| l.trim_start_matches("error: "))
+        .collect();
+    if parts.is_empty() {
+        return "bad arguments".to_string();
+    }
+    // A line ending in `:` introduces the next one (the missing arguments); others are apart.
+    let mut line = String::new();
+    for p in parts {
+        if !line.is_empty() {
+            line.push_str(if line.ends_with(':') { " " } else { "; " });
+        }
+        line.push_str(p);
+    }
+    line
 }
 
 /// The unknown option of `e` as the user wrote it among `args` (`--mem=4G`, where clap names
@@ -428,6 +448,32 @@ mod tests {
     }
 
     use super::*;
+
+    /// The error line of econtrol's arguments `args`.
+    fn control_error(args: &[&str]) -> String {
+        let e = <crate::batch::control::ControlCli as clap::Parser>::try_parse_from(args)
+            .err()
+            .unwrap();
+        clap_error_line(&e)
+    }
+
+    #[test]
+    fn clap_messages_keep_what_follows_their_first_line() {
+        // The missing argument is on clap's second line.
+        assert_eq!(
+            control_error(&["econtrol", "show"]),
+            "the following required arguments were not provided: <ENTITY>"
+        );
+        // The possible values and the nearest one are on its second and fourth.
+        let e = control_error(&["econtrol", "show", "config"]);
+        assert!(
+            e.starts_with("invalid value 'config' for '<ENTITY>'; [possible values: job,")
+                && e.contains("stats]")
+                && !e.contains('\n')
+                && !e.contains("Usage"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn lists_and_ids() {
