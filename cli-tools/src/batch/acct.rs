@@ -669,11 +669,21 @@ pub fn render_with(
     // Why a job ended as it did (preempted, failed at its deadline, rejected) is what its
     // owner asks sacct's `Reason` for; without `--format` the column appears when some listed
     // job has one, so the usual table keeps sacct's default columns.
+    // The column is as wide as its longest reason, so that the header's dashes cover it, and a
+    // job without one leaves its cell blank: sacct's `None` there would read as a reason.
+    let mut auto_reason = None;
     if given.is_none() && jobs.iter().any(|j| j.detail.is_some()) {
+        let widest = jobs
+            .iter()
+            .filter_map(|j| j.detail.as_deref())
+            .map(|d| super::escape::shown(d).chars().count())
+            .max()
+            .unwrap_or(0)
+            .max("Reason".len());
+        auto_reason = Some(format.columns.len());
         format.columns.push(Column {
             field: FIELDS.iter().position(|f| f.name == "Reason").unwrap_or(0),
-            // No width: the last column is printed whole.
-            width: 0,
+            width: -isize::try_from(widest).unwrap_or(isize::MAX),
         });
     }
     let ctx = Ctx { now, zone, cpus };
@@ -706,7 +716,8 @@ pub fn render_with(
             .iter()
             .map(|c| FIELDS[c.field].name.to_string())
             .collect();
-        out.push_str(&line(names, true));
+        let l = line(names, true);
+        out.push_str(if sep { &l } else { l.trim_end() });
         out.push('\n');
         if !sep {
             let dashes: Vec<String> = format
@@ -739,9 +750,17 @@ pub fn render_with(
         let vals = format
             .columns
             .iter()
-            .map(|c| super::escape::shown(&FIELDS[c.field].of(&row, &ctx)).into_owned())
+            .enumerate()
+            .map(|(i, c)| {
+                if auto_reason == Some(i) && (row.job.detail.is_none() || row.step.is_some()) {
+                    return String::new();
+                }
+                super::escape::shown(&FIELDS[c.field].of(&row, &ctx)).into_owned()
+            })
             .collect();
-        out.push_str(&line(vals, false));
+        let l = line(vals, false);
+        // A left-justified last column would pad the line with blanks.
+        out.push_str(if sep { &l } else { l.trim_end() });
         out.push('\n');
     }
     Ok(out)
@@ -976,6 +995,27 @@ mod tests {
         assert_eq!(e, "Invalid field requested: \"Nosuch\"");
         assert!(t(&["-o", "JobID%x"]).is_err());
         assert!(t(&["-o", ","]).is_err());
+    }
+
+    #[test]
+    fn the_reason_column_fits_its_reasons_and_is_blank_without_one() {
+        let z = fixed_zone(0);
+        let plain = job();
+        let mut failed = job();
+        failed.id = 13;
+        failed.detail = Some("Deadline: no room for every component at the start deadline".into());
+        let out = render(&[plain, failed], &cli(&[]), 65_000, &z).unwrap();
+        let lines: Vec<&str> = out.lines().collect();
+        assert!(lines[0].ends_with(" Reason"), "{out}");
+        let widest = "Deadline: no room for every component at the start deadline".len();
+        assert!(
+            lines[1].ends_with(&format!(" {}", "-".repeat(widest))),
+            "{out}"
+        );
+        // Every line is as long as the header's dashes at most: nothing sticks out.
+        assert!(lines.iter().all(|l| l.len() <= lines[1].len()), "{out}");
+        assert!(!lines[2].contains("None"), "{out}");
+        assert!(lines[3].ends_with("at the start deadline"), "{out}");
     }
 
     #[test]
