@@ -349,6 +349,7 @@ fn the_python_example_launchers_run_against_a_live_batchd() {
         "{text}"
     );
     assert!(text.contains("done ("), "{text}");
+    assert_views_show_clock_times(&text);
 
     // The CEM-like application: the platform is empty, so it takes both pools: with 1000
     // node-seconds, b alone (speed 1.5) runs 167 s, both 100 s + 1.8 s of communication over
@@ -370,6 +371,26 @@ fn the_python_example_launchers_run_against_a_live_batchd() {
             && text.contains("a: a001,a002,a003,a004; b: b001,b002,b003,b004"),
         "{text}"
     );
+    assert_views_show_clock_times(&text);
+}
+
+/// Every `view at T:` line of a launcher's output gives T as a time of day (`HH:MM:SS.mmm`), as
+/// a person reads it, not milliseconds since the epoch.
+fn assert_views_show_clock_times(text: &str) {
+    let views: Vec<&str> = text.lines().filter(|l| l.starts_with("view at ")).collect();
+    assert!(!views.is_empty(), "{text}");
+    for l in views {
+        let t = l["view at ".len()..]
+            .split(':')
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(":");
+        let b = t.as_bytes();
+        assert!(
+            t.len() == 12 && b[2] == b':' && b[5] == b':' && b[8] == b'.',
+            "{l}"
+        );
+    }
 }
 
 #[test]

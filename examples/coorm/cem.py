@@ -26,7 +26,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from launcher import Ended, Session  # noqa: E402
+from launcher import Ended, Session, clock  # noqa: E402
 
 ITERS = 100
 HALO_MB = 1.0
@@ -102,8 +102,8 @@ def main():
         if config == chosen.get("config"):
             return None
         chosen.update(config=config, secs=secs)
-        print("view at %d: %s, start +%.1fs, runs %.1fs" %
-              (now, config, (start - now) / 1000, secs), flush=True)
+        print("view at %s: %s, start +%.1fs, runs %.1fs" %
+              (clock(now), config, (start - now) / 1000, secs), flush=True)
         return config, int(secs * 1000 * a.slack) + 1000
 
     try:

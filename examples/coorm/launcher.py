@@ -26,6 +26,11 @@ import time
 PROTOCOL_VERSION = 1
 
 
+def clock(ms):
+    """`ms` since the epoch as a person reads it: local time of day, to the millisecond."""
+    return time.strftime("%H:%M:%S", time.localtime(ms / 1000)) + ".%03d" % (ms % 1000)
+
+
 class Ended(Exception):
     """The session ended without our `done` (killed at its duration, cancelled)."""
 
@@ -175,7 +180,7 @@ def main():
             if t is not None and (best is None or t < best[0]):
                 best = (t, p)
         pool = best[1] if best else s.pools[0]
-        print("view at %d: request %d nodes of %s" % (now, a.nodes, pool), flush=True)
+        print("view at %s: request %d nodes of %s" % (clock(now), a.nodes, pool), flush=True)
         return {pool: a.nodes}, duration_ms
 
     try:

@@ -68,7 +68,7 @@ impl Policy for Easy {
                 None => job,
             };
             if job.deadline.is_some_and(|d| d < now) {
-                if let Some(refused) = job.missed_deadline(None) {
+                if let Some(refused) = job.missed_deadline(Some(now)) {
                     plan.rejects.push(refused.reject(p.id));
                 }
                 continue;

@@ -244,14 +244,34 @@ impl Job {
     /// The reason to refuse the job when `start` misses its deadline.
     pub fn missed_deadline(&self, start: Option<Time>) -> Option<Refusal> {
         let d = self.deadline?;
+        // A person reads the reason (`equeue`, `eacct`) and the policy knows no time zone, only
+        // the clock it is given, so the reason speaks of durations, never of clock times.
         let reason = match start {
             Some(s) if s <= d => return None,
-            Some(s) => format!("cannot start by its deadline {d} ms (earliest start {s} ms)"),
-            None => format!("cannot start by its deadline {d} ms"),
+            Some(s) => format!(
+                "cannot start by its deadline: its earliest start is {} after it",
+                span(s - d)
+            ),
+            None => "cannot start by its deadline: no pool can start it".to_string(),
         };
         // Of kind `Other`, so that batchd ends a job the rigid policies refuse here CANCELLED,
         // its detail naming the policy; `DeadlineMissed` (the RPP's) ends it FAILED.
         Some(Refusal::other(reason))
+    }
+}
+
+/// `ms` as Slurm writes a duration, `[D-]HH:MM:SS`, with the milliseconds of a span under a
+/// second (a deadline missed by a few milliseconds would otherwise read `00:00:00`).
+pub fn span(ms: Time) -> String {
+    if ms < 1000 {
+        return format!("{ms} ms");
+    }
+    let s = ms / 1000;
+    let (d, h, m, s) = (s / 86_400, s / 3600 % 24, s / 60 % 60, s % 60);
+    if d > 0 {
+        format!("{d}-{h:02}:{m:02}:{s:02}")
+    } else {
+        format!("{h:02}:{m:02}:{s:02}")
     }
 }
 
@@ -606,4 +626,33 @@ pub fn holds_end(holds: &[PoolSteps]) -> Time {
         .map(|h| h.start.saturating_add(total_duration(&h.steps)))
         .max()
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missed_deadline_is_told_as_a_duration_never_as_a_clock_reading() {
+        let job = Job {
+            nodes: 1,
+            walltime: 60_000,
+            pool: None,
+            earliest: 0,
+            // An epoch time in milliseconds, as batchd's clock gives it.
+            deadline: Some(1_795_765_159_301),
+            moldable: false,
+        };
+        assert!(job.missed_deadline(Some(1_795_765_159_301)).is_none());
+        let late = job
+            .missed_deadline(Some(1_795_765_159_301 + 3_723_000))
+            .unwrap();
+        assert_eq!(
+            late.reason,
+            "cannot start by its deadline: its earliest start is 01:02:03 after it"
+        );
+        assert!(!job.missed_deadline(None).unwrap().reason.contains("1795"));
+        assert_eq!(span(999), "999 ms");
+        assert_eq!(span(90_061_000), "1-01:01:01");
+    }
 }
