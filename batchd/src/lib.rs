@@ -235,11 +235,10 @@ async fn start(config: Config, config_path: Option<PathBuf>) -> Result<Started, 
     let jobs = state_dir.join("jobs");
     state::private_dir(&jobs).map_err(io(&jobs))?;
     let policy = {
-        let c = config.clone();
-        tokio::task::spawn_blocking(move || policy::build(&c))
+        let (c, f) = (config.clone(), file.clone());
+        tokio::task::spawn_blocking(move || policy::check(&c, &f))
             .await
-            .map_err(|e| ConfigError::key(&file, "policy.name", e.to_string()))?
-            .map_err(|e| ConfigError::key(&file, "policy.name", e))?
+            .map_err(|e| ConfigError::key(&file, "policy.name", e.to_string()))??
     };
     let db = state_dir.join("batchd.sqlite");
     state::private_database(&db).map_err(io(&db))?;

@@ -95,11 +95,28 @@ fn main() -> ExitCode {
         }
     };
     if cli.print_config {
+        // The configuration printed is one batchd would start on: its policy is loaded and
+        // its parameters checked as at a start.
+        let file = cli
+            .config
+            .as_ref()
+            .map_or_else(|| "<built-in>".to_string(), |p| p.display().to_string());
+        if let Err(e) = batchd::policy::check(&config, &file) {
+            eprintln!("batchd: {e}");
+            return ExitCode::from(2);
+        }
         print!("{}", config.effective().to_toml());
         return ExitCode::SUCCESS;
     }
     match batchd::run(config, cli.config) {
         Ok(()) => ExitCode::SUCCESS,
+        // Every fault of the configuration, the policy's name and parameters included, exits
+        // 2; a start refused for another reason (a socket in use, a state directory held by
+        // another batchd) exits 1.
+        Err(e @ batchd::Error::Config(_)) => {
+            eprintln!("batchd: {e}");
+            ExitCode::from(2)
+        }
         Err(e) => {
             eprintln!("batchd: {e}");
             ExitCode::FAILURE

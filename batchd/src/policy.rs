@@ -17,9 +17,9 @@
 use std::sync::{Arc, Mutex};
 
 use sched_abi::{HostShare, HostedPolicy, LoadError, PolicyHost};
-use sched_core::Params;
+use sched_core::{ParamError, Params};
 
-use crate::config::Config;
+use crate::config::{Config, ConfigError};
 
 /// A policy ready to be called, under containment, with its name for the logs.
 pub type BoxedPolicy = PolicyHost;
@@ -50,9 +50,49 @@ impl InForce {
 }
 
 /// The linked copy of a stock policy, if `name` is one.
-fn builtin(name: &str, params: &Params) -> Option<Result<Hosted, String>> {
+fn builtin(name: &str, params: &Params) -> Option<Result<Hosted, PolicyError>> {
     let stock = esched_stock::find(name)?;
-    Some((stock.hosted)(params).map_err(|e| format!("policy `{name}`: {e}")))
+    Some((stock.hosted)(params).map_err(|e| {
+        let key = match &e {
+            ParamError::Unknown { key, .. } | ParamError::BadValue { key, .. } => key.clone(),
+        };
+        PolicyError::param(&key, format!("policy `{name}`: {e}"))
+    }))
+}
+
+/// Why the config's policy cannot be built, with the config key at fault: `policy.name` for a
+/// name that finds no usable policy, `policy.params.KEY` for a parameter the policy refuses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PolicyError {
+    /// The key at fault, as the config file spells it.
+    pub key: String,
+    /// The loader's or the policy's message.
+    pub message: String,
+}
+
+impl PolicyError {
+    fn name(message: impl Into<String>) -> Self {
+        PolicyError {
+            key: "policy.name".into(),
+            message: message.into(),
+        }
+    }
+
+    fn param(key: &str, message: String) -> Self {
+        PolicyError {
+            key: if key.is_empty() {
+                "policy.params".into()
+            } else {
+                format!("policy.params.{key}")
+            },
+            message,
+        }
+    }
+
+    /// The error as one of the config file `file`'s.
+    pub fn in_file(self, file: &str) -> ConfigError {
+        ConfigError::key(file, &self.key, self.message)
+    }
 }
 
 /// Builds the policy `config` names; the error is the loader's message.
@@ -62,10 +102,18 @@ fn builtin(name: &str, params: &Params) -> Option<Result<Hosted, String>> {
 /// older build (an ABI mismatch) must not stop the default config from running. A path or
 /// any other name has no fallback.
 pub fn build(config: &Config) -> Result<BoxedPolicy, String> {
-    hosted(config).map(PolicyHost::boxed)
+    hosted(config).map(PolicyHost::boxed).map_err(|e| e.message)
 }
 
-fn hosted(config: &Config) -> Result<Hosted, String> {
+/// [`build`] with its error as a config error of `file` under the key at fault, for the
+/// checks of a configuration (`--print-config`, a start, a reconfigure).
+pub fn check(config: &Config, file: &str) -> Result<BoxedPolicy, ConfigError> {
+    hosted(config)
+        .map(PolicyHost::boxed)
+        .map_err(|e| e.in_file(file))
+}
+
+fn hosted(config: &Config) -> Result<Hosted, PolicyError> {
     let name = config.policy.name.as_str();
     let params = config.policy_params();
     match sched_abi::load(name, config.plugin_dir.as_deref(), &params) {
@@ -74,7 +122,21 @@ fn hosted(config: &Config) -> Result<Hosted, String> {
             Ok(Box::new(p))
         }
         // Bad parameters are the config's fault: the linked copy would refuse them too.
-        Err(e @ LoadError::Params { .. }) => Err(e.to_string()),
+        Err(LoadError::Params {
+            key,
+            policy,
+            path,
+            message,
+        }) => Err(PolicyError::param(
+            &key,
+            LoadError::Params {
+                policy,
+                path,
+                key: key.clone(),
+                message,
+            }
+            .to_string(),
+        )),
         Err(e) => match builtin(name, &params) {
             Some(p) => {
                 if matches!(e, LoadError::NotFound { .. }) {
@@ -87,11 +149,15 @@ fn hosted(config: &Config) -> Result<Hosted, String> {
                 }
                 p
             }
-            None if matches!(e, LoadError::NotFound { .. }) && !name.contains('/') => Err(format!(
-                "{e} (policies shipped with esched: {})",
-                esched_stock::known()
-            )),
-            None => Err(e.to_string()),
+            None if matches!(e, LoadError::NotFound { .. }) && !name.contains('/') => {
+                let hint = esched_stock::nearest(name)
+                    .map_or_else(String::new, |n| format!("; did you mean `{n}`?"));
+                Err(PolicyError::name(format!(
+                    "{e} (policies shipped with esched: {}{hint})",
+                    esched_stock::known()
+                )))
+            }
+            None => Err(PolicyError::name(e.to_string())),
         },
     }
 }
@@ -121,5 +187,22 @@ mod tests {
             .params
             .insert("bogus".into(), toml::Value::Integer(1));
         assert!(build(&c).err().unwrap().contains("bogus"));
+    }
+
+    #[test]
+    fn a_config_error_names_the_key_at_fault_and_the_nearest_policy() {
+        let mut c = Config::embedded();
+        c.policy.name = "cbff".into();
+        let e = check(&c, "x.toml").err().unwrap();
+        assert_eq!(e.location, "key `policy.name`: ");
+        assert!(e.reason.contains("did you mean `cbf`?"), "{e}");
+        c.policy.name = "cbf".into();
+        c.policy
+            .params
+            .insert("bogus".into(), toml::Value::Integer(1));
+        let e = check(&c, "x.toml").err().unwrap();
+        assert_eq!(e.location, "key `policy.params.bogus`: ", "{e}");
+        c.policy.params.clear();
+        assert!(check(&c, "x.toml").is_ok());
     }
 }

@@ -804,6 +804,50 @@ mod binary {
         );
     }
 
+    /// A policy that is not found, or a parameter it refuses, is a fault of the configuration
+    /// like any other: the same exit status 2, under its own key, with `--print-config` as at
+    /// a start (it prints only a configuration batchd would start on).
+    #[test]
+    fn a_bad_policy_is_a_config_error_at_start_and_in_print_config() {
+        let dir = tempfile::tempdir().unwrap();
+        let sock = dir.path().join("s.sock");
+        let state = dir.path().join("state");
+        for (policy, key, says) in [
+            ("name = \"cbff\"\n", "policy.name", "did you mean `cbf`?"),
+            (
+                "name = \"cbf\"\n[policy.params]\nbogus = 1\n",
+                "policy.params.bogus",
+                "unknown parameter `bogus`",
+            ),
+        ] {
+            let file = dir.path().join("bad.toml");
+            std::fs::write(
+                &file,
+                format!(
+                    "socket = {sock:?}\nstate_dir = {state:?}\n[[pool]]\nname = \"debug\"\nnodes = 2\n[policy]\n{policy}"
+                ),
+            )
+            .unwrap();
+            for print in [true, false] {
+                let mut cmd = Command::new(env!("CARGO_BIN_EXE_batchd"));
+                cmd.arg("--config").arg(&file);
+                if print {
+                    cmd.arg("--print-config");
+                }
+                let out = cmd.output().unwrap();
+                let err = String::from_utf8_lossy(&out.stderr);
+                assert_eq!(out.status.code(), Some(2), "{policy} {print}: {err}");
+                let line = err.lines().last().unwrap_or_default();
+                assert!(
+                    line.starts_with(&format!("batchd: {}: key `{key}`: ", file.display()))
+                        && line.contains(says),
+                    "{err}"
+                );
+                assert!(out.stdout.is_empty());
+            }
+        }
+    }
+
     #[test]
     fn sighup_reconfigures_and_sigterm_stops() {
         let dir = tempfile::tempdir().unwrap();

@@ -78,9 +78,49 @@ pub fn known() -> String {
     names().collect::<Vec<_>>().join(", ")
 }
 
+/// The stock policy whose name is nearest to `name`, if one is near enough to be what was
+/// meant (two edits away at most, one for names of three letters or fewer; case ignored): the
+/// hint of a "not found".
+pub fn nearest(name: &str) -> Option<&'static str> {
+    let limit = if name.chars().count() <= 3 { 1 } else { 2 };
+    let name = name.to_lowercase();
+    names()
+        .map(|n| (edits(&name, n), n))
+        .filter(|&(d, _)| d <= limit)
+        .min_by_key(|&(d, _)| d)
+        .map(|(_, n)| n)
+}
+
+/// Levenshtein distance: insertions, deletions and substitutions of one character.
+fn edits(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diag = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let next = (diag + usize::from(ca != cb))
+                .min(row[j] + 1)
+                .min(row[j + 1] + 1);
+            diag = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_nearest_stock_name_is_suggested_only_when_near() {
+        assert_eq!(edits("kitten", "sitting"), 3);
+        assert_eq!(nearest("cbff"), Some("cbf"));
+        assert_eq!(nearest("EASY"), Some("easy"));
+        assert_eq!(nearest("esay"), Some("easy"));
+        assert_eq!(nearest("zzzzzzzz"), None);
+    }
 
     #[test]
     fn every_stock_policy_builds_both_ways_under_its_own_name() {
