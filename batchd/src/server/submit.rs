@@ -51,6 +51,9 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: SubmitRequest) -> Rep
     if req.test_only {
         return test_only(d, caller, spec).await;
     }
+    if let Some(m) = co_allocation_refusal(d, caller, &spec).await {
+        return ErrorReply::new(ErrorKind::InvalidSpec, m).into();
+    }
     let now = now_ms();
     let recs = {
         let mut core = d.core();
@@ -218,4 +221,55 @@ fn slurm_refusal(
             limit / 1000
         )
     })
+}
+
+/// Why the policy in force would refuse a co-allocated job even on idle pools: a rigid policy
+/// packs the components into one pool, and a job that fits none is refused at its first plan.
+/// Refused here instead, with the policy's reason, as sbatch refuses a job no partition can
+/// hold ("Requested node configuration is not available"): acknowledged, it would only end
+/// CANCELLED a moment later. Co-allocated jobs alone pay for this plan; other shapes the pool
+/// check above already answers.
+///
+/// A fresh instance plans the job alone on the pools (as `--test-only`'s, off the runtime,
+/// within the time budget): a policy's refusal of a job there is not about the queue. A plan
+/// that fails or takes too long refuses nothing: the job is queued and the scheduler decides.
+async fn co_allocation_refusal(d: &Arc<Daemon>, caller: &Caller, spec: &JobSpec) -> Option<String> {
+    if !matches!(spec.shape, batch_proto::JobShape::CoAllocated { .. }) {
+        return None;
+    }
+    let config = d.settings().config;
+    let budget = Duration::from_millis(config.policy.time_budget_ms);
+    let now = now_ms();
+    let snap = {
+        let core = d.core();
+        let mut spec = spec.clone();
+        core.clip_to_pools(&mut spec);
+        let mut snap = core.snapshot(now, config.grace_period_ms);
+        let rec = JobRecord::submitted(
+            core.next_id(),
+            caller.uid,
+            caller.gid,
+            &caller.user,
+            spec,
+            now,
+        );
+        snap.running.clear();
+        snap.pending = vec![core.pending_of(&rec, now)];
+        snap
+    };
+    let planning = tokio::task::spawn_blocking(move || {
+        let mut host = crate::policy::build(&config).ok()?;
+        let plan = host.plan(&snap.view());
+        if host.last_failure().is_some() {
+            return None;
+        }
+        plan.rejects
+            .iter()
+            .find(|r| r.kind != sched_core::RejectKind::DeadlineMissed)
+            .map(|r| format!("refused by policy {}: {}", config.policy.name, r.reason))
+    });
+    match tokio::time::timeout(budget, planning).await {
+        Ok(Ok(refusal)) => refusal,
+        _ => None,
+    }
 }

@@ -207,3 +207,46 @@ fn bad_global_submissions_are_refused_with_one_line() {
     // --deadline without --components is Slurm's end-by deadline: accepted.
     c.ok("esubmit", &["--deadline", "+1min", "--wrap", "true"]);
 }
+
+/// A policy that cannot co-allocate (cbf packs the components into one pool) refuses a job
+/// whose components fit no single pool: esubmit says why and nothing is queued, as sbatch
+/// refuses a job no partition can hold ("Requested node configuration is not available"),
+/// rather than acknowledging it and cancelling it a moment later. One that fits is queued.
+#[test]
+fn a_rigid_policy_refuses_at_submission_a_co_allocated_job_it_cannot_place() {
+    let c = Cluster::start_with(4, "cbf", "\n[[pool]]\nname = \"remote\"\nnodes = 4\n");
+    let out = c.run(
+        "esubmit",
+        &[
+            "--components",
+            "3,3",
+            "--deadline",
+            "+10min",
+            "--wrap",
+            "true",
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("refused by policy cbf") && err.contains("largest pool has 4"),
+        "{err}"
+    );
+    let all = c.ok("equeue", &["-h", "-t", "all"]);
+    assert!(all.trim().is_empty(), "{all}");
+    let ok = c.ok(
+        "esubmit",
+        &[
+            "--parsable",
+            "--components",
+            "2,2",
+            "--deadline",
+            "+10min",
+            "--wrap",
+            "true",
+        ],
+    );
+    let id: u64 = ok.trim().parse().unwrap();
+    c.wait_state(id, JobState::Completed);
+}
