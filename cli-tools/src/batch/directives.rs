@@ -71,6 +71,43 @@ pub fn marked_args(script: &str, magic: &str) -> Result<Vec<String>, SpecError> 
         .collect())
 }
 
+/// The first directive line of `script` (`#ESUB` ones first: they win over `#SBATCH` ones)
+/// whose words satisfy `gives`, as its 1-based number and its text: where an error about a
+/// value or an option that came from the script points the user.
+pub fn locate(script: &str, gives: impl Fn(&[String]) -> bool) -> Option<(usize, String)> {
+    [MAGIC, SBATCH_MAGIC].iter().find_map(|magic| {
+        let found = parse_marked(script, magic)
+            .ok()?
+            .into_iter()
+            .find(|d| gives(&d.words))?;
+        let text = script.lines().nth(found.line - 1)?.trim().to_string();
+        Some((found.line, text))
+    })
+}
+
+/// Whether `words` give the option `opt` (`-N`, `--nodes`): as a word of its own, `--opt=V`,
+/// or a short option with its value attached (`-N2`).
+pub fn gives_option(words: &[String], opt: &str) -> bool {
+    words.iter().any(|w| {
+        w == opt
+            || (opt.starts_with("--") && w.strip_prefix(opt).is_some_and(|r| r.starts_with('=')))
+            || (opt.len() == 2 && !w.starts_with("--") && w.len() > 2 && w.starts_with(opt))
+    })
+}
+
+/// Whether `words` give `value` to some option: as a word of its own, after `=`, or attached
+/// to a short option (`-t10:00`).
+pub fn gives_value(words: &[String], value: &str) -> bool {
+    words.iter().any(|w| {
+        w == value
+            || w.split_once('=').is_some_and(|(_, v)| v == value)
+            || (w.len() == 2 + value.len()
+                && w.starts_with('-')
+                && !w.starts_with("--")
+                && w.ends_with(value))
+    })
+}
+
 /// Splits `s` into words with POSIX-shell quoting: single quotes keep everything, double quotes
 /// honour `\"`, `\\`, `\$` and `` \` ``, a backslash outside quotes escapes the next character,
 /// and an unquoted `#` at the start of a word begins a comment. No expansion of any kind.

@@ -7,7 +7,9 @@ use batch_proto::time::{Duration, Time, HOUR};
 use batch_proto::{Dependency, JobShape, JobSpec, MoldModel};
 use clap::Parser;
 
-use super::super::directives::{marked_args, parse_marked, MAGIC, SBATCH_MAGIC};
+use super::super::directives::{
+    gives_option, gives_value, locate, marked_args, parse_marked, MAGIC, SBATCH_MAGIC,
+};
 use super::super::error::SpecError;
 use super::super::spec::{
     parse_moldable, parse_moldable_model, parse_nodes, parse_nodes_range, parse_profile,
@@ -141,7 +143,7 @@ fn sourced(origin: Origin, e: SpecError) -> SpecError {
             inner: Box::new(e),
         },
         Origin::Script => SpecError::Sourced {
-            origin: "#ESUB/#SBATCH directive".into(),
+            origin: SCRIPT_ORIGIN.into(),
             inner: Box::new(e),
         },
     }
@@ -164,16 +166,82 @@ fn marked_opts(script: &str, magic: &'static str) -> Result<SubmitOpts, SpecErro
     let words = marked_args(script, magic)?;
     DirectiveCli::try_parse_from(&words)
         .map(|c| c.opts)
-        .map_err(|e| SpecError::Invalid {
-            what: if magic == MAGIC {
-                "#ESUB directive"
-            } else {
-                "#SBATCH directive"
-            },
-            input: words.join(" "),
-            reason: super::super::cli::clap_error_line(&e),
+        .map_err(|e| {
+            // The line at fault is the first one refused on its own; an error that only the
+            // lines together make (an option given twice) quotes them all.
+            let alone = parse_marked(script, magic).ok().and_then(|lines| {
+                lines.into_iter().find_map(|d| {
+                    let e = DirectiveCli::try_parse_from(&d.words).err()?;
+                    let text = script.lines().nth(d.line - 1)?.trim().to_string();
+                    Some(SpecError::Directive {
+                        line: d.line,
+                        reason: format!("`{text}`: {}", super::super::cli::clap_error_line(&e)),
+                    })
+                })
+            });
+            alone.unwrap_or_else(|| SpecError::Invalid {
+                what: if magic == MAGIC {
+                    "#ESUB directives"
+                } else {
+                    "#SBATCH directives"
+                },
+                input: words.join(" "),
+                reason: super::super::cli::clap_error_line(&e),
+            })
         })
 }
+
+/// `e`, an error about a value or options that came from `script`, with the directive line
+/// that gave them: an invalid value names the line that holds it, a conflict each line that
+/// gives one of the options it names.
+fn with_script_lines(script: &str, e: SpecError) -> SpecError {
+    match e {
+        SpecError::Sourced { origin, inner } if origin == SCRIPT_ORIGIN => {
+            let found = match inner.as_ref() {
+                SpecError::Invalid { input, .. } => {
+                    locate(script, |w| gives_value(w, input.as_str()))
+                }
+                _ => None,
+            };
+            let origin = match found {
+                Some((line, text)) => format!("line {line} of the script: `{text}`"),
+                None => origin,
+            };
+            SpecError::Sourced { origin, inner }
+        }
+        SpecError::Conflict(reason) => {
+            let mut lines: Vec<(usize, String)> = Vec::new();
+            let options = reason
+                .split(|c: char| {
+                    c.is_whitespace() || c == '/' || c == ',' || c == ';' || c == '(' || c == ')'
+                })
+                .filter(|w| w.starts_with('-') && w.len() > 1);
+            for opt in options {
+                if let Some(found) = locate(script, |w| gives_option(w, opt)) {
+                    if !lines.contains(&found) {
+                        lines.push(found);
+                    }
+                }
+            }
+            if lines.is_empty() {
+                return SpecError::Conflict(reason);
+            }
+            lines.sort();
+            let quoted: Vec<String> = lines
+                .iter()
+                .map(|(n, t)| format!("line {n}: `{t}`"))
+                .collect();
+            SpecError::Conflict(format!(
+                "{reason} (from the script's {})",
+                quoted.join(", ")
+            ))
+        }
+        e => e,
+    }
+}
+
+/// The origin a value from the script's directives is reported under.
+const SCRIPT_ORIGIN: &str = "#ESUB/#SBATCH directive";
 
 /// The inputs [`SubmitOpts::resolve`] needs besides the options.
 pub struct Context<'a> {
@@ -313,8 +381,22 @@ impl SubmitOpts {
     }
 
     /// Merges command line, environment and script options and parses every value.
-    /// `script_name` names the job when nothing else does.
+    /// `script_name` names the job when nothing else does. An error about what the script's
+    /// directives gave names their line.
     pub fn resolve(
+        &self,
+        script_opts: &SubmitOpts,
+        script: String,
+        args: Vec<String>,
+        script_name: &str,
+        ctx: &Context<'_>,
+    ) -> Result<Submission, SpecError> {
+        let text = script.clone();
+        self.resolve_merged(script_opts, script, args, script_name, ctx)
+            .map_err(|e| with_script_lines(&text, e))
+    }
+
+    fn resolve_merged(
         &self,
         script_opts: &SubmitOpts,
         script: String,

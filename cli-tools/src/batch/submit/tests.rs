@@ -134,7 +134,8 @@ fn errors_say_where_the_value_came_from() {
     );
     let e = resolve(&cli(&["job.sh"]), "#!/bin/sh\n#ESUB -N zero\n", &[]).unwrap_err();
     assert!(
-        e.to_string().ends_with("(from #ESUB/#SBATCH directive)"),
+        e.to_string()
+            .ends_with("(from line 2 of the script: `#ESUB -N zero`)"),
         "{e}"
     );
     let e = resolve(&cli(&["job.sh"]), "#!/bin/sh\n#ESUB --bogus\n", &[]).unwrap_err();
@@ -177,8 +178,46 @@ fn sbatch_lines_and_variables_are_read_and_esub_wins() {
     let e = resolve(&cli(&["job.sh"]), "#!/bin/sh\n#SBATCH --bogus\n", &[]).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "invalid #SBATCH directive '--bogus': unrecognized option '--bogus'"
+        "line 2 of the script: `#SBATCH --bogus`: unrecognized option '--bogus'"
     );
+}
+
+/// sbatch names the line of a directive it refuses; the message quotes that line alone, not
+/// every directive of the script joined.
+#[test]
+fn a_refused_directive_is_quoted_alone_with_its_line() {
+    let script = "#!/bin/sh\n#SBATCH -J x -N 2\n#SBATCH --time 5 --bogus=1\n#SBATCH -o out.txt\n";
+    let e = resolve(&cli(&["job.sh"]), script, &[])
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "line 3 of the script: `#SBATCH --time 5 --bogus=1`: unrecognized option '--bogus'"
+    );
+}
+
+/// A conflict between the command line and the script names the directive line that gives
+/// the script's side of it.
+#[test]
+fn a_conflict_with_a_directive_names_its_line() {
+    let script = "#!/bin/sh\n#SBATCH -J x\n#SBATCH -N 2\n";
+    let e = resolve(&cli(&["--moldable", "1:1", "job.sh"]), script, &[])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("conflicting options: ")
+            && e.ends_with("(from the script's line 3: `#SBATCH -N 2`)"),
+        "{e}"
+    );
+    // Both sides on the command line: no line to name.
+    let e = resolve(
+        &cli(&["--moldable", "1:1", "-N", "2", "job.sh"]),
+        "#!/bin/sh\n",
+        &[],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(!e.contains("script"), "{e}");
 }
 
 #[test]
@@ -237,7 +276,8 @@ fn resources_account_and_mail() {
     )
     .unwrap_err();
     assert!(
-        e.to_string().ends_with("(from #ESUB/#SBATCH directive)"),
+        e.to_string()
+            .ends_with("(from line 2 of the script: `#SBATCH --mail-type=sometimes`)"),
         "{e}"
     );
     assert!(resolve(&cli(&["-n", "0", "job.sh"]), "#!/bin/sh\n", &[]).is_err());
@@ -572,7 +612,10 @@ fn moldable_options_from_directives_and_their_conflicts() {
     )
     .unwrap_err()
     .to_string();
-    assert!(e.ends_with("(from #ESUB/#SBATCH directive)"), "{e}");
+    assert!(
+        e.ends_with("(from line 2 of the script: `#ESUB --nodes-range 4-1`)"),
+        "{e}"
+    );
 }
 
 #[test]
