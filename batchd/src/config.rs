@@ -47,9 +47,9 @@ pub struct PoolConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slurm: Option<SlurmConfig>,
     /// The longest time limit a job of the pool may have, and what `-t UNLIMITED` gives it
-    /// (Slurm's partition `MaxTime`): minutes, or `"UNLIMITED"` (the default: up to
-    /// `batch_proto::MAX_TIME_LIMIT`, 365 days).
-    #[serde(default, skip_serializing_if = "MaxTime::is_unlimited")]
+    /// (Slurm's partition `MaxTime`): minutes, a string in any of `-t`'s forms (`"1-12:00"`),
+    /// or `"UNLIMITED"` (the default: up to `batch_proto::MAX_TIME_LIMIT`, 365 days).
+    #[serde(default)]
     pub max_time: MaxTime,
     /// CPUs of each node (Slurm's `CPUs`), what `-n`, `-c` and `--ntasks-per-node` are counted
     /// against (default 1: a task per node).
@@ -292,7 +292,7 @@ impl<'de> Deserialize<'de> for MaxTime {
         impl serde::de::Visitor<'_> for V {
             type Value = MaxTime;
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a number of minutes or \"UNLIMITED\"")
+                f.write_str("minutes, a Slurm time (\"1-12:00:00\") or \"UNLIMITED\"")
             }
             fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<MaxTime, E> {
                 let max = batch_proto::MAX_TIME_LIMIT / 60_000;
@@ -306,13 +306,13 @@ impl<'de> Deserialize<'de> for MaxTime {
             fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<MaxTime, E> {
                 self.visit_i64(i64::try_from(v).unwrap_or(i64::MAX))
             }
+            // Slurm's forms, as a partition's MaxTime and `-t` take them (`"2-00:00:00"`,
+            // `"90"`), with seconds rounded up to the minute: MaxTime is kept in minutes.
             fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<MaxTime, E> {
-                if v.eq_ignore_ascii_case("unlimited") || v.eq_ignore_ascii_case("infinite") {
-                    Ok(MaxTime::Unlimited)
-                } else {
-                    Err(E::custom(format!(
-                        "max_time `{v}`: expected a number of minutes or \"UNLIMITED\""
-                    )))
+                match batch_proto::time::slurm_duration_secs(v) {
+                    Ok(None) => Ok(MaxTime::Unlimited),
+                    Ok(Some(secs)) => self.visit_u64(secs.div_ceil(60)),
+                    Err(why) => Err(E::custom(format!("max_time `{v}`: {why}"))),
                 }
             }
         }
@@ -966,7 +966,31 @@ impl Config {
         c.socket = Some(self.socket_path());
         c.state_dir = Some(self.state_path());
         c.plugin_dir = self.plugin_path();
+        c.supervisor = Some(crate::supervisor_program(self));
         c
+    }
+
+    /// [`Config::effective`] as `--print-config` prints it: every key with its value, and a
+    /// comment for each key left unset on purpose (TOML has no null), so that nothing is
+    /// missing from what claims to be the whole configuration.
+    pub fn print_effective(&self) -> String {
+        let c = self.effective();
+        let mut out = String::new();
+        let mut pool = None::<usize>;
+        for line in c.to_toml().lines() {
+            out.push_str(line);
+            out.push('\n');
+            if line.trim() == "[[pool]]" {
+                pool = Some(pool.map_or(0, |i| i + 1));
+            } else if line.starts_with('[') {
+                pool = None;
+            }
+            let p = pool.and_then(|i| c.pools.get(i));
+            if line.starts_with("cpus_per_node = ") && p.is_some_and(|p| p.mem_per_node.is_none()) {
+                out.push_str("# mem_per_node: unset, memory requests are not checked\n");
+            }
+        }
+        out
     }
 
     /// As TOML text.
@@ -1055,10 +1079,43 @@ mod tests {
     }
 
     #[test]
+    fn a_pool_max_time_takes_slurm_time_forms() {
+        let with = |v: &str| {
+            Config::parse(
+                &format!("[[pool]]\nname = \"p\"\nnodes = 1\nmax_time = {v}\n"),
+                "x",
+            )
+            .map(|c| c.pools[0].max_time)
+        };
+        assert_eq!(with("90"), Ok(MaxTime::Minutes(90)));
+        assert_eq!(with("\"90\""), Ok(MaxTime::Minutes(90)));
+        assert_eq!(with("\"1-12:00:00\""), Ok(MaxTime::Minutes(36 * 60)));
+        assert_eq!(with("\"2:30:00\""), Ok(MaxTime::Minutes(150)));
+        // Seconds round up to the minute, as Slurm keeps MaxTime in minutes.
+        assert_eq!(with("\"10:30\""), Ok(MaxTime::Minutes(11)));
+        assert_eq!(with("\"UNLIMITED\""), Ok(MaxTime::Unlimited));
+        let e = with("\"soon\"").unwrap_err().to_string();
+        assert!(e.contains("max_time `soon`: 'soon' is not a number"), "{e}");
+        assert!(with("\"0\"").is_err());
+        assert!(with("\"400-00:00:00\"").is_err());
+    }
+
+    #[test]
     fn effective_config_round_trips() {
         let c = Config::embedded().effective();
         let back = Config::parse(&c.to_toml(), "x").unwrap();
         assert_eq!(back, c);
+        // --print-config shows every key, those left unset as a comment.
+        let printed = Config::embedded().print_effective();
+        for key in [
+            "supervisor = ",
+            "max_time = ",
+            "cpus_per_node = ",
+            "# mem_per_node: unset",
+        ] {
+            assert!(printed.contains(key), "{key}: {printed}");
+        }
+        assert_eq!(Config::parse(&printed, "x").unwrap(), c);
     }
 
     #[test]

@@ -125,7 +125,7 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
 /// The program run as `PROGRAM supervise JOBDIR`: the configured one, else this executable if
 /// it is batchd, else a `batchd` beside it or one directory up (cargo's test binaries live in
 /// `deps/`).
-fn supervisor_program(config: &Config) -> PathBuf {
+pub(crate) fn supervisor_program(config: &Config) -> PathBuf {
     if let Some(p) = &config.supervisor {
         return p.clone();
     }

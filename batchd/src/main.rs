@@ -105,7 +105,7 @@ fn main() -> ExitCode {
             eprintln!("batchd: {e}");
             return ExitCode::from(2);
         }
-        print!("{}", config.effective().to_toml());
+        print!("{}", config.print_effective());
         return ExitCode::SUCCESS;
     }
     match batchd::run(config, cli.config) {

@@ -81,36 +81,11 @@ pub fn parse_time_limit(input: &str) -> Result<TimeLimit, SpecError> {
 /// (`--moldable`, `--moldable-model`), which say what a size costs to the second.
 pub fn parse_time_exact(input: &str) -> Result<TimeLimit, SpecError> {
     const WHAT: &str = "time limit";
-    let s = input.trim();
-    if s.eq_ignore_ascii_case("unlimited") || s.eq_ignore_ascii_case("infinite") {
+    let Some(secs) =
+        batch_proto::time::slurm_duration_secs(input).map_err(|why| invalid(WHAT, input, why))?
+    else {
         return Ok(TimeLimit::Unlimited);
-    }
-    let (days, rest) = match s.split_once('-') {
-        Some((d, rest)) => (Some(number(WHAT, input, d)?), rest),
-        None => (None, s),
     };
-    let parts: Vec<&str> = rest.split(':').collect();
-    let nums = parts
-        .iter()
-        .map(|p| number(WHAT, input, p))
-        .collect::<Result<Vec<_>, _>>()?;
-    let secs = match (days, nums.as_slice()) {
-        (None, [m]) => m.checked_mul(60),
-        (None, [m, s]) => m.checked_mul(60).and_then(|m| m.checked_add(*s)),
-        (None, [h, m, s]) | (Some(_), [h, m, s]) => {
-            hms(*h, *m, *s).and_then(|x| x.checked_add(days.unwrap_or(0).checked_mul(86_400)?))
-        }
-        (Some(d), [h]) => hms(*h, 0, 0).and_then(|x| x.checked_add(d.checked_mul(86_400)?)),
-        (Some(d), [h, m]) => hms(*h, *m, 0).and_then(|x| x.checked_add(d.checked_mul(86_400)?)),
-        _ => {
-            return Err(invalid(
-                WHAT,
-                input,
-                "expected min, min:sec, h:m:s, d-h, d-h:m, d-h:m:s or UNLIMITED",
-            ))
-        }
-    };
-    let secs = secs.ok_or_else(|| invalid(WHAT, input, "too large"))?;
     if secs == 0 {
         return Err(invalid(
             WHAT,
@@ -121,12 +96,6 @@ pub fn parse_time_exact(input: &str) -> Result<TimeLimit, SpecError> {
     secs.checked_mul(SECOND)
         .map(TimeLimit::Limited)
         .ok_or_else(|| invalid(WHAT, input, "too large"))
-}
-
-fn hms(h: u64, m: u64, s: u64) -> Option<u64> {
-    h.checked_mul(3600)?
-        .checked_add(m.checked_mul(60)?)?
-        .checked_add(s)
 }
 
 /// A duration the way squeue prints TIME and TIME_LIMIT: `M:SS`, `H:MM:SS`, `D-HH:MM:SS`
