@@ -549,6 +549,55 @@ mod tests {
         assert_eq!(c.fair_start_release(100), None);
     }
 
+    // The view of a job without a launcher, from a kept plan: the running job, then the job
+    // ahead of it at its planned start; itself and the job behind it left out.
+    #[test]
+    fn a_planned_view_counts_the_jobs_ahead_only() {
+        let rigid = |nodes| JobShape::Rigid {
+            nodes,
+            time_limit: 1000,
+        };
+        let mut c = Core::new([("a", 4)]);
+        c.insert(job(1, rigid(3)));
+        c.start(
+            1,
+            &sched_core::Shape::rigid(PoolId(0), 3, 1000),
+            0,
+            PathBuf::new(),
+        )
+        .unwrap();
+        for (id, n) in [(2, 4), (3, 2), (4, 1)] {
+            c.insert(job(id, rigid(n)));
+        }
+        let snap = c.snapshot(100, 0);
+        let place = |id, start, nodes| sched_core::Placement {
+            job: JobId(id),
+            start,
+            shape: sched_core::Shape::rigid(PoolId(0), nodes, 1000),
+            claim_from: RNone,
+        };
+        let plan = Plan {
+            placements: vec![place(2, 1000, 4), place(3, 2000, 2), place(4, 2000, 1)].into(),
+            ..Plan::default()
+        };
+        assert_eq!(planned_view(&c, 3), None, "no plan kept yet");
+        c.keep_plan(std::sync::Arc::new(snap), std::sync::Arc::new(plan));
+        let steps = |id| -> Vec<(u64, Option<u64>, u32)> {
+            planned_view(&c, id).unwrap().pools[0]
+                .steps
+                .iter()
+                .map(|s| (s.from, s.to, s.free))
+                .collect()
+        };
+        assert_eq!(steps(2), vec![(100, Some(1000), 1), (1000, None, 4)]);
+        assert_eq!(
+            steps(3),
+            vec![(100, Some(1000), 1), (1000, Some(2000), 0), (2000, None, 4)]
+        );
+        c.forget_expectations(super::super::Forget::NothingToPlace);
+        assert_eq!(planned_view(&c, 3), None);
+    }
+
     #[test]
     fn a_cap_that_only_aged_is_the_same() {
         let c = |from, to, free| CapStep { from, to, free };
