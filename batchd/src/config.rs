@@ -233,8 +233,9 @@ pub struct LinkConfig {
 #[serde(deny_unknown_fields)]
 pub struct CoormConfig {
     /// The fair-start delay (Klein & Pérez, HPCC 2011, §III-C), ms: the nodes a session frees
-    /// with `done` stay busy this long, so a higher-priority launcher with a slower selection
-    /// can ask for them before a quicker, later one takes them.
+    /// with `done`, and those any other end frees while a session waits, stay busy this long,
+    /// so a higher-priority launcher with a slower selection can ask for them before a
+    /// quicker, later job takes them.
     #[serde(default = "default_fair_start")]
     pub fair_start_ms: u64,
 }

@@ -257,6 +257,7 @@ async fn start(config: Config, config_path: Option<PathBuf>) -> Result<Started, 
         Default::default()
     };
     let mut core = core::Core::new(config.pools.iter().map(|p| (p.name.as_str(), p.size())));
+    core.set_fair_start(config.coorm.fair_start_ms);
     for (i, p) in config.pools.iter().enumerate() {
         if let Some(hosts) = p.host_names() {
             core.name_hosts(i, hosts);

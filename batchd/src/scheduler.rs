@@ -232,7 +232,7 @@ pub async fn run_once_at(d: &Arc<Daemon>, wake_at: Option<u64>) -> (bool, Option
         }
     }
     let grace = d.settings().config.grace_period_ms;
-    let snap = {
+    let (snap, released) = {
         let mut core = d.core();
         let snap = core.snapshot(now, grace);
         if snap.pending.is_empty() {
@@ -240,7 +240,9 @@ pub async fn run_once_at(d: &Arc<Daemon>, wake_at: Option<u64>) -> (bool, Option
             // A held job may still miss its deadline: wake for it.
             return (false, next_miss);
         }
-        snap
+        // Nodes held for the fair-start delay come back then: a pass must see them (CooRM
+        // §III-C; esim's release event).
+        (snap, core.fair_start_release(now))
     };
     let snap = Arc::new(snap);
     let policy = d.policy();
@@ -257,6 +259,8 @@ pub async fn run_once_at(d: &Arc<Daemon>, wake_at: Option<u64>) -> (bool, Option
     };
     let planned_in = snapped.elapsed();
     act(d, &snap, &plan).await;
+    // For `eview` of jobs without a launcher: their views are computed only when asked.
+    d.core().keep_plan(Arc::clone(&snap), Arc::clone(&plan));
     tracing::debug!(
         pending = snap.pending.len(),
         running = snap.running.len(),
@@ -267,11 +271,14 @@ pub async fn run_once_at(d: &Arc<Daemon>, wake_at: Option<u64>) -> (bool, Option
         wake_at = ?plan.wake_at.into_option(),
         "policy run"
     );
-    let wake = plan.wake_at.into_option().filter(|&t| t > now);
-    let wake = match (wake, next_miss) {
-        (Some(w), Some(m)) => Some(w.min(m)),
-        (w, m) => w.or(m),
-    };
+    let wake = [
+        plan.wake_at.into_option().filter(|&t| t > now),
+        next_miss,
+        released,
+    ]
+    .into_iter()
+    .flatten()
+    .min();
     (true, wake)
 }
 

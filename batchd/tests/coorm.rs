@@ -86,11 +86,16 @@ impl Cluster {
 
     /// A rigid job of `nodes` nodes of `pool` (60 s limit) running `script`.
     fn submit(&self, pool: &str, nodes: u32, script: &str) -> u64 {
+        self.submit_limit(pool, nodes, script, 60_000)
+    }
+
+    /// A rigid job of `nodes` nodes of `pool` with time limit `limit_ms` running `script`.
+    fn submit_limit(&self, pool: &str, nodes: u32, script: &str, limit_ms: u64) -> u64 {
         let mut s = JobSpec::new(
             format!("#!/bin/sh\n{script}\n"),
             self.dir.path().to_str().unwrap(),
             nodes,
-            60_000,
+            limit_ms,
         );
         s.pool = Some(pool.into());
         s.environment = vec![("PATH".into(), "/usr/bin:/bin".into())];
@@ -466,4 +471,155 @@ fn a_started_session_keeps_its_nodes_over_a_restart_until_its_duration_ends() {
         "ended before its duration: {end:?}"
     );
     c.wait_state(whole, JobState::Completed);
+}
+
+/// When `n` nodes of `pool` are free for good in `v`: the start of the last step (a CAP ends
+/// with every node free once the running jobs' limits are past).
+fn free_from(v: &View, pool: &str, n: u32) -> u64 {
+    let cap = &v.pools[pool];
+    let mut at = u64::MAX;
+    for s in cap.iter().rev() {
+        if s.free < n {
+            break;
+        }
+        at = s.from;
+    }
+    at
+}
+
+// Klein & Pérez, §III-C and Fig. 5(a): App0 (here a batch job) ends early; App1, a launcher
+// with priority, must re-select to use the freed pool, while App2 (a lower-priority batch job
+// that asked for that pool) could start on it at once. The fair-start delay holds the freed
+// nodes for `fair_start_ms` because a session waits, so App1's re-request, which comes after
+// the pass that showed it the freed pool, still takes it, and App2 waits behind it.
+#[test]
+fn an_early_end_is_held_for_the_fair_start_delay_and_the_waiting_launcher_keeps_the_pool() {
+    let fair_start = 400;
+    let c = Cluster::new(fair_start);
+    // `a` looks busy for a minute but its job ends within two seconds; `b` is busy for 30 s.
+    let app0 = c.submit_limit("a", 4, "sleep 2", 60_000);
+    let other = c.submit_limit("b", 4, "sleep 60", 30_000);
+    c.wait_state(app0, JobState::Running);
+    c.wait_state(other, JobState::Running);
+
+    // App1 asks for the pool that its view frees first: `b`.
+    let mut app1 = c.launcher();
+    let pick = |v: &View| {
+        if free_from(v, "a", 4) <= free_from(v, "b", 4) {
+            "a"
+        } else {
+            "b"
+        }
+    };
+    let v = next_view(&mut app1);
+    let mut asked = pick(&v);
+    assert_eq!(asked, "b", "{v:?}");
+    app1.request(req(&[(asked, 4)], 5_000)).unwrap();
+    // App2, behind it in the queue, wants `a`.
+    let app2 = c.submit("a", 4, "sleep 5");
+    assert!(app2 > app1.job());
+
+    let start = loop {
+        match app1.next_event(Some(Duration::from_secs(40))).unwrap() {
+            Event::Started(s) => break s,
+            Event::ViewChanged(_) => {
+                let now = pick(app1.view());
+                if now != asked {
+                    asked = now;
+                    match app1.request(req(&[(asked, 4)], 5_000)) {
+                        Ok(()) | Err(Error::AlreadyStarted(_)) => {}
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+            }
+        }
+    };
+    let ended = c.show(app0);
+    assert_eq!(ended.state, JobState::Completed, "{ended:?}");
+    let waiting = c.show(app2);
+    assert_eq!(
+        (start.pools[0].pool.as_str(), waiting.state),
+        ("a", JobState::Pending),
+        "App2 took the freed pool: {waiting:?}"
+    );
+    assert_eq!(start.pools[0].nodes, ["a001", "a002", "a003", "a004"]);
+    // The freed nodes stayed idle for the delay, then went to App1.
+    let freed = ended.end_time.unwrap();
+    assert!(
+        start.start >= freed + fair_start,
+        "started {} ms after the end",
+        start.start - freed
+    );
+    assert!(start.start < freed + 10_000, "{start:?} {ended:?}");
+    app1.done().unwrap();
+    c.wait_state(app2, JobState::Running);
+}
+
+// §III-B, step 6: views go to an application "until these resources become available and
+// the application can start". The pass that starts a session must not send it the view it
+// made on the way (which shows the nodes the job now holds as free).
+#[test]
+fn no_view_follows_the_start() {
+    let c = Cluster::new(0);
+    let early = c.submit("a", 4, "sleep 1.5");
+    c.wait_state(early, JobState::Running);
+    let mut l = c.launcher();
+    next_view(&mut l);
+    // It waits for `a`, whose job frees it long before its limit: the pass after that end both
+    // changes its view and starts it.
+    l.request(req(&[("a", 4)], 5_000)).unwrap();
+    let started = loop {
+        match l.next_event(Some(Duration::from_secs(20))).unwrap() {
+            Event::Started(s) => break s,
+            Event::ViewChanged(_) => {}
+        }
+    };
+    assert_eq!(started.job, l.job());
+    // Other jobs come and go meanwhile: the running session hears nothing.
+    let other = c.submit("b", 2, "true");
+    c.wait_state(other, JobState::Completed);
+    match l.next_event(Some(Duration::from_millis(600))) {
+        Err(Error::Client(batch_proto::ClientError::Timeout { .. })) => {}
+        other => panic!("a frame after the start: {other:?}"),
+    }
+    l.done().unwrap();
+}
+
+// The Python launcher, as the Rust one: a `request` after the start is `AlreadyStarted`, and
+// `run` goes on with the start.
+#[test]
+fn the_python_launcher_takes_a_request_after_the_start_as_already_started() {
+    let Some(py) = python() else {
+        eprintln!("SKIPPED: python3 is not installed");
+        return;
+    };
+    let c = Cluster::new(0);
+    let script = r#"
+import sys
+sys.path.insert(0, sys.argv[1])
+from launcher import AlreadyStarted, Session
+s = Session(sys.argv[2])
+s.request({"a": 1}, 5000)
+while s.next_event()[0] != "start":
+    pass
+try:
+    s.request({"a": 2}, 5000)
+    print("accepted")
+except AlreadyStarted as e:
+    print("already started", e.args[0] == s.job)
+s.done()
+"#;
+    let out = std::process::Command::new(&py)
+        .args(["-c", script])
+        .arg(example(""))
+        .arg(&c.socket)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(text.trim(), "already started True");
 }

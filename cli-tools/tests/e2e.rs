@@ -52,5 +52,8 @@ mod slurm;
 #[path = "e2e/views.rs"]
 mod views;
 
+#[path = "e2e/eview.rs"]
+mod eview;
+
 #[path = "e2e/inslurm.rs"]
 mod inslurm;

@@ -35,6 +35,20 @@ class Ended(Exception):
     """The session ended without our `done` (killed at its duration, cancelled)."""
 
 
+class DaemonError(RuntimeError):
+    """batchd refused a call: `kind` is its error kind (`invalid_state`, ...)."""
+
+    def __init__(self, kind, message):
+        super().__init__(message)
+        self.kind = kind
+
+
+class AlreadyStarted(Exception):
+    """A `request` crossed the job's start: batchd started the previous request before it
+    read this one. The StartNotify is on its way (`next_event` returns it); the launcher
+    goes on with that start, as the Rust library's `Error::AlreadyStarted` says."""
+
+
 class Session:
     """One launcher session: the view kept from ChangeNotify, requests, start, done."""
 
@@ -79,7 +93,7 @@ class Session:
     @staticmethod
     def _expect(frame, kind):
         if "Error" in frame:
-            raise RuntimeError(frame["Error"]["message"])
+            raise DaemonError(frame["Error"].get("kind"), frame["Error"]["message"])
         if kind not in frame:
             raise RuntimeError("expected %s, got %s" % (kind, list(frame)))
         return frame[kind]
@@ -104,10 +118,16 @@ class Session:
         return self._call({"ListInterClusterInfo": {}}, "InterClusterInfo")
 
     def request(self, pools, duration_ms):
-        """pools: {name: nodes}. Keeps the job's place in the queue."""
+        """pools: {name: nodes}. Keeps the job's place in the queue. An update that crosses
+        the start raises AlreadyStarted."""
         req = {"pools": [{"pool": p, "nodes": n} for p, n in pools.items()],
                "duration_ms": int(duration_ms)}
-        self._call({"Request": req}, "Requested")
+        try:
+            self._call({"Request": req}, "Requested")
+        except DaemonError as e:
+            if e.kind == "invalid_state":
+                raise AlreadyStarted(self.job) from e
+            raise
 
     def done(self):
         self._call({"Done": {}}, "DoneAck")
@@ -138,7 +158,10 @@ class Session:
                 return what
             choice = select(self.view, self.now)
             if choice is not None:
-                self.request(*choice)
+                try:
+                    self.request(*choice)
+                except AlreadyStarted:
+                    pass  # the StartNotify is the next event
 
     # -- reading a view -------------------------------------------------------------------
     def min_free(self, pool, start, duration_ms):

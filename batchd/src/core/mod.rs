@@ -251,6 +251,21 @@ pub struct Core {
     /// The latest plan's views (CooRM's CAPs), by job: what `eview` shows and launchers are
     /// sent.
     views: HashMap<u64, coorm::JobView>,
+    /// Active launcher sessions' jobs (a handful): whether one waits decides the fair-start
+    /// delay of every end, without a walk over the queue.
+    sessions: BTreeSet<u64>,
+    /// `[coorm] fair_start_ms`.
+    fair_start_ms: u64,
+    /// Nodes ends freed while a launcher session waited, kept from the policy until the end
+    /// of their fair-start delay (see [`coorm::FairStart`]).
+    fair_starts: Vec<coorm::FairStart>,
+    /// The latest plan and the snapshot it was made on, kept (two reference counts, nothing
+    /// copied) so that `eview` of a job without a launcher's view can compute one when asked
+    /// ([`coorm::planned_view`]); forgotten with the expected starts.
+    last_plan: Option<(
+        std::sync::Arc<SnapshotData>,
+        std::sync::Arc<sched_core::Plan>,
+    )>,
 }
 
 /// Queue order: higher priority first, then lower id.
@@ -313,6 +328,10 @@ impl Core {
             preempted: HashMap::new(),
             requeues: HashMap::new(),
             views: HashMap::new(),
+            sessions: BTreeSet::new(),
+            fair_start_ms: 0,
+            fair_starts: Vec::new(),
+            last_plan: None,
         }
     }
 
@@ -579,6 +598,9 @@ impl Core {
             _ => {
                 self.running.insert(id);
             }
+        }
+        if coorm::is_session(&a.rec) {
+            self.sessions.insert(id);
         }
         self.jobs.insert(id, a);
     }
@@ -947,6 +969,7 @@ impl Core {
                     && matches!(a.rec.spec.shape, JobShape::Rigid { .. }),
             });
         }
+        running.extend(self.fair_start_holds(now));
         // Held jobs never go to the policy: only the queue proper is walked.
         let pending = self
             .classify_these(now, self.queued())
@@ -1680,15 +1703,27 @@ impl Core {
         self.unindex(id);
         self.unclaim(id);
         let mut a = self.jobs.remove(&id)?;
+        // A session's `done` has kept its nodes for the fair-start delay already.
+        let delayed = coorm::is_session(&a.rec) && a.rec.state == JobState::Completing;
+        let mut freed: Vec<(usize, u32)> = Vec::new();
         if let Some(run) = &a.run {
             let pools = std::iter::once(run.pool).chain(run.components.iter().map(|c| c.0));
             for p in pools {
                 if let Some(pool) = self.pools.get_mut(p) {
+                    let before = pool.free();
                     pool.release_all(JobId(id));
+                    let n = pool.free().saturating_sub(before);
+                    if n > 0 {
+                        freed.push((p, n));
+                    }
                 }
             }
         }
         finish(&mut a.rec);
+        self.sessions.remove(&id);
+        if !delayed {
+            self.hold_for_fair_start(&a.rec, freed);
+        }
         self.finished.insert(id, a.rec.state);
         self.expected.remove(&id);
         self.expected_ep.remove(&id);

@@ -2,11 +2,12 @@
 //! plan's expectations are forgotten ([`Core::forget_expectations`]).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use batch_proto::JobState;
 use sched_core::{MoldConfig, Plan, RSome, RejectKind, Shape};
 
-use super::Core;
+use super::{Core, SnapshotData};
 use crate::record::JobRecord;
 
 /// What the I/O layer must carry out after [`Core::apply_plan`], in the order of the fields.
@@ -62,10 +63,23 @@ pub enum Forget {
 }
 
 impl Core {
+    /// Keeps `plan`, just applied, and the snapshot `snap` it was made on, for the views
+    /// computed on demand ([`super::coorm::planned_view`]).
+    pub fn keep_plan(&mut self, snap: Arc<SnapshotData>, plan: Arc<Plan>) {
+        self.last_plan = Some((snap, plan));
+    }
+
+    /// The latest plan kept by [`Core::keep_plan`] and its snapshot, until the expectations
+    /// are forgotten.
+    pub fn last_plan(&self) -> Option<(&SnapshotData, &Plan)> {
+        self.last_plan.as_ref().map(|(s, p)| (&**s, &**p))
+    }
+
     /// Forgets the latest plan's expectations, as `why` requires.
     pub fn forget_expectations(&mut self, why: Forget) {
         self.expected.clear();
         self.expected_mold.clear();
+        self.last_plan = None;
         if why == Forget::NewPlan {
             self.expected_ep.clear();
         }

@@ -51,6 +51,7 @@ pub async fn reconfigure(d: &Arc<Daemon>) -> Result<ReconfigureReply, ErrorReply
     d.set_policy(InForce::new(policy, now_ms()));
     // Launcher sessions pull the links again if theirs changed (CooRM's `interinfo`).
     crate::coorm::links_changed(d, &settings.config, &config);
+    d.core().set_fair_start(config.coorm.fair_start_ms);
     d.settings.write().unwrap_or_else(|p| p.into_inner()).config = config;
     // The new policy has no expected starts yet; the next run gives them.
     d.core().forget_expectations(crate::core::Forget::NewPolicy);

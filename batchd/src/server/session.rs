@@ -388,18 +388,24 @@ pub(super) fn view(d: &Daemon, r: ViewRequest) -> Reply {
         )
         .into();
     }
-    match core.view_of(r.job) {
+    // A launcher's job: the view it was sent. Any other: computed now from the latest plan.
+    let view = core
+        .view_of(r.job)
+        .cloned()
+        .or_else(|| crate::core::coorm::planned_view(&core, r.job));
+    match view {
         Some(v) => Response::View(ViewReply {
             job: r.job,
             now: v.now,
-            pools: v.pools.clone(),
+            pools: v.pools,
         })
         .into(),
         None => ErrorReply::new(
             ErrorKind::InvalidState,
             format!(
-                "job {} has no view: the policy in force ({}) gives none to it (the `coorm` \
-                 policy gives views to launcher sessions' jobs)",
+                "job {} has no view: the latest plan of the policy in force ({}) gives it no \
+                 expected start (policies that plan one, such as cbf, give every waiting job a \
+                 view; the `coorm` policy gives launcher sessions' jobs theirs)",
                 r.job,
                 d.policy_name()
             ),
