@@ -39,7 +39,7 @@ impl PoolTable {
     fn new(now: Time, mut jobs: Vec<Victim>) -> Self {
         // Youngest first, so that the rebuild (from the last job back, taking a job only when
         // it strictly helps) spares the oldest of equally cheap choices.
-        jobs.sort_unstable_by(|a, b| b.cmp(a));
+        jobs.sort_unstable_by_key(|j| std::cmp::Reverse(*j));
         let total: usize = jobs.iter().map(|j| j.2 as usize).sum();
         let mut cost = vec![vec![None; total + 1]];
         cost[0][0] = Some((0, 0));
@@ -127,7 +127,7 @@ pub(crate) fn fewest(
             }
         }
     }
-    sizes.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+    sizes.sort_unstable_by_key(|s| std::cmp::Reverse(s.0));
     // States: how many components of each size are still to place, in mixed radix.
     let radix: Vec<usize> = sizes.iter().map(|s| s.1 + 1).collect();
     let states: u64 = radix.iter().map(|&r| r as u64).product();
