@@ -46,12 +46,14 @@ fn quick_run_prints_the_figures_and_writes_tables_json_and_plots() {
     let md = String::from_utf8_lossy(&o.stdout);
     for key in [
         "Fig. 6: computed configurations",
+        "Fig. 6: computed configurations, each counted once (OAR: as submitted)",
         "Fig. 6: CPU time",
         "messages, JSON",
         "messages, CDR-like",
         "OAR W0",
         "CooRM W3",
         "Fig. 7",
+        "median [95 % CI]",
         "Cost of views",
     ] {
         assert!(md.contains(key), "no {key} in\n{md}");
@@ -60,6 +62,7 @@ fn quick_run_prints_the_figures_and_writes_tables_json_and_plots() {
         "tables.md",
         "results.json",
         "fig6-computed_configs.svg",
+        "fig6-submitted_configs.svg",
         "fig6-cpu_s.svg",
         "fig6-json_bytes.svg",
         "fig6-cdr_bytes.svg",

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use esched_lab::coalloc::{
-    replay, CoallocParams, CoallocRun, CoallocTrace, Outcome, PriorityName, TraceJob,
+    replay, CoallocParams, CoallocRun, CoallocTrace, Outcome, PriorityName, TraceJob, VictimsName,
 };
 use esched_rpp::Rpp;
 use proptest::prelude::*;
@@ -36,11 +36,29 @@ const TRACE: &str = r#"{
 }"#;
 
 #[test]
-fn gp_kills_the_local_job_in_the_way_at_the_deadline() {
+fn gp_kills_the_local_job_that_loses_least_at_the_deadline() {
     let out = serde_json::to_value(run(&parse(TRACE)).output()).unwrap();
     let jobs = &out["jobs"];
-    // Tries at 50, 75, 88, … fail (c0 has 2 idle processors); at D = 100 Worst Fit over idle
-    // plus killable processors ties 8–8 and takes cluster 0 first, where job a is killed.
+    // Tries at 50, 75, 88, … fail (c0 has 2 idle processors, c1 4); at D = 100 one kill is
+    // needed whatever the pools: job a (6 processors × 100 s lost) for [0, 1] or [0, 0], job c
+    // (4 × 90 s) for [1, 1]. The fewest kills, then the least work: c.
+    assert_eq!(jobs[2]["outcome"], "started");
+    assert_eq!(jobs[2]["clusters"], serde_json::json!([1, 1]));
+    assert_eq!(jobs[2]["killed"], serde_json::json!(["c"]));
+    assert_eq!(jobs[3]["outcome"], "killed");
+    assert_eq!(jobs[3]["end"], 100.0);
+    assert_eq!(jobs[0]["outcome"], "completed");
+    assert!((out["summary"]["kill_rate"].as_f64().unwrap() - 100.0 / 3.0).abs() < 1e-9);
+}
+
+#[test]
+fn gp_youngest_first_kills_in_the_worst_fit_pool() {
+    let mut t = parse(TRACE);
+    t.params.victims = VictimsName::Youngest;
+    let out = serde_json::to_value(run(&t).output()).unwrap();
+    let jobs = &out["jobs"];
+    // At D = 100 Worst Fit over idle plus killable processors ties 8–8 and takes cluster 0
+    // first, where job a is killed.
     assert_eq!(jobs[2]["outcome"], "started");
     assert_eq!(jobs[2]["start"], 100.0);
     assert_eq!(jobs[2]["end"], 200.0);
@@ -116,8 +134,9 @@ fn traces() -> impl Strategy<Value = CoallocTrace> {
         prop_oneof![Just(0.3), Just(0.7), Just(1.0)],
         prop_oneof![Just(None), Just(Some(0.0)), Just(Some(50.0))],
         any::<bool>(),
+        any::<bool>(),
     )
-        .prop_map(|(jobs, clusters, lp, wait, gp)| CoallocTrace {
+        .prop_map(|(jobs, clusters, lp, wait, gp, fewest)| CoallocTrace {
             params: CoallocParams {
                 clusters,
                 procs: 8,
@@ -129,6 +148,11 @@ fn traces() -> impl Strategy<Value = CoallocTrace> {
                     PriorityName::Lp
                 },
                 max_tries: None,
+                victims: if fewest {
+                    VictimsName::Fewest
+                } else {
+                    VictimsName::Youngest
+                },
             },
             jobs: jobs
                 .into_iter()

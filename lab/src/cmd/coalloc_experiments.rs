@@ -18,7 +18,9 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use crate::coalloc::experiments::{estimate, run_seeds, Estimate, Protocol, SeedResult};
-use crate::coalloc::{replay, CoallocParams, CoallocSummary, PriorityName, WorkloadSpec};
+use crate::coalloc::{
+    replay, CoallocParams, CoallocSummary, PriorityName, VictimsName, WorkloadSpec,
+};
 use crate::measure::thread_cpu;
 use anyhow::Context;
 use clap::Args;
@@ -61,6 +63,7 @@ struct Cfg {
     lp: f64,
     wait: Option<f64>,
     prio: PriorityName,
+    victims: VictimsName,
 }
 
 impl Cfg {
@@ -71,17 +74,24 @@ impl Cfg {
             lp,
             wait,
             prio,
+            victims: VictimsName::Fewest,
         }
+    }
+
+    fn with_victims(mut self, victims: VictimsName) -> Self {
+        self.victims = victims;
+        self
     }
 
     fn key(&self) -> String {
         format!(
-            "Ul={:.2} Ug={:.2} Lp={:.2} I={} {}",
+            "Ul={:.2} Ug={:.2} Lp={:.2} I={} {} {}",
             self.ul,
             self.ug,
             self.lp,
             wait_name(self.wait),
-            self.prio.as_str()
+            self.prio.as_str(),
+            self.victims.as_str()
         )
     }
 
@@ -92,6 +102,7 @@ impl Cfg {
             lp: self.lp,
             wait: self.wait,
             priority: self.prio,
+            victims: self.victims,
             ..CoallocParams::default()
         };
         s
@@ -152,6 +163,9 @@ fn success(rs: &[SeedResult], _: usize) -> Estimate {
 fn kills(rs: &[SeedResult], _: usize) -> Estimate {
     metric(rs, |s| s.kill_rate)
 }
+fn kills_started(rs: &[SeedResult], _: usize) -> Estimate {
+    metric(rs, |s| s.kill_rate_started)
+}
 fn total(rs: &[SeedResult], _: usize) -> Estimate {
     metric(rs, |s| s.total_load)
 }
@@ -205,6 +219,12 @@ fn figures() -> Vec<Figure> {
         lines: vec![
             ("success rate".into(), rpp.clone(), success, 0),
             ("kill rate".into(), rpp.clone(), kills, 0),
+            (
+                "kill rate, jobs started in the window".into(),
+                rpp.clone(),
+                kills_started,
+                0,
+            ),
             ("total load".into(), rpp.clone(), total, 0),
             ("global load".into(), rpp.clone(), global, 0),
             ("wasted".into(), rpp, wasted, 0),
@@ -299,21 +319,66 @@ fn figures() -> Vec<Figure> {
             })
             .collect(),
     });
-    for (n, what, reader) in [
-        (8, "mean local response time (s)", response as Reader),
-        (9, "local jobs killed (%)", kills as Reader),
+    figs.push(Figure {
+        n: 8,
+        file: "fig8.svg".into(),
+        title: "Fig. 8: mean local response time (s) vs λ_g, U_l = 30 %, L_p = 0.7, GP".into(),
+        x_label: lam_label.clone(),
+        y_label: "mean local response time (s)".into(),
+        lines: WAITS
+            .iter()
+            .map(|&w| {
+                (
+                    policy_name(w),
+                    by_rate(0.3, 0.7, w, GP),
+                    response as Reader,
+                    0,
+                )
+            })
+            .collect(),
+    });
+    // Fig. 9 under both victim rules and both countings: §2.3's (killed among the local jobs
+    // submitted in the window) and killed among those that started before the window's end,
+    // which the run's length does not decide (a saturated queue starts jobs after the last
+    // deadlines, where nothing kills them).
+    for (victims, rule) in [
+        (VictimsName::Fewest, "fewest kills"),
+        (VictimsName::Youngest, "youngest first"),
     ] {
-        figs.push(Figure {
-            n,
-            file: format!("fig{n}.svg"),
-            title: format!("Fig. {n}: {what} vs λ_g, U_l = 30 %, L_p = 0.7, GP"),
-            x_label: lam_label.clone(),
-            y_label: what.into(),
-            lines: WAITS
-                .iter()
-                .map(|&w| (policy_name(w), by_rate(0.3, 0.7, w, GP), reader, 0))
-                .collect(),
-        });
+        let suffix = match victims {
+            VictimsName::Fewest => "",
+            VictimsName::Youngest => "-youngest",
+        };
+        for (file, what, reader) in [
+            (
+                format!("fig9{suffix}.svg"),
+                "local jobs killed (% of those started in the window)",
+                kills_started as Reader,
+            ),
+            (
+                format!("fig9{suffix}-submitted.svg"),
+                "local jobs killed (% of those submitted in the window, §2.3)",
+                kills as Reader,
+            ),
+        ] {
+            figs.push(Figure {
+                n: 9,
+                file,
+                title: format!("Fig. 9: {what} vs λ_g, U_l = 30 %, L_p = 0.7, GP, {rule}"),
+                x_label: lam_label.clone(),
+                y_label: what.into(),
+                lines: WAITS
+                    .iter()
+                    .map(|&w| {
+                        let pts = by_rate(0.3, 0.7, w, GP)
+                            .into_iter()
+                            .map(|(x, c)| (x, c.with_victims(victims)))
+                            .collect();
+                        (policy_name(w), pts, reader, 0)
+                    })
+                    .collect(),
+            });
+        }
     }
     figs
 }
@@ -396,23 +461,37 @@ pub fn run(args: &ExperimentsArgs) -> anyhow::Result<()> {
         "# Ballier et al. §3 reproduced by `esim coalloc-experiments`\n\n{} seeds per point, horizon {} s, warm-up {} s; mean ± 95 % CI half-width.\n",
         args.seeds, args.horizon, args.warmup
     );
+    let saturated = |rs: &[SeedResult]| metric(rs, |s| s.started_late).mean > SATURATED;
     for f in &figs {
         let mut series: Vec<Series> = Vec::new();
+        // Per series, the x of points whose configuration is saturated.
+        let mut marks: Vec<Vec<f64>> = Vec::new();
         for (name, pts, reader, bin) in &f.lines {
+            let mut sat = Vec::new();
             let points: Vec<(f64, f64, f64)> = pts
                 .iter()
                 .filter_map(|(x, c)| {
-                    let e = reader(results.get(&c.key())?, *bin);
+                    let rs = results.get(&c.key())?;
+                    if saturated(rs) {
+                        sat.push(*x);
+                    }
+                    let e = reader(rs, *bin);
                     Some((*x, e.mean, e.ci))
                 })
                 .collect();
             // Deadline figures give one point per bin: gather a series' bins into one line.
-            match series.iter_mut().find(|s| &s.name == name) {
-                Some(s) => s.points.extend(points),
-                None => series.push(Series {
-                    name: name.clone(),
-                    points,
-                }),
+            match series.iter().position(|s| &s.name == name) {
+                Some(i) => {
+                    series[i].points.extend(points);
+                    marks[i].extend(sat);
+                }
+                None => {
+                    series.push(Series {
+                        name: name.clone(),
+                        points,
+                    });
+                    marks.push(sat);
+                }
             }
         }
         let chart = Chart {
@@ -424,7 +503,7 @@ pub fn run(args: &ExperimentsArgs) -> anyhow::Result<()> {
         let path = args.out.join(&f.file);
         std::fs::write(&path, render(&chart))
             .with_context(|| format!("writing {}", path.display()))?;
-        md.push_str(&table(&chart, &f.file));
+        md.push_str(&table(&chart, &f.file, &marks));
     }
     let mut json = BTreeMap::new();
     for (key, rs) in &results {
@@ -436,6 +515,9 @@ pub fn run(args: &ExperimentsArgs) -> anyhow::Result<()> {
             serde_json::json!({
                 "success_rate": get(|x| x.success_rate),
                 "kill_rate": get(|x| x.kill_rate),
+                "kill_rate_started": get(|x| x.kill_rate_started),
+                "started_late": get(|x| x.started_late),
+                "saturated": saturated(rs),
                 "total_load": get(|x| x.total_load),
                 "global_load": get(|x| x.global_load),
                 "local_load": get(|x| x.local_load),
@@ -473,8 +555,13 @@ pub fn run(args: &ExperimentsArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A figure's numbers as a markdown table: one row per x, one column per series.
-fn table(c: &Chart, file: &str) -> String {
+/// A configuration is saturated when more than this % of the local jobs submitted in the
+/// window start after its end (or never): its local queues grow with the run's length.
+const SATURATED: f64 = 5.0;
+
+/// A figure's numbers as a markdown table: one row per x, one column per series; a point of a
+/// saturated configuration (`marks[series]` holds its x) is flagged ‡.
+fn table(c: &Chart, file: &str, marks: &[Vec<f64>]) -> String {
     let mut xs: Vec<f64> = c
         .series
         .iter()
@@ -489,17 +576,27 @@ fn table(c: &Chart, file: &str) -> String {
     o.push_str("\n|---|");
     o.push_str(&"---|".repeat(c.series.len()));
     o.push('\n');
+    let mut any = false;
     for x in xs {
         let _ = write!(o, "| {x:.2} |");
-        for s in &c.series {
+        for (i, s) in c.series.iter().enumerate() {
             match s.points.iter().find(|p| p.0 == x) {
                 Some(&(_, m, ci)) => {
-                    let _ = write!(o, " {m:.2} ± {ci:.2} |");
+                    let sat = marks.get(i).is_some_and(|m| m.contains(&x));
+                    any |= sat;
+                    let flag = if sat { " ‡" } else { "" };
+                    let _ = write!(o, " {m:.2} ± {ci:.2}{flag} |");
                 }
                 None => o.push_str(" |"),
             }
         }
         o.push('\n');
+    }
+    if any {
+        let _ = write!(
+            o,
+            "\n‡ saturated: more than {SATURATED} % of the window's local jobs start after it ends or never.\n"
+        );
     }
     o.push('\n');
     o

@@ -28,7 +28,7 @@ pub struct ExperimentsArgs {
     /// Directory for tables.md, results.json and the SVG plots (created if missing).
     #[arg(long, default_value = "coorm-results")]
     pub out: PathBuf,
-    /// Packs of 200 jobs for Fig. 6.
+    /// Packs of 200 jobs for Fig. 6 (0: no Fig. 6).
     #[arg(long, default_value_t = 3)]
     pub packs: usize,
     /// Pool counts n_C for Fig. 6, comma-separated.
@@ -37,7 +37,8 @@ pub struct ExperimentsArgs {
     /// Hosts per pool, n_H (§IV-A: 128).
     #[arg(long, default_value_t = 128)]
     pub hosts: u32,
-    /// Packs for Fig. 7 (one W1 run per pack and delay).
+    /// Packs for Fig. 7, one W1 run per pack and delay (0: no Fig. 7; more than the trace has:
+    /// all of them).
     #[arg(long, default_value_t = 20)]
     pub fairness_packs: usize,
     /// Pools for Fig. 7.
@@ -63,10 +64,11 @@ fn five(mut v: Vec<f64>) -> [f64; 5] {
     [v[0], q(0.25), q(0.5), q(0.75), v[v.len() - 1]]
 }
 
-/// The packs: `count` runs of 200 consecutive jobs spread over `jobs`.
+/// The packs: `count` runs of 200 consecutive jobs spread over `jobs` (all of them if `count`
+/// exceeds what the trace holds).
 fn packs(jobs: &[SwfJob], count: usize) -> Vec<&[SwfJob]> {
     let total = jobs.len() / PACK;
-    if total == 0 {
+    if total == 0 || count == 0 {
         return Vec::new();
     }
     let count = count.min(total).max(1);
@@ -83,6 +85,7 @@ struct Row {
     pools: u32,
     pack: usize,
     computed_configs: u64,
+    submitted_configs: u64,
     cpu_s: f64,
     json_bytes: u64,
     cdr_bytes: u64,
@@ -105,8 +108,12 @@ fn measure(
     Ok((r, cpu))
 }
 
-const METRICS: [(&str, &str); 4] = [
+const METRICS: [(&str, &str); 5] = [
     ("computed_configs", "computed configurations"),
+    (
+        "submitted_configs",
+        "computed configurations, each counted once (OAR: as submitted)",
+    ),
     ("cpu_s", "CPU time (s)"),
     ("json_bytes", "messages, JSON (bytes)"),
     ("cdr_bytes", "messages, CDR-like (bytes)"),
@@ -115,6 +122,7 @@ const METRICS: [(&str, &str); 4] = [
 fn metric(r: &Row, m: &str) -> f64 {
     match m {
         "computed_configs" => r.computed_configs as f64,
+        "submitted_configs" => r.submitted_configs as f64,
         "cpu_s" => r.cpu_s,
         "json_bytes" => r.json_bytes as f64,
         _ => r.cdr_bytes as f64,
@@ -149,6 +157,10 @@ pub fn run_experiments(args: &ExperimentsArgs) -> anyhow::Result<()> {
         limit: None,
     };
     let trace = read_path(&args.trace, &opts)?;
+    anyhow::ensure!(
+        n_packs.max(f_packs) > 0,
+        "--packs and --fairness-packs are both 0: nothing to run"
+    );
     let all = packs(&trace.jobs, n_packs.max(f_packs));
     anyhow::ensure!(
         !all.is_empty(),
@@ -162,7 +174,7 @@ pub fn run_experiments(args: &ExperimentsArgs) -> anyhow::Result<()> {
 
     // Fig. 6.
     let mut rows: Vec<Row> = Vec::new();
-    for &n_c in &pool_counts {
+    for &n_c in pool_counts.iter().filter(|_| !fig6_packs.is_empty()) {
         let p = Platform::paper(n_c, hosts);
         for (k, pack) in fig6_packs.iter().enumerate() {
             let mut systems: Vec<(String, Mode, WorkloadKind)> =
@@ -182,6 +194,7 @@ pub fn run_experiments(args: &ExperimentsArgs) -> anyhow::Result<()> {
                     pools: n_c,
                     pack: k,
                     computed_configs: r.computed_configs,
+                    submitted_configs: r.submitted_configs,
                     cpu_s: cpu,
                     json_bytes: r.bytes.json,
                     cdr_bytes: r.bytes.cdr,
@@ -237,7 +250,7 @@ pub fn run_experiments(args: &ExperimentsArgs) -> anyhow::Result<()> {
         f_list.len()
     );
     let mut charts = Vec::new();
-    for (m, label) in METRICS {
+    for (m, label) in METRICS.into_iter().filter(|_| !rows.is_empty()) {
         let _ = writeln!(md, "## Fig. 6: {label}\n");
         let _ = write!(md, "| system |");
         for n in &pool_counts {
@@ -289,47 +302,63 @@ pub fn run_experiments(args: &ExperimentsArgs) -> anyhow::Result<()> {
             },
         ));
     }
-    let _ = writeln!(
-        md,
-        "## Fig. 7: CEM end-time increase in W1 against zero adaptation delay ({f_pools} pools)\n\n| delay (s) | packs | min | q1 | median | q3 | max | P(> 60 s) | P(> 1 h) |\n|---|---|---|---|---|---|---|---|---|"
-    );
-    let mut ecdf = Vec::new();
-    for (d, v) in &increases {
-        let f = five(v.clone());
-        let over = |x: f64| v.iter().filter(|y| **y > x).count() as f64 / v.len().max(1) as f64;
+    let n_f = increases.first().map_or(0, |(_, v)| v.len());
+    if n_f > 0 {
         let _ = writeln!(
+        md,
+        "## Fig. 7: CEM end-time increase in W1 against zero adaptation delay ({f_pools} pools)\n\n{n_f} packs. Seconds; [a, b]: 95 % confidence interval (the median's from order statistics, distribution-free; the proportions' Wilson intervals). Median of the even-numbered and of the odd-numbered packs (both spread over the trace): two halves that agree when the packs are enough. The ECDF's 95 % band (Dvoretzky–Kiefer–Wolfowitz) is ± {:.3}.\n\n| delay (s) | packs | min | q1 | median [95 % CI] | q3 | max | median, even / odd packs | P(> 60 s) | P(> 1 h) |\n|---|---|---|---|---|---|---|---|---|---|",
+        dkw(n_f)
+    );
+        let mut ecdf = Vec::new();
+        for (d, v) in &increases {
+            let f = five(v.clone());
+            let count = |x: f64| v.iter().filter(|y| **y > x).count();
+            let (lo, hi) = median_ci(v);
+            let half = |parity: usize| -> f64 {
+                let h: Vec<f64> = v.iter().skip(parity).step_by(2).copied().collect();
+                five(h)[2]
+            };
+            let prop = |k: usize| {
+                let (p, a, b) = wilson(k, v.len());
+                format!("{:.0} % [{:.0}, {:.0}]", 100.0 * p, 100.0 * a, 100.0 * b)
+            };
+            let _ = writeln!(
             md,
-            "| {d} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.0} % | {:.0} % |",
+            "| {d} | {} | {:.1} | {:.1} | {:.1} [{lo:.1}, {hi:.1}] | {:.1} | {:.1} | {:.1} / {:.1} | {} | {} |",
             v.len(),
             f[0],
             f[1],
             f[2],
             f[3],
             f[4],
-            100.0 * over(60.0),
-            100.0 * over(3600.0)
+            half(0),
+            half(1),
+            prop(count(60.0)),
+            prop(count(3600.0))
         );
-        let mut s = v.clone();
-        s.sort_by(f64::total_cmp);
-        let n = s.len().max(1) as f64;
-        ecdf.push(Series {
-            name: format!("delay {d} s"),
-            points: s
-                .iter()
-                .enumerate()
-                .map(|(i, x)| (*x, (i + 1) as f64 / n, 0.0))
-                .collect(),
-        });
+            let mut s = v.clone();
+            s.sort_by(f64::total_cmp);
+            let n = s.len().max(1) as f64;
+            let band = dkw(s.len());
+            ecdf.push(Series {
+                name: format!("delay {d} s"),
+                points: s
+                    .iter()
+                    .enumerate()
+                    .map(|(i, x)| (*x, (i + 1) as f64 / n, band))
+                    .collect(),
+            });
+        }
+        charts.push((
+            "fig7-fairness.svg".into(),
+            Chart {
+                title: "Fig. 7: ECDF of the CEM end-time increase (W1)".into(),
+                x_label: "end-time increase (s)".into(),
+                y_label: "fraction of packs".into(),
+                series: ecdf,
+            },
+        ));
     }
-    charts.push((
-        "fig7-fairness.svg".into(),
-        Chart {
-            title: "Fig. 7: ECDF of the CEM end-time increase (W1)".into(),
-            x_label: "end-time increase (s)".into(),
-            y_label: "fraction of packs".into(),
-            series: ecdf,
-        },
-    ));
     for (name, c) in &charts {
         let path = args.out.join(name);
         std::fs::write(&path, render(c))
@@ -428,9 +457,59 @@ fn view_cost(jobs: &[SwfJob], hosts: u32) -> String {
     )
 }
 
+/// The 95 % confidence interval of the median of `v`: the order statistics at
+/// n/2 ∓ 1.96·√n/2 (the normal approximation of the binomial; distribution-free).
+fn median_ci(v: &[f64]) -> (f64, f64) {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    if n == 0 {
+        return (f64::NAN, f64::NAN);
+    }
+    let h = 1.96 * (n as f64).sqrt() / 2.0;
+    let lo = ((n as f64 / 2.0 - h).floor().max(1.0) as usize).min(n);
+    let hi = ((n as f64 / 2.0 + h).ceil().max(1.0) as usize).min(n);
+    (s[lo - 1], s[hi - 1])
+}
+
+/// A proportion `k / n` with its 95 % Wilson interval.
+fn wilson(k: usize, n: usize) -> (f64, f64, f64) {
+    if n == 0 {
+        return (f64::NAN, f64::NAN, f64::NAN);
+    }
+    let (k, n, z) = (k as f64, n as f64, 1.96f64);
+    let p = k / n;
+    let den = 1.0 + z * z / n;
+    let mid = (p + z * z / (2.0 * n)) / den;
+    let half = z * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt() / den;
+    (p, (mid - half).max(0.0), (mid + half).min(1.0))
+}
+
+/// The half-width of the 95 % Dvoretzky–Kiefer–Wolfowitz band of an ECDF of `n` samples.
+fn dkw(n: usize) -> f64 {
+    if n == 0 {
+        return f64::NAN;
+    }
+    ((2.0f64 / 0.05).ln() / (2.0 * n as f64)).sqrt()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn confidence_intervals() {
+        // 100 samples 1..=100: the median's interval is the 40th and 60th order statistics.
+        let v: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(median_ci(&v), (40.0, 60.0));
+        let (p, a, b) = wilson(5, 100);
+        assert!((p - 0.05).abs() < 1e-12);
+        assert!(
+            (a - 0.0215).abs() < 1e-3 && (b - 0.1118).abs() < 1e-3,
+            "{a} {b}"
+        );
+        assert!((dkw(100) - 0.1358).abs() < 1e-3);
+    }
 
     #[test]
     fn five_number_summary_interpolates() {

@@ -640,8 +640,15 @@ pub struct CoallocSummary {
     pub local_jobs: usize,
     /// % of those global jobs started at their deadline.
     pub success_rate: f64,
-    /// % of those local jobs killed.
+    /// % of those local jobs killed (§2.3's kill rate).
     pub kill_rate: f64,
+    /// % killed among those local jobs that started before the window's end, while global
+    /// jobs still arrive: a job that starts later faces fewer deadlines the longer the
+    /// queues, so `kill_rate` of a saturated configuration depends on the run's length.
+    pub kill_rate_started: f64,
+    /// % of those local jobs that started at or after the window's end, or never: above a few
+    /// percent the local queues do not keep up (a saturated configuration).
+    pub started_late: f64,
     /// % of the processors' time busy running jobs (claimed idle time not counted).
     pub total_load: f64,
     /// % of the processors' time running global jobs.
@@ -679,6 +686,8 @@ impl CoallocRun {
         let (from, to) = window.unwrap_or((0, self.last_event));
         let inside = |j: &&JobRun| j.submit >= from && j.submit < to.max(from + 1);
         let (mut g, mut started, mut l, mut killed) = (0usize, 0usize, 0usize, 0usize);
+        let (mut early, mut early_killed) = (0usize, 0usize);
+        let end = to.max(from + 1);
         let (mut resp, mut wait, mut done) = (0f64, 0f64, 0usize);
         let (mut area_g, mut area_l, mut area_w) = (0u128, 0u128, 0u128);
         for j in &self.jobs {
@@ -700,6 +709,10 @@ impl CoallocRun {
                 started += usize::from(j.outcome == Some(Outcome::Started));
             } else {
                 l += 1;
+                if j.start.is_some_and(|s| s < end) {
+                    early += 1;
+                    early_killed += usize::from(j.outcome == Some(Outcome::Killed));
+                }
                 match (j.outcome, j.start, j.end) {
                     (Some(Outcome::Killed), _, _) => killed += 1,
                     (Some(Outcome::Completed), Some(s), Some(e)) => {
@@ -717,6 +730,8 @@ impl CoallocRun {
             local_jobs: l,
             success_rate: pct(started as f64, g as f64),
             kill_rate: pct(killed as f64, l as f64),
+            kill_rate_started: pct(early_killed as f64, early as f64),
+            started_late: pct((l - early) as f64, l as f64),
             total_load: pct((area_g + area_l) as f64, cap),
             global_load: pct(area_g as f64, cap),
             local_load: pct(area_l as f64, cap),

@@ -16,5 +16,7 @@ pub mod workload;
 pub use driver::{
     replay, CoallocError, CoallocOutput, CoallocRun, CoallocSummary, JobFate, JobRun, Outcome,
 };
-pub use trace::{CoallocParams, CoallocTrace, PriorityName, TraceError, TraceId, TraceJob};
+pub use trace::{
+    CoallocParams, CoallocTrace, PriorityName, TraceError, TraceId, TraceJob, VictimsName,
+};
 pub use workload::{Rsd, WorkloadSpec};

@@ -37,6 +37,28 @@ impl PriorityName {
     }
 }
 
+/// GP's choice of local jobs to kill at a deadline, as the trace spells it (the rpp policy's
+/// `victims` parameter).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VictimsName {
+    /// The fewest kills, then the least work lost.
+    #[default]
+    Fewest,
+    /// Pools by Worst Fit on idle plus killable processors, youngest jobs first.
+    Youngest,
+}
+
+impl VictimsName {
+    /// The spelling of the rpp policy's `victims` parameter.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VictimsName::Fewest => "fewest",
+            VictimsName::Youngest => "youngest",
+        }
+    }
+}
+
 /// The trace's `params`; missing ones take the paper's defaults (§3.1, §3.3).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -53,6 +75,8 @@ pub struct CoallocParams {
     pub priority: PriorityName,
     /// M_p; `null` (or absent): tries until the deadline at millisecond resolution.
     pub max_tries: Option<u32>,
+    /// GP's victims: `fewest` (default) or `youngest`.
+    pub victims: VictimsName,
 }
 
 impl Default for CoallocParams {
@@ -64,6 +88,7 @@ impl Default for CoallocParams {
             wait: None,
             priority: PriorityName::Gp,
             max_tries: None,
+            victims: VictimsName::Fewest,
         }
     }
 }
@@ -79,6 +104,7 @@ impl CoallocParams {
                 .map_or_else(|| "inf".to_string(), |w| w.to_string()),
         );
         p.set("priority", self.priority.as_str());
+        p.set("victims", self.victims.as_str());
         if let Some(m) = self.max_tries {
             p.set("max_tries", m.to_string());
         }

@@ -95,8 +95,14 @@ pub struct AppResult {
 pub struct RunStats {
     /// Per application, in id order.
     pub results: Vec<AppResult>,
-    /// Computed configurations (see the module docs).
+    /// Computed configurations (see the module docs): for the baseline, every configuration
+    /// the RMS evaluated, once per pass that evaluated it.
     pub computed_configs: u64,
+    /// Computed configurations, each counted once: for the baseline the configurations the
+    /// applications submitted (whatever the passes that evaluated them); for CooRM the same as
+    /// `computed_configs`, since a launcher's selection is computed once per view and the RMS
+    /// evaluates nothing.
+    pub submitted_configs: u64,
     /// Policy passes.
     pub passes: u64,
     /// Views sent (launchers notified).
@@ -320,6 +326,7 @@ impl Sim<'_> {
             return done.clone();
         }
         self.stats.computed_configs += 1;
+        self.stats.submitted_configs += 1;
         let app = &self.apps[a];
         let done = match &app.kind {
             Kind::Cem { work } => match cem::select(self.p, *work, view, now) {
@@ -534,6 +541,7 @@ impl Sim<'_> {
                     }
                     Mode::Oar => {
                         let cfgs = configs(self.p, &self.apps[a]).unwrap_or_default();
+                        self.stats.submitted_configs += cfgs.len() as u64;
                         self.msg(messages::submit_configs(self.p, &cfgs));
                         self.st[a].ask = Some(Ask::Configs(cfgs));
                     }

@@ -51,6 +51,15 @@ fn w0_coorm_and_the_oar_baseline_start_every_job_at_the_same_time() {
             o.computed_configs
         );
         assert!(c.bytes.json > 0 && c.bytes.cdr > 0 && o.bytes.cdr > 0);
+        // Counted once each, the baseline's configurations are what the applications
+        // submitted; CooRM's selections are counted once either way.
+        let submitted: u64 = apps
+            .iter()
+            .map(|a| super::driver::configs(&p, a).map_or(0, |c| c.len() as u64))
+            .sum();
+        assert_eq!(o.submitted_configs, submitted, "n_c = {n_c}");
+        assert!(o.submitted_configs < o.computed_configs);
+        assert_eq!(c.submitted_configs, c.computed_configs);
     }
 }
 

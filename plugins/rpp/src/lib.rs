@@ -13,15 +13,16 @@
 //!   *claims* the nodes at once: they stay idle (a placement with `claim_from`) until the job
 //!   starts at exactly D.
 //! - At D an unplaced job gets its final try; under **GP** local jobs are killed to make room
-//!   if idle nodes do not suffice (youngest first, see [`Rpp`]), under **LP** the job fails
-//!   (a reject).
+//!   if idle nodes do not suffice (as few as possible, then the least work lost; see [`Rpp`]),
+//!   under **LP** the job fails (a reject).
 //! - A **local job** is a [`Request::Rigid`] naming its pool; each pool's local jobs run first
 //!   come, first served with no backfilling (the paper's local schedulers), on the nodes that
 //!   are neither busy nor claimed.
 //!
 //! Parameters (`--param key=value`): `lp` (L_p in (0, 1], default 0.7), `wait` (I in seconds,
 //! `inf` by default: pure RPP), `priority` (`GP` default, or `LP`), `max_tries` (M_p, `none` by
-//! default: tries go on until they reach D at millisecond resolution).
+//! default: tries go on until they reach D at millisecond resolution), `victims` (GP's kills:
+//! `fewest`, the default, or `youngest`).
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
@@ -42,6 +43,19 @@ pub enum Priority {
     Lp,
 }
 
+/// How GP chooses the pools and the local jobs to kill at a deadline (the paper leaves it
+/// open: §2.1 "the scheduler can kill those local jobs if needed").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Victims {
+    /// As few kills as the placement allows, then the least work lost (see
+    /// [`victims::fewest`]'s rule).
+    #[default]
+    Fewest,
+    /// Pools by Worst Fit on idle plus killable nodes, then in each the youngest local jobs
+    /// first (latest start, then highest id) until the components fit.
+    Youngest,
+}
+
 /// The policy's parameters.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
@@ -54,6 +68,8 @@ pub struct Config {
     pub priority: Priority,
     /// M_p: tries before the final one at D; `None` for no bound but the clock's resolution.
     pub max_tries: Option<u32>,
+    /// GP's choice of victims.
+    pub victims: Victims,
 }
 
 impl Default for Config {
@@ -64,6 +80,7 @@ impl Default for Config {
             wait: None,
             priority: Priority::Gp,
             max_tries: None,
+            victims: Victims::Fewest,
         }
     }
 }
@@ -152,10 +169,11 @@ struct Global {
 /// before local ones (the placement queue's tries and starts come first, then the local
 /// schedulers get what is left), global jobs among themselves in queue order.
 ///
-/// GP's victims: only running rigid jobs the driver marks killable (local jobs) in the pools
-/// the final try chose; in each pool, the youngest first (latest start, then highest id) until
-/// the component(s) there fit: the least work is lost per kill. The pools are chosen by Worst
-/// Fit on idle nodes first; only when that fails, by Worst Fit on idle plus killable nodes.
+/// GP's victims: only running rigid jobs the driver marks killable (local jobs). The final
+/// try places by Worst Fit on idle nodes first; only when that fails are jobs killed, by
+/// [`Victims`]: `fewest` (default) searches the pools and victims for the fewest kills, then
+/// the least work lost; `youngest` picks the pools by Worst Fit on idle plus killable nodes and
+/// kills in each the youngest first until the component(s) there fit.
 #[derive(Clone, Debug, Default)]
 pub struct Rpp {
     config: Config,
@@ -270,7 +288,12 @@ impl Call<'_, '_> {
 
     /// GP at the deadline: the pools by Worst Fit on idle plus killable nodes, then kills in
     /// each pool, youngest first, until its components fit. `None` if even that fails.
-    fn place_killing(&mut self, job: JobId, comps: &[(u32, Option<usize>)]) -> Option<Vec<usize>> {
+    fn place_killing(
+        &mut self,
+        job: JobId,
+        comps: &[(u32, Option<usize>)],
+        rule: Victims,
+    ) -> Option<Vec<usize>> {
         if self.killable.is_none() {
             let mut k = vec![Vec::new(); self.snap.pools.len()];
             let now = self.snap.now;
@@ -294,6 +317,23 @@ impl Call<'_, '_> {
             self.killable = Some(k);
         }
         let killable = self.killable.as_mut()?;
+        if rule == Victims::Fewest {
+            let (pools, victims) = victims::fewest(self.snap.now, &self.idle, killable, comps)?;
+            for (_, victim, n) in victims {
+                for (p, list) in killable.iter_mut().enumerate() {
+                    if let Some(at) = list.iter().position(|v| v.1 == victim) {
+                        list.remove(at);
+                        self.idle[p] += i64::from(n);
+                    }
+                }
+                self.plan.kills.push(Kill::for_job(
+                    victim,
+                    job,
+                    "preempted at a co-allocated job's start deadline (GP)",
+                ));
+            }
+            return Some(pools);
+        }
         let avail: Vec<i64> = self
             .idle
             .iter()
@@ -479,7 +519,7 @@ impl Policy for Rpp {
             // The final try, at D.
             g.settled = epoch;
             match self.config.priority {
-                Priority::Gp => match call.place_killing(id, &g.comps) {
+                Priority::Gp => match call.place_killing(id, &g.comps, self.config.victims) {
                     Some(pools) => {
                         call.take(&g.comps, &pools);
                         call.place(id, now, &pools, None);
@@ -617,12 +657,19 @@ impl NamedPolicy for Rpp {
                     .map_err(|_| bad("max_tries", v, "a count ≥ 0, or none"))?,
             ),
         };
+        let victims = match params.get("victims").map(str::trim) {
+            None => Victims::Fewest,
+            Some(v) if v.eq_ignore_ascii_case("fewest") => Victims::Fewest,
+            Some(v) if v.eq_ignore_ascii_case("youngest") => Victims::Youngest,
+            Some(v) => return Err(bad("victims", v, "fewest or youngest")),
+        };
         params.finish()?;
         Ok(Rpp::new(Config {
             lp,
             wait,
             priority,
             max_tries,
+            victims,
         }))
     }
 }
@@ -633,6 +680,8 @@ fn is_infinite(v: &str) -> bool {
         "inf" | "infinity" | "∞" | "none"
     )
 }
+
+mod victims;
 
 #[cfg(test)]
 mod tests;

@@ -92,6 +92,7 @@ fn config(lp: f64, wait: Option<u64>, priority: Priority, max_tries: Option<u32>
         wait,
         priority,
         max_tries,
+        victims: Victims::Fewest,
     }
 }
 
@@ -181,7 +182,10 @@ fn gp_kills_the_youngest_local_jobs_at_the_deadline() {
         running(11, 50, 0, 3, 10_000),
         running(12, 20, 0, 2, 10_000),
     ];
-    let mut p = Rpp::new(config(1.0, None, Priority::Gp, None));
+    let mut p = Rpp::new(Config {
+        victims: Victims::Youngest,
+        ..config(1.0, None, Priority::Gp, None)
+    });
     let pend = vec![global(1, 0, &[4], 100, 100)];
     let plan = call(&mut p, 100, &pools, &run, &pend);
     let killed: Vec<u64> = plan.kills.iter().map(|k| k.job.0).collect();
@@ -192,6 +196,63 @@ fn gp_kills_the_youngest_local_jobs_at_the_deadline() {
         .all(|k| k.for_job == sched_core::RSome(JobId(1))
             && k.for_job == sched_core::RSome(JobId(1))));
     assert_eq!(plan.placements[0].start, 100);
+}
+
+#[test]
+fn gp_kills_no_more_local_jobs_than_needed() {
+    // Two pools of 8. Pool 0: three young 2-node local jobs, 2 idle nodes; pool 1: an old
+    // 6-node job and a 1-node job, 1 idle. Both have 8 idle plus killable nodes, and Worst
+    // Fit's tie goes to pool 0. A global job of one 7-node component at its deadline: the
+    // youngest-first rule takes pool 0 and kills its three jobs; one kill in pool 1 suffices.
+    let pools = pools(&[8, 8]);
+    let run = vec![
+        running(10, 50, 0, 2, 10_000),
+        running(11, 60, 0, 2, 10_000),
+        running(12, 70, 0, 2, 10_000),
+        running(20, 0, 1, 6, 10_000),
+        running(21, 0, 1, 1, 10_000),
+    ];
+    let pend = vec![global(1, 0, &[7], 100, 100)];
+    let kills = |victims: Victims| {
+        let mut p = Rpp::new(Config {
+            victims,
+            ..config(1.0, None, Priority::Gp, None)
+        });
+        let plan = call(&mut p, 100, &pools, &run, &pend);
+        assert_eq!(plan.placements.len(), 1, "{plan:?}");
+        assert_eq!(plan.placements[0].start, 100);
+        let mut k: Vec<u64> = plan.kills.iter().map(|k| k.job.0).collect();
+        k.sort_unstable();
+        (plan.placements[0].shape.clone(), k)
+    };
+    let (shape, killed) = kills(Victims::Youngest);
+    assert_eq!(killed, vec![10, 11, 12]);
+    assert_eq!(
+        shape,
+        Shape::CoAllocated {
+            pools: sched_core::rvec![PoolId(0)]
+        }
+    );
+    let (shape, killed) = kills(Victims::Fewest);
+    assert_eq!(killed, vec![20]);
+    assert_eq!(
+        shape,
+        Shape::CoAllocated {
+            pools: sched_core::rvec![PoolId(1)]
+        }
+    );
+}
+
+#[test]
+fn gp_kills_the_job_that_loses_least_work_among_equally_few() {
+    // One pool of 8, full: 4-node jobs started at 0 and 90, at D = 100 a 4-node component.
+    // One kill either way; the younger has run 10 ms (40 node-ms lost) against 400.
+    let pools = pools(&[8]);
+    let run = vec![running(10, 0, 0, 4, 10_000), running(11, 90, 0, 4, 10_000)];
+    let mut p = Rpp::new(config(1.0, None, Priority::Gp, None));
+    let plan = call(&mut p, 100, &pools, &run, &[global(1, 0, &[4], 100, 100)]);
+    let killed: Vec<u64> = plan.kills.iter().map(|k| k.job.0).collect();
+    assert_eq!(killed, vec![11]);
 }
 
 #[test]
@@ -238,11 +299,15 @@ fn params_parse_and_refuse_nonsense() {
     );
     let p = Rpp::from_params(&Params::from_pairs([("wait", "inf")])).unwrap();
     assert_eq!(p.config().wait, None);
+    assert_eq!(p.config().victims, Victims::Fewest);
+    let p = Rpp::from_params(&Params::from_pairs([("victims", "youngest")])).unwrap();
+    assert_eq!(p.config().victims, Victims::Youngest);
     for (k, v) in [
         ("lp", "0"),
         ("lp", "1.5"),
         ("wait", "-1"),
         ("priority", "XP"),
+        ("victims", "oldest"),
     ] {
         assert!(
             Rpp::from_params(&Params::from_pairs([(k, v)])).is_err(),
