@@ -108,7 +108,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub params_file: Option<PathBuf>,
     /// Machine size in nodes (default: the trace's MaxProcs, else MaxNodes header).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..))]
     pub nodes: Option<u32>,
     /// Write per-job results to this CSV file. Columns: id,submit_ms,start_ms,end_ms,nodes,wait_ms
     /// (times in milliseconds from the trace's origin).
@@ -150,7 +150,7 @@ pub struct BenchArgs {
     #[arg(long, value_delimiter = ',', default_value = "1000,10000,100000")]
     pub sizes: Vec<usize>,
     /// Nodes of the one pool.
-    #[arg(long, default_value_t = 10_000)]
+    #[arg(long, default_value_t = 10_000, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..))]
     pub nodes: u32,
     /// Runs per size; the median is reported.
     #[arg(long, default_value_t = 5)]

@@ -22,7 +22,10 @@ pub use cli::{BenchArgs, Cli, Command, RunArgs};
 
 /// Runs esim with the process's arguments: one `esim: error: …` line and exit 1 on failure.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(&e),
+    };
     let quiet = match &cli.command {
         Some(Command::Run(r)) => r.quiet,
         Some(Command::Bench(_)) => false,
@@ -56,6 +59,34 @@ pub fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// A command line clap refuses: help and version as clap prints them, anything else as one
+/// `esim: error: …` line (clap's message without its usage and hint lines) and exit status 2.
+fn usage_error(e: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        let _ = e.print();
+        return ExitCode::SUCCESS;
+    }
+    if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+        let _ = e.print();
+        return ExitCode::from(2);
+    }
+    eprintln!("esim: error: {}", error_line(&e.render().to_string()));
+    ExitCode::from(2)
+}
+
+/// clap's rendered message on one line: what precedes its `Usage:` line, trimmed and joined.
+fn error_line(rendered: &str) -> String {
+    rendered
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !l.starts_with("Usage:"))
+        .filter(|l| !l.is_empty())
+        .map(|l| l.trim_start_matches("error: "))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// esim's policies, for the lab's commands that take one by name.

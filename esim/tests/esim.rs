@@ -200,6 +200,18 @@ fn bad_input_is_one_clear_error_line() {
 
     let err = one_error_line(&esim(&["--trace", t.to_str().unwrap(), "--param", "nope"]));
     assert!(err.contains("expected KEY=VALUE"), "{err}");
+
+    // A machine of no nodes, or of a negative number of them, is refused in one line.
+    for n in ["0", "-5"] {
+        let o = esim(&["--trace", t.to_str().unwrap(), "--nodes", n]);
+        assert_eq!(o.status.code(), Some(2));
+        let err = one_error_line(&o);
+        assert!(
+            err.contains(&format!("invalid value '{n}' for '--nodes <N>'"))
+                && err.contains("is not in 1.."),
+            "{err}"
+        );
+    }
 }
 
 #[test]
