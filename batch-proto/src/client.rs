@@ -59,6 +59,12 @@ pub enum ClientError {
     /// The daemon refused the request (including a protocol version mismatch).
     #[error("{0}")]
     Daemon(ErrorReply),
+    /// [`TIMEOUT_ENV`] is set to something that is not a positive number of seconds.
+    #[error("invalid {TIMEOUT_ENV} '{value}': expected a positive number of seconds")]
+    BadTimeout {
+        /// The variable's value.
+        value: String,
+    },
     /// The daemon answered with something that does not fit the request.
     #[error("unexpected reply from batchd to `{request}`: {got}")]
     Unexpected {
@@ -94,16 +100,23 @@ pub struct ClientTraffic {
     pub bytes_received: u64,
 }
 
-/// The timeouts in force: [`TIMEOUT_ENV`] when it is a positive number of seconds.
-fn timeouts() -> (Duration, Duration) {
-    std::env::var(TIMEOUT_ENV)
-        .ok()
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .filter(|s| s.is_finite() && *s > 0.0 && *s < 1e9)
-        .map_or((CONNECT_TIMEOUT, ANSWER_TIMEOUT), |s| {
+/// The timeouts in force: [`TIMEOUT_ENV`] when set (and not empty), else the defaults. A value
+/// that is not a positive number of seconds is refused rather than ignored: a user who set it
+/// would otherwise wait a minute for an answer believing they had asked for less.
+fn timeouts() -> Result<(Duration, Duration), ClientError> {
+    let Some(v) = std::env::var_os(TIMEOUT_ENV).filter(|v| !v.is_empty()) else {
+        return Ok((CONNECT_TIMEOUT, ANSWER_TIMEOUT));
+    };
+    let v = v.to_string_lossy();
+    match v.trim().parse::<f64>() {
+        Ok(s) if s.is_finite() && s > 0.0 && s < 1e9 => {
             let d = Duration::from_secs_f64(s);
-            (d, d)
-        })
+            Ok((d, d))
+        }
+        _ => Err(ClientError::BadTimeout {
+            value: v.into_owned(),
+        }),
+    }
 }
 
 /// Connects to a Unix socket, giving up after `timeout`. A non-blocking `connect(2)` on a
@@ -151,7 +164,7 @@ impl Client {
     /// Connects to the socket at `path` and exchanges versions.
     pub fn connect(path: impl AsRef<Path>) -> Result<Client, ClientError> {
         let path = path.as_ref();
-        let (connect, answer) = timeouts();
+        let (connect, answer) = timeouts()?;
         let stream = connect_within(path, connect)?;
         Client::handshake_within(stream, path, answer)
     }
@@ -163,7 +176,7 @@ impl Client {
 
     /// Exchanges versions on an open stream.
     pub fn handshake(stream: UnixStream) -> Result<Client, ClientError> {
-        Client::handshake_within(stream, Path::new("<stream>"), timeouts().1)
+        Client::handshake_within(stream, Path::new("<stream>"), timeouts()?.1)
     }
 
     /// Exchanges versions on an open stream to `path`; no read waits longer than `answer`.

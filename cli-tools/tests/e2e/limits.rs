@@ -72,3 +72,22 @@ fn absurd_limits_are_refused_and_unlimited_is_the_pools_max_time() {
         .to_string();
     assert_eq!(limit(&any), "1:00");
 }
+
+/// A client timeout that is not a number of seconds is refused in one line, not ignored (the
+/// user would wait the default minute believing they had asked for less); an empty one is
+/// unset, as an empty Slurm variable is.
+#[test]
+fn a_bad_esched_timeout_is_refused_not_ignored() {
+    let c = Cluster::start(1, "fcfs");
+    let out = c.tool("equeue").env("ESCHED_TIMEOUT", "abc").output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(
+        err.trim(),
+        "equeue: error: invalid ESCHED_TIMEOUT 'abc': expected a positive number of seconds"
+    );
+    for ok in ["", "2.5"] {
+        let out = c.tool("equeue").env("ESCHED_TIMEOUT", ok).output().unwrap();
+        assert!(out.status.success(), "{ok:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+}
