@@ -267,3 +267,21 @@ fn an_expanded_step_tells_the_job_it_waits_until_its_nodes_come() {
     assert_eq!(three.nodes.len(), 4, "{context}");
     assert_eq!(three.nodes[0], "debug005", "{context}");
 }
+
+/// The example evolving job of the README's tour (`examples/jobs/evolving.sh`) does its work
+/// and ends COMPLETED at its last step, not TIMEOUT at its limit (here with short steps).
+#[test]
+fn the_example_evolving_job_completes_before_its_limit() {
+    let c = Cluster::start(4, "evolving");
+    let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples/jobs/evolving.sh");
+    let text = std::fs::read_to_string(&example).unwrap();
+    c.script("example-evolving.sh", &text);
+    let id = c.submit(&["--evolving-profile", "2:2,2:3,2:1", "example-evolving.sh"]);
+    let done = c.wait_job(id, "the example job to end", |j| j.state.is_finished());
+    assert_eq!(
+        (done.state, done.exit_code),
+        (JobState::Completed, Some(0)),
+        "{done:?}"
+    );
+}
