@@ -97,57 +97,96 @@ pub struct Overcommit {
 /// lowest-numbered free nodes, the ends of that instant released first. Fails only when the
 /// schedule over-commits the pool.
 pub fn place(spans: &[Span], total: u32) -> Result<Vec<IntervalSet>, Overcommit> {
-    let mut order: Vec<usize> = (0..spans.len()).collect();
-    order.sort_by_key(|&k| (spans[k].start, k));
-    // Ends pending release, as (end, job); a small heap keyed by end time.
+    let jobs: Vec<(Span, Option<IntervalSet>)> = spans.iter().map(|s| (*s, None)).collect();
+    place_around(&jobs, total)
+}
+
+/// As [`place`], but the jobs given their nodes (`Some`) keep them (e.g. running jobs whose
+/// nodes are known), and the others are placed around them. A fixed job's nodes that are not
+/// free (a record that disagrees with the others) are kept for it all the same.
+pub fn place_around(
+    jobs: &[(Span, Option<IntervalSet>)],
+    total: u32,
+) -> Result<Vec<IntervalSet>, Overcommit> {
+    let mut order: Vec<usize> = (0..jobs.len()).collect();
+    // At one instant, fixed jobs first: they take their own nodes before others choose.
+    order.sort_by_key(|&k| (jobs[k].0.start, jobs[k].1.is_none(), k));
     let mut ending: std::collections::BinaryHeap<std::cmp::Reverse<(u64, usize)>> =
         Default::default();
     // Free nodes as a sorted list of disjoint ranges.
     let mut free: Vec<Range<u32>> = std::iter::once(0..total)
         .filter(|r| !r.is_empty())
         .collect();
-    let mut out = vec![IntervalSet::default(); spans.len()];
+    let mut out = vec![IntervalSet::default(); jobs.len()];
     for k in order {
-        let s = spans[k];
+        let (s, fixed) = (&jobs[k].0, &jobs[k].1);
         while let Some(&std::cmp::Reverse((end, j))) = ending.peek() {
             if end > s.start {
                 break;
             }
             ending.pop();
-            let held = std::mem::take(&mut out[j]);
             let mut all = std::mem::take(&mut free);
-            all.extend(held.ranges().iter().cloned());
+            all.extend(out[j].ranges().iter().cloned());
             free = IntervalSet::new(all).0;
-            out[j] = held;
         }
-        let available: u32 = free.iter().map(|r| r.end - r.start).sum();
-        if available < s.nodes {
-            return Err(Overcommit {
-                job: k,
-                at: s.start,
-                needs: s.nodes,
-                free: available,
-                total,
-            });
-        }
-        let mut want = s.nodes;
-        let mut taken = Vec::new();
-        while want > 0 {
-            let first = &mut free[0];
-            let n = want.min(first.end - first.start);
-            taken.push(first.start..first.start + n);
-            first.start += n;
-            want -= n;
-            if first.start == first.end {
-                free.remove(0);
+        let taken = match fixed {
+            Some(set) => {
+                free = subtract(&free, set);
+                set.clone()
             }
-        }
-        out[k] = IntervalSet::new(taken);
-        if s.nodes > 0 {
+            None => {
+                let available: u32 = free.iter().map(|r| r.end - r.start).sum();
+                if available < s.nodes {
+                    return Err(Overcommit {
+                        job: k,
+                        at: s.start,
+                        needs: s.nodes,
+                        free: available,
+                        total,
+                    });
+                }
+                let mut want = s.nodes;
+                let mut taken = Vec::new();
+                while want > 0 {
+                    let first = &mut free[0];
+                    let n = want.min(first.end - first.start);
+                    taken.push(first.start..first.start + n);
+                    first.start += n;
+                    want -= n;
+                    if first.start == first.end {
+                        free.remove(0);
+                    }
+                }
+                IntervalSet::new(taken)
+            }
+        };
+        if !taken.is_empty() {
             ending.push(std::cmp::Reverse((s.end, k)));
         }
+        out[k] = taken;
     }
     Ok(out)
+}
+
+/// `free` without the nodes of `set`.
+fn subtract(free: &[Range<u32>], set: &IntervalSet) -> Vec<Range<u32>> {
+    let mut out = Vec::new();
+    for r in free {
+        let mut start = r.start;
+        for t in set.ranges() {
+            if t.end <= start || t.start >= r.end {
+                continue;
+            }
+            if t.start > start {
+                out.push(start..t.start);
+            }
+            start = start.max(t.end);
+        }
+        if start < r.end {
+            out.push(start..r.end);
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -197,6 +236,21 @@ mod tests {
         )
         .unwrap();
         assert_eq!(got[4].to_string(), "1 3");
+    }
+
+    #[test]
+    fn fixed_jobs_keep_their_nodes_and_others_go_around_them() {
+        let got = place_around(
+            &[
+                (span(0, 10, 2), Some(IntervalSet::new(vec![1..2, 3..4]))),
+                (span(2, 4, 2), None),
+                (span(10, 11, 4), None),
+            ],
+            4,
+        )
+        .unwrap();
+        assert_eq!(got[1].to_string(), "0 2");
+        assert_eq!(got[2].to_string(), "0-3");
     }
 
     #[test]
