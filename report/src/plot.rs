@@ -364,6 +364,44 @@ impl LineChart {
     }
 }
 
+/// Charts stacked top to bottom in one SVG document, under one title and over one caption
+/// (e.g. one chart per pool).
+pub fn stacked(title: &str, caption: &str, charts: &[LineChart]) -> R<String> {
+    let w = charts
+        .iter()
+        .filter_map(|c| c.size)
+        .map(|s| s.0)
+        .max()
+        .unwrap_or(760);
+    let each: Vec<u32> = charts.iter().map(|c| c.size.map_or(260, |s| s.1)).collect();
+    let caption_h = caption_height(caption, w);
+    let title_h = if title.is_empty() { 0 } else { 30 };
+    let h = title_h + each.iter().sum::<u32>() + caption_h;
+    let e = err(title);
+    let mut buf = String::new();
+    {
+        let root = SVGBackend::with_string(&mut buf, (w, h)).into_drawing_area();
+        root.fill(&WHITE).map_err(|x| e(x.to_string()))?;
+        let (head, mut rest) = root.split_vertically(title_h);
+        if title_h > 0 {
+            head.draw(&Text::new(
+                title.to_string(),
+                (14, 8),
+                ("sans-serif", 17).into_font(),
+            ))
+            .map_err(|x| e(x.to_string()))?;
+        }
+        for (c, h) in charts.iter().zip(&each) {
+            let (this, below) = rest.split_vertically(*h);
+            rest = below;
+            c.draw_on(&this)?;
+        }
+        draw_caption(&rest, caption)?;
+        root.present().map_err(|x| e(x.to_string()))?;
+    }
+    Ok(buf)
+}
+
 /// A range around `[lo, hi]` with a little room; from 0 for a non-negative linear y axis.
 fn pad(lo: f64, hi: f64, scale: Scale, is_y: bool) -> Range<f64> {
     match scale {
