@@ -57,3 +57,6 @@ mod eview;
 
 #[path = "e2e/inslurm.rs"]
 mod inslurm;
+
+#[path = "e2e/pictures.rs"]
+mod pictures;

@@ -111,9 +111,25 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..))]
     pub nodes: Option<u32>,
     /// Write per-job results to this CSV file. Columns: id,submit_ms,start_ms,end_ms,nodes,wait_ms
-    /// (times in milliseconds from the trace's origin).
+    /// (times in milliseconds from the trace's origin), then Batsim's jobs-CSV columns as
+    /// evalys reads them (seconds): job_id, submission_time, requested_number_of_resources,
+    /// requested_time, success, final_state, starting_time, execution_time, finish_time,
+    /// waiting_time, turnaround_time, stretch, allocated_resources (an interval set, `0-3 7`).
     #[arg(long, value_name = "FILE")]
     pub jobs: Option<PathBuf>,
+    /// Write the replayed schedule to this file as an SWF trace (wait = start − submit, the
+    /// simulated run time, nodes allocated and requested, requested time, status); esim and
+    /// pyss read it back.
+    #[arg(long, value_name = "FILE")]
+    pub swf: Option<PathBuf>,
+    /// Draw the replay to this SVG file: a Gantt chart of the jobs on the nodes, with
+    /// utilisation and queue length beneath (see --window for long traces).
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+    /// The time window --svg draws, FROM..TO from the trace's origin: seconds, or with a unit
+    /// (`2d..3d`, `36h..48h`, `90m..120m`, `0..3600s`).
+    #[arg(long, value_name = "FROM..TO", value_parser = parse_window, requires = "svg")]
+    pub window: Option<Window>,
     /// Print the summary as JSON on stdout instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -168,4 +184,56 @@ pub struct BenchArgs {
     /// two).
     #[arg(long)]
     pub linked: bool,
+}
+
+/// A time window, seconds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Window(pub f64, pub f64);
+
+/// `FROM..TO`, each a number of seconds with an optional unit (s, m, h, d).
+pub fn parse_window(s: &str) -> Result<Window, String> {
+    let Some((a, b)) = s.split_once("..") else {
+        return Err(format!("`{s}`: expected FROM..TO (e.g. 2d..3d)"));
+    };
+    let secs = |t: &str| -> Result<f64, String> {
+        let t = t.trim();
+        let (num, unit) = match t.char_indices().find(|(_, c)| c.is_ascii_alphabetic()) {
+            Some((k, _)) => t.split_at(k),
+            None => (t, "s"),
+        };
+        let mult = match unit {
+            "s" => 1.0,
+            "m" | "min" => 60.0,
+            "h" => 3600.0,
+            "d" => 86_400.0,
+            other => return Err(format!("`{t}`: unknown unit `{other}` (s, m, h, d)")),
+        };
+        let v: f64 = num
+            .trim()
+            .parse()
+            .map_err(|_| format!("`{t}`: not a number of seconds"))?;
+        if !v.is_finite() || v < 0.0 {
+            return Err(format!("`{t}`: a time from the trace's origin is ≥ 0"));
+        }
+        Ok(v * mult)
+    };
+    let (a, b) = (secs(a)?, secs(b)?);
+    if b <= a {
+        return Err(format!("`{s}`: the window ends before it starts"));
+    }
+    Ok(Window(a, b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_take_units_and_refuse_empty_ones() {
+        assert_eq!(parse_window("2d..3d"), Ok(Window(172_800.0, 259_200.0)));
+        assert_eq!(parse_window("0..90m"), Ok(Window(0.0, 5400.0)));
+        assert!(parse_window("5..5").is_err());
+        assert!(parse_window("5").is_err());
+        assert!(parse_window("1w..2w").is_err());
+    }
 }

@@ -2,14 +2,18 @@
 
 use std::fmt::Write as _;
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::BufWriter;
 use std::path::Path;
 
 use anyhow::Context;
+use esched_report::batsim::{self, FinalState};
+use esched_report::nodes::{self, IntervalSet, Span};
+use esched_report::plot::{self, Gantt, GanttJob, JobKind, Panel, TimeAxis};
+use esched_report::swf;
 use sched_core::metrics::Summary;
 use sched_core::Params;
-use sched_sim::swf::{Skipped, Trace};
-use sched_sim::{Counts, EventOrder, JobResult, SimResults, Timing, ValidateMode};
+use sched_sim::swf::{Skipped, SwfJob, Trace};
+use sched_sim::{Counts, EndReason, EventOrder, JobResult, SimResults, Timing, ValidateMode};
 use serde::Serialize;
 
 /// The summary of a run, as printed (`--json` serialises it as is).
@@ -159,34 +163,233 @@ fn pct(part: f64, whole: f64) -> f64 {
     }
 }
 
-/// Header of `--jobs`. The `_ms` suffixes tell `compare_schedule.py` (and readers) the unit;
+/// Header of `--jobs`: esim's own columns, then Batsim's jobs-CSV columns
+/// ([`esched_report::batsim::COLUMNS`], times in seconds) so that evalys reads the file as it
+/// reads Batsim's. The `_ms` suffixes tell `compare_schedule.py` (and readers) the unit;
 /// it recognises `id`, `submit_ms`, `start_ms` and `end_ms`, and takes the processor count of
 /// a job from the reference when the candidate calls it `nodes`.
 pub const JOBS_HEADER: &str = "id,submit_ms,start_ms,end_ms,nodes,wait_ms";
 
-/// Writes one CSV row per job.
-pub fn write_jobs_csv(path: &Path, jobs: &[JobResult]) -> anyhow::Result<()> {
-    let ctx = || format!("{}", path.display());
-    let mut w = BufWriter::new(File::create(path).with_context(ctx)?);
-    writeln!(w, "{JOBS_HEADER}").with_context(ctx)?;
-    // Integers by `itoa`, not `writeln!`: the formatting machinery was a twentieth of a short
-    // replay (one row per job, six numbers each).
-    let mut num = itoa::Buffer::new();
-    let mut row: Vec<u8> = Vec::with_capacity(128);
-    for j in jobs {
-        row.clear();
-        for (k, v) in [j.id.0, j.submit, j.start, j.end, u64::from(j.nodes), j.wait]
-            .into_iter()
-            .enumerate()
-        {
-            if k > 0 {
-                row.push(b',');
+/// What a replay knows of each job besides its result: the trace's request and the nodes
+/// the job was placed on.
+pub struct JobDetails<'a> {
+    /// The trace's jobs, by id.
+    pub requested: std::collections::HashMap<u64, &'a SwfJob>,
+    /// The nodes of each job of the results, in their order (empty sets when the schedule
+    /// could not be placed on numbered nodes).
+    pub placed: Vec<IntervalSet>,
+}
+
+impl<'a> JobDetails<'a> {
+    /// The details of `results`, a replay of `trace`.
+    pub fn new(trace: &'a Trace, results: &[JobResult]) -> Self {
+        let requested = trace.jobs.iter().map(|j| (j.id.0, j)).collect();
+        let spans: Vec<Span> = results
+            .iter()
+            .map(|j| Span {
+                start: j.start,
+                end: j.end,
+                nodes: j.nodes,
+            })
+            .collect();
+        let placed = match nodes::place(&spans, trace.nodes) {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!("the schedule cannot be placed on numbered nodes: {e}");
+                vec![IntervalSet::default(); results.len()]
             }
-            row.extend_from_slice(num.format(v).as_bytes());
+        };
+        JobDetails { requested, placed }
+    }
+}
+
+/// Batsim's final state of a job that ran.
+pub fn final_state(reason: EndReason) -> FinalState {
+    match reason {
+        EndReason::Completed => FinalState::CompletedSuccessfully,
+        EndReason::Walltime => FinalState::CompletedWalltimeReached,
+        EndReason::Killed => FinalState::CompletedKilled,
+    }
+}
+
+/// Writes one CSV row per job: [`JOBS_HEADER`]'s columns, then Batsim's.
+pub fn write_jobs_csv(
+    path: &Path,
+    jobs: &[JobResult],
+    details: &JobDetails<'_>,
+) -> anyhow::Result<()> {
+    let ctx = || format!("{}", path.display());
+    let mut w = csv::Writer::from_writer(BufWriter::new(File::create(path).with_context(ctx)?));
+    let header: Vec<&str> = JOBS_HEADER
+        .split(',')
+        .chain(batsim::COLUMNS.iter().copied())
+        .collect();
+    w.write_record(&header).with_context(ctx)?;
+    let mut num = itoa::Buffer::new();
+    let mut row: Vec<String> = Vec::with_capacity(header.len());
+    for (k, j) in jobs.iter().enumerate() {
+        row.clear();
+        for v in [j.id.0, j.submit, j.start, j.end, u64::from(j.nodes), j.wait] {
+            row.push(num.format(v).to_string());
         }
-        row.push(b'\n');
-        w.write_all(&row).with_context(ctx)?;
+        let req = details.requested.get(&j.id.0);
+        let b = batsim::Row {
+            id: j.id.0.to_string(),
+            submit: j.submit,
+            requested_nodes: req.map_or(j.nodes, |r| r.nodes),
+            requested_time: req.map(|r| r.walltime),
+            state: final_state(j.reason),
+            start: j.start,
+            end: j.end,
+            allocated: details.placed.get(k).cloned().unwrap_or_default(),
+        };
+        row.extend(b.fields());
+        w.write_record(&row).with_context(ctx)?;
     }
     w.flush().with_context(ctx)?;
     Ok(())
+}
+
+/// Writes the replayed schedule as an SWF trace: what ran, as it ran (see
+/// [`esched_report::swf`]), with a header that says what produced it.
+pub fn write_swf(
+    path: &Path,
+    report: &Report,
+    jobs: &[JobResult],
+    details: &JobDetails<'_>,
+) -> anyhow::Result<()> {
+    let ctx = || format!("{}", path.display());
+    let records: Vec<swf::Record> = jobs
+        .iter()
+        .map(|j| {
+            let req = details.requested.get(&j.id.0);
+            swf::Record {
+                id: j.id.0,
+                submit: swf::secs(j.submit),
+                wait: swf::secs(j.start) - swf::secs(j.submit).min(swf::secs(j.start)),
+                run: swf::secs(j.end) - swf::secs(j.start).min(swf::secs(j.end)),
+                allocated: j.nodes,
+                requested: req.map_or(j.nodes, |r| r.nodes),
+                requested_time: req.map(|r| swf::secs(r.walltime)),
+                status: match j.reason {
+                    EndReason::Completed => swf::Status::Completed,
+                    EndReason::Walltime => swf::Status::Failed,
+                    EndReason::Killed => swf::Status::Cancelled,
+                },
+                user: req.map(|r| r.user).filter(|&u| u > 0),
+            }
+        })
+        .collect();
+    let params: Vec<String> = report
+        .params
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let header =
+        swf::Header {
+            computer: format!(
+                "esim {} (simulated), policy {}",
+                env!("CARGO_PKG_VERSION"),
+                report.policy
+            ),
+            notes: vec![
+            format!(
+                "the schedule of policy {}{} replaying {} on {} nodes ({} jobs ran, {} rejected); \
+                 times in seconds from the input trace's origin",
+                report.policy,
+                if params.is_empty() { String::new() } else { format!(" ({})", params.join(", ")) },
+                report.trace,
+                report.nodes,
+                report.counts.ran,
+                report.counts.rejected,
+            ),
+            "field 4 is the simulated run time (cut at the requested time); status 1 completed, \
+             0 killed at its requested time, 5 killed by the policy"
+                .to_string(),
+        ],
+            unix_start: None,
+            max_nodes: Some(report.nodes),
+            jobs: records.len(),
+        };
+    let file = BufWriter::new(File::create(path).with_context(ctx)?);
+    swf::write(file, &header, &records).with_context(ctx)?;
+    Ok(())
+}
+
+/// Draws the replayed schedule: a Gantt chart of `window` (seconds from the trace's origin;
+/// default the whole replay), with utilisation and queue length beneath.
+pub fn write_svg(
+    path: &Path,
+    report: &Report,
+    jobs: &[JobResult],
+    details: &JobDetails<'_>,
+    window: Option<(f64, f64)>,
+) -> anyhow::Result<()> {
+    let s = |ms: u64| ms as f64 / 1000.0;
+    let gantt_jobs: Vec<GanttJob> = jobs
+        .iter()
+        .zip(&details.placed)
+        .map(|(j, nodes)| GanttJob {
+            id: j.id.0.to_string(),
+            label: format!("({} nodes, waited {} s)", j.nodes, j.wait / 1000),
+            start: s(j.start),
+            end: s(j.end),
+            nodes: nodes.clone(),
+            kind: JobKind::Ran,
+        })
+        .collect();
+    let timeline: Vec<(f64, f64, f64, u32)> = jobs
+        .iter()
+        .map(|j| (s(j.submit), s(j.start), s(j.end), j.nodes))
+        .collect();
+    let (util, queue) = plot::utilisation_and_queue(&timeline, report.nodes);
+    let mut g = Gantt {
+        title: format!(
+            "{}: {} on {} nodes",
+            file_name(&report.trace),
+            report.policy,
+            report.nodes
+        ),
+        caption: String::new(),
+        nodes: report.nodes,
+        groups: vec![],
+        jobs: gantt_jobs,
+        window,
+        time: TimeAxis::Relative,
+        now: None,
+        panels: vec![
+            Panel {
+                y_label: "utilisation (%)".into(),
+                percent: true,
+                series: vec![util],
+            },
+            Panel {
+                y_label: "queued jobs".into(),
+                percent: false,
+                series: vec![queue],
+            },
+        ],
+        width: None,
+    };
+    let (a, b) = g.window();
+    g.caption = format!(
+        "esim replay of {} ({} jobs ran) with policy {} on {} nodes; window {}..{} s from the \
+         trace's origin, {} jobs drawn. Each rectangle is a job on the nodes it was placed on \
+         (lowest-numbered free nodes first); beneath, the share of nodes busy and the number \
+         of jobs waiting.",
+        report.trace,
+        report.counts.ran,
+        report.policy,
+        report.nodes,
+        a.round(),
+        b.round(),
+        g.visible().count(),
+    );
+    let svg = g.svg()?;
+    std::fs::write(path, svg).with_context(|| format!("{}", path.display()))?;
+    Ok(())
+}
+
+fn file_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
 }

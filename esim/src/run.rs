@@ -37,9 +37,6 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
         Some(&mut progress),
     )?;
     progress.finish();
-    if let Some(path) = &args.jobs {
-        output::write_jobs_csv(path, &results.jobs)?;
-    }
     let report = Report::new(
         &args.policy,
         &params,
@@ -47,6 +44,19 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
         &results,
         (args.validate.into(), args.events.into()),
     );
+    if args.jobs.is_some() || args.swf.is_some() || args.svg.is_some() {
+        let details = output::JobDetails::new(&trace, &results.jobs);
+        if let Some(path) = &args.jobs {
+            output::write_jobs_csv(path, &results.jobs, &details)?;
+        }
+        if let Some(path) = &args.swf {
+            output::write_swf(path, &report, &results.jobs, &details)?;
+        }
+        if let Some(path) = &args.svg {
+            let window = args.window.map(|w| (w.0, w.1));
+            output::write_svg(path, &report, &results.jobs, &details, window)?;
+        }
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

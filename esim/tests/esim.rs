@@ -87,12 +87,12 @@ fn every_policy_replays_and_writes_per_job_csv() {
         }
         let text = std::fs::read_to_string(&csv).unwrap();
         let mut lines = text.lines();
-        assert_eq!(
-            lines.next(),
-            Some("id,submit_ms,start_ms,end_ms,nodes,wait_ms")
-        );
+        assert!(lines
+            .next()
+            .unwrap()
+            .starts_with("id,submit_ms,start_ms,end_ms,nodes,wait_ms,"));
         let rows: Vec<Vec<u64>> = lines
-            .map(|l| l.split(',').map(|f| f.parse().unwrap()).collect())
+            .map(|l| l.split(',').take(6).map(|f| f.parse().unwrap()).collect())
             .collect();
         assert_eq!(rows.len(), 60);
         for r in &rows {
@@ -448,4 +448,218 @@ fn plugins_replay_as_the_linked_policies() {
             );
         }
     }
+}
+
+/// The repository's sample of KTH-SP2 (its first 500 jobs).
+fn kth_sample() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../traces/KTH-SP2-sample.swf")
+}
+
+/// The rows of a `--jobs` file as maps from column name to value.
+fn jobs_csv(path: &Path) -> Vec<std::collections::HashMap<String, String>> {
+    let mut r = csv::Reader::from_path(path).unwrap();
+    let header: Vec<String> = r.headers().unwrap().iter().map(str::to_string).collect();
+    r.records()
+        .map(|rec| {
+            header
+                .iter()
+                .cloned()
+                .zip(rec.unwrap().iter().map(str::to_string))
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn jobs_csv_has_batsim_columns_with_disjoint_allocations() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = trace(dir.path());
+    let csv = dir.path().join("jobs.csv");
+    let o = esim(&[
+        "--policy",
+        "easy",
+        "--trace",
+        t.to_str().unwrap(),
+        "-q",
+        "--jobs",
+        csv.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows = jobs_csv(&csv);
+    assert_eq!(rows.len(), 60);
+    let mut held: Vec<(f64, f64, Vec<u32>)> = Vec::new();
+    for r in &rows {
+        assert_eq!(r["job_id"], r["id"]);
+        let ms = |k: &str| r[k].parse::<f64>().unwrap();
+        assert_eq!(ms("starting_time") * 1000.0, ms("start_ms"));
+        assert_eq!(ms("waiting_time") * 1000.0, ms("wait_ms"));
+        assert!(ms("requested_time") >= ms("execution_time"), "{r:?}");
+        assert!(
+            matches!(
+                r["final_state"].as_str(),
+                "COMPLETED_SUCCESSFULLY" | "COMPLETED_WALLTIME_REACHED"
+            ),
+            "{r:?}"
+        );
+        assert_eq!(
+            r["success"] == "1",
+            r["final_state"] == "COMPLETED_SUCCESSFULLY"
+        );
+        // The interval set names as many distinct nodes as the job holds.
+        let mut nodes = Vec::new();
+        for part in r["allocated_resources"].split(' ') {
+            let (a, b) = part.split_once('-').unwrap_or((part, part));
+            nodes.extend(a.parse::<u32>().unwrap()..=b.parse::<u32>().unwrap());
+        }
+        assert_eq!(nodes.len().to_string(), r["nodes"], "{r:?}");
+        assert!(nodes.iter().all(|&n| n < 16));
+        held.push((ms("start_ms"), ms("end_ms"), nodes));
+    }
+    // No node is held by two jobs at once.
+    for (i, a) in held.iter().enumerate() {
+        for b in &held[i + 1..] {
+            if a.0 < b.1 && b.0 < a.1 {
+                assert!(
+                    a.2.iter().all(|n| !b.2.contains(n)),
+                    "{a:?} and {b:?} share a node"
+                );
+            }
+        }
+    }
+}
+
+/// The schedule written by `--swf` replays to the very same starts under FCFS (a
+/// deterministic policy whose decisions depend only on submit times, sizes and estimates), and
+/// pyss's own parser reads it (`scripts/pyss-read-swf.py`, with the pyss archive of
+/// `../shared/tools/pyss`).
+#[test]
+fn swf_output_replays_to_the_same_starts_and_pyss_reads_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b, swf) = (
+        dir.path().join("a.csv"),
+        dir.path().join("b.csv"),
+        dir.path().join("out.swf"),
+    );
+    let t = kth_sample();
+    let o = esim(&[
+        "--policy",
+        "fcfs",
+        "--trace",
+        t.to_str().unwrap(),
+        "-q",
+        "--jobs",
+        a.to_str().unwrap(),
+        "--swf",
+        swf.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&swf).unwrap();
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("; Computer: esim ") && l.contains("policy fcfs")),
+        "{text}"
+    );
+    assert!(text.lines().any(|l| l == "; MaxProcs: 100"));
+    let o = esim(&[
+        "--policy",
+        "fcfs",
+        "--trace",
+        swf.to_str().unwrap(),
+        "-q",
+        "--jobs",
+        b.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let starts = |p: &Path| -> Vec<(String, String, String)> {
+        jobs_csv(p)
+            .into_iter()
+            .map(|r| (r["id"].clone(), r["start_ms"].clone(), r["end_ms"].clone()))
+            .collect()
+    };
+    let (first, again) = (starts(&a), starts(&b));
+    assert_eq!(first.len(), 500);
+    assert_eq!(first, again);
+    // wait and run time in the SWF are the replay's.
+    let rows = jobs_csv(&a);
+    let by_id: std::collections::HashMap<&str, &std::collections::HashMap<String, String>> =
+        rows.iter().map(|r| (r["id"].as_str(), r)).collect();
+    for line in text.lines().filter(|l| !l.starts_with(';')) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(f.len(), 18);
+        let r = by_id[f[0]];
+        assert_eq!(f[2], r["waiting_time"]);
+        assert_eq!(f[3], r["execution_time"]);
+        assert_eq!(f[4], r["nodes"]);
+    }
+    pyss_reads(&swf);
+}
+
+/// Runs pyss's SWF parser on `swf`. The archive is in the shared folder beside the repository
+/// (as CI lays it out); without it (a checkout elsewhere) the check says SKIPPED, except in CI.
+pub fn pyss_reads(swf: &Path) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let tarball = root.join("../shared/tools/pyss/pyss-44a2423.tar.gz");
+    if !tarball.exists() && std::env::var_os("CI").is_none() {
+        eprintln!("SKIPPED: no pyss archive at {}", tarball.display());
+        return;
+    }
+    let o = Command::new("python3")
+        .arg(root.join("scripts/pyss-read-swf.py"))
+        .arg(&tarball)
+        .arg(swf)
+        .output()
+        .expect("python3 runs");
+    assert!(o.status.success(), "pyss: {}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).starts_with("pyss: "), "{}", stdout(&o));
+}
+
+#[test]
+fn svg_draws_one_rectangle_per_job_in_the_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let (svg, csv) = (dir.path().join("kth.svg"), dir.path().join("kth.csv"));
+    let t = kth_sample();
+    let o = esim(&[
+        "--policy",
+        "easy",
+        "--trace",
+        t.to_str().unwrap(),
+        "-q",
+        "--jobs",
+        csv.to_str().unwrap(),
+        "--svg",
+        svg.to_str().unwrap(),
+        "--window",
+        "7d..8d",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&svg).unwrap();
+    let doc = roxmltree::Document::parse(&text).expect("well-formed SVG");
+    let mut drawn = std::collections::BTreeSet::new();
+    for n in doc
+        .descendants()
+        .filter(|n| n.attribute("class") == Some("job"))
+    {
+        assert!(n.has_tag_name("rect"));
+        drawn.insert(n.attribute("data-job").unwrap().to_string());
+    }
+    let expected: std::collections::BTreeSet<String> = jobs_csv(&csv)
+        .into_iter()
+        .filter(|r| {
+            let (s, e) = (
+                r["start_ms"].parse::<u64>().unwrap(),
+                r["end_ms"].parse::<u64>().unwrap(),
+            );
+            e > 7 * 86_400_000 && s < 8 * 86_400_000
+        })
+        .map(|r| r["id"].clone())
+        .collect();
+    assert!(expected.len() > 10, "a window with jobs in it");
+    assert_eq!(drawn, expected);
+    let texts: String = doc.descendants().filter_map(|n| n.text()).collect();
+    for want in ["utilisation (%)", "queued jobs", "KTH-SP2-sample.swf"] {
+        assert!(texts.contains(want), "no {want}");
+    }
+    // Without --svg, --window is refused.
+    let o = esim(&["--trace", t.to_str().unwrap(), "--window", "7d..8d"]);
+    assert!(!o.status.success());
 }

@@ -87,6 +87,14 @@ pub struct AcctCli {
     /// JSON: the daemon's job records as they come over the wire.
     #[arg(long)]
     pub records: bool,
+    /// Write the selected jobs that ran to this file as an SWF trace (wait = start − submit,
+    /// run time, nodes, time limit as the requested time, status), as esim and pyss read it.
+    #[arg(long, value_name = "FILE")]
+    pub swf: Option<std::path::PathBuf>,
+    /// Draw the selected jobs to this SVG file: a Gantt chart of the jobs on the pools' nodes
+    /// over the past day (or from --starttime to --endtime), with utilisation and queue length.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<std::path::PathBuf>,
     /// The daemon's socket.
     #[command(flatten)]
     pub socket: SocketArg,
@@ -819,6 +827,50 @@ pub fn run(cli: AcctCli) -> anyhow::Result<ExitCode> {
     };
     let mut jobs = merge(live, finished);
     jobs.retain(|j| selected(j, &accounts, &nodes));
+    if cli.swf.is_some() || cli.svg.is_some() {
+        let info = match client.request(&Request::Info(batch_proto::InfoRequest {}))? {
+            batch_proto::Response::Info(info) => info,
+            other => return Err(batch_proto::ClientError::unexpected("info", &other).into()),
+        };
+        let socket = cli
+            .socket
+            .path()
+            .map_or("the default socket".to_string(), |p| {
+                p.display().to_string()
+            });
+        if let Some(path) = &cli.swf {
+            let file = std::fs::File::create(path)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            super::pictures::write_swf(std::io::BufWriter::new(file), &jobs, Some(&info), &socket)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        }
+        if let Some(path) = &cli.svg {
+            let zone = local_zone();
+            let since = cli
+                .start
+                .as_deref()
+                .map(|v| parse_acct_time(v, now, &zone))
+                .transpose()?;
+            let until = cli
+                .end
+                .as_deref()
+                .map(|v| parse_acct_time(v, now, &zone))
+                .transpose()?;
+            let until = until.unwrap_or(now);
+            let since = since.unwrap_or(until.saturating_sub(24 * 60 * MINUTE));
+            let svg = super::pictures::gantt(
+                &info,
+                &jobs,
+                now,
+                (since, until.max(since + SECOND)),
+                &zone,
+                format!("eacct: jobs of the batchd of {socket}"),
+                "The jobs eacct selected.",
+            )?;
+            std::fs::write(path, svg).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     if cli.records {
         print_out(&(serde_json::to_string_pretty(&jobs)? + "\n"))?;
         return Ok(ExitCode::SUCCESS);

@@ -82,6 +82,11 @@ pub struct InfoCli {
     /// JSON: the daemon's cluster record as it comes over the wire.
     #[arg(long)]
     pub records: bool,
+    /// Draw the pools' plan to this SVG file: a Gantt chart of the running jobs on their nodes
+    /// and the pending jobs where the plan expects them, from an hour ago to the plan's end,
+    /// with utilisation and queue length beneath.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<std::path::PathBuf>,
     /// The daemon's socket.
     #[command(flatten)]
     pub socket: SocketArg,
@@ -574,6 +579,44 @@ pub fn run(cli: InfoCli) -> anyhow::Result<ExitCode> {
     let mut client = connect(cli.socket.path())?;
     match client.request(&Request::Info(InfoRequest {}))? {
         Response::Info(info) => {
+            if let Some(path) = &cli.svg {
+                let jobs = client.jobs(&Request::List(batch_proto::ListRequest {
+                    filter: batch_proto::JobFilter {
+                        pools: split_list(&cli.pools),
+                        ..Default::default()
+                    },
+                    include_finished: false,
+                    brief: false,
+                }))?;
+                let now = now_ms();
+                let end = jobs
+                    .iter()
+                    .filter_map(|j| {
+                        let start = j.start_time.or(j.expected_start)?;
+                        Some(start + j.time_limit)
+                    })
+                    .max()
+                    .unwrap_or(now)
+                    .clamp(now + 60_000, now + 7 * 86_400_000);
+                let socket = cli
+                    .socket
+                    .path()
+                    .map_or("the default socket".to_string(), |p| {
+                        p.display().to_string()
+                    });
+                let svg = super::pictures::gantt(
+                    &info,
+                    &jobs,
+                    now,
+                    (now.saturating_sub(3_600_000), end),
+                    &local_zone(),
+                    format!("einfo: the plan of the batchd of {socket}"),
+                    "Running and expected jobs of the live pools.",
+                )?;
+                std::fs::write(path, svg)
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+                return Ok(ExitCode::SUCCESS);
+            }
             if cli.records {
                 print_out(&(serde_json::to_string_pretty(&info)? + "\n"))?;
             } else if cli.json {

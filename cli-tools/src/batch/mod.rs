@@ -13,6 +13,7 @@ pub mod error;
 pub mod escape;
 pub mod format;
 pub mod info;
+pub mod pictures;
 pub mod queue;
 pub mod release;
 pub mod slurm_json;

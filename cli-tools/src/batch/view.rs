@@ -127,83 +127,45 @@ pub fn plot(v: &ViewReply) -> String {
     out
 }
 
-/// The chart as SVG: one panel per pool, the CAP as a filled step function over time (s from
-/// now), like the paper's Fig. 2.
-pub fn svg(v: &ViewReply) -> String {
-    let (w, panel, left, gap) = (640.0, 140.0, 60.0, 40.0);
-    let plot_w = w - left - 20.0;
+/// The chart as SVG: one panel per pool, the CAP (free nodes) as a step function over time
+/// (seconds from now), like the paper's Fig. 2; drawn by esched-report's plotting module.
+pub fn svg(v: &ViewReply) -> Result<String, esched_report::plot::PlotError> {
+    use esched_report::plot::{stacked, LineChart, Series};
     let end = horizon(v);
-    let span = (end - v.now) as f64;
-    let h = 30.0 + (panel + gap) * v.pools.len() as f64;
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="11">"#
-    );
-    let _ = writeln!(
-        s,
-        r#"<text x="{left}" y="16" font-size="13">View of job {} (CAP per pool)</text>"#,
-        v.job
-    );
-    for (i, p) in v.pools.iter().enumerate() {
-        let y0 = 30.0 + (panel + gap) * i as f64;
-        let top = f64::from(p.steps.iter().map(|s| s.free).max().unwrap_or(0).max(1));
-        let x = |t: u64| left + plot_w * (t.saturating_sub(v.now) as f64 / span).min(1.0);
-        let y = |n: u32| y0 + panel - panel * f64::from(n) / top;
-        let mut path = format!("M{:.1},{:.1}", x(v.now), y(0));
-        for st in &p.steps {
-            let (a, b) = (st.from.max(v.now), st.to.unwrap_or(end).min(end));
-            if b <= a && st.to.is_some() {
-                continue;
+    let secs = |t: u64| t.saturating_sub(v.now) as f64 / 1000.0;
+    let charts: Vec<LineChart> = v
+        .pools
+        .iter()
+        .map(|p| {
+            let top = p.steps.iter().map(|s| s.free).max().unwrap_or(0).max(1);
+            LineChart {
+                title: format!("pool {}", p.pool),
+                x_label: "seconds from now".into(),
+                y_label: "free nodes (CAP)".into(),
+                x_range: Some((0.0, secs(end).max(1.0))),
+                y_range: Some((0.0, f64::from(top) * 1.1)),
+                series: vec![Series {
+                    name: "free nodes".into(),
+                    points: p
+                        .steps
+                        .iter()
+                        .filter(|st| st.to.is_none_or(|to| to > v.now))
+                        .map(|st| (secs(st.from.max(v.now)), f64::from(st.free)))
+                        .collect(),
+                    steps: true,
+                    ..Series::default()
+                }],
+                size: Some((640, 240)),
+                ..LineChart::default()
             }
-            let _ = write!(
-                path,
-                " L{:.1},{:.1} L{:.1},{:.1}",
-                x(a),
-                y(st.free),
-                x(b),
-                y(st.free)
-            );
-        }
-        let _ = write!(path, " L{:.1},{:.1} Z", x(end), y(0));
-        let _ = writeln!(
-            s,
-            r##"<path d="{path}" fill="#9ecae1" stroke="#08519c" stroke-width="1.5"/>"##
-        );
-        let _ = writeln!(
-            s,
-            r##"<line x1="{left}" y1="{b}" x2="{r}" y2="{b}" stroke="black"/><line x1="{left}" y1="{y0}" x2="{left}" y2="{b}" stroke="black"/>"##,
-            b = y0 + panel,
-            r = left + plot_w
-        );
-        let _ = writeln!(
-            s,
-            r#"<text x="{tx}" y="{ty}" text-anchor="end">{top}</text><text x="{tx}" y="{b}" text-anchor="end">0</text><text x="8" y="{my}">{name}</text>"#,
-            tx = left - 4.0,
-            ty = y0 + 10.0,
-            b = y0 + panel,
-            my = y0 + panel / 2.0,
-            name = xml_escape(&p.pool)
-        );
-        for k in 0..=4 {
-            let t = v.now + (end - v.now) * k / 4;
-            let _ = writeln!(
-                s,
-                r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">+{}s</text>"#,
-                x(t),
-                y0 + panel + 14.0,
-                (t - v.now) / 1000
-            );
-        }
-    }
-    s.push_str("</svg>\n");
-    s
-}
-
-fn xml_escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
+        })
+        .collect();
+    stacked(
+        &format!("View of job {} (CAP per pool)", v.job),
+        "The nodes each pool can give the application from now on (its CAP), as batchd's view \
+         answered it; the last step holds for ever.",
+        &charts,
+    )
 }
 
 /// eview.
@@ -214,7 +176,7 @@ pub fn run(cli: ViewCli) -> anyhow::Result<ExitCode> {
         other => return Err(ClientError::unexpected("view", &other).into()),
     };
     if let Some(path) = &cli.svg {
-        std::fs::write(path, svg(&v))
+        std::fs::write(path, svg(&v)?)
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
     }
     if cli.json {
@@ -282,7 +244,15 @@ mod tests {
         // The top row (8 nodes) is empty before the change and filled after it.
         let bar = top.split('|').nth(1).unwrap();
         assert!(bar.starts_with(' ') && bar.ends_with('█'));
-        let s = svg(&reply());
-        assert!(s.starts_with("<svg") && s.contains("<path") && s.trim_end().ends_with("</svg>"));
+        let s = svg(&reply()).unwrap();
+        let doc = roxmltree::Document::parse(&s).expect("well-formed SVG");
+        let texts: Vec<&str> = doc
+            .descendants()
+            .filter_map(|n| n.text())
+            .map(str::trim)
+            .collect();
+        for want in ["pool a", "free nodes (CAP)", "View of job 7 (CAP per pool)"] {
+            assert!(texts.contains(&want), "no {want} in {texts:?}");
+        }
     }
 }
