@@ -67,6 +67,7 @@ impl NamedPolicy for BiCriteria {
         let p = BiCritParams {
             shuffles: params.parse_or("shuffles", d.shuffles)?,
             seed: params.parse_or("seed", d.seed)?,
+            makespan: params.parse_or("makespan", d.makespan)?,
         };
         params.finish()?;
         Ok(BiCriteria::new(p))
