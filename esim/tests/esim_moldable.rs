@@ -82,7 +82,8 @@ fn moldable_reports_bicrit_batch_and_compacted_schedules_under_either_makespan_a
         assert_eq!(v["makespan"], name);
         let b = &v["algorithms"]["BiCrit"];
         let kept = b["kept"].as_str().expect("kept");
-        let crit = |a: &serde_json::Value| (a["cmax"].as_f64().unwrap(), a["sum_wc"].as_f64().unwrap());
+        let crit =
+            |a: &serde_json::Value| (a["cmax"].as_f64().unwrap(), a["sum_wc"].as_f64().unwrap());
         let (batch, compacted, out) = (crit(&b["batch"]), crit(&b["compacted"]), crit(b));
         assert_eq!(b["batch"]["tasks"].as_array().map(Vec::len), Some(4));
         assert_eq!(b["compacted"]["tasks"].as_array().map(Vec::len), Some(4));
@@ -97,7 +98,11 @@ fn moldable_reports_bicrit_batch_and_compacted_schedules_under_either_makespan_a
         }
     }
     let o = esim_stdin(&["moldable", "--makespan", "shelves"], INSTANCE);
-    assert_eq!(o.status.code(), Some(2), "clap refuses an unknown algorithm");
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "clap refuses an unknown algorithm"
+    );
 }
 
 #[test]
@@ -121,7 +126,14 @@ fn moldable_online_prints_the_policies_side_by_side() {
         assert!(out.contains(want), "{want} missing:\n{out}");
     }
     let o = esim_stdin(
-        &["moldable-online", "--trace", trace, "--limit", "40", "--json"],
+        &[
+            "moldable-online",
+            "--trace",
+            trace,
+            "--limit",
+            "40",
+            "--json",
+        ],
         "",
     );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
