@@ -40,6 +40,9 @@ pub enum Command {
     Moldable(esched_lab::cmd::moldable::MoldableArgs),
     /// Dutot & Eyraud's §4 experiments: ratios to the bounds, tables and SVG plots.
     MoldableExperiments(esched_lab::cmd::moldable_experiments::ExperimentArgs),
+    /// Dutot & Eyraud's online scheme (§2.2) on a real trace made moldable: bicriteria against
+    /// cbf with the OAR rule, side by side.
+    MoldableOnline(esched_lab::cmd::moldable_online::OnlineArgs),
     /// Replay a co-allocation trace (JSON) through the rpp policy: every job's fate as JSON.
     Coalloc(esched_lab::cmd::coalloc::CoallocArgs),
     /// Ballier et al.'s §3 experiments (Figures 1–9): tables, SVG plots, run time.

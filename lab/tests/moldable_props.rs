@@ -3,7 +3,7 @@
 
 use esched_bicriteria::bicrit::{batch_schedule, bicrit, BiCritParams};
 use esched_bicriteria::instance::{Instance, Task};
-use esched_bicriteria::makespan::dual_approx;
+use esched_bicriteria::makespan::Makespan;
 use esched_lab::moldable::bounds::bounds;
 use esched_lab::moldable::solve::schedules;
 use proptest::prelude::*;
@@ -40,21 +40,35 @@ proptest! {
         inst in instance(),
         shuffles in 0usize..4,
         seed in any::<u64>(),
+        mrt in any::<bool>(),
     ) {
-        let b = bounds(&inst).expect("LP solves");
-        let params = BiCritParams { shuffles, seed };
+        let makespan = if mrt { Makespan::Mrt } else { Makespan::Canonical };
+        let b = bounds(&inst, makespan).expect("LP solves");
+        let params = BiCritParams { shuffles, seed, makespan };
         let all = schedules(&inst, params).expect("every schedule valid");
         for (name, s) in &all {
             let (c, w) = (s.cmax(&inst), s.sum_wc(&inst));
             prop_assert!(c >= b.cmax_lb * (1.0 - 1e-9), "{name}: Cmax {c} < bound {}", b.cmax_lb);
             prop_assert!(w >= b.minsum_lb * (1.0 - 1e-9), "{name}: ΣωC {w} < bound {}", b.minsum_lb);
         }
-        // The batches themselves form a valid schedule (before compaction).
+        // The batches themselves form a valid schedule (before compaction), and the schedule
+        // returned is no worse than it on both criteria.
         let run = bicrit(&inst, params);
         batch_schedule(&inst, &run.batches).validate(&inst).expect("batch schedule valid");
-        // The dual approximation's guarantee (crate::makespan): λ* ≤ its schedule ≤ 3λ*.
-        let d = dual_approx(&inst);
+        prop_assert_eq!(&run.batch, &batch_schedule(&inst, &run.batches));
+        let (bc, bw) = (run.batch.cmax(&inst), run.batch.sum_wc(&inst));
+        prop_assert!(run.schedule.cmax(&inst) <= bc * (1.0 + 1e-9));
+        prop_assert!(run.schedule.sum_wc(&inst) <= bw * (1.0 + 1e-9));
+        // The dual approximations' guarantees: λ* ≤ the schedule ≤ 3λ* (canonical), 3λ*/2
+        // (MRT's three shelves); MRT's test is the stronger, so its λ* is no smaller.
+        let d = makespan.run(&inst);
+        d.schedule.validate(&inst).expect("makespan schedule valid");
         let c = d.schedule.cmax(&inst);
-        prop_assert!(c <= 3.0 * d.lambda * (1.0 + 1e-9), "{c} > 3·{}", d.lambda);
+        let factor = if mrt { 1.5 } else { 3.0 };
+        prop_assert!(!d.fallback, "MRT's rules left S2 too wide");
+        prop_assert!(c <= factor * d.lambda * (1.0 + 1e-9), "{c} > {factor}·{}", d.lambda);
+        prop_assert!(
+            Makespan::Mrt.lambda_star(&inst) >= Makespan::Canonical.lambda_star(&inst) * (1.0 - 1e-9)
+        );
     }
 }

@@ -13,6 +13,7 @@ pub mod coorm_experiments;
 pub mod coorm_validation;
 pub mod moldable;
 pub mod moldable_experiments;
+pub mod moldable_online;
 pub mod schedule;
 pub mod svg;
 pub mod tables;

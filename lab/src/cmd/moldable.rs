@@ -4,9 +4,12 @@
 //! Input (a file, or stdin when the file is absent or `-`), times in seconds:
 //! `{"m": M, "tasks": [{"w": W, "p": [p(1), …, p(M)]}, …]}`; tasks must be monotonic (run time
 //! non-increasing and work non-decreasing in k, within a relative 1e-9), others are refused.
-//! Output (stdout): `{"bounds": {"cmax_lb", "minsum_lb", "minsum_lb_paper"}, "algorithms":
-//! {"BiCrit": A, "Gang": A, "Seq-LPTF": A, "List-MRT": A, "List-wLPTF": A, "List-SAF": A}}`,
-//! each A `{"cmax", "sum_wc", "tasks": [{"start", "procs"}, …]}` with tasks in input order.
+//! Output (stdout): `{"makespan": "mrt"|"canonical", "bounds": {"cmax_lb", "minsum_lb",
+//! "minsum_lb_paper"}, "algorithms": {"BiCrit": B, "Gang": A, "Seq-LPTF": A, "List-MRT": A,
+//! "List-wLPTF": A, "List-SAF": A}}`, each A `{"cmax", "sum_wc", "tasks": [{"start", "procs"},
+//! …]}` with tasks in input order; B is an A (the schedule BiCrit returns) with three more
+//! fields: `"kept"` (`"batch"` or `"compacted"`), `"batch"` and `"compacted"` (each an A: the
+//! batch schedule and the best compaction by ΣωC).
 //! Every schedule is validated before anything is written.
 
 use std::io::Read;
@@ -16,6 +19,7 @@ use crate::moldable::solve::{solve, Input};
 use anyhow::Context;
 use clap::Args;
 use esched_bicriteria::bicrit::BiCritParams;
+use esched_bicriteria::makespan::Makespan;
 
 /// `esim moldable`.
 #[derive(Debug, Args)]
@@ -30,6 +34,10 @@ pub struct MoldableArgs {
     /// Seed of the shuffles.
     #[arg(long, default_value_t = BiCritParams::default().seed)]
     pub seed: u64,
+    /// The dual-approximation makespan algorithm: `mrt` (Mounié, Rapine & Trystram's two
+    /// shelves, the paper's) or `canonical` (the canonical-allotment test).
+    #[arg(long, default_value_t = Makespan::default())]
+    pub makespan: Makespan,
     /// Indent the JSON.
     #[arg(long)]
     pub pretty: bool,
@@ -54,6 +62,7 @@ pub fn run(args: &MoldableArgs) -> anyhow::Result<()> {
     let params = BiCritParams {
         shuffles: args.shuffles,
         seed: args.seed,
+        makespan: args.makespan,
     };
     let out = solve(&inst, params)?;
     let json = if args.pretty {

@@ -11,6 +11,7 @@ use crate::moldable::experiment::{format_tables, run_experiment, svg_figures, Mo
 use anyhow::{bail, Context};
 use clap::Args;
 use esched_bicriteria::bicrit::BiCritParams;
+use esched_bicriteria::makespan::Makespan;
 
 /// `esim moldable-experiments`.
 #[derive(Debug, Args)]
@@ -37,6 +38,10 @@ pub struct ExperimentArgs {
     /// BiCrit's random batch orders (on in the paper's experiments).
     #[arg(long, default_value_t = BiCritParams::default().shuffles)]
     pub shuffles: usize,
+    /// The dual-approximation makespan algorithm (C*max, the Cmax bound, the list baselines'
+    /// allotment): `mrt` (the paper's [7]) or `canonical`.
+    #[arg(long, default_value_t = Makespan::default())]
+    pub makespan: Makespan,
     /// Directory for the SVG plots (created if missing).
     #[arg(long, value_name = "DIR", default_value = "moldable-figures")]
     pub svg_dir: PathBuf,
@@ -92,6 +97,7 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
         params: BiCritParams {
             shuffles: args.shuffles,
             seed: args.seed,
+            makespan: args.makespan,
         },
     };
     let started = Instant::now();

@@ -39,11 +39,13 @@ pub fn seq_lptf(inst: &Instance) -> Schedule {
     list_to_schedule(inst, &rigid_list(inst, &order, &allot))
 }
 
-/// List-MRT: the makespan algorithm's allotment in its own order (largest allotment first; the
-/// paper's [7] lists the large shelf, then the small shelf, then the small tasks — our makespan
-/// algorithm has no shelves, see [`esched_bicriteria::makespan`]).
-pub fn list_mrt(dual: &DualApprox) -> Schedule {
-    dual.schedule.clone()
+/// List-MRT: Graham's list with the makespan algorithm's allotment in its own order. §4.1:
+/// "keep the order of [7], listing first task of the large shelf then the tasks of small shelf
+/// then the small tasks" — with the two-shelf algorithm ([`esched_bicriteria::mrt`]) that is
+/// S0 and S1, then S2, then the small tasks; the canonical algorithm has no shelves and lists
+/// the largest allotment first.
+pub fn list_mrt(inst: &Instance, dual: &DualApprox) -> Schedule {
+    list_to_schedule(inst, &rigid_list(inst, &dual.order, &dual.allot))
 }
 
 /// List-wLPTF: the makespan algorithm's allotment, by decreasing p/ω. §4.1 calls it "weighted
@@ -89,7 +91,7 @@ mod tests {
         let s = seq_lptf(&i);
         assert_eq!((s.tasks[0].start, s.tasks[1].start), (0.0, 0.0));
         let d = dual_approx(&i);
-        for s in [list_mrt(&d), list_wlptf(&i, &d), list_saf(&i, &d)] {
+        for s in [list_mrt(&i, &d), list_wlptf(&i, &d), list_saf(&i, &d)] {
             s.validate(&i).unwrap();
         }
     }

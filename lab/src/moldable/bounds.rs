@@ -30,7 +30,7 @@ use good_lp::{microlp, variable, Expression, ProblemVariables, Solution, SolverM
 
 use esched_bicriteria::bicrit::boundaries;
 use esched_bicriteria::instance::Instance;
-use esched_bicriteria::makespan::lambda_star;
+use esched_bicriteria::makespan::Makespan;
 
 /// An LP that could not be solved.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -40,7 +40,7 @@ pub struct LpError(String);
 /// The lower bounds of one instance.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Bounds {
-    /// λ*, the makespan lower bound of the dual approximation.
+    /// λ* of the chosen dual approximation: a makespan lower bound.
     pub cmax_lb: f64,
     /// The corrected LP relaxation: a lower bound on ΣωC.
     pub minsum_lb: f64,
@@ -57,9 +57,9 @@ pub enum LpForm {
     Corrected,
 }
 
-/// All bounds of `inst`, with the t_j built from C*max = λ* as in §3.2.
-pub fn bounds(inst: &Instance) -> Result<Bounds, LpError> {
-    let cmax_lb = lambda_star(inst);
+/// All bounds of `inst`, with the t_j built from C*max = λ* of `makespan` as in §3.2.
+pub fn bounds(inst: &Instance, makespan: Makespan) -> Result<Bounds, LpError> {
+    let cmax_lb = makespan.lambda_star(inst);
     Ok(Bounds {
         cmax_lb,
         minsum_lb: minsum_lp(inst, cmax_lb, LpForm::Corrected)?,
@@ -142,7 +142,7 @@ mod tests {
         let i = inst(1, &[(4.0, &[1.0]), (1.0, &[2.0])]);
         // The optimum by hand (two orders on one processor): heavy first, 4·1 + 1·3 = 7.
         let opt: f64 = 7.0;
-        let b = bounds(&i).unwrap();
+        let b = bounds(&i, Makespan::Canonical).unwrap();
         assert_eq!(b.cmax_lb, 3.0);
         assert!(
             (b.minsum_lb_paper - 7.5).abs() < 1e-9,
@@ -160,7 +160,7 @@ mod tests {
     fn one_task_bound_is_tight() {
         // One task alone: ΣωC = ω·p(m); the corrected LP charges exactly that.
         let i = inst(2, &[(3.0, &[4.0, 2.5])]);
-        let b = bounds(&i).unwrap();
+        let b = bounds(&i, Makespan::Canonical).unwrap();
         assert_eq!(b.cmax_lb, 2.5);
         assert!((b.minsum_lb - 7.5).abs() < 1e-9, "{}", b.minsum_lb);
     }

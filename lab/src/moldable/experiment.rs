@@ -30,7 +30,7 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::moldable::bounds::bounds;
 use crate::moldable::solve::{schedules, SolveError, ALGORITHMS};
-use esched_bicriteria::bicrit::{bicrit, BiCritParams};
+use esched_bicriteria::bicrit::{bicrit, BiCritParams, Kept};
 use esched_bicriteria::instance::{Instance, Task};
 
 /// A workload model of §4.1.
@@ -217,6 +217,12 @@ pub struct Point {
     pub cmax: Vec<Ratio>,
     /// ΣωC ratio per algorithm.
     pub minsum: Vec<Ratio>,
+    /// BiCrit's batch schedule: `[Cmax ratio, ΣωC ratio]`.
+    pub bicrit_batch: [Ratio; 2],
+    /// BiCrit's best compaction by ΣωC: `[Cmax ratio, ΣωC ratio]`.
+    pub bicrit_compacted: [Ratio; 2],
+    /// Runs where BiCrit returned a compaction (no worse than the batch schedule on both).
+    pub kept_compacted: usize,
     /// Runs whose printed LP (§3.3 as printed) exceeded the best ΣωC found: it was not a lower
     /// bound there.
     pub paper_lp_above_best: usize,
@@ -272,13 +278,24 @@ pub fn run_point(spec: &Spec, model: Model, n: usize) -> Result<Point, SolveErro
     let mut paper_above = 0;
     let (mut sum_paper, mut sum_corr) = (0.0, 0.0);
     let mut times = Vec::with_capacity(spec.runs);
+    let mut batch = (Acc::new(), Acc::new());
+    let mut compacted = (Acc::new(), Acc::new());
+    let mut kept_compacted = 0;
     for run in 0..spec.runs {
         let mut rng = ChaCha8Rng::seed_from_u64(run_seed(spec.seed, model, n, run));
         let inst = generate(model, n, spec.m, &mut rng);
-        let b = bounds(&inst)?;
+        let b = bounds(&inst, spec.params.makespan)?;
         let t0 = Instant::now();
-        let _ = bicrit(&inst, spec.params);
+        let run = bicrit(&inst, spec.params);
         times.push(t0.elapsed().as_secs_f64());
+        // BiCrit's two schedules apart, and which one it returned.
+        for (acc, s) in [(&mut batch, &run.batch), (&mut compacted, &run.compacted)] {
+            acc.0.add(s.cmax(&inst), b.cmax_lb);
+            acc.1.add(s.sum_wc(&inst), b.minsum_lb);
+        }
+        if run.kept == Kept::Compacted {
+            kept_compacted += 1;
+        }
         let all = schedules(&inst, spec.params)?;
         let mut best = f64::INFINITY;
         for (a, (_, s)) in all.iter().enumerate() {
@@ -298,6 +315,9 @@ pub fn run_point(spec: &Spec, model: Model, n: usize) -> Result<Point, SolveErro
         n,
         cmax: cmax.iter().map(Acc::ratio).collect(),
         minsum: minsum.iter().map(Acc::ratio).collect(),
+        bicrit_batch: [batch.0.ratio(), batch.1.ratio()],
+        bicrit_compacted: [compacted.0.ratio(), compacted.1.ratio()],
+        kept_compacted,
         paper_lp_above_best: paper_above,
         paper_lp_over_corrected: sum_paper / sum_corr,
         bicrit_median_s: times.get(times.len() / 2).copied().unwrap_or(0.0),
@@ -335,12 +355,13 @@ pub fn format_tables(reports: &[ModelReport], spec: &Spec) -> String {
         for (crit, pick) in [("Cmax", 0usize), ("sum wC", 1)] {
             let _ = writeln!(
                 s,
-                "Figure {} ({} parallel tasks{}), m = {}, {} runs per point: {} ratio to its lower bound, min/avg/max",
+                "Figure {} ({} parallel tasks{}), m = {}, {} runs per point, makespan algorithm {}: {} ratio to its lower bound, min/avg/max",
                 r.figure,
                 r.model,
                 if r.model == "cirne" { ", Cirne-Berman-like" } else { "" },
                 spec.m,
                 spec.runs,
+                spec.params.makespan,
                 crit
             );
             let _ = write!(s, "{:>5}", "n");
@@ -358,6 +379,33 @@ pub fn format_tables(reports: &[ModelReport], spec: &Spec) -> String {
             }
             let _ = writeln!(s);
         }
+    }
+    for r in reports {
+        let _ = writeln!(
+            s,
+            "BiCrit's two schedules, {} (figure {}): batch and best compaction, avg (max) ratio to the bounds; runs where the compaction was returned",
+            r.model, r.figure
+        );
+        let _ = writeln!(
+            s,
+            "{:>5} | {:^15} | {:^15} | {:^15} | {:^15} | {:>7}",
+            "n", "batch Cmax", "compact Cmax", "batch sum wC", "compact sum wC", "kept"
+        );
+        for p in &r.points {
+            let c = |x: &Ratio| format!("{:>6.3} ({:>5.2})", x.avg, x.max);
+            let _ = writeln!(
+                s,
+                "{:>5} | {:>15} | {:>15} | {:>15} | {:>15} | {:>3}/{:<3}",
+                p.n,
+                c(&p.bicrit_batch[0]),
+                c(&p.bicrit_compacted[0]),
+                c(&p.bicrit_batch[1]),
+                c(&p.bicrit_compacted[1]),
+                p.kept_compacted,
+                spec.runs
+            );
+        }
+        let _ = writeln!(s);
     }
     per_model_table(
         &mut s,
@@ -678,6 +726,35 @@ mod tests {
         };
         let (hi, lo) = (speedup(Model::Highly), speedup(Model::Weakly));
         assert!(hi > 20.0 && lo < 3.0, "highly {hi}, weakly {lo}");
+    }
+
+    #[test]
+    fn bicrit_returns_the_batch_schedule_when_compaction_is_worse() {
+        // Weakly parallel tasks (§4.1, Figure 3): Graham's list lets narrow tasks of later
+        // batches pass a wide one, and the compaction can end later than the batch schedule.
+        // The schedule returned must then be the batch schedule, and never worse than it.
+        let mut worse = 0;
+        for seed in 0..4 {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let inst = generate(Model::Weakly, 50, 200, &mut rng);
+            let run = bicrit(&inst, BiCritParams::default());
+            let (bc, bw) = (run.batch.cmax(&inst), run.batch.sum_wc(&inst));
+            let (c, w) = (run.schedule.cmax(&inst), run.schedule.sum_wc(&inst));
+            assert!(
+                c <= bc * (1.0 + 1e-9) && w <= bw * (1.0 + 1e-9),
+                "seed {seed}"
+            );
+            if run.kept == Kept::Batch {
+                assert_eq!(run.schedule, run.batch, "seed {seed}");
+            }
+            // The best compaction by ΣωC (what BiCrit returned without the rule) ends later:
+            // something else is returned, the batch schedule or a compaction in another order.
+            if run.compacted.cmax(&inst) > bc * (1.0 + 1e-9) {
+                worse += 1;
+                assert_ne!(run.schedule, run.compacted, "seed {seed}");
+            }
+        }
+        assert!(worse > 0, "no instance where compaction ends later");
     }
 
     #[test]

@@ -5,13 +5,15 @@
 //! - [`baselines`]: Gang, Seq-LPTF, List-MRT, List-wLPTF, List-SAF (§4.1);
 //! - [`bounds`]: the lower bounds of §3.3, the LP as printed and corrected;
 //! - [`solve`]: everything on one instance at once (what `esim moldable` prints);
-//! - [`experiment`]: the instance generators and the runs of §4, tables and SVG plots.
+//! - [`experiment`]: the instance generators and the runs of §4, tables and SVG plots;
+//! - [`online`]: the online experiment (§2.2) on a real trace made moldable.
 //!
 //! docs/moldable.md gives every choice the paper leaves open and the findings checked.
 
 pub mod baselines;
 pub mod bounds;
 pub mod experiment;
+pub mod online;
 pub mod solve;
 
 /// Instances built in one line for the unit tests.

@@ -6,9 +6,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::moldable::baselines::{gang, list_mrt, list_saf, list_wlptf, seq_lptf};
 use crate::moldable::bounds::{bounds, LpError};
-use esched_bicriteria::bicrit::{bicrit, BiCritParams};
+use esched_bicriteria::bicrit::{bicrit, BiCritParams, Kept};
 use esched_bicriteria::instance::{Instance, InstanceError, Task};
-use esched_bicriteria::makespan::dual_approx;
+use esched_bicriteria::makespan::Makespan;
 use esched_bicriteria::schedule::{InvalidSchedule, Schedule, Slot};
 
 /// The input document: `{"m": M, "tasks": [{"w": W, "p": [p(1), …, p(M)]}, …]}`, seconds.
@@ -26,6 +26,22 @@ impl Input {
     pub fn instance(self) -> Result<Instance, InstanceError> {
         Instance::new(self.m, self.tasks)
     }
+}
+
+/// BiCrit's output: the schedule returned (the fields of every algorithm) and both schedules
+/// it chose from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BiCritOut {
+    /// The schedule returned.
+    #[serde(flatten)]
+    pub kept_schedule: AlgoOut,
+    /// Which one was returned: `"batch"` or `"compacted"` (the compacted one only when it is
+    /// no worse than the batch schedule on both criteria).
+    pub kept: Kept,
+    /// The batch schedule of §3.2 (every batch's items at its start).
+    pub batch: AlgoOut,
+    /// The best list compaction by ΣωC over the batch orders tried.
+    pub compacted: AlgoOut,
 }
 
 /// The bounds of the output.
@@ -65,7 +81,7 @@ impl AlgoOut {
 pub struct Algorithms {
     /// Dutot & Eyraud's algorithm.
     #[serde(rename = "BiCrit")]
-    pub bicrit: AlgoOut,
+    pub bicrit: BiCritOut,
     /// Gang scheduling.
     #[serde(rename = "Gang")]
     pub gang: AlgoOut,
@@ -87,7 +103,7 @@ impl Algorithms {
     /// `(name, result)` in the paper's order.
     pub fn iter(&self) -> [(&'static str, &AlgoOut); 6] {
         [
-            (ALGORITHMS[0], &self.bicrit),
+            (ALGORITHMS[0], &self.bicrit.kept_schedule),
             (ALGORITHMS[1], &self.gang),
             (ALGORITHMS[2], &self.seq_lptf),
             (ALGORITHMS[3], &self.list_mrt),
@@ -110,6 +126,8 @@ pub const ALGORITHMS: [&str; 6] = [
 /// The output document.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Output {
+    /// The makespan algorithm of C*max, the Cmax bound and the list baselines' allotment.
+    pub makespan: Makespan,
     /// Lower bounds.
     pub bounds: BoundsOut,
     /// Each algorithm's schedule.
@@ -137,12 +155,12 @@ pub fn schedules(
     inst: &Instance,
     params: BiCritParams,
 ) -> Result<[(&'static str, Schedule); 6], SolveError> {
-    let dual = dual_approx(inst);
+    let dual = params.makespan.run(inst);
     let all = [
         (ALGORITHMS[0], bicrit(inst, params).schedule),
         (ALGORITHMS[1], gang(inst)),
         (ALGORITHMS[2], seq_lptf(inst)),
-        (ALGORITHMS[3], list_mrt(&dual)),
+        (ALGORITHMS[3], list_mrt(inst, &dual)),
         (ALGORITHMS[4], list_wlptf(inst, &dual)),
         (ALGORITHMS[5], list_saf(inst, &dual)),
     ];
@@ -157,9 +175,23 @@ pub fn schedules(
 
 /// Bounds and all six algorithms on `inst`.
 pub fn solve(inst: &Instance, params: BiCritParams) -> Result<Output, SolveError> {
-    let b = bounds(inst)?;
-    let [bi, ga, sq, mr, wl, sa] = schedules(inst, params)?.map(|(_, s)| AlgoOut::new(inst, s));
+    let b = bounds(inst, params.makespan)?;
+    let [_, ga, sq, mr, wl, sa] = schedules(inst, params)?.map(|(_, s)| AlgoOut::new(inst, s));
+    let run = bicrit(inst, params);
+    for s in [&run.batch, &run.compacted] {
+        s.validate(inst).map_err(|source| SolveError::Invalid {
+            algorithm: ALGORITHMS[0],
+            source,
+        })?;
+    }
+    let bi = BiCritOut {
+        kept_schedule: AlgoOut::new(inst, run.schedule),
+        kept: run.kept,
+        batch: AlgoOut::new(inst, run.batch),
+        compacted: AlgoOut::new(inst, run.compacted),
+    };
     Ok(Output {
+        makespan: params.makespan,
         bounds: BoundsOut {
             cmax_lb: b.cmax_lb,
             minsum_lb: b.minsum_lb,

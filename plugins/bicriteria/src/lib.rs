@@ -11,6 +11,8 @@
 //!   list scheduling;
 //! - [`makespan`]: the dual-approximation makespan algorithm (C*max, the Cmax lower bound, the
 //!   allotment of the list baselines);
+//! - [`mrt`]: Mounié, Rapine & Trystram's two-shelf 3/2 + ε dual approximation, the makespan
+//!   algorithm the paper names (the default; [`makespan::Makespan`] selects);
 //! - [`bicrit`]: the algorithm of §3.2 (batches, merging, knapsack, leftovers, compaction,
 //!   shuffles);
 //! - [`policy`]: the online policy of §2.2 ([`BiCriteria`], plugin name `bicriteria`).
@@ -25,6 +27,7 @@
 pub mod bicrit;
 pub mod instance;
 pub mod makespan;
+pub mod mrt;
 pub mod policy;
 pub mod schedule;
 

@@ -24,7 +24,92 @@
 //! rejected by necessary conditions) and is the C*max the batches are built from.
 
 use crate::instance::Instance;
+use crate::mrt;
 use crate::schedule::{list_to_schedule, rigid_list, Schedule};
+
+/// Which dual-approximation makespan algorithm gives C*max, the Cmax lower bound and the
+/// allotment of the list baselines.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Makespan {
+    /// Mounié, Rapine & Trystram's 3/2 + ε two-shelf algorithm ([`crate::mrt`]): the one
+    /// Dutot & Eyraud name (§3.2, "[7]").
+    #[default]
+    Mrt,
+    /// The canonical-allotment dual test and its list schedule (this module): a weaker test,
+    /// so a smaller λ*, at most 3λ*.
+    Canonical,
+}
+
+impl std::str::FromStr for Makespan {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Makespan::parse(s.trim())
+            .ok_or_else(|| format!("unknown makespan algorithm `{s}` (mrt, canonical)"))
+    }
+}
+
+impl std::fmt::Display for Makespan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Makespan {
+    /// Both, the default first.
+    pub const ALL: [Makespan; 2] = [Makespan::Mrt, Makespan::Canonical];
+
+    /// Its name on command lines and in parameters.
+    pub fn name(self) -> &'static str {
+        match self {
+            Makespan::Mrt => "mrt",
+            Makespan::Canonical => "canonical",
+        }
+    }
+
+    /// Parses a name.
+    pub fn parse(s: &str) -> Option<Makespan> {
+        Makespan::ALL.into_iter().find(|m| m.name() == s)
+    }
+
+    /// λ*: its smallest accepted guess, a lower bound on the optimal makespan and Dutot &
+    /// Eyraud's C*max.
+    pub fn lambda_star(self, inst: &Instance) -> f64 {
+        match self {
+            Makespan::Mrt => mrt::lambda_star(inst),
+            Makespan::Canonical => lambda_star(inst),
+        }
+    }
+
+    /// The whole algorithm: λ*, the allotment, the list order and the schedule.
+    pub fn run(self, inst: &Instance) -> DualApprox {
+        match self {
+            Makespan::Canonical => dual_approx(inst),
+            Makespan::Mrt => {
+                let lambda = mrt::lambda_star(inst);
+                match mrt::two_shelves(inst, lambda) {
+                    Some(ts) => {
+                        let s = mrt::shelf_schedule(inst, &ts);
+                        DualApprox {
+                            lambda,
+                            allot: s.allot,
+                            order: s.order,
+                            schedule: s.schedule,
+                            fallback: s.fallback,
+                        }
+                    }
+                    // λ* is accepted by construction; should rounding say otherwise, the
+                    // canonical algorithm's allotment and schedule with the MRT bound.
+                    None => DualApprox {
+                        lambda,
+                        fallback: true,
+                        ..dual_approx(inst)
+                    },
+                }
+            }
+        }
+    }
+}
 
 /// The outcome of the dual approximation.
 #[derive(Clone, Debug, PartialEq)]
@@ -35,8 +120,13 @@ pub struct DualApprox {
     pub allot: Vec<usize>,
     /// The list order of the makespan algorithm: largest allotment first, then longest first.
     pub order: Vec<usize>,
-    /// The list schedule of that allotment in that order (at most 3λ*, see the module doc).
+    /// The algorithm's schedule: for the canonical test the list schedule of that allotment
+    /// in that order (at most 3λ*, see the module doc); for MRT the three-shelf schedule (at
+    /// most 3λ*/2).
     pub schedule: Schedule,
+    /// MRT only: its transformation rules did not fit the last shelf and the schedule is the
+    /// list schedule of its order instead (see [`crate::mrt`]).
+    pub fallback: bool,
 }
 
 /// Canonical allotment and its work for a guess λ, or `None` when a task cannot run in λ.
@@ -133,6 +223,7 @@ pub fn dual_approx(inst: &Instance) -> DualApprox {
         allot,
         order,
         schedule,
+        fallback: false,
     }
 }
 

@@ -67,6 +67,7 @@ impl NamedPolicy for BiCriteria {
         let p = BiCritParams {
             shuffles: params.parse_or("shuffles", d.shuffles)?,
             seed: params.parse_or("seed", d.seed)?,
+            makespan: params.parse_or("makespan", d.makespan)?,
         };
         params.finish()?;
         Ok(BiCriteria::new(p))
@@ -396,5 +397,12 @@ mod tests {
         validate(&snap, &plan).unwrap();
         assert_eq!(plan.rejects.len(), 3, "{plan:?}");
         assert!(BiCriteria::from_params(&Params::from_pairs([("shufles", "1")])).is_err());
+        let p = BiCriteria::from_params(&Params::from_pairs([("makespan", "canonical")])).unwrap();
+        assert_eq!(p.params.makespan, crate::makespan::Makespan::Canonical);
+        assert_eq!(
+            BiCriteria::default().params.makespan,
+            crate::makespan::Makespan::Mrt
+        );
+        assert!(BiCriteria::from_params(&Params::from_pairs([("makespan", "shelves")])).is_err());
     }
 }
