@@ -273,8 +273,8 @@ fn an_expanded_step_tells_the_job_it_waits_until_its_nodes_come() {
 #[test]
 fn the_example_evolving_job_completes_before_its_limit() {
     let c = Cluster::start(4, "evolving");
-    let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../examples/jobs/evolving.sh");
+    let example =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/jobs/evolving.sh");
     let text = std::fs::read_to_string(&example).unwrap();
     c.script("example-evolving.sh", &text);
     let id = c.submit(&["--evolving-profile", "2:2,2:3,2:1", "example-evolving.sh"]);
