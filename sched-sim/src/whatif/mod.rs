@@ -21,7 +21,7 @@ use std::collections::{HashMap, HashSet};
 
 use sched_abi::{HostedPolicy, PolicyHost};
 use sched_core::metrics::{JobOutcome, Stats, DEFAULT_TAU};
-use sched_core::{JobId, Pending, PoolSteps, Running, Snapshot, Time, FOREVER};
+use sched_core::{JobId, PoolSteps, Running, Snapshot, Time, FOREVER};
 use serde::{Deserialize, Serialize};
 
 pub mod format;
@@ -365,7 +365,7 @@ pub fn replay<P: HostedPolicy>(
         .iter()
         .enumerate()
         .map(|(q, e)| {
-            let outcome = if let Some(_s) = &starts[q] {
+            let outcome = if starts[q].is_some() {
                 Outcome::Started
             } else if rejected[q] {
                 Outcome::Rejected

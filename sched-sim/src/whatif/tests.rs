@@ -1,5 +1,5 @@
 use sched_abi::{Linked, PolicyHost};
-use sched_core::{Params, PoolId, Request, Shape};
+use sched_core::{Params, Pending, PoolId, Request, Shape};
 
 use super::*;
 
