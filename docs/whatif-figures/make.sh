@@ -7,7 +7,15 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bin=${1:-"$here/../../target/debug"}
 dir=$(mktemp -d)
-trap '"$bin/ecancel" -t PD,R >/dev/null 2>&1 || true; kill "$pid" 2>/dev/null || true; rm -rf "$dir"' EXIT
+stop() {
+  "$bin/ecancel" -t PD,R >/dev/null 2>&1 || true
+  # The jobs' supervisors outlive the daemon: let them end before it stops.
+  for _ in $(seq 50); do [ -z "$("$bin/equeue" --noheader -t R,CG 2>/dev/null)" ] && break; sleep 0.1; done
+  kill "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  rm -rf "$dir"
+}
+trap stop EXIT
 cat >"$dir/batchd.toml" <<CONF
 socket = "$dir/batchd.sock"
 state_dir = "$dir/state"
