@@ -63,8 +63,11 @@ pub fn handle(d: &Arc<Daemon>, caller: (u32, u32, &str), req: SnapshotRequest) -
             file,
             with_job: test.map(|t| t.rec.id),
         },
-        Err(e) => ErrorReply::new(ErrorKind::Internal, format!("cannot encode the snapshot: {e}"))
-            .into(),
+        Err(e) => ErrorReply::new(
+            ErrorKind::Internal,
+            format!("cannot encode the snapshot: {e}"),
+        )
+        .into(),
     }
 }
 

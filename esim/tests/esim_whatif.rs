@@ -6,10 +6,12 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use sched_core::{
-    JobId, MoldConfig, Moldable, Pending, Pool, PoolId, PoolSteps, RNone, Request, Running,
-    Shape, Step,
+    JobId, MoldConfig, Moldable, Pending, Pool, PoolId, PoolSteps, RNone, Request, Running, Shape,
+    Step,
 };
-use sched_sim::whatif::{format, Holder, PendingEntry, PolicyInForce, PoolEntry, RunningEntry, SnapshotFile};
+use sched_sim::whatif::{
+    format, Holder, PendingEntry, PolicyInForce, PoolEntry, RunningEntry, SnapshotFile,
+};
 
 const NOW: u64 = 1_800_000_000_000;
 const MIN: u64 = 60_000;
@@ -78,8 +80,14 @@ fn snapshot() -> SnapshotFile {
             1 => Request::Moldable(Moldable {
                 pool: RNone,
                 configs: vec![
-                    MoldConfig { nodes: 2, walltime: 40 * MIN },
-                    MoldConfig { nodes: 8, walltime: 12 * MIN },
+                    MoldConfig {
+                        nodes: 2,
+                        walltime: 40 * MIN,
+                    },
+                    MoldConfig {
+                        nodes: 8,
+                        walltime: 12 * MIN,
+                    },
                 ]
                 .into(),
                 model: RNone,
@@ -92,7 +100,11 @@ fn snapshot() -> SnapshotFile {
                 steps: vec![Step::new(10 * MIN, 2), Step::new(10 * MIN, 6)].into(),
             }),
         };
-        queue.push(pending(10 + i, if i % 2 == 0 { "ann" } else { "bob" }, request));
+        queue.push(pending(
+            10 + i,
+            if i % 2 == 0 { "ann" } else { "bob" },
+            request,
+        ));
     }
     SnapshotFile {
         format: format::FORMAT.into(),
@@ -126,7 +138,14 @@ fn two_plans_one_above_the_other_in_an_svg_that_parses() {
     let dir = tempfile::tempdir().unwrap();
     let file = write(dir.path());
     let svg = dir.path().join("plans.svg");
-    let out = ok(&[&file, "--policy", "easy", "--json", "--svg", svg.to_str().unwrap()]);
+    let out = ok(&[
+        &file,
+        "--policy",
+        "easy",
+        "--json",
+        "--svg",
+        svg.to_str().unwrap(),
+    ]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     let text = std::fs::read_to_string(&svg).unwrap();
     let doc = roxmltree::Document::parse(&text).expect("the SVG is well-formed XML");
@@ -137,7 +156,10 @@ fn two_plans_one_above_the_other_in_an_svg_that_parses() {
         .descendants()
         .filter(|n| n.attribute("class") == Some("plan"))
         .collect();
-    let labels: Vec<&str> = plans.iter().map(|p| p.attribute("data-policy").unwrap()).collect();
+    let labels: Vec<&str> = plans
+        .iter()
+        .map(|p| p.attribute("data-policy").unwrap())
+        .collect();
     assert_eq!(labels, ["current: cbf", "easy"]);
     // One above the other: the second panel's frame is below the first's.
     let top = |p: &roxmltree::Node| -> f64 {
@@ -198,12 +220,18 @@ fn run_time_models_move_the_starts() {
     let mean_wait = |runtime: &str| {
         let v: serde_json::Value =
             serde_json::from_str(&ok(&[&file, "--runtime", runtime, "--json"])).unwrap();
-        v["policies"][0]["summary"]["wait"]["mean"].as_f64().unwrap()
+        v["policies"][0]["summary"]["wait"]["mean"]
+            .as_f64()
+            .unwrap()
     };
     let full = mean_wait("walltime");
     assert!(mean_wait("ratio:0.5") < full);
     let hist = dir.path().join("acct.txt");
-    std::fs::write(&hist, "User|ElapsedRaw|TimelimitRaw\nann|600|60\nbob|300|10\n").unwrap();
+    std::fs::write(
+        &hist,
+        "User|ElapsedRaw|TimelimitRaw\nann|600|60\nbob|300|10\n",
+    )
+    .unwrap();
     let h = mean_wait(&format!("history:{}", hist.display()));
     assert!(h < full, "{h} {full}");
     let bad = esim(&[&file, "--runtime", "ratio:7"]);
@@ -212,7 +240,10 @@ fn run_time_models_move_the_starts() {
 
 #[test]
 fn the_stored_version_1_snapshot_still_replays() {
-    let v1 = concat!(env!("CARGO_MANIFEST_DIR"), "/../sched-sim/tests/data/snapshot-v1.json");
+    let v1 = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../sched-sim/tests/data/snapshot-v1.json"
+    );
     let out = ok(&[v1, "--json", "--policy", "fcfs"]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["version"], 1);

@@ -101,7 +101,10 @@ fn whatif_under_the_policy_in_force_matches_equeue_start_for_every_pending_job()
         ],
     );
     let after_starts = equeue_starts(&c);
-    assert_eq!(before, after_starts, "the daemon's plan changed during the test");
+    assert_eq!(
+        before, after_starts,
+        "the daemon's plan changed during the test"
+    );
     let v: serde_json::Value = serde_json::from_str(&out).expect("econtrol whatif --json");
     let rows = v["policies"].as_array().expect("policies");
     let labels: Vec<&str> = rows.iter().map(|r| r["label"].as_str().unwrap()).collect();
@@ -149,11 +152,19 @@ fn whatif_under_the_policy_in_force_matches_equeue_start_for_every_pending_job()
             .unwrap()
             .iter()
             .find(|j| j["id"].as_u64() == Some(id))
-            .map(|j| (j["start"].clone(), j["outcome"].as_str().unwrap().to_string()))
+            .map(|j| {
+                (
+                    j["start"].clone(),
+                    j["outcome"].as_str().unwrap().to_string(),
+                )
+            })
             .unwrap()
     };
     assert_eq!(outcome(held), (serde_json::Value::Null, "held".into()));
-    assert_eq!(outcome(after), (serde_json::Value::Null, "not-started".into()));
+    assert_eq!(
+        outcome(after),
+        (serde_json::Value::Null, "not-started".into())
+    );
     // The other policies start every queued job too, and some differently.
     for r in &rows[1..] {
         let started = r["summary"]["started"].as_u64().unwrap();
@@ -164,7 +175,13 @@ fn whatif_under_the_policy_in_force_matches_equeue_start_for_every_pending_job()
     // The table prints the compute time and the snapshot's.
     let table = c.ok(
         "econtrol",
-        &["whatif", "--policy", "easy", "--policy", "evolving:expand=2X"],
+        &[
+            "whatif",
+            "--policy",
+            "easy",
+            "--policy",
+            "evolving:expand=2X",
+        ],
     );
     eprintln!("{}", table.lines().take(6).collect::<Vec<_>>().join("\n"));
     assert!(table.contains("computed in "), "{table}");
@@ -195,26 +212,52 @@ fn snapshot_files_replay_with_esim_and_test_only_answers_per_policy() {
         .collect();
     assert_eq!(pending, [a, b]);
     let nodes = snap["pools"][0]["node_states"].as_array().unwrap();
-    assert!(nodes.iter().all(|n| n["state"] == "allocated" && n["job"] == blocker));
+    assert!(nodes
+        .iter()
+        .all(|n| n["state"] == "allocated" && n["job"] == blocker));
     assert_eq!(snap["running"][0]["id"], blocker);
     // esim replays the file itself; the SVG has one plan per policy.
     let svg = c.work.join("plans.svg");
     let out = std::process::Command::new(bin_dir().join("esim"))
-        .args(["whatif", file.to_str().unwrap(), "--policy", "easy", "--svg"])
+        .args([
+            "whatif",
+            file.to_str().unwrap(),
+            "--policy",
+            "easy",
+            "--svg",
+        ])
         .arg(&svg)
         .output()
         .unwrap();
     let (stdout, stderr) = texts(&out);
     assert!(out.status.success(), "{stderr}");
-    assert!(stdout.contains("current: cbf") && stdout.contains("easy"), "{stdout}");
+    assert!(
+        stdout.contains("current: cbf") && stdout.contains("easy"),
+        "{stdout}"
+    );
     let text = std::fs::read_to_string(&svg).unwrap();
     assert_eq!(text.matches("class=\"plan\"").count(), 2);
     // --test-only --policy: the job's start under easy beside cbf's; nothing is queued.
-    let t = c.run("esubmit", &["--test-only", "--policy", "easy", "-N1", "-t", "5", "--wrap", "true"]);
+    let t = c.run(
+        "esubmit",
+        &[
+            "--test-only",
+            "--policy",
+            "easy",
+            "-N1",
+            "-t",
+            "5",
+            "--wrap",
+            "true",
+        ],
+    );
     let (_, err) = texts(&t);
     assert!(t.status.success(), "{err}");
     assert!(err.contains("Job would start at"), "{err}");
-    assert!(err.contains("Under policy easy the job would start at"), "{err}");
+    assert!(
+        err.contains("Under policy easy the job would start at"),
+        "{err}"
+    );
     assert!(err.contains("under current: cbf, at"), "{err}");
     assert_eq!(c.queue(&["-t", "PD"]).len(), 2);
     // Without --test-only, --policy is refused before anything is sent.

@@ -76,7 +76,11 @@ pub fn parse_spec(spec: &str) -> anyhow::Result<Choice> {
         bail!("`{spec}`: no policy name before `:`");
     }
     let mut params = BTreeMap::new();
-    for kv in rest.into_iter().flat_map(|r| r.split(',')).filter(|s| !s.is_empty()) {
+    for kv in rest
+        .into_iter()
+        .flat_map(|r| r.split(','))
+        .filter(|s| !s.is_empty())
+    {
         let Some((k, v)) = kv.split_once('=') else {
             bail!("`{spec}`: `{kv}` is not KEY=VALUE");
         };
@@ -88,7 +92,11 @@ pub fn parse_spec(spec: &str) -> anyhow::Result<Choice> {
                 None => (v, false),
             };
             let limit = limit.trim_end_matches(['X', 'x']);
-            let limit = if limit.eq_ignore_ascii_case("no") { "1" } else { limit };
+            let limit = if limit.eq_ignore_ascii_case("no") {
+                "1"
+            } else {
+                limit
+            };
             params.insert("expand_limit".to_string(), limit.to_string());
             if compact {
                 params.insert("compact".to_string(), "true".to_string());
@@ -129,7 +137,11 @@ pub fn parse_runtime(text: &str) -> anyhow::Result<Runtime> {
 }
 
 /// The policy `choice` under containment, found as batchd finds it (module documentation).
-pub fn host(choice: &Choice, plugin_dir: Option<&Path>, linked: bool) -> anyhow::Result<PolicyHost> {
+pub fn host(
+    choice: &Choice,
+    plugin_dir: Option<&Path>,
+    linked: bool,
+) -> anyhow::Result<PolicyHost> {
     let params = Params::from_pairs(choice.params.iter().map(|(k, v)| (k.clone(), v.clone())));
     let name = choice.name.as_str();
     let linked_copy = || -> anyhow::Result<PolicyHost> {
@@ -148,7 +160,9 @@ pub fn host(choice: &Choice, plugin_dir: Option<&Path>, linked: bool) -> anyhow:
     let env = std::env::var_os("ESCHED_PLUGIN_DIR").map(PathBuf::from);
     let dir = env.as_deref().or(plugin_dir);
     match sched_abi::load(name, dir, &params) {
-        Ok(p) => Ok(PolicyHost::boxed(Box::new(p) as Box<dyn HostedPolicy + Send>)),
+        Ok(p) => Ok(PolicyHost::boxed(
+            Box::new(p) as Box<dyn HostedPolicy + Send>
+        )),
         Err(e @ LoadError::Params { .. }) => Err(e.into()),
         Err(e) if esched_stock::find(name).is_some() => {
             tracing::debug!(policy = name, "{e}; running the linked copy");
@@ -216,8 +230,7 @@ pub fn read_snapshot(path: &Path) -> anyhow::Result<SnapshotFile> {
             .context("cannot read the snapshot from standard input")?;
         s
     } else {
-        std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {}", path.display()))?
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?
     };
     SnapshotFile::from_json(&text).with_context(|| format!("{}", path.display()))
 }
@@ -289,8 +302,10 @@ fn most_moved(rows: &[Row], n: usize) -> Vec<Mover> {
         .iter()
         .enumerate()
         .map(|(i, j)| {
-            let starts: Vec<Option<u64>> =
-                rows.iter().map(|r| r.replay.pending.get(i).and_then(|p| p.start)).collect();
+            let starts: Vec<Option<u64>> = rows
+                .iter()
+                .map(|r| r.replay.pending.get(i).and_then(|p| p.start))
+                .collect();
             let known: Vec<u64> = starts.iter().flatten().copied().collect();
             let spread = match (known.iter().min(), known.iter().max()) {
                 _ if known.is_empty() => 0.0,
@@ -327,7 +342,8 @@ fn offset(now: u64, t: Option<u64>) -> String {
 pub fn tables(snap: &SnapshotFile, c: &Comparison) -> String {
     let mut s = String::new();
     let held = snap.pending.iter().filter(|p| p.held).count();
-    let _ = writeln!(
+    let _ =
+        writeln!(
         s,
         "snapshot at {} ms (version {}): {} pending ({} held), {} running, {} nodes; run times: {}",
         c.now,
@@ -338,8 +354,15 @@ pub fn tables(snap: &SnapshotFile, c: &Comparison) -> String {
         c.nodes,
         c.runtime
     );
-    let w = c.policies.iter().map(|r| r.label.len()).max().unwrap_or(6).max(6);
-    let _ = writeln!(
+    let w = c
+        .policies
+        .iter()
+        .map(|r| r.label.len())
+        .max()
+        .unwrap_or(6)
+        .max(6);
+    let _ =
+        writeln!(
         s,
         "\n{:<w$}  {:>7}  {:>9}  {:>9}  {:>9}  {:>8}  {:>8}  {:>8}  {:>6}  {:>10}  {:>5}  {:>8}",
         "POLICY", "STARTED", "WAIT_MEAN", "WAIT_MED", "WAIT_P95", "BSLD", "BSLD_MED", "BSLD_P95",
@@ -373,14 +396,20 @@ pub fn tables(snap: &SnapshotFile, c: &Comparison) -> String {
     };
     let labels: Vec<String> = c.policies.iter().map(|r| r.label.clone()).collect();
     if !c.movers.is_empty() {
-        let _ = writeln!(s, "\njobs that move most between policies (start from the snapshot):");
+        let _ = writeln!(
+            s,
+            "\njobs that move most between policies (start from the snapshot):"
+        );
         cols(&mut s, "JOBID", "NAME", &labels);
         for m in &c.movers {
             let cells: Vec<String> = m.starts.iter().map(|t| offset(c.now, *t)).collect();
             cols(&mut s, &m.id.to_string(), &m.name, &cells);
         }
     }
-    let _ = writeln!(s, "\nexpected start of every pending job (from the snapshot):");
+    let _ = writeln!(
+        s,
+        "\nexpected start of every pending job (from the snapshot):"
+    );
     cols(&mut s, "JOBID", "NAME", &labels);
     if let Some(first) = c.policies.first() {
         for (i, j) in first.replay.pending.iter().enumerate() {
@@ -421,7 +450,14 @@ pub fn run(args: &WhatifArgs) -> anyhow::Result<()> {
     let snap = read_snapshot(&args.snapshot)?;
     let runtime = parse_runtime(&args.runtime)?;
     let choices = choices(&snap, &args.policies)?;
-    let c = compare(&snap, &choices, &runtime, &args.runtime, args.movers, args.linked)?;
+    let c = compare(
+        &snap,
+        &choices,
+        &runtime,
+        &args.runtime,
+        args.movers,
+        args.linked,
+    )?;
     if let Some(path) = &args.svg {
         let plans: Vec<(String, &Replay)> = c
             .policies
@@ -451,7 +487,10 @@ mod tests {
         let c = parse_spec("evolving:expand=infX+c").unwrap();
         assert_eq!(c.params["expand_limit"], "inf");
         assert_eq!(c.params["compact"], "true");
-        assert_eq!(parse_spec("evolving:expand=noX").unwrap().params["expand_limit"], "1");
+        assert_eq!(
+            parse_spec("evolving:expand=noX").unwrap().params["expand_limit"],
+            "1"
+        );
         let c = parse_spec("cbf:a=1,b=x").unwrap();
         assert_eq!((c.params["a"].as_str(), c.params["b"].as_str()), ("1", "x"));
         assert!(parse_spec("cbf:oops").is_err());

@@ -98,7 +98,11 @@ pub fn plans(snap: &SnapshotFile, plans: &[(String, &Replay)]) -> String {
                     let busy = slots[i] > from;
                     (busy, if busy { slots[i] } else { 0 }, i)
                 });
-                let mut mine: Vec<u32> = order.into_iter().take(n as usize).map(|i| i as u32).collect();
+                let mut mine: Vec<u32> = order
+                    .into_iter()
+                    .take(n as usize)
+                    .map(|i| i as u32)
+                    .collect();
                 mine.sort_unstable();
                 for &i in &mine {
                     slots[i as usize] = end;

@@ -371,10 +371,7 @@ pub fn replay<P: HostedPolicy>(
                 Outcome::Rejected
             } else if e.held {
                 Outcome::Held
-            } else if e
-                .dependencies
-                .iter()
-                .any(|d| d.kind == DepKind::AfterNotOk)
+            } else if e.dependencies.iter().any(|d| d.kind == DepKind::AfterNotOk)
                 || e.reason.as_deref() == Some("DependencyNeverSatisfied")
             {
                 Outcome::DependencyNever

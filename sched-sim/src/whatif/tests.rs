@@ -130,7 +130,11 @@ fn shorter_run_times_move_starts_earlier_and_the_metrics_follow() {
     let snap = mixed();
     let full = replay(&snap, &mut host::<esched_cbf::Cbf>(), &Runtime::Walltime).unwrap();
     let half = replay(&snap, &mut host::<esched_cbf::Cbf>(), &Runtime::Ratio(0.5)).unwrap();
-    assert_eq!(half.pending[0].start, Some(NOW + 4_750), "the running job ends at half its limit");
+    assert_eq!(
+        half.pending[0].start,
+        Some(NOW + 4_750),
+        "the running job ends at half its limit"
+    );
     assert!(half.summary.wait.mean < full.summary.wait.mean);
     assert!(half.summary.horizon < full.summary.horizon);
     assert_eq!(half.running[0].end, Some(NOW + 4_750));
@@ -152,7 +156,11 @@ fn utilisation_is_the_jobs_node_time_over_the_horizon() {
     assert_eq!(r.pending[0].start, Some(NOW + 1_000));
     assert_eq!(r.summary.horizon, 2.0);
     // 2 nodes × 1 s + 1 node × 1 s over 2 nodes × 2 s.
-    assert!((r.summary.utilisation - 0.75).abs() < 1e-9, "{}", r.summary.utilisation);
+    assert!(
+        (r.summary.utilisation - 0.75).abs() < 1e-9,
+        "{}",
+        r.summary.utilisation
+    );
 }
 
 #[test]
@@ -186,7 +194,13 @@ fn dependencies_are_released_as_the_replay_goes_and_held_jobs_never_start() {
     let r = replay(&snap, &mut host::<esched_cbf::Cbf>(), &Runtime::Walltime).unwrap();
     assert_eq!(
         starts(&r),
-        vec![Some(NOW + 2_000), Some(NOW + 5_000), Some(NOW + 2_000), None, None]
+        vec![
+            Some(NOW + 2_000),
+            Some(NOW + 5_000),
+            Some(NOW + 2_000),
+            None,
+            None
+        ]
     );
     assert_eq!(r.pending[3].outcome, Outcome::Held);
     assert_eq!(r.pending[4].outcome, Outcome::DependencyNever);
@@ -212,7 +226,12 @@ fn peak(r: &Replay) -> u32 {
 fn every_policy_places_every_job_within_the_pool() {
     let snap = mixed();
     let easy = replay(&snap, &mut host::<esched_easy::Easy>(), &Runtime::Walltime).unwrap();
-    let fcfs = replay(&snap, &mut host::<esched_fcfs::Fcfs>(), &Runtime::Ratio(0.3)).unwrap();
+    let fcfs = replay(
+        &snap,
+        &mut host::<esched_fcfs::Fcfs>(),
+        &Runtime::Ratio(0.3),
+    )
+    .unwrap();
     for r in [&easy, &fcfs] {
         assert_eq!(r.summary.started, 5);
         assert!(peak(r) <= 4, "{}", peak(r));
@@ -231,7 +250,10 @@ fn the_stored_version_1_file_still_loads_and_replays() {
     assert!(snap.pending.iter().all(|p| p.eligible && !p.held));
     let r = replay(&snap, &mut host::<esched_cbf::Cbf>(), &Runtime::Walltime).unwrap();
     // Job 3 backfills beside the running job; job 2 takes the whole pool at its end.
-    assert_eq!(starts(&r), vec![Some(1_800_000_300_000), Some(1_800_000_000_000)]);
+    assert_eq!(
+        starts(&r),
+        vec![Some(1_800_000_300_000), Some(1_800_000_000_000)]
+    );
 }
 
 #[test]

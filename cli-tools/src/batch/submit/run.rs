@@ -123,7 +123,9 @@ pub fn run(cli: SubmitCli) -> anyhow::Result<ExitCode> {
     let mut job = spec.job;
     job.umask = Some(current_umask());
     if !cli.policies.is_empty() && !spec.test_only {
-        anyhow::bail!("--policy asks what --test-only would answer under another policy: add --test-only");
+        anyhow::bail!(
+            "--policy asks what --test-only would answer under another policy: add --test-only"
+        );
     }
     let what_if = (!cli.policies.is_empty()).then(|| job.clone());
     let mut client = connect(cli.socket.path())?;
@@ -168,7 +170,9 @@ pub fn run(cli: SubmitCli) -> anyhow::Result<ExitCode> {
                     Some(t) => format_timestamp(t, &zone),
                     None => "never (in the replay)".to_string(),
                 };
-                let (current, current_at) = rows.first().map_or(("current", None), |r| (r.0.as_str(), r.1));
+                let (current, current_at) = rows
+                    .first()
+                    .map_or(("current", None), |r| (r.0.as_str(), r.1));
                 for (label, start) in rows.iter().skip(1) {
                     eprintln!(
                         "esubmit: Under policy {label} the job would start at {}; under {current}, at {}",
