@@ -106,7 +106,7 @@ mod tests {
         let h = parse(text).unwrap();
         // ann: (30 + 120) / (60 + 120).
         assert!((h.ratios["ann"] - 150.0 / 180.0).abs() < 1e-9);
-        assert!((h.ratios["bob"] - 0.1).abs() < 1e-9);
+        assert!((h.ratios["bob"] - 600.0 / 3600.0).abs() < 1e-9);
         assert!(!h.ratios.contains_key("cid"));
     }
 
