@@ -140,6 +140,10 @@ impl Request {
         match self {
             Request::Hello(h) => length("a software version", h.software_version.len(), MAX_WORD),
             Request::Submit(s) => Ok(s.spec.validate_submission()?),
+            Request::Snapshot(s) => match &s.with_job {
+                Some(spec) => Ok(spec.validate_submission()?),
+                None => Ok(()),
+            },
             Request::List(r) => r.filter.check(),
             Request::Cancel(r) => r.filter.check(),
             Request::Acct(r) => r.filter.check(),

@@ -96,6 +96,9 @@ pub enum Request {
     StepPart(crate::jobstep::StepPartRequest),
     /// `erun` signals its step's parts on other hosts.
     StepPartSignal(crate::jobstep::StepPartSignalRequest),
+    /// The daemon's state as its policy sees it, for a what-if replay (`econtrol snapshot`);
+    /// answered with [`Response::Snapshot`].
+    Snapshot(SnapshotRequest),
 }
 
 impl Request {
@@ -128,6 +131,7 @@ impl Request {
             Request::UpdateNodes(_) => "update-nodes",
             Request::StepPart(_) => "step-part",
             Request::StepPartSignal(_) => "step-part-signal",
+            Request::Snapshot(_) => "snapshot",
         }
     }
 }
@@ -536,6 +540,16 @@ pub struct ReconfigureRequest {}
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StatsRequest {}
 
+/// Ask for a snapshot file (docs/whatif.md): pools and nodes, running jobs, every pending job
+/// in queue order, the policy in force, read at one instant.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SnapshotRequest {
+    /// A job to put in the queue of the snapshot as `--test-only` would, with the id the next
+    /// submission would get (`esubmit --test-only --policy`); nothing is queued.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub with_job: Option<JobSpec>,
+}
+
 /// The nodes a running evolving job frees when its current step ends and the next one holds
 /// fewer. Only while the job is told it is releasing (its step file says so); the count must
 /// be exactly the difference; a second request replaces the first.
@@ -644,6 +658,15 @@ pub enum Response {
         job: u64,
         /// The step.
         step: u32,
+    },
+    /// The snapshot file asked for, as JSON (its layout is sched-sim's `whatif::SnapshotFile`,
+    /// which this crate does not depend on).
+    Snapshot {
+        /// The file.
+        file: serde_json::Value,
+        /// The id `with_job` got in it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        with_job: Option<u64>,
     },
 }
 

@@ -59,6 +59,7 @@ pub mod scheduler;
 mod server;
 pub mod sessions;
 pub mod slurm;
+pub mod snapshot;
 pub mod state;
 pub mod store;
 pub mod supervise;

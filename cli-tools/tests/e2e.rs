@@ -60,3 +60,5 @@ mod inslurm;
 
 #[path = "e2e/pictures.rs"]
 mod pictures;
+#[path = "e2e/whatif.rs"]
+mod whatif;

@@ -53,6 +53,10 @@ pub enum Command {
     /// Klein & Pérez's CooRM §IV-D (Fig. 8): one workload simulated and run on a real batchd
     /// with one launcher process per application; message volume and CPU time side by side.
     CoormValidation(esched_lab::cmd::coorm_validation::ValidationArgs),
+    /// Replay a daemon's snapshot (`econtrol snapshot FILE`) under the policy in force and
+    /// other policies, with no new arrivals: every pending job's expected start, wait, bounded
+    /// slowdown and utilisation side by side (docs/whatif.md).
+    Whatif(crate::whatif::WhatifArgs),
     /// One application's launcher process of `coorm-validation` (started by it).
     #[command(hide = true)]
     CoormLauncher(esched_lab::cmd::coorm_validation::LauncherArgs),

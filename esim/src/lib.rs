@@ -12,6 +12,7 @@ pub mod output;
 pub mod policies;
 pub mod progress;
 pub mod run;
+pub mod whatif;
 
 use std::process::ExitCode;
 
@@ -36,6 +37,7 @@ pub fn main() -> ExitCode {
         Some(Command::Coalloc(_)) | Some(Command::CoallocExperiments(_)) => false,
         Some(Command::CoormExperiments(_)) | Some(Command::CoormValidation(_)) => false,
         Some(Command::CoormLauncher(_)) => true,
+        Some(Command::Whatif(_)) => false,
         None => cli.run.quiet,
     };
     init_logs(quiet);
@@ -52,6 +54,7 @@ pub fn main() -> ExitCode {
         Some(Command::CoormExperiments(args)) => cmd::coorm_experiments::run_experiments(&args),
         Some(Command::CoormValidation(args)) => cmd::coorm_validation::run_validation(&args),
         Some(Command::CoormLauncher(args)) => cmd::coorm_validation::launcher(&args),
+        Some(Command::Whatif(args)) => whatif::run(&args),
         None => run::run(&cli.run),
     };
     match result {

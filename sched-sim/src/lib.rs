@@ -6,7 +6,9 @@
 //! - [`swf`]: the Standard Workload Format reader (plain or gzip), with the field mapping of
 //!   the reference schedules so that runs compare job by job;
 //! - [`engine`]: the discrete-event engine ([`Simulation`]), its per-job results and counts,
-//!   and an [`Observer`] hook that sees every plan (for tests and progress bars).
+//!   and an [`Observer`] hook that sees every plan (for tests and progress bars);
+//! - [`whatif`]: a daemon's snapshot file (`econtrol snapshot`) and its replay through a policy
+//!   with no new arrivals (`esim whatif`, `econtrol whatif`).
 //!
 //! The papers' own simulators (co-allocation, CooRM, the evolving experiment) are the lab's
 //! (`esched-lab`): this crate depends on no policy.
@@ -17,6 +19,7 @@
 
 pub mod engine;
 pub mod swf;
+pub mod whatif;
 
 pub use engine::{
     Counts, EndReason, EventOrder, JobResult, Observer, SimError, SimJob, SimResults, Simulation,

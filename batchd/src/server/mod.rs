@@ -768,6 +768,9 @@ async fn dispatch(d: &Arc<Daemon>, caller: &Caller, req: Request) -> Reply {
         Request::StepEnd(r) => step::end(d, caller, r).await,
         Request::UpdateNodes(r) => update_nodes::handle(d, caller, r).await,
         Request::StepPartSignal(r) => step::part_signal(d, caller, r),
+        Request::Snapshot(r) => {
+            crate::snapshot::handle(d, (caller.uid, caller.gid, &caller.user), r).into()
+        }
         Request::StepPart(_) => ErrorReply::new(
             ErrorKind::BadRequest,
             "`step-part` takes a connection of its own",

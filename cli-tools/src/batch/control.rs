@@ -102,6 +102,27 @@ pub enum ControlCommand {
     Reconfigure,
     /// The daemon's versions and policy.
     Version,
+    /// Write the daemon's state as a snapshot file (pools and nodes, running jobs, the queue,
+    /// the policy in force) to FILE, or to standard output (docs/whatif.md).
+    Snapshot {
+        /// Where to write it (`-` or nothing: standard output).
+        file: Option<std::path::PathBuf>,
+    },
+    /// Replay the daemon's queue under the policy in force and under other policies, with no
+    /// new arrivals: every pending job's expected start and the queue's figures side by side
+    /// (a snapshot, then `esim whatif` in this process's child; docs/whatif.md).
+    Whatif {
+        /// A policy to compare: `NAME` or `NAME:KEY=VALUE,…` (`evolving:expand=2X`);
+        /// repeatable.
+        #[arg(long = "policy", value_name = "SPEC", required = true)]
+        policies: Vec<String>,
+        /// Run-time model: `walltime` (default), `ratio:X`, `history:FILE` (an eacct export).
+        #[arg(long, value_name = "MODEL")]
+        runtime: Option<String>,
+        /// Also write the plans as an SVG file.
+        #[arg(long, value_name = "FILE")]
+        svg: Option<std::path::PathBuf>,
+    },
 }
 
 /// Parses `update`'s `Key=Value` pairs (keys in any case, as scontrol). `JobId=` may name an
@@ -834,6 +855,20 @@ pub fn run(cli: ControlCli) -> anyhow::Result<ExitCode> {
                 other => Err(ClientError::unexpected("reconfigure", &other).into()),
             }
         }
+        ControlCommand::Snapshot { file } => super::whatif::snapshot(&mut client, file.as_deref()),
+        ControlCommand::Whatif {
+            policies,
+            runtime,
+            svg,
+        } => super::whatif::whatif(
+            &mut client,
+            &super::whatif::WhatifOptions {
+                policies: &policies,
+                runtime: runtime.as_deref(),
+                svg: svg.as_deref(),
+                json: cli.json,
+            },
+        ),
         ControlCommand::Version => match client.request(&Request::Version(VersionRequest {}))? {
             Response::Version(v) => {
                 print_out(&format!(

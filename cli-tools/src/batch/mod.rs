@@ -22,5 +22,6 @@ pub mod step;
 pub mod submit;
 pub mod time;
 pub mod view;
+pub mod whatif;
 
 pub use error::SpecError;

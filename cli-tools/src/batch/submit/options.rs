@@ -218,6 +218,11 @@ pub struct SubmitCli {
     /// highest of an array's; 1 for a job cancelled, killed or timed out without one).
     #[arg(short = 'W', long)]
     pub wait: bool,
+    /// With --test-only: also the expected start under this policy (`NAME` or
+    /// `NAME:KEY=VALUE,…`, as `esim whatif --policy`), from a replay of the daemon's queue with
+    /// the job in it; repeatable (docs/whatif.md).
+    #[arg(long = "policy", value_name = "SPEC")]
+    pub policies: Vec<String>,
     /// The daemon's socket.
     #[command(flatten)]
     pub socket: SocketArg,

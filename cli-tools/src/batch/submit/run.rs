@@ -122,6 +122,12 @@ pub fn run(cli: SubmitCli) -> anyhow::Result<ExitCode> {
     spec.check(ctx.now)?;
     let mut job = spec.job;
     job.umask = Some(current_umask());
+    if !cli.policies.is_empty() && !spec.test_only {
+        anyhow::bail!(
+            "--policy asks what --test-only would answer under another policy: add --test-only"
+        );
+    }
+    let what_if = (!cli.policies.is_empty()).then(|| job.clone());
     let mut client = connect(cli.socket.path())?;
     let req = Request::Submit(SubmitRequest {
         spec: job,
@@ -157,6 +163,24 @@ pub fn run(cli: SubmitCli) -> anyhow::Result<ExitCode> {
                 }
             };
             eprintln!("{line}");
+            if let Some(job) = what_if {
+                let rows = crate::batch::whatif::test_only(&mut client, job, &cli.policies)?;
+                let zone = local_zone();
+                let at = |t: Option<u64>| match t {
+                    Some(t) => format_timestamp(t, &zone),
+                    None => "never (in the replay)".to_string(),
+                };
+                let (current, current_at) = rows
+                    .first()
+                    .map_or(("current", None), |r| (r.0.as_str(), r.1));
+                for (label, start) in rows.iter().skip(1) {
+                    eprintln!(
+                        "esubmit: Under policy {label} the job would start at {}; under {current}, at {}",
+                        at(*start),
+                        at(current_at)
+                    );
+                }
+            }
         }
         other => return Err(ClientError::unexpected("submit", &other).into()),
     }
