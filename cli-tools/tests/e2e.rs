@@ -54,3 +54,6 @@ mod views;
 
 #[path = "e2e/inslurm.rs"]
 mod inslurm;
+
+#[path = "e2e/ops.rs"]
+mod ops;

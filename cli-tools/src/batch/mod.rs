@@ -15,6 +15,7 @@ pub mod format;
 pub mod info;
 pub mod queue;
 pub mod release;
+pub mod setup;
 pub mod slurm_json;
 pub mod spec;
 pub mod step;
