@@ -222,13 +222,17 @@ fn summary(t: &Timing) -> Vec<(String, f64)> {
     ]
 }
 
-/// A sample value as Prometheus reads it.
+/// A sample value as Prometheus reads it: to the microsecond (the timings' resolution), without
+/// the binary fraction's noise (`0.000291`, not `0.00029099999999999997`).
 fn number(v: f64) -> String {
     if v.is_nan() {
-        "NaN".to_string()
-    } else {
-        format!("{v}")
+        return "NaN".to_string();
     }
+    let fixed = format!("{v:.6}");
+    fixed
+        .trim_end_matches('0')
+        .trim_end_matches('.')
+        .to_string()
 }
 
 /// A label value escaped as the exposition format asks (backslash, quote, newline).
@@ -262,6 +266,7 @@ mod tests {
             ..Default::default()
         };
         let text = render(&s, 3_500);
+        assert_eq!(number(0.291 / 1000.0), "0.000291");
         for line in [
             "esched_uptime_seconds 2.5",
             "esched_policy_info{policy=\"c\\\"bf\"} 1",

@@ -6,9 +6,9 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use batch_proto::{Client, JobState, ListRequest, Request, Response};
+use batch_proto::{Client, JobState, ListRequest, Request};
 
 use super::harness::{bin_dir, ensure_built, Cluster, POLL, TIMEOUT};
 
@@ -231,18 +231,18 @@ fn an_installed_batchd_runs_every_stock_policy_without_its_library() {
         let out = Command::new(bin_dir().join("esubmit"))
             .env("ESCHED_SOCKET", &socket)
             .current_dir(dir.path())
-            .args(["-t", "1", "--wrap", "true"])
+            // A pool named: the RPP places a local job only in the pool it names.
+            .args(["-p", "debug", "-t", "1", "--wrap", "true"])
             .output()
             .expect("esubmit");
         assert!(out.status.success(), "{policy}: {out:?}\n{}", log_text());
         let state = loop {
-            let jobs = match client.request(&Request::List(ListRequest {
-                include_finished: true,
-                ..Default::default()
-            })) {
-                Ok(Response::Jobs(j)) => j,
-                other => panic!("{policy}: {other:?}"),
-            };
+            let jobs = client
+                .jobs(&Request::List(ListRequest {
+                    include_finished: true,
+                    ..Default::default()
+                }))
+                .unwrap_or_else(|e| panic!("{policy}: {e}"));
             match jobs.first().map(|j| j.state) {
                 Some(s) if s.is_finished() => break s,
                 _ if Instant::now() > deadline => {
