@@ -65,15 +65,15 @@ pub fn builtin(name: &str, params: &Params) -> Result<Box<dyn Policy + Send>, Po
 /// A stock policy's name with no library to be found runs the linked copy ([`load`]).
 pub fn select(spec: &str, params: &Params) -> anyhow::Result<Box<dyn Policy + Send>> {
     match load(spec, params)? {
-        Source::Plugin(p) => Ok(Box::new(p)),
+        Source::Plugin(p) => Ok(p),
         Source::Linked(_) => Ok(builtin(spec, params)?),
     }
 }
 
 /// Where a policy named on the command line comes from.
 enum Source {
-    /// Its plugin library.
-    Plugin(sched_abi::LoadedPolicy),
+    /// Its plugin library (boxed: it is boxed for its caller anyway).
+    Plugin(Box<sched_abi::LoadedPolicy>),
     /// The copy linked into this executable: a stock policy whose library is nowhere.
     Linked(&'static Stock),
 }
@@ -90,7 +90,7 @@ static SAID_LINKED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::n
 fn load(spec: &str, params: &Params) -> anyhow::Result<Source> {
     let dir = std::env::var_os("ESCHED_PLUGIN_DIR").map(std::path::PathBuf::from);
     match sched_abi::load(spec, dir.as_deref(), params) {
-        Ok(p) => Ok(Source::Plugin(p)),
+        Ok(p) => Ok(Source::Plugin(Box::new(p))),
         Err(sched_abi::LoadError::NotFound { tried, .. })
             if !spec.contains('/') && esched_stock::find(spec).is_some() =>
         {
@@ -136,7 +136,7 @@ pub fn hosted(spec: &str, params: &Params, linked: bool) -> anyhow::Result<Polic
         linked_copy(stock(spec)?)?
     } else {
         match load(spec, params)? {
-            Source::Plugin(p) => Box::new(p),
+            Source::Plugin(p) => p,
             Source::Linked(stock) => linked_copy(stock)?,
         }
     };
