@@ -203,14 +203,16 @@ fn an_installed_batchd_runs_every_stock_policy_without_its_library() {
         let config = dir.path().join("batchd.toml");
         std::fs::write(&config, installed_config(dir.path(), policy)).expect("config");
         let log = dir.path().join("batchd.log");
-        let mut daemon = Command::new(&exe)
-            .arg("--config")
-            .arg(&config)
-            .env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stderr(std::fs::File::create(&log).expect("log"))
-            .spawn()
-            .expect("start the installed batchd");
+        let mut daemon = Stopped(
+            Command::new(&exe)
+                .arg("--config")
+                .arg(&config)
+                .env("RUST_LOG", "info")
+                .stdin(Stdio::null())
+                .stderr(std::fs::File::create(&log).expect("log"))
+                .spawn()
+                .expect("start the installed batchd"),
+        );
         let socket = dir.path().join("batchd.sock");
         let log_text = || std::fs::read_to_string(&log).unwrap_or_default();
         let deadline = Instant::now() + TIMEOUT;
@@ -218,7 +220,7 @@ fn an_installed_batchd_runs_every_stock_policy_without_its_library() {
             if let Ok(c) = Client::connect(&socket) {
                 break c;
             }
-            if let Ok(Some(s)) = daemon.try_wait() {
+            if let Ok(Some(s)) = daemon.0.try_wait() {
                 panic!("{policy}: batchd exited with {s}:\n{}", log_text());
             }
             assert!(
@@ -251,11 +253,7 @@ fn an_installed_batchd_runs_every_stock_policy_without_its_library() {
                 _ => std::thread::sleep(POLL),
             }
         };
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(daemon.id() as i32),
-            nix::sys::signal::Signal::SIGTERM,
-        );
-        let _ = daemon.wait();
+        drop(daemon);
         let log = log_text();
         assert_eq!(state, JobState::Completed, "{policy}:\n{log}");
         // Said once, at the policy's load.
@@ -264,6 +262,19 @@ fn an_installed_batchd_runs_every_stock_policy_without_its_library() {
             1,
             "{policy}:\n{log}"
         );
+    }
+}
+
+/// A batchd stopped (SIGTERM, then waited for) when dropped, a failed assertion included.
+struct Stopped(std::process::Child);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.0.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+        let _ = self.0.wait();
     }
 }
 
