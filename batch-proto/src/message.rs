@@ -575,6 +575,9 @@ pub struct ReleaseNodesReply {
 }
 
 /// What the daemon answers.
+// `Stats` (its three timings) is the largest answer; it is asked for now and then, by hand or
+// by a scrape, so a box would save nothing that counts.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Response {
     /// Handshake accepted.
@@ -855,6 +858,48 @@ pub struct DaemonStats {
     pub pending: u64,
     /// Running jobs.
     pub running: u64,
+    /// Jobs accepted since the start (each task of an array counts).
+    pub jobs_submitted: u64,
+    /// Runs started since the start (a requeued job that starts again counts again).
+    pub jobs_started: u64,
+    /// Jobs ended COMPLETED since the start.
+    pub jobs_completed: u64,
+    /// Jobs ended in another final state but CANCELLED since the start (FAILED, TIMEOUT,
+    /// PREEMPTED, DEADLINE, NODE_FAIL), pending or running.
+    pub jobs_failed: u64,
+    /// Jobs ended CANCELLED since the start, pending or running.
+    pub jobs_cancelled: u64,
+    /// Scheduling passes that called the policy (or found a call still running), from the
+    /// snapshot to the acts.
+    pub passes: Timing,
+    /// Policy calls as the scheduler waits for them, from dispatch to validated plan.
+    pub policy_call: Timing,
+    /// Database transactions (a group commit is one), from `BEGIN` to `COMMIT`.
+    pub store_commit: Timing,
+    /// Client connections accepted since the start.
+    pub connections: u64,
+    /// Client connections open now (this one included).
+    pub connections_open: u64,
+}
+
+/// How many times one kind of work was done since the daemon's start, how long it took in all
+/// and at most, and the percentiles of the last 1,024 durations (none before the first), all
+/// in ms with microseconds as a fraction.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Timing {
+    /// How many.
+    pub count: u64,
+    /// Their total time.
+    pub total_ms: f64,
+    /// Median of the recent ones.
+    pub p50_ms: Option<f64>,
+    /// 90th percentile of the recent ones.
+    pub p90_ms: Option<f64>,
+    /// 99th percentile of the recent ones.
+    pub p99_ms: Option<f64>,
+    /// The longest since the start.
+    pub max_ms: Option<f64>,
 }
 
 /// Kinds of error, for the tools to choose an exit code or a message.

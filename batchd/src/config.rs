@@ -383,6 +383,10 @@ pub struct Config {
     /// Database durability.
     #[serde(default)]
     pub sync: Sync,
+    /// How log lines are written to stderr: `text` (for people) or `json` (one JSON object a
+    /// line, for a log collector). Read at start; a reconfigure keeps the format in force.
+    #[serde(default)]
+    pub log_format: LogFormat,
     /// The pools, in order (default: one pool `debug` of 8 nodes).
     #[serde(rename = "pool", default = "default_pools")]
     pub pools: Vec<PoolConfig>,
@@ -404,6 +408,50 @@ pub struct Config {
     /// How far apart the scheduler's passes come.
     #[serde(default)]
     pub scheduling: SchedulingConfig,
+    /// The Prometheus endpoint (off unless `listen` is set).
+    #[serde(default, skip_serializing_if = "MetricsConfig::is_off")]
+    pub metrics: MetricsConfig,
+}
+
+/// The format of batchd's log lines.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// tracing's human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object a line (`timestamp`, `level`, `fields`, `target`).
+    Json,
+}
+
+/// `[metrics]`: the figures of `econtrol show stats` in Prometheus' text format at
+/// `http://LISTEN/metrics` (docs/batchd.md, "Observability").
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsConfig {
+    /// The TCP address to answer on, `HOST:PORT` (e.g. `127.0.0.1:9464`); none: no endpoint.
+    /// Read at start; a reconfigure keeps the endpoint in force.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listen: Option<String>,
+}
+
+impl MetricsConfig {
+    /// Whether no endpoint is asked for.
+    pub fn is_off(&self) -> bool {
+        self.listen.is_none()
+    }
+
+    /// The address to listen on, checked.
+    pub fn address(&self) -> Result<Option<std::net::SocketAddr>, String> {
+        self.listen
+            .as_deref()
+            .map(|a| {
+                a.parse().map_err(|e| {
+                    format!("`{a}` is not an address and port such as 127.0.0.1:9464: {e}")
+                })
+            })
+            .transpose()
+    }
 }
 
 /// How far apart the scheduler's passes come (docs/batchd.md, *Scheduling*): a pass runs at
@@ -754,6 +802,9 @@ impl Config {
 
     /// The checks TOML's types cannot express.
     fn check(&self, file: &str) -> Result<(), ConfigError> {
+        if let Err(e) = self.metrics.address() {
+            return Err(ConfigError::key(file, "metrics.listen", e));
+        }
         if self.pools.is_empty() {
             return Err(ConfigError::key(
                 file,

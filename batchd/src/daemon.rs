@@ -71,6 +71,8 @@ pub struct Daemon {
     /// Taken while a job's sibling allocations are brought in line with its nodes
     /// ([`crate::allocations::settle`]).
     pub settling: tokio::sync::Mutex<()>,
+    /// Counters and timings for `econtrol show stats` and the metrics endpoint.
+    pub stats: crate::stats::Stats,
 }
 
 /// `--test-only` plans that may run at once: each is a fresh policy instance planning the whole
@@ -111,6 +113,7 @@ impl Daemon {
             users: Mutex::new(HashMap::new()),
             allocations: Mutex::new(allocations),
             settling: tokio::sync::Mutex::new(()),
+            stats: crate::stats::Stats::default(),
         }
     }
 
@@ -369,6 +372,7 @@ impl Daemon {
             return;
         }
         tracing::info!(job = id, state = %rec.state, exit = ?rec.exit_code, signal = ?rec.signal, "job ended");
+        self.stats.ended(rec.state);
         crate::mail::notify(mail.as_deref(), &rec, crate::mail::Event::End);
         self.nodes_freed();
         match self.store.commit(rec).await {
@@ -408,6 +412,7 @@ impl Daemon {
             }
         });
         if let Some(r) = &rec {
+            self.stats.ended(r.state);
             self.store.commit(r.clone()).await?;
         }
         Ok(rec)

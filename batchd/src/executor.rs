@@ -615,6 +615,7 @@ fn slurm_wraps(
 /// What follows a job's start, wherever it runs: its begin mail, and an evolving job's
 /// follower.
 fn started(d: &Arc<Daemon>, rec: &JobRecord, settings: &crate::daemon::Settings) {
+    d.stats.started();
     crate::mail::notify(
         settings.config.mail_program.as_deref(),
         rec,

@@ -36,6 +36,7 @@
 
 pub mod agent;
 pub mod allocations;
+pub mod cli;
 pub mod config;
 pub mod convert;
 pub mod coorm;
@@ -50,6 +51,7 @@ pub mod jobctl;
 pub mod launch;
 pub mod logging;
 pub mod mail;
+pub mod metrics;
 pub mod nodes;
 pub mod policy;
 pub mod procs;
@@ -61,6 +63,7 @@ pub mod sessions;
 pub mod slurm;
 pub mod snapshot;
 pub mod state;
+pub mod stats;
 pub mod store;
 pub mod supervise;
 pub mod sync;
@@ -114,6 +117,14 @@ pub enum Error {
     /// A Slurm pool's allocation could not be obtained.
     #[error("Slurm: {0}")]
     Slurm(String),
+    /// The metrics endpoint's address cannot be listened on.
+    #[error("[metrics] listen = \"{addr}\": {source}")]
+    Metrics {
+        /// The address.
+        addr: std::net::SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
@@ -201,6 +212,22 @@ struct Started {
     socket_file: SocketFile,
     lock: state::StateLock,
     nofile: u64,
+    metrics: Option<tokio::net::TcpListener>,
+}
+
+/// The Prometheus endpoint's listener, when `[metrics] listen` asks for one: bound before the
+/// daemon answers, so that an address taken fails the start rather than a scrape.
+async fn bind_metrics(config: &Config) -> Result<Option<tokio::net::TcpListener>, Error> {
+    let Ok(Some(addr)) = config.metrics.address() else {
+        // `Config::check` refused a bad address already.
+        return Ok(None);
+    };
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| Error::Metrics { addr, source })?;
+    let addr = listener.local_addr().unwrap_or(addr);
+    tracing::info!(%addr, "metrics endpoint: http://{addr}/metrics");
+    Ok(Some(listener))
 }
 
 /// What outlives serving: the database writer to join, then the state lock to release.
@@ -229,6 +256,7 @@ async fn start(config: Config, config_path: Option<PathBuf>) -> Result<Started, 
     let lock = state::StateLock::acquire(&state_dir)?;
     let socket = config.socket_path();
     let (listener, socket_file) = bind(&socket)?;
+    let metrics = bind_metrics(&config).await?;
     // An older batchd left it world-readable.
     state::private_dir(&state_dir).map_err(io(&state_dir))?;
     let nofile = raise_nofile();
@@ -341,6 +369,7 @@ async fn start(config: Config, config_path: Option<PathBuf>) -> Result<Started, 
         socket_file,
         lock,
         nofile,
+        metrics,
     })
 }
 
@@ -357,6 +386,7 @@ async fn serve(started: Started, stop: impl std::future::Future<Output = ()>) ->
         socket_file,
         lock,
         nofile,
+        metrics,
     } = started;
     for id in sessions {
         coorm::adopted(&daemon, id);
@@ -383,11 +413,15 @@ async fn serve(started: Started, stop: impl std::future::Future<Output = ()>) ->
     allocations::start_all(&daemon);
     let sched = tokio::spawn(scheduler::run(Arc::clone(&daemon)));
     let api = tokio::spawn(server::serve(Arc::clone(&daemon), listener, nofile));
+    let metrics = metrics.map(|l| tokio::spawn(crate::metrics::serve(Arc::clone(&daemon), l)));
     daemon.reschedule();
     tracing::info!(socket = %socket.display(), "batchd ready");
     stop.await;
     api.abort();
     sched.abort();
+    if let Some(m) = metrics {
+        m.abort();
+    }
     drop(socket_file);
     {
         let d = Arc::clone(&daemon);

@@ -7,8 +7,32 @@
 //! 16 MiB request cannot write a 16 MiB line. [`LineSafe`] is the backstop under the whole
 //! log: whatever an event's fields hold, one event is one line of at most [`EVENT_MAX`] bytes
 //! (and a marker).
+//!
+//! [`init`] sets the daemon's subscriber up in the configured format: tracing's text lines or,
+//! with `log_format = "json"`, one JSON object a line (JSON escapes control characters itself,
+//! and [`LineSafe`] still bounds each event).
 
 use std::io::Write;
+
+use crate::config::LogFormat;
+
+/// Installs the daemon's log subscriber on stderr, filtered by `RUST_LOG` (default `info`), in
+/// `format`; colours only for a person at a terminal, never in a log file, a journal or JSON.
+pub fn init(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let ansi = format == LogFormat::Text && std::io::IsTerminal::is_terminal(&std::io::stderr());
+    // One event, one line, whatever a client managed to put in it.
+    let writer = move || LineSafe::new(std::io::stderr(), ansi);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(writer)
+        .with_ansi(ansi);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
 
 /// Bytes of a client's text, escaped, that [`quoted`] keeps: enough to recognise a request
 /// (a serde error names the field or variant it stopped at), not to store one.

@@ -2,56 +2,10 @@
 //! `batchd supervise JOBDIR` is the per-job supervisor it starts itself.
 #![forbid(unsafe_code)]
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
-
-/// esched's batch daemon: queue, policy loop and executor behind a Unix socket.
-#[derive(Parser, Debug)]
-#[command(name = "batchd", version, about)]
-struct Cli {
-    /// Configuration file (TOML); without it the built-in default runs (one pool `debug` of 8
-    /// nodes, policy `cbf`).
-    #[arg(short, long, value_name = "FILE", env = "ESCHED_CONFIG")]
-    config: Option<PathBuf>,
-    /// Print the effective configuration (every default filled in) and exit.
-    #[arg(long)]
-    print_config: bool,
-    /// Stay in the foreground (the only mode: batchd never daemonises itself).
-    #[arg(long, default_value_t = true)]
-    foreground: bool,
-    #[command(subcommand)]
-    command: Option<Command>,
-}
-
-#[derive(Subcommand, Debug)]
-enum Command {
-    /// Run one job's supervisor (started by batchd itself).
-    #[command(hide = true)]
-    Supervise {
-        /// The job's directory.
-        job_dir: PathBuf,
-    },
-    /// Serve batchd's session to this host (started by batchd over ssh).
-    #[command(hide = true)]
-    Agent {
-        /// Where the jobs' directories are.
-        #[arg(long)]
-        spool: PathBuf,
-        /// The host's node name.
-        #[arg(long)]
-        node: String,
-    },
-    /// Run a step's command with the job's own Slurm variables (started by batchd through
-    /// srun on a Slurm pool's node).
-    #[command(hide = true)]
-    Task {
-        /// The command and its arguments.
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
-        command: Vec<String>,
-    },
-}
+use batchd::cli::{Cli, Command};
+use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -69,17 +23,6 @@ fn main() -> ExitCode {
         }
         None => {}
     }
-    // Colour codes only for a person at a terminal, not in a log file or journal.
-    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        // One event, one line, whatever a client managed to put in it.
-        .with_writer(move || batchd::logging::LineSafe::new(std::io::stderr(), ansi))
-        .with_ansi(ansi)
-        .init();
     // Whatever batchd creates without an explicit mode is its own: the state holds users'
     // environments. (Job output files get the submitter's umask in the supervisor.)
     nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
@@ -108,6 +51,7 @@ fn main() -> ExitCode {
         print!("{}", config.print_effective());
         return ExitCode::SUCCESS;
     }
+    batchd::logging::init(config.log_format);
     match batchd::run(config, cli.config) {
         Ok(()) => ExitCode::SUCCESS,
         // Every fault of the configuration, the policy's name and parameters included, exits

@@ -209,6 +209,8 @@ const WAKE_SLACK_MS: u64 = 1_000;
 /// [`WAKE_SLACK_MS`], after the asked instant is told that instant; starts are stamped with the
 /// real time anyway (see `act`).
 pub async fn run_once_at(d: &Arc<Daemon>, wake_at: Option<u64>) -> (bool, Option<u64>) {
+    // A pass's time (`econtrol show stats`) counts from here: the snapshot is its work too.
+    let began = Instant::now();
     let real = now_ms();
     let slack = {
         let c = &d.settings().config;
@@ -249,9 +251,14 @@ pub async fn run_once_at(d: &Arc<Daemon>, wake_at: Option<u64>) -> (bool, Option
     let snapped = Instant::now();
     let (plan, called) = if policy.share.dispatch() {
         let budget = Duration::from_millis(d.settings().config.policy.time_budget_ms);
-        match call(d, &policy, &snap, budget).await {
+        let call = call(d, &policy, &snap, budget).await;
+        d.stats.policy_calls.record(snapped.elapsed());
+        match call {
             Some(plan) => (plan, true),
-            None => return (true, None),
+            None => {
+                d.stats.passes.record(began.elapsed());
+                return (true, None);
+            }
         }
     } else {
         // A call abandoned at its budget still runs: no second one meanwhile.
@@ -261,6 +268,7 @@ pub async fn run_once_at(d: &Arc<Daemon>, wake_at: Option<u64>) -> (bool, Option
     act(d, &snap, &plan).await;
     // For `eview` of jobs without a launcher: their views are computed only when asked.
     d.core().keep_plan(Arc::clone(&snap), Arc::clone(&plan));
+    d.stats.passes.record(began.elapsed());
     tracing::debug!(
         pending = snap.pending.len(),
         running = snap.running.len(),

@@ -90,6 +90,8 @@ enum Op {
 #[derive(Clone)]
 pub struct Store {
     tx: mpsc::Sender<Op>,
+    /// The writer's transactions, timed from `BEGIN` to `COMMIT` (`econtrol show stats`).
+    commits: std::sync::Arc<crate::stats::Timings>,
 }
 
 /// Joins the writer thread when the last handle is dropped and the queue has drained.
@@ -329,11 +331,18 @@ impl Store {
         let conn = open_connection(path, sync)?;
         let loaded = load(&conn)?;
         let (tx, rx) = mpsc::channel::<Op>();
+        let commits = std::sync::Arc::new(crate::stats::Timings::default());
+        let timed = std::sync::Arc::clone(&commits);
         let handle = std::thread::Builder::new()
             .name("batchd-store".into())
-            .spawn(move || writer(conn, rx))
+            .spawn(move || writer(conn, rx, &timed))
             .map_err(|e| StoreError::Db(format!("cannot start the writer thread: {e}")))?;
-        Ok((Store { tx }, StoreThread(Some(handle)), loaded))
+        Ok((Store { tx, commits }, StoreThread(Some(handle)), loaded))
+    }
+
+    /// The writer's transactions so far and how long they took.
+    pub fn commit_times(&self) -> batch_proto::Timing {
+        self.commits.summary()
     }
 
     /// Stores `rec` and waits until it is committed.
@@ -401,7 +410,7 @@ impl Store {
     }
 }
 
-fn writer(conn: Connection, rx: mpsc::Receiver<Op>) {
+fn writer(conn: Connection, rx: mpsc::Receiver<Op>, commits: &crate::stats::Timings) {
     let mut pending: Vec<Op> = Vec::new();
     while let Ok(first) = rx.recv() {
         pending.push(first);
@@ -416,12 +425,12 @@ fn writer(conn: Connection, rx: mpsc::Receiver<Op>) {
             match op {
                 Op::Put(r, reply) => writes.push((r, reply)),
                 Op::Read(f) => {
-                    flush(&conn, &mut writes);
+                    flush(&conn, &mut writes, commits);
                     f(&conn);
                 }
             }
         }
-        flush(&conn, &mut writes);
+        flush(&conn, &mut writes, commits);
     }
     // Every handle is gone: the queue is drained, so everything acknowledged is committed.
     if let Err(e) = conn.pragma_update(None, "wal_checkpoint", "TRUNCATE") {
@@ -430,10 +439,15 @@ fn writer(conn: Connection, rx: mpsc::Receiver<Op>) {
 }
 
 /// Commits `writes` in one transaction and answers every waiter.
-fn flush(conn: &Connection, writes: &mut Vec<(Box<JobRecord>, Option<Reply>)>) {
+fn flush(
+    conn: &Connection,
+    writes: &mut Vec<(Box<JobRecord>, Option<Reply>)>,
+    commits: &crate::stats::Timings,
+) {
     if writes.is_empty() {
         return;
     }
+    let began = std::time::Instant::now();
     let result = (|| -> Result<(), StoreError> {
         conn.execute_batch("BEGIN IMMEDIATE")?;
         for (r, _) in writes.iter() {
@@ -448,6 +462,7 @@ fn flush(conn: &Connection, writes: &mut Vec<(Box<JobRecord>, Option<Reply>)>) {
         }
         Ok(())
     })();
+    commits.record(began.elapsed());
     if let Err(e) = &result {
         tracing::error!(jobs = writes.len(), "database commit failed: {e}");
     }

@@ -62,3 +62,5 @@ mod inslurm;
 mod pictures;
 #[path = "e2e/whatif.rs"]
 mod whatif;
+#[path = "e2e/ops.rs"]
+mod ops;

@@ -3,7 +3,7 @@
 //!
 //! [`select`] is what the tools call: it loads the policy's plugin library through
 //! `sched-abi` (a name, resolved in `$ESCHED_PLUGIN_DIR` or next to the executable, or a path
-//! to a `.so`). [`builtin`] builds the same policies linked into this crate (the table of
+//! to a `.so`); a stock policy whose library is nowhere runs its linked copy, with a note. [`builtin`] builds the same policies linked into this crate (the table of
 //! `esched_stock`), kept for comparing a loaded plugin against the linked code
 //! (`esim --linked`); [`choose`] picks one of the two.
 
@@ -44,7 +44,8 @@ fn stock(name: &str) -> Result<&'static Stock, PolicyError> {
 pub fn policy_help() -> String {
     format!(
         "The policy: a name (a stock one: {}; loaded from `libesched_<name>.so` in \
-         `$ESCHED_PLUGIN_DIR` or next to esim, or linked with --linked) or the path of a \
+         `$ESCHED_PLUGIN_DIR` or next to esim, else the copy linked into esim; always that copy \
+         with --linked) or the path of a \
          policy library",
         esched_stock::known()
     )
@@ -61,14 +62,51 @@ pub fn builtin(name: &str, params: &Params) -> Result<Box<dyn Policy + Send>, Po
 
 /// The policy a tool asked for by `spec`, loaded from its plugin library: a name (found in
 /// `$ESCHED_PLUGIN_DIR` when set, else next to the executable) or a path to a shared library.
+/// A stock policy's name with no library to be found runs the linked copy ([`load`]).
 pub fn select(spec: &str, params: &Params) -> anyhow::Result<Box<dyn Policy + Send>> {
-    Ok(Box::new(load(spec, params)?))
+    match load(spec, params)? {
+        Source::Plugin(p) => Ok(p),
+        Source::Linked(_) => Ok(builtin(spec, params)?),
+    }
 }
 
-fn load(spec: &str, params: &Params) -> anyhow::Result<sched_abi::LoadedPolicy> {
+/// Where a policy named on the command line comes from.
+enum Source {
+    /// Its plugin library (boxed: it is boxed for its caller anyway).
+    Plugin(Box<sched_abi::LoadedPolicy>),
+    /// The copy linked into this executable: a stock policy whose library is nowhere.
+    Linked(&'static Stock),
+}
+
+/// Stock policies already said to run their linked copy, so that a command calling the
+/// loader for each of many runs says it once.
+static SAID_LINKED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// Loads `spec`'s plugin library. A stock policy's name whose library is found nowhere (an
+/// esim installed alone, by `cargo install` or scripts/install.sh) falls back to the copy
+/// linked into esim, and says so on stderr once per process and policy; any other failure
+/// (a stale library, an ABI mismatch, a path that does not exist) stays an error, since a
+/// comparison of plugin against linked code must not silently run the linked one twice.
+fn load(spec: &str, params: &Params) -> anyhow::Result<Source> {
     let dir = std::env::var_os("ESCHED_PLUGIN_DIR").map(std::path::PathBuf::from);
     match sched_abi::load(spec, dir.as_deref(), params) {
-        Ok(p) => Ok(p),
+        Ok(p) => Ok(Source::Plugin(Box::new(p))),
+        Err(sched_abi::LoadError::NotFound { tried, .. })
+            if !spec.contains('/') && esched_stock::find(spec).is_some() =>
+        {
+            let stock = stock(spec)?;
+            let mut said = SAID_LINKED.lock().unwrap_or_else(|e| e.into_inner());
+            if !said.iter().any(|s| s == spec) {
+                said.push(spec.to_string());
+                let tried: Vec<String> = tried.iter().map(|p| p.display().to_string()).collect();
+                eprintln!(
+                    "esim: no plugin library for `{spec}` (tried {}); running the copy linked \
+                     into esim",
+                    tried.join(", ")
+                );
+            }
+            Ok(Source::Linked(stock))
+        }
         // A mistyped name should say which names exist, not only which files were tried.
         Err(e @ sched_abi::LoadError::NotFound { .. }) if !spec.contains('/') => {
             Err(anyhow::anyhow!(
@@ -82,16 +120,25 @@ fn load(spec: &str, params: &Params) -> anyhow::Result<sched_abi::LoadedPolicy> 
 
 /// The policy `spec` under sched-abi's containment, the way the drivers call it: the plugin
 /// library (its errors reach the host, where a plain [`select`] turns them into empty plans)
-/// or, when `linked`, the linked copy, rebuilt after a panic as a plugin is.
+/// or, when `linked` or when a stock policy has no library ([`load`]), the linked copy,
+/// rebuilt after a panic as a plugin is.
 pub fn hosted(spec: &str, params: &Params, linked: bool) -> anyhow::Result<PolicyHost> {
+    let linked_copy = |stock: &Stock| -> anyhow::Result<Box<dyn HostedPolicy + Send>> {
+        (stock.hosted)(params).map_err(|source| {
+            PolicyError::Params {
+                name: stock.name.to_string(),
+                source,
+            }
+            .into()
+        })
+    };
     let policy: Box<dyn HostedPolicy + Send> = if linked {
-        let stock = stock(spec)?;
-        (stock.hosted)(params).map_err(|source| PolicyError::Params {
-            name: stock.name.to_string(),
-            source,
-        })?
+        linked_copy(stock(spec)?)?
     } else {
-        Box::new(load(spec, params)?)
+        match load(spec, params)? {
+            Source::Plugin(p) => p,
+            Source::Linked(stock) => linked_copy(stock)?,
+        }
     };
     Ok(PolicyHost::boxed(policy))
 }

@@ -662,4 +662,51 @@ fn svg_draws_one_rectangle_per_job_in_the_window() {
     // Without --svg, --window is refused.
     let o = esim(&["--trace", t.to_str().unwrap(), "--window", "7d..8d"]);
     assert!(!o.status.success());
+/// An esim installed alone (`cargo install`, scripts/install.sh): no policy library beside
+/// it nor in `$ESCHED_PLUGIN_DIR`, so a stock policy runs its linked copy, said once; the
+/// replay is the one `--linked` gives.
+#[test]
+fn an_installed_esim_runs_the_linked_stock_policy_and_says_so_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = trace(dir.path());
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let exe = bin.join("esim");
+    std::fs::copy(env!("CARGO_BIN_EXE_esim"), &exe).unwrap();
+    let installed = Command::new(&exe)
+        .args(["--policy", "cbf", "--trace", t.to_str().unwrap()])
+        .env_remove("ESCHED_PLUGIN_DIR")
+        .output()
+        .unwrap();
+    assert!(installed.status.success(), "{}", stderr(&installed));
+    let err = stderr(&installed);
+    assert_eq!(
+        err.matches("no plugin library for `cbf`").count(),
+        1,
+        "{err}"
+    );
+    assert!(err.contains("running the copy linked into esim"), "{err}");
+    let linked = esim(&["--policy", "cbf", "--trace", t.to_str().unwrap()]);
+    // The same schedule; only the wall-clock `time` row may differ.
+    let schedule = |o: &Output| -> Vec<String> {
+        stdout(o)
+            .lines()
+            .filter(|l| !l.starts_with("time "))
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(schedule(&installed), schedule(&linked));
+    assert!(stdout(&installed).contains("utilisation"));
+    // A name that is no stock policy still fails, naming the ones there are.
+    let unknown = Command::new(&exe)
+        .args(["--policy", "sjf", "--trace", t.to_str().unwrap()])
+        .env_remove("ESCHED_PLUGIN_DIR")
+        .output()
+        .unwrap();
+    assert!(!unknown.status.success());
+    assert!(
+        stderr(&unknown).contains("not found"),
+        "{}",
+        stderr(&unknown)
+    );
 }

@@ -201,6 +201,9 @@ async fn end_pending(
         }
     }
     let mut ids: Vec<u64> = ended.iter().map(|r| r.id).collect();
+    for r in &ended {
+        d.stats.ended(r.state);
+    }
     d.store.commit_all(ended).await?;
     for &id in &ids {
         crate::coorm::tell_ended(d, id, JobState::Cancelled, "cancelled before its start");

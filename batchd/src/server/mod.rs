@@ -28,7 +28,7 @@ mod request;
 mod requeue;
 mod session;
 mod show;
-mod stats;
+pub(crate) mod stats;
 mod step;
 mod submit;
 mod update;
@@ -643,6 +643,7 @@ async fn connection(
             return;
         }
     };
+    let _counted = d.stats.connection();
     let limits = d.settings().config.limits;
     let frame = Duration::from_millis(limits.frame_timeout_ms);
     let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);

@@ -9,6 +9,7 @@ use batch_proto::{DaemonStats, JobState, Response};
 use super::Reply;
 use crate::daemon::Daemon;
 use crate::launch::now_ms;
+use crate::stats::Stats;
 
 fn ms(d: Duration) -> f64 {
     // Microseconds as a fraction: a small plan takes well under a millisecond.
@@ -16,6 +17,11 @@ fn ms(d: Duration) -> f64 {
 }
 
 pub fn handle(d: &Arc<Daemon>) -> Reply {
+    Response::Stats(figures(d)).into()
+}
+
+/// The daemon's figures now, for `econtrol show stats` and the metrics endpoint.
+pub fn figures(d: &Arc<Daemon>) -> DaemonStats {
     let policy = d.policy();
     let host = policy.share.stats();
     let times = policy.share.call_times();
@@ -29,7 +35,7 @@ pub fn handle(d: &Arc<Daemon>) -> Reply {
             .count() as u64;
         (pending, core.jobs().len() as u64 - pending)
     };
-    Response::Stats(DaemonStats {
+    DaemonStats {
         started: d.started,
         now: now_ms(),
         policy: policy.share.name().to_string(),
@@ -47,6 +53,15 @@ pub fn handle(d: &Arc<Daemon>) -> Reply {
         test_only_timeouts: d.test_only_timeouts.load(Ordering::Relaxed),
         pending,
         running,
-    })
-    .into()
+        jobs_submitted: Stats::get(&d.stats.submitted),
+        jobs_started: Stats::get(&d.stats.started),
+        jobs_completed: Stats::get(&d.stats.completed),
+        jobs_failed: Stats::get(&d.stats.failed),
+        jobs_cancelled: Stats::get(&d.stats.cancelled),
+        passes: d.stats.passes.summary(),
+        policy_call: d.stats.policy_calls.summary(),
+        store_commit: d.store.commit_times(),
+        connections: Stats::get(&d.stats.connections),
+        connections_open: Stats::get(&d.stats.open_connections),
+    }
 }

@@ -77,6 +77,7 @@ pub async fn handle(d: &Arc<Daemon>, caller: &Caller, req: SubmitRequest) -> Rep
             return internal(e);
         }
     }
+    d.stats.submitted(recs.len() as u64);
     {
         let mut core = d.core();
         for rec in recs {

@@ -7,8 +7,8 @@ use batch_proto::Step;
 use batch_proto::{
     ClientError, ClusterInfo, DaemonStats, HoldRequest, InfoRequest, JobInfo, JobShape,
     ListRequest, NodeAdminState, NodeState, ReconfigureRequest, Request, RequeueRequest, Response,
-    ShowJobRequest, StatsRequest, StepStatus, UnholdRequest, UpdateNodesRequest, UpdateRequest,
-    VersionRequest,
+    ShowJobRequest, StatsRequest, StepStatus, Timing, UnholdRequest, UpdateNodesRequest,
+    UpdateRequest, VersionRequest,
 };
 use clap::{Parser, Subcommand};
 
@@ -356,17 +356,33 @@ pub fn show_nodes(info: &ClusterInfo, name: Option<&str>) -> anyhow::Result<Stri
 }
 
 /// The daemon's figures in scontrol's `Key=Value` layout, one group a line; times in `zone`,
-/// durations in ms (`Ms` keys), `(null)` for what there is none of yet.
+/// durations in ms (`Ms` keys) but the uptime (sacct's `D-HH:MM:SS`), `(null)` for what there
+/// is none of yet. A timing is its count, total and the p50/p90/p99 of the recent ones, and
+/// the longest.
 pub fn show_stats(s: &DaemonStats, zone: &Zone) -> String {
     let opt = |v: Option<String>| v.unwrap_or_else(|| "(null)".to_string());
     let ms = |v: Option<f64>| opt(v.map(|v| format!("{v:.3}")));
+    let timing = |key: &str, count: &str, t: &Timing| {
+        format!(
+            "{count}={} {key}TotalMs={:.3} {key}MsP50={} {key}MsP90={} {key}MsP99={} {key}MsMax={}",
+            t.count,
+            t.total_ms,
+            ms(t.p50_ms),
+            ms(t.p90_ms),
+            ms(t.p99_ms),
+            ms(t.max_ms),
+        )
+    };
     format!(
-        "StartTime={} Now={}\n   Policy={} PolicySince={} TimeBudgetMs={}\n   \
+        "StartTime={} Now={} Uptime={}\n   Policy={} PolicySince={} TimeBudgetMs={}\n   \
          PolicyCalls={} PolicyPanics={} PolicyErrors={} RefusedPlans={} PolicyTimeouts={}\n   \
          CallRunningMs={} CallPastBudget={}\n   LastPlanMs={} LongestPlanMs={}\n   \
-         TestOnlyTimeouts={}\n   Pending={} Running={}\n",
+         TestOnlyTimeouts={}\n   Pending={} Running={}\n   \
+         JobsSubmitted={} JobsStarted={} JobsCompleted={} JobsFailed={} JobsCancelled={}\n   \
+         {}\n   {}\n   {}\n   Connections={} ConnectionsOpen={}\n",
         format_timestamp(s.started, zone),
         format_timestamp(s.now, zone),
+        format_sacct_duration(s.now.saturating_sub(s.started)),
         s.policy,
         format_timestamp(s.policy_since, zone),
         s.time_budget_ms,
@@ -382,6 +398,16 @@ pub fn show_stats(s: &DaemonStats, zone: &Zone) -> String {
         s.test_only_timeouts,
         s.pending,
         s.running,
+        s.jobs_submitted,
+        s.jobs_started,
+        s.jobs_completed,
+        s.jobs_failed,
+        s.jobs_cancelled,
+        timing("Pass", "Passes", &s.passes),
+        timing("PolicyCall", "PolicyCallsTimed", &s.policy_call),
+        timing("StoreCommit", "StoreCommits", &s.store_commit),
+        s.connections,
+        s.connections_open,
     )
 }
 
@@ -1089,15 +1115,45 @@ mod tests {
             longest_plan_ms: Some(5_000.25),
             pending: 3,
             running: 2,
+            jobs_submitted: 9,
+            jobs_started: 6,
+            jobs_completed: 3,
+            jobs_failed: 1,
+            passes: Timing {
+                count: 4,
+                total_ms: 10.0,
+                p50_ms: Some(2.0),
+                p90_ms: Some(3.0),
+                p99_ms: Some(4.0),
+                max_ms: Some(4.0),
+            },
+            store_commit: Timing {
+                count: 1,
+                total_ms: 0.25,
+                p50_ms: Some(0.25),
+                p90_ms: Some(0.25),
+                p99_ms: Some(0.25),
+                max_ms: Some(0.25),
+            },
+            connections: 17,
+            connections_open: 1,
             ..Default::default()
         };
         assert_eq!(
             show_stats(&s, &fixed_zone(0)),
-            "StartTime=1970-01-01T00:00:00 Now=1970-01-01T00:01:01\n   \
+            "StartTime=1970-01-01T00:00:00 Now=1970-01-01T00:01:01 Uptime=00:01:01\n   \
              Policy=cbf PolicySince=1970-01-01T00:00:01 TimeBudgetMs=5000\n   \
              PolicyCalls=12 PolicyPanics=0 PolicyErrors=0 RefusedPlans=0 PolicyTimeouts=1\n   \
              CallRunningMs=6100 CallPastBudget=YES\n   LastPlanMs=0.125 LongestPlanMs=5000.250\n   \
-             TestOnlyTimeouts=0\n   Pending=3 Running=2\n"
+             TestOnlyTimeouts=0\n   Pending=3 Running=2\n   \
+             JobsSubmitted=9 JobsStarted=6 JobsCompleted=3 JobsFailed=1 JobsCancelled=0\n   \
+             Passes=4 PassTotalMs=10.000 PassMsP50=2.000 PassMsP90=3.000 PassMsP99=4.000 \
+             PassMsMax=4.000\n   \
+             PolicyCallsTimed=0 PolicyCallTotalMs=0.000 PolicyCallMsP50=(null) \
+             PolicyCallMsP90=(null) PolicyCallMsP99=(null) PolicyCallMsMax=(null)\n   \
+             StoreCommits=1 StoreCommitTotalMs=0.250 StoreCommitMsP50=0.250 \
+             StoreCommitMsP90=0.250 StoreCommitMsP99=0.250 StoreCommitMsMax=0.250\n   \
+             Connections=17 ConnectionsOpen=1\n"
         );
         let idle = DaemonStats::default();
         let text = show_stats(&idle, &fixed_zone(0));

@@ -16,6 +16,7 @@ pub mod info;
 pub mod pictures;
 pub mod queue;
 pub mod release;
+pub mod setup;
 pub mod slurm_json;
 pub mod spec;
 pub mod step;

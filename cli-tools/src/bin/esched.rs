@@ -2,39 +2,12 @@
 //! directory of Slurm's command names (docs/tools.md).
 #![forbid(unsafe_code)]
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use clap::{Parser, Subcommand};
 use cli_tools::batch::cli::tool_main;
 use cli_tools::batch::compat;
-
-/// `esched`'s command line.
-#[derive(Parser, Debug)]
-#[command(
-    name = "esched",
-    version,
-    about = "Setup commands for the esched tools"
-)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Subcommand, Debug)]
-enum Command {
-    /// Make DIR a directory of Slurm's command names (sbatch, squeue, scancel, sacct, sinfo,
-    /// scontrol, srun, salloc) linked to the esched tools; put it first on PATH to drive
-    /// esched with Slurm's names (`export PATH=DIR:$PATH`).
-    SlurmCompat {
-        /// The directory (created if need be).
-        dir: PathBuf,
-        /// Replace files of those names that are not links.
-        #[arg(long)]
-        force: bool,
-    },
-}
+use cli_tools::batch::setup::{Cli, Command};
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
