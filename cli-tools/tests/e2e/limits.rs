@@ -79,7 +79,11 @@ fn absurd_limits_are_refused_and_unlimited_is_the_pools_max_time() {
 #[test]
 fn a_bad_esched_timeout_is_refused_not_ignored() {
     let c = Cluster::start(1, "fcfs");
-    let out = c.tool("equeue").env("ESCHED_TIMEOUT", "abc").output().unwrap();
+    let out = c
+        .tool("equeue")
+        .env("ESCHED_TIMEOUT", "abc")
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert_eq!(
@@ -88,6 +92,10 @@ fn a_bad_esched_timeout_is_refused_not_ignored() {
     );
     for ok in ["", "2.5"] {
         let out = c.tool("equeue").env("ESCHED_TIMEOUT", ok).output().unwrap();
-        assert!(out.status.success(), "{ok:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{ok:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }
