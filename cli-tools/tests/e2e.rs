@@ -58,9 +58,9 @@ mod eview;
 #[path = "e2e/inslurm.rs"]
 mod inslurm;
 
+#[path = "e2e/ops.rs"]
+mod ops;
 #[path = "e2e/pictures.rs"]
 mod pictures;
 #[path = "e2e/whatif.rs"]
 mod whatif;
-#[path = "e2e/ops.rs"]
-mod ops;

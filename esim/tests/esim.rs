@@ -662,6 +662,8 @@ fn svg_draws_one_rectangle_per_job_in_the_window() {
     // Without --svg, --window is refused.
     let o = esim(&["--trace", t.to_str().unwrap(), "--window", "7d..8d"]);
     assert!(!o.status.success());
+}
+
 /// An esim installed alone (`cargo install`, scripts/install.sh): no policy library beside
 /// it nor in `$ESCHED_PLUGIN_DIR`, so a stock policy runs its linked copy, said once; the
 /// replay is the one `--linked` gives.
