@@ -64,7 +64,8 @@ pub fn run(args: &MoldableArgs) -> anyhow::Result<()> {
         seed: args.seed,
         makespan: args.makespan,
     };
-    let out = solve(&inst, params)?;
+    let mut out = serde_json::to_value(solve(&inst, params)?)?;
+    tidy_floats(&mut out);
     let json = if args.pretty {
         serde_json::to_string_pretty(&out)?
     } else {
@@ -72,4 +73,34 @@ pub fn run(args: &MoldableArgs) -> anyhow::Result<()> {
     };
     println!("{json}");
     Ok(())
+}
+
+/// Rounds every number of `v` to the nanosecond (9 decimals; times are in seconds): sums of
+/// run times otherwise print their binary rounding (`3.5000000000000004` for 1.2 + 2.3), which
+/// reads as a difference where there is none. The schedule was validated unrounded.
+fn tidy_floats(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Number(n) if n.is_f64() => {
+            if let Some(r) = n
+                .as_f64()
+                .map(|x| (x * 1e9).round() / 1e9)
+                .and_then(serde_json::Number::from_f64)
+            {
+                *n = r;
+            }
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(tidy_floats),
+        serde_json::Value::Object(o) => o.values_mut().for_each(tidy_floats),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn printed_numbers_lose_their_binary_rounding_only() {
+        let mut v = serde_json::json!({"a": [1.2 + 2.3, 0.1 + 0.2], "b": 7, "c": 1.0 / 3.0});
+        super::tidy_floats(&mut v);
+        assert_eq!(v.to_string(), r#"{"a":[3.5,0.3],"b":7,"c":0.333333333}"#);
+    }
 }
