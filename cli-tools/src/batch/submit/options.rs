@@ -19,10 +19,13 @@ pub struct SubmitOpts {
     /// Job name (default: the script's file name, or "wrap").
     #[arg(short = 'J', long = "job-name", value_name = "NAME")]
     pub job_name: Option<String>,
-    /// Standard output file; %j job id, %x job name, %u user, %% a percent sign.
+    /// Standard output file (default esched-%j.out in the submit directory): %j job
+    /// id, %J job id (.step), %A array job id, %a array task id, %b task id modulo 10, %x job
+    /// name, %u user, %N first node, %n node index, %s step, %t task id, %% a percent sign; a
+    /// width between % and the letter zero-pads a number (%5j).
     #[arg(short = 'o', long, value_name = "PATTERN")]
     pub output: Option<String>,
-    /// Standard error file (default: with standard output).
+    /// Standard error file, with --output's patterns (default: with standard output).
     #[arg(short = 'e', long, value_name = "PATTERN")]
     pub error: Option<String>,
     /// Pool to run in (Slurm's partition).
@@ -33,8 +36,9 @@ pub struct SubmitOpts {
         value_name = "POOL"
     )]
     pub pool: Option<String>,
-    /// Earliest start: HH:MM[:SS], now+N[seconds|minutes|hours|days], YYYY-MM-DD[THH:MM[:SS]],
-    /// today, tomorrow.
+    /// Earliest start: now, now+N or now-N with a unit (s, min, h, d, w, or seconds|minutes|
+    /// hours|days|weeks; seconds without one), HH:MM[:SS] (the next one), YYYY-MM-DD[THH:MM[:SS]],
+    /// today, tomorrow, midnight, noon, elevenses, fika, teatime.
     #[arg(short = 'b', long, value_name = "TIME")]
     pub begin: Option<String>,
     /// Submit held: the job waits for `econtrol release`.

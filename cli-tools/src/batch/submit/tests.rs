@@ -923,3 +923,51 @@ fn short_options_take_attached_values_as_sbatch() {
     assert_eq!(cli.opts.nodes.as_deref(), Some("2"));
     assert_eq!(cli.script, ["job.sh", "-N3", "--wrap", "-x"]);
 }
+
+/// `--help` names every form the parsers accept: each output escape the pattern parser knows,
+/// each `--begin` keyword and relative form, and `UNLIMITED` for `-t`.
+#[test]
+fn help_names_every_accepted_form() {
+    use clap::CommandFactory;
+    let help = SubmitCli::command().render_help().to_string();
+    let option = |long: &str| -> String {
+        let at = help
+            .find(long)
+            .unwrap_or_else(|| panic!("{long} in {help}"));
+        let rest = &help[at..];
+        let end = rest[2..].find("\n  -").map_or(rest.len(), |e| e + 2);
+        rest[..end].split_whitespace().collect::<Vec<_>>().join(" ")
+    };
+    let output = option("--output <PATTERN>");
+    for escape in [
+        "%A", "%a", "%b", "%J", "%j", "%N", "%n", "%s", "%t", "%u", "%x", "%%",
+    ] {
+        assert!(output.contains(escape), "{escape}: {output}");
+        let pattern = format!("out-{escape}");
+        assert!(batch_proto::pattern::check(&pattern).is_ok(), "{pattern}");
+    }
+    let begin = option("--begin <TIME>");
+    for form in [
+        "now+N",
+        "now-N",
+        "HH:MM[:SS]",
+        "YYYY-MM-DD",
+        "today",
+        "tomorrow",
+        "midnight",
+        "noon",
+        "elevenses",
+        "fika",
+        "teatime",
+    ] {
+        assert!(begin.contains(form), "{form}: {begin}");
+    }
+    let zone = fixed_zone(0);
+    for accepted in ["now-1h", "now+2weeks", "noon", "fika", "midnight"] {
+        assert!(
+            super::super::time::parse_begin(accepted, 1_800_000_000_000, &zone).is_ok(),
+            "{accepted}"
+        );
+    }
+    assert!(option("--time <TIME>").contains("UNLIMITED"));
+}
