@@ -193,7 +193,7 @@ fn moldable_experiments_prints_tables_and_writes_plots() {
             "8",
             "--tasks",
             "4,6",
-            "--svg-dir",
+            "--out",
             svg.to_str().unwrap(),
         ],
         "",
@@ -207,4 +207,43 @@ fn moldable_experiments_prints_tables_and_writes_plots() {
     assert!(svg.join("fig7-runtime.svg").exists());
     let o = esim_stdin(&["moldable-experiments", "--models", "wobbly"], "");
     assert_eq!(o.status.code(), Some(1));
+}
+
+/// esim names its files one way (a JSON document in is the positional argument, `-` for
+/// stdin); the older spellings still work: `schedule --input FILE`, and
+/// `moldable-experiments --svg-dir DIR` for `--out DIR`.
+#[test]
+fn older_spellings_of_inputs_and_outputs_still_work() {
+    let tests = r#"{"tests":[{"n_nodes":10,"apps":[[[30,9]],[[5,1],[5,1],[5,5]]]}]}"#;
+    let want = r#"{"tests":[{"apps":[{"start":0,"end":30,"ep":[[30,9]]},{"start":30,"end":45,"ep":[[15,5]]}]}]}"#;
+    for args in [
+        &["schedule", "--policy", "cbf", "-"][..],
+        &["schedule", "--policy", "cbf", "--input", "-"][..],
+    ] {
+        let o = esim_stdin(args, tests);
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), want, "{args:?}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let old = dir.path().join("old");
+    let o = esim_stdin(
+        &[
+            "moldable-experiments",
+            "--runs",
+            "1",
+            "--m",
+            "4",
+            "--tasks",
+            "3",
+            "--svg-dir",
+            old.to_str().unwrap(),
+        ],
+        "",
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(std::fs::read_dir(&old).unwrap().count() > 0);
 }

@@ -42,8 +42,13 @@ pub struct ExperimentArgs {
     /// allotment): `mrt` (the paper's [7]) or `canonical`.
     #[arg(long, default_value_t = Makespan::default())]
     pub makespan: Makespan,
-    /// Directory for the SVG plots (created if missing).
-    #[arg(long, value_name = "DIR", default_value = "moldable-figures")]
+    /// Directory for the SVG plots (created if missing). `--svg-dir` is an older spelling.
+    #[arg(
+        long = "out",
+        alias = "svg-dir",
+        value_name = "DIR",
+        default_value = "moldable-figures"
+    )]
     pub svg_dir: PathBuf,
     /// Print the results as JSON instead of tables.
     #[arg(long)]
@@ -111,7 +116,7 @@ pub fn run(args: &ExperimentArgs) -> anyhow::Result<()> {
     let elapsed = started.elapsed();
     std::fs::create_dir_all(&args.svg_dir)
         .with_context(|| format!("creating {}", args.svg_dir.display()))?;
-    for (name, svg) in svg_figures(&reports) {
+    for (name, svg) in svg_figures(&reports, &spec) {
         let p = args.svg_dir.join(name);
         std::fs::write(&p, svg).with_context(|| format!("writing {}", p.display()))?;
     }

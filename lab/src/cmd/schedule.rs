@@ -30,9 +30,17 @@ pub struct ScheduleArgs {
     /// A policy parameter, e.g. `expand_limit=2` or `compact=true`; repeatable.
     #[arg(long = "param", value_name = "KEY=VALUE")]
     pub params: Vec<String>,
-    /// The tests, as JSON (`-` for stdin).
-    #[arg(long, value_name = "FILE")]
-    pub input: PathBuf,
+    /// The tests, as JSON (`-` for stdin). `--input FILE` is an older spelling.
+    #[arg(value_name = "INPUT", required_unless_present = "input_option")]
+    pub input: Option<PathBuf>,
+    /// The older spelling of INPUT.
+    #[arg(
+        long = "input",
+        value_name = "FILE",
+        hide = true,
+        conflicts_with = "input"
+    )]
+    pub input_option: Option<PathBuf>,
     /// Where to write the schedules (default: stdout).
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -177,17 +185,19 @@ pub fn run(args: &ScheduleArgs, policies: &dyn super::Policies) -> anyhow::Resul
     let params = parse_params(&args.params)?;
     // Build once up front so that a bad name or parameter fails before any input is read.
     policies.hosted(&args.policy, &params, false)?;
-    let text = if args.input.as_os_str() == "-" {
+    let Some(path) = args.input.as_ref().or(args.input_option.as_ref()) else {
+        anyhow::bail!("no input: give the tests' JSON file (`-` for stdin)");
+    };
+    let text = if path.as_os_str() == "-" {
         let mut s = String::new();
         std::io::stdin()
             .read_to_string(&mut s)
             .context("reading stdin")?;
         s
     } else {
-        std::fs::read_to_string(&args.input)
-            .with_context(|| format!("reading {}", args.input.display()))?
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?
     };
-    let input = parse_input(&text).with_context(|| format!("{}", args.input.display()))?;
+    let input = parse_input(&text).with_context(|| format!("{}", path.display()))?;
     let out = schedule(&input, &args.policy, &|| {
         policies.hosted(&args.policy, &params, false)
     })?;
