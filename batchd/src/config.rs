@@ -1029,7 +1029,14 @@ impl Config {
         let c = self.effective();
         let mut out = String::new();
         let mut pool = None::<usize>;
+        let mut top = true;
         for line in c.to_toml().lines() {
+            if top && line.starts_with('[') {
+                top = false;
+                if c.mail_program.is_none() {
+                    out.push_str("# mail_program: unset, no mail is sent\n\n");
+                }
+            }
             out.push_str(line);
             out.push('\n');
             if line.trim() == "[[pool]]" {
@@ -1041,6 +1048,9 @@ impl Config {
             if line.starts_with("cpus_per_node = ") && p.is_some_and(|p| p.mem_per_node.is_none()) {
                 out.push_str("# mem_per_node: unset, memory requests are not checked\n");
             }
+        }
+        if c.metrics.is_off() {
+            out.push_str("\n# [metrics]\n# listen: unset, no Prometheus endpoint\n");
         }
         out
     }
@@ -1255,6 +1265,35 @@ mod tests {
             ),
         ] {
             Config::parse(text, name).unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+
+    /// The example that says it lists every key lists every key `--print-config` prints (as
+    /// a setting or a commented one), and every table.
+    #[test]
+    fn the_complete_example_lists_every_printed_key() {
+        let example = include_str!("../../examples/configs/batchd.toml");
+        let listed = |key: &str| {
+            example.lines().any(|l| {
+                let l = l.trim_start_matches('#').trim_start();
+                l.strip_prefix(key)
+                    .is_some_and(|r| r.trim_start().starts_with('='))
+            })
+        };
+        let c = Config::embedded();
+        for line in c.print_effective().lines() {
+            let line = line.trim_start_matches('#').trim();
+            if line.starts_with('[') {
+                assert!(
+                    example.contains(line),
+                    "table {line} missing from the example"
+                );
+                continue;
+            }
+            let Some(key) = line.split([' ', '=', ':']).next().filter(|k| !k.is_empty()) else {
+                continue;
+            };
+            assert!(listed(key), "key `{key}` missing from the example");
         }
     }
 
