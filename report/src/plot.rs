@@ -110,10 +110,25 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
     /// A confidence (or error) half-width per point, drawn as a bar; empty for none.
     pub error: Vec<f64>,
+    /// A (low, high) range per point drawn as a bar instead of `error` (e.g. min to max over
+    /// runs, around their mean); empty for none.
+    pub range: Vec<(f64, f64)>,
     /// Whether the line is a step function (holds its value until the next point).
     pub steps: bool,
     /// No markers (for dense series such as utilisation over time).
     pub no_markers: bool,
+}
+
+impl Series {
+    /// The bar at point `i`: its `range`, else its `error` around the point; `None` when it
+    /// has neither.
+    fn bar(&self, i: usize) -> Option<(f64, f64)> {
+        if let Some(&r) = self.range.get(i) {
+            return Some(r);
+        }
+        let y = self.points.get(i)?.1;
+        self.error.get(i).map(|&e| (y - e, y + e))
+    }
 }
 
 /// A line chart.
@@ -169,14 +184,14 @@ impl LineChart {
         for (k, s) in self.series.iter().enumerate() {
             let _ = k;
             for (i, &(x, y)) in s.points.iter().enumerate() {
-                let e = s.error.get(i).copied().unwrap_or(0.0);
+                let (lo, hi) = s.bar(i).unwrap_or((y, y));
                 if x.is_finite() && (self.x_scale == Scale::Linear || x > 0.0) {
                     x0 = x0.min(x);
                     x1 = x1.max(x);
                 }
                 if y.is_finite() && (self.y_scale == Scale::Linear || y > 0.0) {
-                    y0 = y0.min(y - e);
-                    y1 = y1.max(y + e);
+                    y0 = y0.min(lo.min(y));
+                    y1 = y1.max(hi.max(y));
                 }
             }
         }
@@ -247,14 +262,13 @@ impl LineChart {
                     anno.label(s.name.clone())
                         .legend(move |(x, y)| legend_sample(x, y, color, marker, dash));
                     for (i, &(x, y)) in s.points.iter().enumerate() {
-                        let Some(err_w) = s.error.get(i).copied() else {
-                            break;
+                        let Some((a, b)) = s.bar(i) else {
+                            continue;
                         };
-                        if !keep(&(x, y)) || err_w <= 0.0 {
+                        if !keep(&(x, y)) || a >= b {
                             continue;
                         }
-                        let a = (y - err_w).clamp(lo, hi);
-                        let b = (y + err_w).clamp(lo, hi);
+                        let (a, b) = (a.clamp(lo, hi), b.clamp(lo, hi));
                         chart
                             .draw_series(std::iter::once(PathElement::new(
                                 vec![(x, a), (x, b)],

@@ -461,169 +461,52 @@ fn per_model_table(
 /// One chart series: its name and, per point, (x, min, avg, max).
 pub type Series<'a> = (&'a str, Vec<(f64, f64, f64, f64)>);
 
-/// Colours of the algorithms' series.
-const COLOURS: [&str; 6] = [
-    "#d62728", "#7f7f7f", "#2ca02c", "#1f77b4", "#9467bd", "#ff7f0e",
-];
-
-/// A line chart: x = number of tasks, one series per name with its (x, min, avg, max); the
-/// average as a line with markers, min–max as a vertical bar. Values above `y_max` are cut at
-/// the frame (the paper leaves Gang out of range the same way).
+/// A line chart drawn by esched-report's plotting module: x = number of tasks, one series per
+/// name with its (x, min, avg, max); the average as a line with the series' own marker and dash
+/// pattern, min–max as a vertical bar. Values beyond `y_max` are drawn at the frame with an
+/// arrow and their value (the paper leaves Gang out of range; here its value stays readable).
 pub fn svg_chart(
     title: &str,
     y_label: &str,
     series: &[Series<'_>],
-    y_min: f64,
-    y_max: f64,
+    (y_min, y_max): (f64, f64),
+    caption: &str,
 ) -> String {
-    use std::fmt::Write;
-    let (w, h) = (640.0, 420.0);
-    let (l, r, t, b) = (60.0, 130.0, 36.0, 48.0);
-    let (pw, ph) = (w - l - r, h - t - b);
-    let xs: Vec<f64> = series
-        .iter()
-        .flat_map(|(_, v)| v.iter().map(|p| p.0))
-        .collect();
-    let x_min = xs.iter().copied().fold(f64::INFINITY, f64::min);
-    let x_max = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let x_span = if x_max > x_min { x_max - x_min } else { 1.0 };
-    let y_span = if y_max > y_min { y_max - y_min } else { 1.0 };
-    let px = |x: f64| l + (x - x_min) / x_span * pw;
-    let py = |y: f64| t + ph - (y.clamp(y_min, y_max) - y_min) / y_span * ph;
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12">"#
-    );
-    let _ = writeln!(s, r#"<rect width="{w}" height="{h}" fill="white"/>"#);
-    let _ = writeln!(
-        s,
-        r#"<text x="{}" y="20" text-anchor="middle" font-size="14">{}</text>"#,
-        l + pw / 2.0,
-        xml(title)
-    );
-    // Grid and ticks.
-    let y_step = nice_step(y_span / 6.0);
-    let mut y = (y_min / y_step).ceil() * y_step;
-    while y <= y_max + 1e-9 {
-        let _ = writeln!(
-            s,
-            r##"<line x1="{l}" x2="{}" y1="{:.1}" y2="{:.1}" stroke="#ddd"/><text x="{}" y="{:.1}" text-anchor="end">{}</text>"##,
-            l + pw,
-            py(y),
-            py(y),
-            l - 6.0,
-            py(y) + 4.0,
-            trim(y)
-        );
-        y += y_step;
-    }
-    let x_step = nice_step(x_span / 8.0);
-    let mut x = (x_min / x_step).ceil() * x_step;
-    while x <= x_max + 1e-9 {
-        let _ = writeln!(
-            s,
-            r##"<line x1="{:.1}" x2="{:.1}" y1="{t}" y2="{}" stroke="#eee"/><text x="{:.1}" y="{}" text-anchor="middle">{}</text>"##,
-            px(x),
-            px(x),
-            t + ph,
-            px(x),
-            t + ph + 16.0,
-            trim(x)
-        );
-        x += x_step;
-    }
-    let _ = writeln!(
-        s,
-        r#"<rect x="{l}" y="{t}" width="{pw}" height="{ph}" fill="none" stroke="black"/>"#
-    );
-    let _ = writeln!(
-        s,
-        r#"<text x="{}" y="{}" text-anchor="middle">number of tasks</text>"#,
-        l + pw / 2.0,
-        h - 10.0
-    );
-    let _ = writeln!(
-        s,
-        r#"<text x="16" y="{}" text-anchor="middle" transform="rotate(-90 16 {})">{}</text>"#,
-        t + ph / 2.0,
-        t + ph / 2.0,
-        xml(y_label)
-    );
-    let off = pw / (x_span.max(1.0)) * x_step * 0.04;
-    for (si, (name, pts)) in series.iter().enumerate() {
-        let c = COLOURS[si % COLOURS.len()];
-        let dx = (si as f64 - (series.len() as f64 - 1.0) / 2.0) * off;
-        for &(x, lo, _, hi) in pts {
-            let _ = writeln!(
-                s,
-                r#"<line x1="{:.1}" x2="{:.1}" y1="{:.1}" y2="{:.1}" stroke="{c}" stroke-opacity="0.5"/>"#,
-                px(x) + dx,
-                px(x) + dx,
-                py(lo),
-                py(hi)
-            );
-        }
-        let path: Vec<String> = pts
+    let chart = esched_report::plot::LineChart {
+        title: title.to_string(),
+        caption: caption.to_string(),
+        x_label: "number of tasks".into(),
+        y_label: y_label.to_string(),
+        y_range: Some((y_min, y_max)),
+        series: series
             .iter()
-            .map(|&(x, _, a, _)| format!("{:.1},{:.1}", px(x) + dx, py(a)))
-            .collect();
-        let _ = writeln!(
-            s,
-            r#"<polyline points="{}" fill="none" stroke="{c}" stroke-width="1.6"/>"#,
-            path.join(" ")
-        );
-        for &(x, _, a, _) in pts {
-            let _ = writeln!(
-                s,
-                r#"<circle cx="{:.1}" cy="{:.1}" r="2.5" fill="{c}"/>"#,
-                px(x) + dx,
-                py(a)
-            );
-        }
-        let ly = t + 14.0 + si as f64 * 18.0;
-        let _ = writeln!(
-            s,
-            r#"<line x1="{}" x2="{}" y1="{ly}" y2="{ly}" stroke="{c}" stroke-width="2"/><text x="{}" y="{}">{}</text>"#,
-            l + pw + 10.0,
-            l + pw + 30.0,
-            l + pw + 36.0,
-            ly + 4.0,
-            xml(name)
-        );
-    }
-    let _ = writeln!(s, "</svg>");
-    s
-}
-
-fn xml(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-}
-
-fn trim(v: f64) -> String {
-    let s = format!("{v:.2}");
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
-}
-
-/// 1, 2 or 5 times a power of ten, at least `raw`.
-fn nice_step(raw: f64) -> f64 {
-    if raw <= 0.0 || !raw.is_finite() {
-        return 1.0;
-    }
-    let p = 10f64.powf(raw.log10().floor());
-    [1.0, 2.0, 5.0, 10.0]
-        .into_iter()
-        .map(|f| f * p)
-        .find(|&v| v >= raw)
-        .unwrap_or(10.0 * p)
+            .map(|(name, pts)| esched_report::plot::Series {
+                name: (*name).to_string(),
+                points: pts.iter().map(|p| (p.0, p.2)).collect(),
+                range: pts.iter().map(|p| (p.1, p.3)).collect(),
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    };
+    chart.svg().unwrap_or_else(|e| {
+        let text = e.to_string().replace('&', "&amp;").replace('<', "&lt;");
+        format!(
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"720\" height=\"60\"><text x=\"10\" y=\"30\">{text}</text></svg>\n"
+        )
+    })
 }
 
 /// The plots like Figures 3–6 (two per model: Cmax and ΣωC ratios; one y scale per criterion
 /// for all models, as in the paper) and Figure 7 (BiCrit's median run time), as
 /// `(file name, SVG)`.
-pub fn svg_figures(reports: &[ModelReport]) -> Vec<(String, String)> {
+pub fn svg_figures(reports: &[ModelReport], spec: &Spec) -> Vec<(String, String)> {
+    let setting = format!(
+        "{} processors, {} runs a point, seed {}, makespan algorithm {}; the line joins the means, \
+         the bar spans the runs' minimum to maximum; a value beyond the axis is drawn at its edge \
+         with its value. esim moldable-experiments",
+        spec.m, spec.runs, spec.seed, spec.params.makespan
+    );
     let mut out = Vec::new();
     for (crit, pick, label) in [
         ("cmax", 0usize, "Cmax / lower bound"),
@@ -668,7 +551,7 @@ pub fn svg_figures(reports: &[ModelReport]) -> Vec<(String, String)> {
             );
             out.push((
                 format!("fig{}-{}-{}.svg", r.figure, r.model, crit),
-                svg_chart(&title, label, &series, 1.0, y_max),
+                svg_chart(&title, label, &series, (1.0, y_max), &setting),
             ));
         }
     }
@@ -697,8 +580,12 @@ pub fn svg_figures(reports: &[ModelReport]) -> Vec<(String, String)> {
             "Figure 7: BiCrit's run time (median, bar to max)",
             "milliseconds",
             &series,
-            0.0,
-            (top * 1.1).max(0.001),
+            (0.0, (top * 1.1).max(0.001)),
+            &format!(
+                "{} processors, {} runs a point: the line joins the medians, the bar spans \
+                 median to maximum. esim moldable-experiments",
+                spec.m, spec.runs
+            ),
         ),
     ));
     out
@@ -790,8 +677,30 @@ mod tests {
         }
         let t = format_tables(&r, &spec);
         assert!(t.contains("Figure 5") && t.contains("List-SAF"), "{t}");
-        let figs = svg_figures(&r);
+        let figs = svg_figures(&r, &spec);
         assert_eq!(figs.len(), 3);
-        assert!(figs[0].1.starts_with("<svg") && figs[0].1.trim_end().ends_with("</svg>"));
+        for (name, svg) in &figs {
+            let doc = roxmltree::Document::parse(svg).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let texts: String = doc.descendants().filter_map(|n| n.text()).collect();
+            // The figure's setting is in its caption; every algorithm is in the legend.
+            assert!(texts.contains("8 processors, 2 runs a point"), "{name}");
+            if !name.starts_with("fig7") {
+                for a in ALGORITHMS {
+                    assert!(texts.contains(a), "{name}: {a}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_value_beyond_the_axis_is_marked_with_its_value() {
+        let series: Vec<Series<'_>> = vec![
+            ("BiCrit", vec![(10.0, 1.2, 1.5, 1.9)]),
+            ("Gang", vec![(10.0, 40.0, 58.7, 70.0)]),
+        ];
+        let svg = svg_chart("t", "ratio", &series, (1.0, 4.0), "setting");
+        let doc = roxmltree::Document::parse(&svg).unwrap();
+        let texts: Vec<&str> = doc.descendants().filter_map(|n| n.text()).collect();
+        assert!(texts.iter().any(|t| t.contains("↑ 58.7")), "{texts:?}");
     }
 }
