@@ -364,9 +364,12 @@ fn coalloc_reports_every_jobs_fate_through_the_rpp_plugin() {
             String::from_utf8_lossy(&out.stderr)
         );
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        assert_eq!(v["jobs"][2]["killed"], serde_json::json!(["a"]));
+        // One kill frees room either way; the fewest-kills rule then loses the least work:
+        // c's 90 s on 4 processors, not a's 100 s on 6.
+        assert_eq!(v["jobs"][2]["killed"], serde_json::json!(["c"]));
         assert_eq!(v["jobs"][2]["start"], 100.0);
-        assert_eq!(v["jobs"][0]["outcome"], "killed");
+        assert_eq!(v["jobs"][3]["outcome"], "killed");
+        assert_ne!(v["jobs"][0]["outcome"], "killed");
         outs.push(v);
     }
     assert_eq!(outs[0]["jobs"], outs[1]["jobs"]);
