@@ -69,7 +69,7 @@ mod tests {
     #[test]
     fn a_rate_is_whole_jobs_per_second() {
         assert_eq!(super::rate(21_275.247), "21275 jobs/s");
-        assert_eq!(super::rate(3.14159), "3.1 jobs/s");
+        assert_eq!(super::rate(2.46), "2.5 jobs/s");
         assert_eq!(super::rate(f64::INFINITY), "- jobs/s");
     }
 }

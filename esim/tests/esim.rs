@@ -667,6 +667,22 @@ fn svg_draws_one_rectangle_per_job_in_the_window() {
     assert!(!o.status.success());
 }
 
+/// The output of `cmd`, whose program was copied just now. The copy's file was open for
+/// writing for a moment, and a child another test thread forked then holds that descriptor
+/// until its own exec: running the copy meanwhile fails with ETXTBSY ("Text file busy"), so it
+/// is retried for a while.
+fn output_of_copy(cmd: &mut Command) -> Output {
+    for _ in 0..200 {
+        match cmd.output() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            other => return other.expect("the copied program runs"),
+        }
+    }
+    cmd.output().expect("the copied program runs")
+}
+
 /// An esim installed alone (`cargo install`, scripts/install.sh): no policy library beside
 /// it nor in `$ESCHED_PLUGIN_DIR`, so a stock policy runs its linked copy, said once; the
 /// replay is the one `--linked` gives.
@@ -678,11 +694,11 @@ fn an_installed_esim_runs_the_linked_stock_policy_and_says_so_once() {
     std::fs::create_dir(&bin).unwrap();
     let exe = bin.join("esim");
     std::fs::copy(env!("CARGO_BIN_EXE_esim"), &exe).unwrap();
-    let installed = Command::new(&exe)
-        .args(["--policy", "cbf", "--trace", t.to_str().unwrap()])
-        .env_remove("ESCHED_PLUGIN_DIR")
-        .output()
-        .unwrap();
+    let installed = output_of_copy(
+        Command::new(&exe)
+            .args(["--policy", "cbf", "--trace", t.to_str().unwrap()])
+            .env_remove("ESCHED_PLUGIN_DIR"),
+    );
     assert!(installed.status.success(), "{}", stderr(&installed));
     let err = stderr(&installed);
     assert_eq!(

@@ -203,16 +203,14 @@ fn an_installed_batchd_runs_every_stock_policy_without_its_library() {
         let config = dir.path().join("batchd.toml");
         std::fs::write(&config, installed_config(dir.path(), policy)).expect("config");
         let log = dir.path().join("batchd.log");
-        let mut daemon = Stopped(
+        let mut daemon = Stopped(spawn_copy(
             Command::new(&exe)
                 .arg("--config")
                 .arg(&config)
                 .env("RUST_LOG", "info")
                 .stdin(Stdio::null())
-                .stderr(std::fs::File::create(&log).expect("log"))
-                .spawn()
-                .expect("start the installed batchd"),
-        );
+                .stderr(std::fs::File::create(&log).expect("log")),
+        ));
         let socket = dir.path().join("batchd.sock");
         let log_text = || std::fs::read_to_string(&log).unwrap_or_default();
         let deadline = Instant::now() + TIMEOUT;
@@ -289,4 +287,19 @@ fn esched_stock_names() -> Vec<&'static str> {
         "rpp",
         "coorm",
     ]
+}
+
+/// `cmd` started, its program having been copied just now: a child another test thread forked
+/// while the copy was open for writing holds that descriptor until its own exec, and running
+/// the copy meanwhile fails with ETXTBSY ("Text file busy"); it is retried for a while.
+fn spawn_copy(cmd: &mut Command) -> std::process::Child {
+    for _ in 0..200 {
+        match cmd.spawn() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            other => return other.expect("start the installed batchd"),
+        }
+    }
+    cmd.spawn().expect("start the installed batchd")
 }
