@@ -106,7 +106,7 @@ pub fn build(config: &Config) -> Result<BoxedPolicy, String> {
 }
 
 /// [`build`] with its error as a config error of `file` under the key at fault, for the
-/// checks of a configuration (`--print-config`, a start, a reconfigure).
+/// checks of a configuration file (`--print-config`, a start).
 pub fn check(config: &Config, file: &str) -> Result<BoxedPolicy, ConfigError> {
     hosted(config)
         .map(PolicyHost::boxed)

@@ -144,6 +144,7 @@ pub fn of_core(
                 // The daemon's stand-ins (see `Core::snapshot`): nodes out of service from now,
                 // a pool's end from later.
                 None if job.start > now => Holder::PoolEnd,
+                None if crate::core::coorm::is_fair_start_hold(job.id) => Holder::FairStart,
                 None => Holder::OutOfService,
             };
             RunningEntry {

@@ -66,18 +66,28 @@ pub fn fair_start_job(job: u64) -> JobId {
     JobId((1 << 62) + job)
 }
 
+/// Whether `id` is a fair-start hold's ([`fair_start_job`]): from 2^62 up, below the pools'
+/// leaving stand-ins (2^63 − 1 − pool).
+pub fn is_fair_start_hold(id: JobId) -> bool {
+    ((1u64 << 62)..(1u64 << 63) - (1u64 << 32)).contains(&id.0)
+}
+
 impl Core {
     /// Sets the fair-start delay, `[coorm] fair_start_ms`, for the ends to come.
     pub fn set_fair_start(&mut self, ms: u64) {
         self.fair_start_ms = ms;
     }
 
-    /// Whether a launcher session's job waits for its start.
+    /// Whether a launcher session's job waits for its start: pending, not held, its
+    /// dependencies met (one that cannot start has nothing to adapt, and holding nodes idle
+    /// for it would only delay others).
     pub fn a_session_waits(&self) -> bool {
         self.sessions.iter().any(|id| {
-            self.jobs
-                .get(id)
-                .is_some_and(|a| a.rec.state == JobState::Pending)
+            self.jobs.get(id).is_some_and(|a| {
+                a.rec.state == JobState::Pending
+                    && self.queue.contains(&super::queue_key(&a.rec))
+                    && self.dep_status(&a.rec) == super::DepStatus::Satisfied
+            })
         })
     }
 
@@ -433,6 +443,15 @@ pub fn done(core: &mut Core, id: u64, at: u64, fair_start_ms: u64) -> Option<Job
 mod tests {
     use super::*;
     use sched_core::Step;
+
+    #[test]
+    fn fair_start_holds_are_told_from_jobs_and_pools_leaving() {
+        assert!(is_fair_start_hold(fair_start_job(1)));
+        assert!(is_fair_start_hold(fair_start_job(u64::from(u32::MAX))));
+        assert!(!is_fair_start_hold(JobId(1)));
+        assert!(!is_fair_start_hold(super::super::leaving_job(0)));
+        assert!(!is_fair_start_hold(super::super::leaving_job(7)));
+    }
 
     #[test]
     fn caps_merge_equal_steps_and_end_open() {

@@ -35,6 +35,15 @@ pub async fn reconfigure(d: &Arc<Daemon>) -> Result<ReconfigureReply, ErrorReply
     if config.socket != settings.config.socket || config.state_dir != settings.config.state_dir {
         tracing::warn!("socket and state_dir changes take effect only when batchd restarts");
     }
+    // The endpoint and the log format are set up at start: the settings keep those in force,
+    // so that nothing reads back a configuration that is not the one running.
+    let mut config = config;
+    if config.metrics != settings.config.metrics || config.log_format != settings.config.log_format
+    {
+        tracing::warn!("[metrics] and log_format changes take effect only when batchd restarts");
+    }
+    config.metrics = settings.config.metrics.clone();
+    config.log_format = settings.config.log_format;
     let built = {
         let config = config.clone();
         tokio::task::spawn_blocking(move || crate::policy::build(&config)).await

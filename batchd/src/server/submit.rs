@@ -232,17 +232,22 @@ fn slurm_refusal(
 /// check above already answers.
 ///
 /// A fresh instance plans the job alone on the pools (as `--test-only`'s, off the runtime,
-/// within the time budget): a policy's refusal of a job there is not about the queue. A plan
-/// that fails or takes too long refuses nothing: the job is queued and the scheduler decides.
+/// within the time budget, in one of its slots so that no user piles up threads): a policy's
+/// refusal of a job there is not about the queue. A plan that fails or takes too long, no free
+/// slot, or a spec the pools' own check refuses (answered on the way on) refuses nothing here.
 async fn co_allocation_refusal(d: &Arc<Daemon>, caller: &Caller, spec: &JobSpec) -> Option<String> {
     if !matches!(spec.shape, batch_proto::JobShape::CoAllocated { .. }) {
         return None;
     }
+    let slot = Arc::clone(&d.test_only_slots).try_acquire_owned().ok()?;
     let config = d.settings().config;
     let budget = Duration::from_millis(config.policy.time_budget_ms);
     let now = now_ms();
     let snap = {
         let core = d.core();
+        if core.check_against(spec).is_err() {
+            return None;
+        }
         let mut spec = spec.clone();
         core.clip_to_pools(&mut spec);
         let mut snap = core.snapshot(now, config.grace_period_ms);
@@ -259,6 +264,7 @@ async fn co_allocation_refusal(d: &Arc<Daemon>, caller: &Caller, spec: &JobSpec)
         snap
     };
     let planning = tokio::task::spawn_blocking(move || {
+        let _slot = slot;
         let mut host = crate::policy::build(&config).ok()?;
         let plan = host.plan(&snap.view());
         if host.last_failure().is_some() {

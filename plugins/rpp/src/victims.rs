@@ -36,11 +36,15 @@ struct PoolTable {
 impl PoolTable {
     /// A 0/1 knapsack over the pool's killable jobs, "at least x nodes" (x capped at 0): exact,
     /// at most jobs × nodes steps, and built only at a deadline where idle nodes fall short.
-    fn new(now: Time, mut jobs: Vec<Victim>) -> Self {
+    ///
+    /// Shortfalls beyond `cap` (the most nodes the job could ask of the pool) are never asked
+    /// for: the table stops there, so that a large pool of many jobs costs jobs × the job's
+    /// size, not jobs × the pool's size.
+    fn new(now: Time, mut jobs: Vec<Victim>, cap: usize) -> Self {
         // Youngest first, so that the rebuild (from the last job back, taking a job only when
         // it strictly helps) spares the oldest of equally cheap choices.
         jobs.sort_unstable_by_key(|j| std::cmp::Reverse(*j));
-        let total: usize = jobs.iter().map(|j| j.2 as usize).sum();
+        let total: usize = jobs.iter().map(|j| j.2 as usize).sum::<usize>().min(cap);
         let mut cost = vec![vec![None; total + 1]];
         cost[0][0] = Some((0, 0));
         for (j, &(start, _, n)) in jobs.iter().enumerate() {
@@ -98,9 +102,10 @@ pub(crate) fn fewest(
     comps: &[(u32, Option<usize>)],
 ) -> Option<(Vec<usize>, Vec<Victim>)> {
     let pools = idle.len();
+    let need: usize = comps.iter().map(|c| c.0 as usize).sum();
     let tables: Vec<PoolTable> = killable
         .iter()
-        .map(|k| PoolTable::new(now, k.clone()))
+        .map(|k| PoolTable::new(now, k.clone(), need))
         .collect();
     // The cost of a pool hosting `d` nodes of the job.
     let host = |p: usize, d: u64| -> Option<Cost> {
@@ -130,17 +135,18 @@ pub(crate) fn fewest(
     sizes.sort_unstable_by_key(|s| std::cmp::Reverse(s.0));
     // States: how many components of each size are still to place, in mixed radix.
     let radix: Vec<usize> = sizes.iter().map(|s| s.1 + 1).collect();
-    let states: u64 = radix.iter().map(|&r| r as u64).product();
-    let pairs: u64 = radix
+    // Products that overflow (tens of component sizes) are past any search's bound anyway.
+    let states: Option<u64> = radix.iter().try_fold(1u64, |a, &r| a.checked_mul(r as u64));
+    let pairs: Option<u64> = radix
         .iter()
-        .map(|&r| (r as u64) * (r as u64 + 1) / 2)
-        .product::<u64>()
-        .saturating_mul(pools as u64);
-    let counts: Vec<Vec<usize>> = if pairs <= MAX_COMBINATIONS {
-        search(&sizes, &radix, states as usize, pools, &base, &host)?
-    } else {
-        worst_fit_counts(idle, &tables, &sizes, &base)?
-    };
+        .try_fold(1u64, |a, &r| a.checked_mul((r as u64) * (r as u64 + 1) / 2))
+        .and_then(|p| p.checked_mul(pools as u64));
+    let counts: Vec<Vec<usize>> =
+        if let (Some(states), Some(true)) = (states, pairs.map(|p| p <= MAX_COMBINATIONS)) {
+            search(&sizes, &radix, states as usize, pools, &base, &host)?
+        } else {
+            worst_fit_counts(idle, &tables, &sizes, &base)?
+        };
     // Components to pools: each free component to the lowest-index pool with room left for
     // its size in the chosen counts.
     let mut left = counts;
@@ -300,7 +306,7 @@ mod tests {
     fn one_large_victim_beats_several_small_ones_in_a_pool() {
         // Shortfall 4: the youngest-first rule kills the two 1-node jobs and then the 4-node
         // one; a single kill suffices.
-        let t = PoolTable::new(100, vec![v(0, 1, 4), v(50, 2, 1), v(60, 3, 1)]);
+        let t = PoolTable::new(100, vec![v(0, 1, 4), v(50, 2, 1), v(60, 3, 1)], usize::MAX);
         assert_eq!(t.cost(4), Some((1, 400)));
         assert_eq!(t.take(4), vec![v(0, 1, 4)]);
         // Shortfall 2: the 4-node job alone (one kill) beats the two 1-node jobs (two kills),
@@ -314,10 +320,32 @@ mod tests {
     #[test]
     fn among_equally_few_kills_the_least_work_is_lost() {
         // Two 3-node jobs: the younger (started at 80) has run 20 ms, the older 100.
-        let t = PoolTable::new(100, vec![v(0, 1, 3), v(80, 2, 3)]);
+        let t = PoolTable::new(100, vec![v(0, 1, 3), v(80, 2, 3)], usize::MAX);
         assert_eq!(t.take(3), vec![v(80, 2, 3)]);
         assert_eq!(t.cost(3), Some((1, 60)));
         assert_eq!(t.cost(5), Some((2, 360)));
+    }
+
+    #[test]
+    fn a_table_stops_at_the_largest_shortfall_the_job_can_ask() {
+        let t = PoolTable::new(100, vec![v(0, 1, 4), v(50, 2, 1), v(60, 3, 1)], 2);
+        assert_eq!(t.cost(2), Some((1, 400)));
+        assert_eq!(t.cost(1), Some((1, 40)));
+        // Past the cap nothing is asked, and nothing is answered.
+        assert_eq!(t.cost(3), None);
+    }
+
+    #[test]
+    fn many_component_sizes_fall_back_without_overflowing() {
+        // 45 sizes: the search's state count (2^45 combinations of pools) is past its bound,
+        // and the products computing it would overflow u64 beyond 40 sizes of three each.
+        let comps: Vec<(u32, Option<usize>)> = (1..=45).map(|n| (n, None)).collect();
+        let need: i64 = (1..=45).sum();
+        let idle = [need, need];
+        let placed = fewest(100, &idle, &[vec![], vec![]], &comps);
+        let (pools, victims) = placed.expect("room without kills");
+        assert_eq!(pools.len(), 45);
+        assert!(victims.is_empty());
     }
 
     #[test]

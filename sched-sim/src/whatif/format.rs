@@ -82,6 +82,9 @@ pub enum Holder {
     /// The nodes of a pool that leave at a known time (its Slurm allocation's end), shown as
     /// held from then on.
     PoolEnd,
+    /// The nodes an ended job freed, kept from the policy for CooRM's fair-start delay while a
+    /// launcher waits (Klein & Pérez, §III-C).
+    FairStart,
 }
 
 /// A running job, or nodes the policy sees as held ([`Holder`]).

@@ -69,7 +69,8 @@ impl Runtime {
         }
         let limit = held_end.saturating_sub(start);
         let run = (limit as f64 * r).ceil() as u64;
-        start.saturating_add(run).clamp(now, held_end)
+        // A foreign snapshot may hold a job's nodes until before now: it ends now.
+        start.saturating_add(run).clamp(now, held_end.max(now))
     }
 }
 
