@@ -8,7 +8,7 @@ use std::path::Path;
 use anyhow::Context;
 use esched_report::batsim::{self, FinalState};
 use esched_report::nodes::{self, IntervalSet, Span};
-use esched_report::plot::{self, Gantt, GanttJob, JobKind, Panel, TimeAxis};
+use esched_report::plot::{self, Gantt, GanttJob, JobKind, TimeAxis};
 use esched_report::swf;
 use sched_core::metrics::Summary;
 use sched_core::Params;
@@ -342,7 +342,7 @@ pub fn write_svg(
         .iter()
         .map(|j| (s(j.submit), s(j.start), s(j.end), j.nodes))
         .collect();
-    let (util, queue) = plot::utilisation_and_queue(&timeline, report.nodes);
+    let panels = plot::load_panels(&timeline, report.nodes);
     let mut g = Gantt {
         title: format!(
             "{}: {} on {} nodes",
@@ -357,18 +357,7 @@ pub fn write_svg(
         window,
         time: TimeAxis::Relative,
         now: None,
-        panels: vec![
-            Panel {
-                y_label: "utilisation (%)".into(),
-                percent: true,
-                series: vec![util],
-            },
-            Panel {
-                y_label: "queued jobs".into(),
-                percent: false,
-                series: vec![queue],
-            },
-        ],
+        panels,
         width: None,
     };
     let (a, b) = g.window();

@@ -999,6 +999,24 @@ fn insert_before_end(mut svg: String, extra: &str) -> String {
     svg
 }
 
+/// The two panels a schedule's Gantt chart has beneath it: utilisation (percent of `total`
+/// nodes busy) and queue length over time, from jobs' (submit, start, end, nodes).
+pub fn load_panels(jobs: &[(f64, f64, f64, u32)], total: u32) -> Vec<Panel> {
+    let (util, queue) = utilisation_and_queue(jobs, total);
+    vec![
+        Panel {
+            y_label: "utilisation (%)".into(),
+            percent: true,
+            series: vec![util],
+        },
+        Panel {
+            y_label: "queued jobs".into(),
+            percent: false,
+            series: vec![queue],
+        },
+    ]
+}
+
 /// Utilisation (percent of `total` nodes busy) and queue length (jobs submitted, not yet
 /// started) over time, as step series, from jobs' (submit, start, end, nodes). Times in the
 /// unit given; each series has a point per change.

@@ -7,7 +7,7 @@ use std::io::Write;
 
 use batch_proto::{ClusterInfo, JobInfo, JobState};
 use esched_report::nodes::{self, IntervalSet, Span};
-use esched_report::plot::{self, Gantt, GanttJob, JobKind, Panel, TimeAxis};
+use esched_report::plot::{self, Gantt, GanttJob, JobKind, TimeAxis};
 use esched_report::swf;
 
 use super::time::Zone;
@@ -232,7 +232,7 @@ pub fn gantt(
             )
         })
         .collect();
-    let (util, queue) = plot::utilisation_and_queue(&timeline, axis.total);
+    let panels = plot::load_panels(&timeline, axis.total);
     let offset = i64::from(
         zone.to_offset(jiff::Timestamp::from_millisecond(now as i64).unwrap_or_default())
             .seconds(),
@@ -246,18 +246,7 @@ pub fn gantt(
         window: Some((secs(window.0), secs(window.1))),
         time: TimeAxis::Clock { utc_offset: offset },
         now: Some(secs(now)),
-        panels: vec![
-            Panel {
-                y_label: "utilisation (%)".into(),
-                percent: true,
-                series: vec![util],
-            },
-            Panel {
-                y_label: "queued jobs".into(),
-                percent: false,
-                series: vec![queue],
-            },
-        ],
+        panels,
         width: None,
     };
     let fmt = plot::time_formatter(g.time, secs(window.1 - window.0));
