@@ -358,16 +358,29 @@ impl Agent {
     }
 
     /// The run whose processes `pid` is one of: the one whose job's session it is in.
+    ///
+    /// The supervisor writes a leader into `job.pid` only once its fork has returned, and by
+    /// then the job may already be running a tool (a script's first line is often `erun`).
+    /// So a session whose leader is still alive and a child of the run's live supervisor is
+    /// the run's too: the supervisor forks nothing else that leads a session.
     fn attest(&self, pid: i32) -> Option<RunId> {
         let session = crate::procs::stat(pid)?.session;
+        let leader = crate::procs::stat(session).filter(|s| !s.exited());
         let runs = lock(&self.runs);
         runs.iter()
             .find(|(_, r)| {
-                JobPids::read(&r.dir.join(files::JOB_PID))
+                let listed = JobPids::read(&r.dir.join(files::JOB_PID))
                     .leaders
                     .iter()
                     .any(|l| {
                         l.pid == session && crate::procs::stat(l.pid).map(|s| s.start) == l.start
+                    });
+                listed
+                    || leader.as_ref().is_some_and(|s| {
+                        s.session == session
+                            && read_pid(&r.dir.join(files::SUPERVISOR_PID)).is_some_and(|p| {
+                                p == s.ppid && crate::jobctl::supervisor_alive(s.ppid, &r.dir)
+                            })
                     })
             })
             .map(|(id, _)| *id)
@@ -730,6 +743,59 @@ mod tests {
         assert_eq!(unhex("00017f80ff").unwrap(), bytes);
         assert_eq!(unhex("0"), None);
         assert_eq!(unhex("zz"), None);
+    }
+
+    /// A job's first process may connect before its supervisor has written `job.pid` (the
+    /// fork has not returned yet there): its session's leader, a child of the run's live
+    /// supervisor, is enough. A process of no run is still no run's.
+    #[test]
+    fn a_tool_run_before_the_job_pid_file_is_written_is_the_jobs() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().join("7.0");
+        std::fs::create_dir(&dir).expect("run dir");
+        // A stand-in supervisor (its command line names `supervise`, as batchd's does) whose
+        // child leads a session of its own, as a job's process does; no job.pid is written.
+        let mut sup = std::process::Command::new("sh")
+            .args([
+                "-c",
+                r#"setsid sh -c 'echo $$ > "$0/leader.tmp"; mv "$0/leader.tmp" "$0/leader"; exec sleep 30' "$1" & wait"#,
+                "supervise",
+            ])
+            .arg(&dir)
+            .spawn()
+            .expect("sh runs");
+        std::fs::write(dir.join(files::SUPERVISOR_PID), sup.id().to_string()).expect("pid file");
+        let leader_file = dir.join("leader");
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !leader_file.exists() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let leader: i32 = read_pid(&leader_file).expect("the job's process started");
+        let agent = Agent {
+            jobs_dir: tmp.path().to_path_buf(),
+            program: PathBuf::from("batchd"),
+            runs: Mutex::new(BTreeMap::from([(
+                RunId { job: 7, run: 0 },
+                Run {
+                    dir: dir.clone(),
+                    child: None,
+                    reported: false,
+                },
+            )])),
+            out: Mutex::new(std::io::stdout()),
+            heard: Mutex::new(std::time::Instant::now()),
+            parts: Mutex::new(std::collections::HashMap::new()),
+            conns: Mutex::new(std::collections::HashMap::new()),
+        };
+        let found = agent.attest(leader);
+        let stranger = agent.attest(std::process::id() as i32);
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(leader),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+        let _ = sup.wait();
+        assert_eq!(found, Some(RunId { job: 7, run: 0 }));
+        assert_eq!(stranger, None);
     }
 
     #[test]

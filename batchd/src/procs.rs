@@ -30,6 +30,8 @@ use crate::launch::{JobPids, StepPid};
 pub struct Stat {
     /// The state letter (`R`, `S`, `Z`, …).
     pub state: char,
+    /// Its parent.
+    pub ppid: i32,
     /// Its process group.
     pub pgrp: i32,
     /// Its session.
@@ -53,6 +55,7 @@ pub fn parse_stat(line: &str) -> Option<Stat> {
     let f: Vec<&str> = rest.split_whitespace().collect();
     Some(Stat {
         state: f.first()?.chars().next()?,
+        ppid: f.get(1)?.parse().ok()?,
         pgrp: f.get(2)?.parse().ok()?,
         session: f.get(3)?.parse().ok()?,
         start: f.get(19)?.parse().ok()?,
@@ -271,7 +274,10 @@ mod tests {
     fn stat_fields_are_read_after_the_command_name() {
         let tail = "0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 777 0 0";
         let s = parse_stat(&format!("42 (sh) S 1 42 40 {tail}")).unwrap();
-        assert_eq!((s.state, s.pgrp, s.session, s.start), ('S', 42, 40, 777));
+        assert_eq!(
+            (s.state, s.ppid, s.pgrp, s.session, s.start),
+            ('S', 1, 42, 40, 777)
+        );
         let s = parse_stat(&format!("43 (a) b (c)) Z 42 41 40 {tail}")).unwrap();
         assert_eq!((s.state, s.pgrp, s.session), ('Z', 41, 40));
         assert!(s.exited());

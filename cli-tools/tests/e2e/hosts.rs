@@ -173,16 +173,25 @@ fn tools_in_a_job_on_a_host_reach_batchd_and_steps_run_on_every_host() {
     let j = c.wait_job(id, "ended", |j| j.state.is_finished());
     assert_eq!(j.state, JobState::Completed, "{j:?}");
     let read = |f: &str| std::fs::read_to_string(c.work.join(f)).unwrap_or_default();
+    // The job's output holds what the tools said on stderr: shown with any failure below.
+    let said = read(&format!("esched-{id}.out"));
     // A step on the job's first host, recorded as a step of the job.
-    assert_eq!(read("step.txt"), "node1\n");
+    assert_eq!(read("step.txt"), "node1\n", "job output:\n{said}");
     let steps = c.ok(
         "eacct",
         &["-n", "-P", "-j", &id.to_string(), "-o", "JobID,State"],
     );
-    assert!(steps.contains(&format!("{id}.0|COMPLETED")), "{steps}");
+    assert!(
+        steps.contains(&format!("{id}.0|COMPLETED")),
+        "{steps}\njob output:\n{said}"
+    );
     // A step over the job's two hosts: each task on its host, with its ranks; the worst
     // exit code is the step's, and each bad end is reported as srun reports it.
-    assert_eq!(read("tasks.txt"), "0: 0 0 0 node1\n1: 1 1 0 node2\n");
+    assert_eq!(
+        read("tasks.txt"),
+        "0: 0 0 0 node1\n1: 1 1 0 node2\n",
+        "job output:\n{said}"
+    );
     let failed = read("failed.txt");
     assert!(
         failed.contains("task 1: Exited with exit code 1"),
@@ -190,7 +199,7 @@ fn tools_in_a_job_on_a_host_reach_batchd_and_steps_run_on_every_host() {
     );
     assert!(steps.contains(&format!("{id}.1|FAILED")), "{steps}");
     // A submission from the host, and a listing there that sees the job running.
-    assert_eq!(read("state.txt"), "RUNNING\n");
+    assert_eq!(read("state.txt"), "RUNNING\n", "job output:\n{said}");
     let child: u64 = read("child.txt").trim().parse().expect("a job id");
     assert_eq!(
         c.wait_job(child, "ended", |j| j.state.is_finished()).state,
