@@ -100,6 +100,7 @@ impl From<EventsArg> for EventOrder {
 
 /// `esim run`.
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("picture").args(["svg", "png"]).multiple(true)))]
 pub struct RunArgs {
     /// The policy: a name (loaded from `libesched_<name>.so` in `$ESCHED_PLUGIN_DIR` or next
     /// to esim) or the path of a policy library.
@@ -133,9 +134,12 @@ pub struct RunArgs {
     /// utilisation and queue length beneath (see --window for long traces).
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
-    /// The time window --svg draws, FROM..TO from the trace's origin: seconds, or with a unit
-    /// (`2d..3d`, `36h..48h`, `90m..120m`, `0..3600s`).
-    #[arg(long, value_name = "FROM..TO", value_parser = parse_window, requires = "svg")]
+    /// Draw the replay to this PNG file: the --svg picture, rendered (with an embedded font).
+    #[arg(long, value_name = "FILE")]
+    pub png: Option<PathBuf>,
+    /// The time window --svg and --png draw, FROM..TO from the trace's origin: seconds, or with
+    /// a unit (`2d..3d`, `36h..48h`, `90m..120m`, `0..3600s`).
+    #[arg(long, value_name = "FROM..TO", value_parser = parse_window, requires = "picture")]
     pub window: Option<Window>,
     /// Print the summary as JSON on stdout instead of a table.
     #[arg(long)]

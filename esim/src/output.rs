@@ -316,15 +316,30 @@ pub fn write_swf(
     Ok(())
 }
 
-/// Draws the replayed schedule: a Gantt chart of `window` (seconds from the trace's origin;
-/// default the whole replay), with utilisation and queue length beneath.
-pub fn write_svg(
-    path: &Path,
+/// Writes the picture `svg` to `svg_path` as it is and to `png_path` rendered as PNG.
+pub fn write_picture(
+    svg: &str,
+    svg_path: Option<&Path>,
+    png_path: Option<&Path>,
+) -> anyhow::Result<()> {
+    if let Some(path) = svg_path {
+        std::fs::write(path, svg).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if let Some(path) = png_path {
+        let png = esched_report::png::from_svg(svg, 1.0)?;
+        std::fs::write(path, png).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Draws the replayed schedule as SVG: a Gantt chart of `window` (seconds from the trace's
+/// origin; default the whole replay), with utilisation and queue length beneath.
+pub fn svg(
     report: &Report,
     jobs: &[JobResult],
     details: &JobDetails<'_>,
     window: Option<(f64, f64)>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<String> {
     let s = |ms: u64| ms as f64 / 1000.0;
     let gantt_jobs: Vec<GanttJob> = jobs
         .iter()
@@ -358,7 +373,7 @@ pub fn write_svg(
         time: TimeAxis::Relative,
         now: None,
         panels,
-        width: None,
+        ..Gantt::default()
     };
     let (a, b) = g.window();
     g.caption = format!(
@@ -374,9 +389,7 @@ pub fn write_svg(
         b.round(),
         g.visible().count(),
     );
-    let svg = g.svg()?;
-    std::fs::write(path, svg).with_context(|| format!("{}", path.display()))?;
-    Ok(())
+    Ok(g.svg()?)
 }
 
 fn file_name(path: &str) -> &str {

@@ -44,7 +44,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
         &results,
         (args.validate.into(), args.events.into()),
     );
-    if args.jobs.is_some() || args.swf.is_some() || args.svg.is_some() {
+    if args.jobs.is_some() || args.swf.is_some() || args.svg.is_some() || args.png.is_some() {
         let details = output::JobDetails::new(&trace, &results.jobs);
         if let Some(path) = &args.jobs {
             output::write_jobs_csv(path, &results.jobs, &details)?;
@@ -52,9 +52,10 @@ pub fn run(args: &RunArgs) -> anyhow::Result<()> {
         if let Some(path) = &args.swf {
             output::write_swf(path, &report, &results.jobs, &details)?;
         }
-        if let Some(path) = &args.svg {
+        if args.svg.is_some() || args.png.is_some() {
             let window = args.window.map(|w| (w.0, w.1));
-            output::write_svg(path, &report, &results.jobs, &details, window)?;
+            let svg = output::svg(&report, &results.jobs, &details, window)?;
+            output::write_picture(&svg, args.svg.as_deref(), args.png.as_deref())?;
         }
     }
     if args.json {

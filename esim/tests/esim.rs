@@ -662,9 +662,55 @@ fn svg_draws_one_rectangle_per_job_in_the_window() {
     for want in ["utilisation (%)", "queued jobs", "KTH-SP2-sample.swf"] {
         assert!(texts.contains(want), "no {want}");
     }
-    // Without --svg, --window is refused.
+    // Without --svg or --png, --window is refused.
     let o = esim(&["--trace", t.to_str().unwrap(), "--window", "7d..8d"]);
     assert!(!o.status.success());
+}
+
+/// The PNG's width and height (from its IHDR chunk), after checking its signature.
+fn png_size(bytes: &[u8]) -> (u32, u32) {
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "a PNG file");
+    let be = |b: &[u8]| u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+    (be(&bytes[16..20]), be(&bytes[20..24]))
+}
+
+#[test]
+fn png_is_the_svg_rendered_at_its_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let (svg, png) = (dir.path().join("kth.svg"), dir.path().join("kth.png"));
+    let t = kth_sample();
+    let args = |extra: &[&str]| {
+        let mut a = vec!["--policy", "easy", "--trace", t.to_str().unwrap(), "-q"];
+        a.extend_from_slice(extra);
+        a.into_iter().map(String::from).collect::<Vec<_>>()
+    };
+    let run = |a: Vec<String>| {
+        let refs: Vec<&str> = a.iter().map(String::as_str).collect();
+        let o = esim(&refs);
+        assert!(o.status.success(), "{}", stderr(&o));
+    };
+    run(args(&[
+        "--svg",
+        svg.to_str().unwrap(),
+        "--png",
+        png.to_str().unwrap(),
+        "--window",
+        "7d..8d",
+    ]));
+    let text = std::fs::read_to_string(&svg).unwrap();
+    let root = roxmltree::Document::parse(&text).unwrap();
+    let dim = |k: &str| -> u32 { root.root_element().attribute(k).unwrap().parse().unwrap() };
+    let bytes = std::fs::read(&png).unwrap();
+    assert_eq!(png_size(&bytes), (dim("width"), dim("height")));
+    // --png alone takes --window too, and draws the same picture.
+    let alone = dir.path().join("alone.png");
+    run(args(&[
+        "--png",
+        alone.to_str().unwrap(),
+        "--window",
+        "7d..8d",
+    ]));
+    assert_eq!(std::fs::read(&alone).unwrap(), bytes);
 }
 
 /// The output of `cmd`, whose program was copied just now. The copy's file was open for

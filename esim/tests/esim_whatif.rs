@@ -154,11 +154,11 @@ fn two_plans_one_above_the_other_in_an_svg_that_parses() {
     let width: f64 = root.attribute("width").unwrap().parse().unwrap();
     let plans: Vec<roxmltree::Node> = root
         .descendants()
-        .filter(|n| n.attribute("class") == Some("plan"))
+        .filter(|n| n.attribute("class") == Some("gantt"))
         .collect();
     let labels: Vec<&str> = plans
         .iter()
-        .map(|p| p.attribute("data-policy").unwrap())
+        .map(|p| p.attribute("data-key").unwrap())
         .collect();
     assert_eq!(labels, ["current: cbf", "easy"]);
     // One above the other: the second panel's frame is below the first's.
@@ -174,7 +174,10 @@ fn two_plans_one_above_the_other_in_an_svg_that_parses() {
     for (p, row) in plans.iter().zip(v["policies"].as_array().unwrap()) {
         let jobs: std::collections::BTreeSet<u64> = p
             .descendants()
-            .filter(|n| n.attribute("class") == Some("job"))
+            .filter(|n| {
+                n.attribute("class")
+                    .is_some_and(|c| c.split(' ').any(|c| c == "job"))
+            })
             .map(|n| {
                 let x: f64 = n.attribute("x").unwrap().parse().unwrap();
                 let w: f64 = n.attribute("width").unwrap().parse().unwrap();

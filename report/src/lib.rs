@@ -7,11 +7,15 @@
 //!   nodes onto numbered nodes;
 //! - [`plot`]: the one plotting module, on plotters' SVG backend: Gantt charts of jobs on nodes
 //!   over time, with utilisation and queue length beneath, and line charts for papers'
-//!   figures.
+//!   figures;
+//! - [`png`]: those pictures as PNG (the SVG rasterised, with an embedded font);
+//! - [`text`]: a Gantt chart as text, for a terminal.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
 pub mod batsim;
 pub mod nodes;
 pub mod plot;
+pub mod png;
 pub mod swf;
+pub mod text;

@@ -623,6 +623,9 @@ pub enum JobKind {
     Ran,
     /// It is expected to run then (a plan): drawn hatched-light with a dashed outline.
     Expected,
+    /// It was running before the chart's subject (e.g. the jobs running at a what-if's
+    /// snapshot, under the pending jobs it compares): drawn grey.
+    Earlier,
 }
 
 /// A job of a Gantt chart.
@@ -643,10 +646,14 @@ pub struct GanttJob {
 }
 
 /// How the time axis is labelled.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub enum TimeAxis {
     /// Seconds from the trace's origin, labelled in hours or days.
+    #[default]
     Relative,
+    /// Seconds from an instant named by the text (e.g. `the snapshot`), labelled as
+    /// [`TimeAxis::Relative`].
+    Since(&'static str),
     /// Epoch seconds, labelled as clock time (`HH:MM`, with the day when it changes) in a zone
     /// this many seconds east of UTC.
     Clock {
@@ -656,7 +663,7 @@ pub enum TimeAxis {
 }
 
 /// A Gantt chart of jobs on nodes over time, with line panels beneath sharing its time axis.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Gantt {
     /// Title.
     pub title: String,
@@ -678,6 +685,11 @@ pub struct Gantt {
     pub panels: Vec<Panel>,
     /// Width in pixels (default 1100).
     pub width: Option<u32>,
+    /// Height of the chart itself in pixels, without its panels (default 460).
+    pub gantt_height: Option<u32>,
+    /// A short name of the chart, for a reader of the SVG: its elements are then grouped in
+    /// `<g class="gantt" data-key="KEY">`, opened by the plotting area's frame.
+    pub key: Option<String>,
 }
 
 /// A line panel under a Gantt chart.
@@ -735,131 +747,208 @@ impl Gantt {
     pub fn svg(&self) -> R<String> {
         let e = err(&self.title);
         let w = self.width.unwrap_or(1100);
-        let gantt_h = 460;
-        let panel_h = 170;
         let caption_h = caption_height(&self.caption, w);
-        let h = gantt_h + panel_h * self.panels.len() as u32 + caption_h;
-        let (t0, t1) = self.window();
-        let fmt = time_formatter(self.time, t1 - t0);
-        let mut overlay = String::new();
+        let h = self.height() + caption_h;
         let mut buf = String::new();
+        let overlay;
         {
             let root = SVGBackend::with_string(&mut buf, (w, h)).into_drawing_area();
             root.fill(&WHITE).map_err(|x| e(x.to_string()))?;
-            let (top, rest) = root.split_vertically(gantt_h);
-            let nodes = f64::from(self.nodes.max(1));
-            let mut chart = ChartBuilder::on(&top)
-                .caption(&self.title, ("sans-serif", 17))
-                .margin(10)
-                .margin_right(24)
-                .x_label_area_size(36)
-                .y_label_area_size(70)
-                .build_cartesian_2d(t0..t1, 0f64..nodes)
-                .map_err(|x| e(x.to_string()))?;
-            chart
-                .configure_mesh()
-                .disable_x_mesh()
-                .x_desc(time_desc(self.time))
-                .y_desc("node")
-                .x_label_formatter(&|v| fmt(*v))
-                .y_label_formatter(&|v| number_label(*v))
-                .light_line_style(RGBColor(240, 240, 240))
-                .draw()
-                .map_err(|x| e(x.to_string()))?;
-            for (k, (name, first, count)) in self.groups.iter().enumerate() {
-                if k > 0 {
-                    chart
-                        .draw_series(std::iter::once(PathElement::new(
-                            vec![(t0, f64::from(*first)), (t1, f64::from(*first))],
-                            BLACK.stroke_width(1),
-                        )))
-                        .map_err(|x| e(x.to_string()))?;
-                }
-                let (px, py) = chart.backend_coord(&(t0, f64::from(first + count)));
-                let _ = writeln!(
-                    overlay,
-                    r##"<text class="group" x="{}" y="{}" font-family="sans-serif" font-size="11" fill="#333">{}</text>"##,
-                    px + 4,
-                    py + 12,
-                    xml_escape(name)
-                );
-            }
-            if let Some(now) = self.now.filter(|n| *n >= t0 && *n <= t1) {
-                chart
-                    .draw_series(DashedLineSeries::new(
-                        vec![(now, 0.0), (now, nodes)],
-                        6,
-                        4,
-                        RED.stroke_width(2),
-                    ))
-                    .map_err(|x| e(x.to_string()))?;
-            }
-            for j in self.visible() {
-                let fill = JOB_FILLS[fill_index(&j.id)];
-                let (a, b) = (j.start.max(t0), j.end.min(t1));
-                for r in j.nodes.ranges() {
-                    // Node k occupies [k, k+1) on the node axis, drawn upwards.
-                    let (x0, y0) = chart.backend_coord(&(a, f64::from(r.end)));
-                    let (x1, y1) = chart.backend_coord(&(b, f64::from(r.start)));
-                    let (style, opacity) = match j.kind {
-                        JobKind::Ran => (r##"stroke="#333" stroke-width="0.4""##, "0.9"),
-                        JobKind::Expected => (
-                            r##"stroke="#333" stroke-width="1" stroke-dasharray="4 3""##,
-                            "0.35",
-                        ),
-                    };
-                    let _ = writeln!(
-                        overlay,
-                        r#"<rect class="job{}" data-job="{}" data-nodes="{}" x="{x0}" y="{y0}" width="{}" height="{}" fill="{fill}" fill-opacity="{opacity}" {style}><title>{}</title></rect>"#,
-                        if j.kind == JobKind::Expected {
-                            " expected"
-                        } else {
-                            ""
-                        },
-                        xml_escape(&j.id),
-                        j.nodes,
-                        (x1 - x0).max(1),
-                        (y1 - y0).max(1),
-                        xml_escape(&format!(
-                            "job {}{}{}: {} – {}, nodes {}",
-                            j.id,
-                            if j.label.is_empty() { "" } else { " " },
-                            j.label,
-                            fmt(j.start),
-                            fmt(j.end),
-                            j.nodes
-                        )),
-                    );
-                }
-            }
-            let mut area = rest;
-            for p in &self.panels {
-                let (this, below) = area.split_vertically(panel_h);
-                area = below;
-                let chart = LineChart {
-                    title: String::new(),
-                    caption: String::new(),
-                    x_label: String::new(),
-                    y_label: p.y_label.clone(),
-                    x_range: Some((t0, t1)),
-                    percent: p.percent,
-                    series: p
-                        .series
-                        .iter()
-                        .map(|s| Series {
-                            points: clip_x(&s.points, t0, t1),
-                            ..s.clone()
-                        })
-                        .collect(),
-                    ..LineChart::default()
-                };
-                draw_panel(&chart, &this, &fmt)?;
-            }
-            draw_caption(&area, &self.caption)?;
+            let (chart, rest) = root.split_vertically(self.height());
+            overlay = self.draw_on(&chart)?;
+            draw_caption(&rest, &self.caption)?;
             root.present().map_err(|x| e(x.to_string()))?;
         }
         Ok(insert_before_end(buf, &overlay))
     }
+
+    /// The height of the chart with its panels, pixels (without the caption).
+    pub fn height(&self) -> u32 {
+        self.gantt_height.unwrap_or(460) + PANEL_HEIGHT * self.panels.len() as u32
+    }
+
+    /// Draws the chart and its panels on `area` ([`Gantt::height`] pixels high); returns the
+    /// SVG elements of its jobs, to be added to the document (in a group of class `gantt`,
+    /// with `data-key`, when the chart has a key).
+    fn draw_on(&self, area: &DrawingArea<SVGBackend<'_>, Shift>) -> R<String> {
+        let e = err(&self.title);
+        // The chart's x coordinates are in the unit its labels use (hours on a day's chart), so
+        // that plotters' round tick values fall on round hours, not on round seconds.
+        let (w0, w1) = self.window();
+        let unit = axis_unit(self.time, w1 - w0);
+        let (t0, t1) = (w0 / unit, w1 / unit);
+        let label = time_formatter(self.time, w1 - w0);
+        let fmt = |v: f64| label(v * unit);
+        let mut overlay = String::new();
+        let (top, rest) = area.split_vertically(self.gantt_height.unwrap_or(460));
+        let nodes = f64::from(self.nodes.max(1));
+        let mut chart = ChartBuilder::on(&top)
+            .caption(&self.title, ("sans-serif", 17))
+            .margin(10)
+            .margin_right(24)
+            .x_label_area_size(36)
+            .y_label_area_size(70)
+            .build_cartesian_2d(t0..t1, 0f64..nodes)
+            .map_err(|x| e(x.to_string()))?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_desc(time_desc(self.time))
+            .y_desc("node")
+            .x_label_formatter(&|v| fmt(*v))
+            .y_label_formatter(&|v| number_label(*v))
+            .light_line_style(RGBColor(240, 240, 240))
+            .draw()
+            .map_err(|x| e(x.to_string()))?;
+        if let Some(key) = &self.key {
+            // The plotting area's frame opens the group: where this chart is on the page.
+            let (x0, y0) = chart.backend_coord(&(t0, nodes));
+            let (x1, y1) = chart.backend_coord(&(t1, 0.0));
+            let _ = writeln!(
+                overlay,
+                r#"<g class="gantt" data-key="{}"><rect class="frame" x="{x0}" y="{y0}" width="{}" height="{}" fill="none"/>"#,
+                xml_escape(key),
+                (x1 - x0).max(1),
+                (y1 - y0).max(1),
+            );
+        }
+        for (k, (name, first, count)) in self.groups.iter().enumerate() {
+            if k > 0 {
+                chart
+                    .draw_series(std::iter::once(PathElement::new(
+                        vec![(t0, f64::from(*first)), (t1, f64::from(*first))],
+                        BLACK.stroke_width(1),
+                    )))
+                    .map_err(|x| e(x.to_string()))?;
+            }
+            let (px, py) = chart.backend_coord(&(t0, f64::from(first + count)));
+            let _ = writeln!(
+                overlay,
+                r##"<text class="group" x="{}" y="{}" font-family="sans-serif" font-size="11" fill="#333">{}</text>"##,
+                px + 4,
+                py + 12,
+                xml_escape(name)
+            );
+        }
+        if let Some(now) = self.now.map(|n| n / unit).filter(|n| *n >= t0 && *n <= t1) {
+            chart
+                .draw_series(DashedLineSeries::new(
+                    vec![(now, 0.0), (now, nodes)],
+                    6,
+                    4,
+                    RED.stroke_width(2),
+                ))
+                .map_err(|x| e(x.to_string()))?;
+        }
+        for j in self.visible() {
+            let fill = JOB_FILLS[fill_index(&j.id)];
+            let (a, b) = ((j.start / unit).max(t0), (j.end / unit).min(t1));
+            for r in j.nodes.ranges() {
+                // Node k occupies [k, k+1) on the node axis, drawn upwards.
+                let (x0, y0) = chart.backend_coord(&(a, f64::from(r.end)));
+                let (x1, y1) = chart.backend_coord(&(b, f64::from(r.start)));
+                let (fill, style, opacity) = match j.kind {
+                    JobKind::Ran => (fill, r##"stroke="#333" stroke-width="0.4""##, "0.9"),
+                    JobKind::Expected => (
+                        fill,
+                        r##"stroke="#333" stroke-width="1" stroke-dasharray="4 3""##,
+                        "0.35",
+                    ),
+                    JobKind::Earlier => ("#b0b0b0", r##"stroke="#333" stroke-width="0.4""##, "0.9"),
+                };
+                let _ = writeln!(
+                    overlay,
+                    r#"<rect class="job{}" data-job="{}" data-nodes="{}" x="{x0}" y="{y0}" width="{}" height="{}" fill="{fill}" fill-opacity="{opacity}" {style}><title>{}</title></rect>"#,
+                    match j.kind {
+                        JobKind::Expected => " expected",
+                        JobKind::Earlier => " earlier",
+                        JobKind::Ran => "",
+                    },
+                    xml_escape(&j.id),
+                    j.nodes,
+                    (x1 - x0).max(1),
+                    (y1 - y0).max(1),
+                    xml_escape(&format!(
+                        "job {}{}{}: {} – {}, nodes {}",
+                        j.id,
+                        if j.label.is_empty() { "" } else { " " },
+                        j.label,
+                        label(j.start),
+                        label(j.end),
+                        j.nodes
+                    )),
+                );
+            }
+        }
+        if self.key.is_some() {
+            overlay.push_str("</g>\n");
+        }
+        let mut area = rest;
+        for p in &self.panels {
+            let (this, below) = area.split_vertically(PANEL_HEIGHT);
+            area = below;
+            let chart = LineChart {
+                title: String::new(),
+                caption: String::new(),
+                x_label: String::new(),
+                y_label: p.y_label.clone(),
+                x_range: Some((t0, t1)),
+                percent: p.percent,
+                series: p
+                    .series
+                    .iter()
+                    .map(|s| {
+                        let scaled: Vec<(f64, f64)> =
+                            s.points.iter().map(|&(x, y)| (x / unit, y)).collect();
+                        Series {
+                            points: clip_x(&scaled, t0, t1),
+                            ..s.clone()
+                        }
+                    })
+                    .collect(),
+                ..LineChart::default()
+            };
+            draw_panel(&chart, &this, &fmt)?;
+        }
+        Ok(overlay)
+    }
+}
+
+/// The height of a line panel under a Gantt chart, pixels.
+const PANEL_HEIGHT: u32 = 170;
+
+/// Gantt charts stacked top to bottom in one SVG document, under one title and over one
+/// caption, each with its own time axis (give them one `window` to compare them instant by
+/// instant, as the plans of `esim whatif` are).
+pub fn stacked_gantts(title: &str, caption: &str, charts: &[Gantt]) -> R<String> {
+    let w = charts.iter().filter_map(|c| c.width).max().unwrap_or(1100);
+    let caption_h = caption_height(caption, w);
+    let title_h = if title.is_empty() { 0 } else { 30 };
+    let h = title_h + charts.iter().map(Gantt::height).sum::<u32>() + caption_h;
+    let e = err(title);
+    let mut buf = String::new();
+    let mut overlay = String::new();
+    {
+        let root = SVGBackend::with_string(&mut buf, (w, h)).into_drawing_area();
+        root.fill(&WHITE).map_err(|x| e(x.to_string()))?;
+        let (head, mut rest) = root.split_vertically(title_h);
+        if title_h > 0 {
+            head.draw(&Text::new(
+                title.to_string(),
+                (14, 8),
+                ("sans-serif", 17).into_font(),
+            ))
+            .map_err(|x| e(x.to_string()))?;
+        }
+        for c in charts {
+            let (this, below) = rest.split_vertically(c.height());
+            rest = below;
+            overlay.push_str(&c.draw_on(&this)?);
+        }
+        draw_caption(&rest, caption)?;
+        root.present().map_err(|x| e(x.to_string()))?;
+    }
+    Ok(insert_before_end(buf, &overlay))
 }
 
 /// The points of a step series inside `[t0, t1]`, with the value holding at `t0`.
@@ -933,17 +1022,37 @@ fn fill_index(id: &str) -> usize {
     (h % JOB_FILLS.len() as u64) as usize
 }
 
-fn time_desc(t: TimeAxis) -> &'static str {
+fn time_desc(t: TimeAxis) -> String {
     match t {
-        TimeAxis::Relative => "time from the trace's start",
-        TimeAxis::Clock { .. } => "time",
+        TimeAxis::Relative => "time from the trace's start".into(),
+        TimeAxis::Since(origin) => format!("time from {origin}"),
+        TimeAxis::Clock { .. } => "time".into(),
+    }
+}
+
+/// The unit of a time axis' coordinates, seconds: the one its labels are written in
+/// ([`time_formatter`]), so that round coordinates are round labels; seconds for clock time.
+fn axis_unit(t: TimeAxis, span: f64) -> f64 {
+    match t {
+        TimeAxis::Clock { .. } => 1.0,
+        TimeAxis::Relative | TimeAxis::Since(_) => {
+            if span >= 4.0 * 86_400.0 {
+                86_400.0
+            } else if span >= 4.0 * 3600.0 {
+                3600.0
+            } else if span >= 240.0 {
+                60.0
+            } else {
+                1.0
+            }
+        }
     }
 }
 
 /// A formatter of instants on the time axis.
 pub fn time_formatter(t: TimeAxis, span: f64) -> impl Fn(f64) -> String {
     move |v: f64| match t {
-        TimeAxis::Relative => {
+        TimeAxis::Relative | TimeAxis::Since(_) => {
             if span >= 4.0 * 86_400.0 {
                 format!("{} d", number_label(v / 86_400.0))
             } else if span >= 4.0 * 3600.0 {
@@ -1115,7 +1224,7 @@ mod tests {
                 percent: true,
                 series: vec![utilisation_and_queue(&[(0.0, 0.0, 4.0, 2)], 4).0],
             }],
-            width: None,
+            ..Gantt::default()
         };
         let svg = g.svg().unwrap();
         let d = doc(&svg);

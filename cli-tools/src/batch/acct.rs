@@ -95,6 +95,9 @@ pub struct AcctCli {
     /// over the past day (or from --starttime to --endtime), with utilisation and queue length.
     #[arg(long, value_name = "FILE")]
     pub svg: Option<std::path::PathBuf>,
+    /// Draw that picture to this PNG file.
+    #[arg(long, value_name = "FILE")]
+    pub png: Option<std::path::PathBuf>,
     /// The daemon's socket.
     #[command(flatten)]
     pub socket: SocketArg,
@@ -827,24 +830,23 @@ pub fn run(cli: AcctCli) -> anyhow::Result<ExitCode> {
     };
     let mut jobs = merge(live, finished);
     jobs.retain(|j| selected(j, &accounts, &nodes));
-    if cli.swf.is_some() || cli.svg.is_some() {
+    if cli.swf.is_some() || cli.svg.is_some() || cli.png.is_some() {
         let info = match client.request(&Request::Info(batch_proto::InfoRequest {}))? {
             batch_proto::Response::Info(info) => info,
             other => return Err(batch_proto::ClientError::unexpected("info", &other).into()),
         };
-        let socket = cli
-            .socket
-            .path()
-            .map_or("the default socket".to_string(), |p| {
-                p.display().to_string()
-            });
+        let socket = cli.socket.path().map_or_else(
+            batch_proto::socket::default_socket_path,
+            std::path::Path::to_path_buf,
+        );
+        let socket = socket.display().to_string();
         if let Some(path) = &cli.swf {
             let file = std::fs::File::create(path)
                 .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
             super::pictures::write_swf(std::io::BufWriter::new(file), &jobs, Some(&info), &socket)
                 .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
         }
-        if let Some(path) = &cli.svg {
+        if cli.svg.is_some() || cli.png.is_some() {
             let zone = local_zone();
             let since = cli
                 .start
@@ -858,7 +860,7 @@ pub fn run(cli: AcctCli) -> anyhow::Result<ExitCode> {
                 .transpose()?;
             let until = until.unwrap_or(now);
             let since = since.unwrap_or(until.saturating_sub(24 * 60 * MINUTE));
-            let svg = super::pictures::gantt(
+            let g = super::pictures::gantt(
                 &info,
                 &jobs,
                 now,
@@ -866,8 +868,8 @@ pub fn run(cli: AcctCli) -> anyhow::Result<ExitCode> {
                 &zone,
                 format!("eacct: jobs of the batchd of {socket}"),
                 "The jobs eacct selected.",
-            )?;
-            std::fs::write(path, svg).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            );
+            super::pictures::write_picture(&g, cli.svg.as_deref(), cli.png.as_deref())?;
         }
         return Ok(ExitCode::SUCCESS);
     }

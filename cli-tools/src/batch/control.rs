@@ -122,6 +122,9 @@ pub enum ControlCommand {
         /// Also write the plans as an SVG file.
         #[arg(long, value_name = "FILE")]
         svg: Option<std::path::PathBuf>,
+        /// Also write the plans as a PNG file.
+        #[arg(long, value_name = "FILE")]
+        png: Option<std::path::PathBuf>,
     },
 }
 
@@ -886,12 +889,14 @@ pub fn run(cli: ControlCli) -> anyhow::Result<ExitCode> {
             policies,
             runtime,
             svg,
+            png,
         } => super::whatif::whatif(
             &mut client,
             &super::whatif::WhatifOptions {
                 policies: &policies,
                 runtime: runtime.as_deref(),
                 svg: svg.as_deref(),
+                png: png.as_deref(),
                 json: cli.json,
             },
         ),

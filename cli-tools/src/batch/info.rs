@@ -87,6 +87,14 @@ pub struct InfoCli {
     /// with utilisation and queue length beneath.
     #[arg(long, value_name = "FILE")]
     pub svg: Option<std::path::PathBuf>,
+    /// Draw that picture to this PNG file.
+    #[arg(long, value_name = "FILE")]
+    pub png: Option<std::path::PathBuf>,
+    /// Draw that plan on the terminal: a row per node (a few nodes a row on a large pool), a
+    /// letter per job (capitals for running jobs, small letters for expected ones), then which
+    /// job each letter is. The width is the terminal's (or `COLUMNS`).
+    #[arg(long)]
+    pub plot: bool,
     /// The daemon's socket.
     #[command(flatten)]
     pub socket: SocketArg,
@@ -579,7 +587,7 @@ pub fn run(cli: InfoCli) -> anyhow::Result<ExitCode> {
     let mut client = connect(cli.socket.path())?;
     match client.request(&Request::Info(InfoRequest {}))? {
         Response::Info(info) => {
-            if let Some(path) = &cli.svg {
+            if cli.svg.is_some() || cli.png.is_some() || cli.plot {
                 let jobs = client.jobs(&Request::List(batch_proto::ListRequest {
                     filter: batch_proto::JobFilter {
                         pools: split_list(&cli.pools),
@@ -598,13 +606,12 @@ pub fn run(cli: InfoCli) -> anyhow::Result<ExitCode> {
                     .max()
                     .unwrap_or(now)
                     .clamp(now + 60_000, now + 7 * 86_400_000);
-                let socket = cli
-                    .socket
-                    .path()
-                    .map_or("the default socket".to_string(), |p| {
-                        p.display().to_string()
-                    });
-                let svg = super::pictures::gantt(
+                let socket = cli.socket.path().map_or_else(
+                    batch_proto::socket::default_socket_path,
+                    std::path::Path::to_path_buf,
+                );
+                let socket = socket.display();
+                let g = super::pictures::gantt(
                     &info,
                     &jobs,
                     now,
@@ -612,9 +619,12 @@ pub fn run(cli: InfoCli) -> anyhow::Result<ExitCode> {
                     &local_zone(),
                     format!("einfo: the plan of the batchd of {socket}"),
                     "Running and expected jobs of the live pools.",
-                )?;
-                std::fs::write(path, svg)
-                    .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+                );
+                super::pictures::write_picture(&g, cli.svg.as_deref(), cli.png.as_deref())?;
+                if cli.plot {
+                    let text = esched_report::text::gantt(&g, super::pictures::terminal_width());
+                    print_out(&text)?;
+                }
                 return Ok(ExitCode::SUCCESS);
             }
             if cli.records {

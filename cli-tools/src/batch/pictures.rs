@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::io::Write;
+use std::path::Path;
 
 use batch_proto::{ClusterInfo, JobInfo, JobState};
 use esched_report::nodes::{self, IntervalSet, Span};
@@ -142,7 +143,7 @@ pub fn gantt(
     zone: &Zone,
     title: String,
     what: &str,
-) -> Result<String, plot::PlotError> {
+) -> Gantt {
     let axis = NodeAxis::new(info);
     // Per pool: the jobs with their spans and (known) nodes, pool-relative.
     let mut per_pool: Vec<Vec<(usize, Span, Option<IntervalSet>)>> =
@@ -247,7 +248,7 @@ pub fn gantt(
         time: TimeAxis::Clock { utc_offset: offset },
         now: Some(secs(now)),
         panels,
-        width: None,
+        ..Gantt::default()
     };
     let fmt = plot::time_formatter(g.time, secs(window.1 - window.0));
     g.caption = format!(
@@ -266,7 +267,34 @@ pub fn gantt(
         fmt(secs(window.1)),
         g.visible().count(),
     );
-    g.svg()
+    g
+}
+
+/// Writes chart `g` to `svg` as SVG and to `png` as PNG, when given.
+pub fn write_picture(g: &Gantt, svg: Option<&Path>, png: Option<&Path>) -> anyhow::Result<()> {
+    if svg.is_none() && png.is_none() {
+        return Ok(());
+    }
+    let text = g.svg()?;
+    if let Some(path) = svg {
+        std::fs::write(path, &text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    }
+    if let Some(path) = png {
+        let bytes = esched_report::png::from_svg(&text, 1.0)?;
+        std::fs::write(path, bytes).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// The terminal's width in columns: `COLUMNS` when set (as `ls` reads it), else the
+/// terminal's, else 100.
+pub fn terminal_width() -> usize {
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|c| *c > 0)
+        .or_else(|| terminal_size::terminal_size().map(|(w, _)| usize::from(w.0)))
+        .unwrap_or(100)
 }
 
 /// A warning on stderr (the tools log nothing else).

@@ -106,6 +106,8 @@ pub struct WhatifOptions<'a> {
     pub runtime: Option<&'a str>,
     /// `--svg`.
     pub svg: Option<&'a Path>,
+    /// `--png`.
+    pub png: Option<&'a Path>,
     /// `--json`.
     pub json: bool,
 }
@@ -122,6 +124,9 @@ pub fn whatif(client: &mut Client, o: &WhatifOptions) -> anyhow::Result<ExitCode
     }
     if let Some(svg) = o.svg {
         args.extend(["--svg".to_string(), svg.display().to_string()]);
+    }
+    if let Some(png) = o.png {
+        args.extend(["--png".to_string(), png.display().to_string()]);
     }
     if o.json {
         args.push("--json".into());

@@ -110,6 +110,39 @@ fn swf_and_pictures_of_a_live_batchd() {
         "{text}"
     );
 
+    // einfo --png: the same picture, rendered.
+    let png = c.work.join("plan.png");
+    c.ok("einfo", &["--png", png.to_str().unwrap()]);
+    let bytes = std::fs::read(&png).unwrap();
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+
+    // einfo --plot: the plan on the terminal, the running job a capital on its three nodes'
+    // rows, the pending one a small letter, each named in the legend.
+    let out = c
+        .tool("einfo")
+        .arg("--plot")
+        .env("COLUMNS", "80")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{text}");
+    assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+    let rows: Vec<&str> = text.lines().filter(|l| l.starts_with("        ")).collect();
+    assert!(rows.len() >= 4, "a row per node of the pool: {text}");
+    assert!(
+        text.contains(&format!("A job {run} ")),
+        "the running job is A: {text}"
+    );
+    assert!(
+        text.contains(&format!("a job {pend} ")) && text.contains("(expected)"),
+        "{text}"
+    );
+    let with_a = text
+        .lines()
+        .filter(|l| l.len() > 10 && l[..10].trim().parse::<u32>().is_ok() && l[10..].contains('A'))
+        .count();
+    assert_eq!(with_a, 3, "job {run} on three nodes: {text}");
+
     // eacct --svg: the past day, finished and running jobs.
     let day = c.work.join("day.svg");
     c.ok("eacct", &["--svg", day.to_str().unwrap()]);

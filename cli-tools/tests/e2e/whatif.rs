@@ -236,7 +236,7 @@ fn snapshot_files_replay_with_esim_and_test_only_answers_per_policy() {
         "{stdout}"
     );
     let text = std::fs::read_to_string(&svg).unwrap();
-    assert_eq!(text.matches("class=\"plan\"").count(), 2);
+    assert_eq!(text.matches("class=\"gantt\"").count(), 2);
     // --test-only --policy: the job's start under easy beside cbf's; nothing is queued.
     let t = c.run(
         "esubmit",

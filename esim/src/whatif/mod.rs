@@ -47,6 +47,9 @@ pub struct WhatifArgs {
     /// Also write the plans, one above the other, as an SVG file.
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
+    /// Also write that picture as a PNG file.
+    #[arg(long, value_name = "FILE")]
+    pub png: Option<PathBuf>,
     /// How many of the jobs that move most between policies to list.
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub movers: usize,
@@ -458,14 +461,14 @@ pub fn run(args: &WhatifArgs) -> anyhow::Result<()> {
         args.movers,
         args.linked,
     )?;
-    if let Some(path) = &args.svg {
+    if args.svg.is_some() || args.png.is_some() {
         let plans: Vec<(String, &Replay)> = c
             .policies
             .iter()
             .map(|r| (r.label.clone(), &r.replay))
             .collect();
-        std::fs::write(path, svg::plans(&snap, &plans))
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        let text = svg::plans(&snap, &plans, &args.runtime)?;
+        crate::output::write_picture(&text, args.svg.as_deref(), args.png.as_deref())?;
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&c)?);

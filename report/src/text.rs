@@ -1,0 +1,229 @@
+//! A Gantt chart as text, for a terminal (`einfo --plot`): one row per node (or per a few
+//! nodes on a large pool), one column per slice of time, each job a letter of its own.
+//!
+//! The same [`Gantt`] the SVG is drawn from, so the two pictures cannot disagree: jobs that ran
+//! or run are capital letters (and digits), jobs a plan expects small letters, idle nodes `.`;
+//! a legend under the chart names each letter's job.
+
+use std::fmt::Write as _;
+
+use crate::plot::{time_formatter, Gantt, GanttJob, JobKind};
+
+/// The most rows a pool's nodes take; a larger pool shows several nodes a row, each cell the
+/// job that holds most of the row's nodes at that time.
+const MAX_ROWS: u32 = 32;
+
+const RAN: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+const EXPECTED: &[u8] = b"abcdefghijklmnopqrstuvwxyz";
+
+/// The chart as text, `width` columns wide (at least 40).
+pub fn gantt(g: &Gantt, width: usize) -> String {
+    let width = width.max(40);
+    let (t0, t1) = g.window();
+    let fmt = time_formatter(g.time, t1 - t0);
+    let groups: Vec<(String, u32, u32)> = if g.groups.is_empty() {
+        vec![(String::new(), 0, g.nodes)]
+    } else {
+        g.groups.clone()
+    };
+    // Jobs in order of start, each its symbol.
+    let mut jobs: Vec<&GanttJob> = g.visible().collect();
+    jobs.sort_by(|a, b| a.start.total_cmp(&b.start).then_with(|| a.id.cmp(&b.id)));
+    let (mut ran, mut expected) = (0usize, 0usize);
+    let symbols: Vec<char> = jobs
+        .iter()
+        .map(|j| {
+            let (set, k) = match j.kind {
+                JobKind::Expected => (EXPECTED, &mut expected),
+                JobKind::Ran | JobKind::Earlier => (RAN, &mut ran),
+            };
+            *k += 1;
+            char::from(set[(*k - 1) % set.len()])
+        })
+        .collect();
+    let label_w = 9;
+    let cols = width - label_w - 1;
+    let at = |c: usize| t0 + (c as f64 + 0.5) * (t1 - t0) / cols as f64;
+    let mut out = String::new();
+    if !g.title.is_empty() {
+        let _ = writeln!(out, "{}", g.title);
+    }
+    for (name, first, count) in &groups {
+        if !name.is_empty() {
+            let head = format!("── {name} ({count} nodes) ");
+            let fill = width.saturating_sub(head.chars().count());
+            let _ = writeln!(out, "{head}{}", "─".repeat(fill));
+        }
+        let per_row = count.div_ceil(MAX_ROWS).max(1);
+        let mut lo = *first;
+        while lo < first + count {
+            let hi = (lo + per_row).min(first + count);
+            let label = if hi - lo == 1 {
+                format!("{lo}")
+            } else {
+                format!("{lo}-{}", hi - 1)
+            };
+            let _ = write!(out, "{label:>w$} ", w = label_w);
+            for c in 0..cols {
+                let t = at(c);
+                let best = jobs
+                    .iter()
+                    .zip(&symbols)
+                    .filter(|(j, _)| j.start <= t && t < j.end)
+                    .map(|(j, s)| {
+                        let held: u32 = j
+                            .nodes
+                            .ranges()
+                            .iter()
+                            .map(|r| r.end.min(hi).saturating_sub(r.start.max(lo)))
+                            .sum();
+                        (held, *s)
+                    })
+                    .filter(|(held, _)| *held > 0)
+                    .max_by_key(|(held, _)| *held);
+                out.push(best.map_or('.', |(_, s)| s));
+            }
+            out.push('\n');
+            lo = hi;
+        }
+    }
+    // The time axis: ticks with their labels, and now.
+    let mut axis: Vec<char> = vec!['─'; cols];
+    let mut labels: Vec<char> = vec![' '; cols + 20];
+    let ticks = (cols / 22).max(2);
+    for k in 0..=ticks {
+        let c = (k * (cols - 1)) / ticks;
+        axis[c] = '┴';
+        let text = fmt(t0 + (t1 - t0) * c as f64 / (cols - 1) as f64);
+        let start = if k == ticks {
+            (c + 1).saturating_sub(text.chars().count())
+        } else {
+            c
+        };
+        for (i, ch) in text.chars().enumerate() {
+            if let Some(slot) = labels.get_mut(start + i) {
+                *slot = ch;
+            }
+        }
+    }
+    if let Some(now) = g.now.filter(|n| *n >= t0 && *n <= t1) {
+        let c = (((now - t0) / (t1 - t0)) * cols as f64) as usize;
+        axis[c.min(cols - 1)] = '▲';
+    }
+    let _ = writeln!(
+        out,
+        "{:>w$} {}",
+        "",
+        axis.iter().collect::<String>(),
+        w = label_w
+    );
+    let _ = writeln!(
+        out,
+        "{:>w$} {}",
+        "",
+        labels.iter().collect::<String>().trim_end(),
+        w = label_w
+    );
+    if g.now.is_some_and(|n| n >= t0 && n <= t1) {
+        let _ = writeln!(out, "▲ now");
+    }
+    if jobs.is_empty() {
+        let _ = writeln!(out, "no job in the window");
+    }
+    for (j, s) in jobs.iter().zip(&symbols) {
+        let _ = writeln!(
+            out,
+            "{s} job {}{}{}: {} – {}{}",
+            j.id,
+            if j.label.is_empty() { "" } else { " " },
+            j.label,
+            fmt(j.start),
+            fmt(j.end),
+            if j.kind == JobKind::Expected {
+                " (expected)"
+            } else {
+                ""
+            }
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nodes::IntervalSet;
+
+    fn job(id: &str, start: f64, end: f64, nodes: std::ops::Range<u32>, kind: JobKind) -> GanttJob {
+        GanttJob {
+            id: id.into(),
+            label: String::new(),
+            start,
+            end,
+            nodes: IntervalSet::from(nodes),
+            kind,
+        }
+    }
+
+    #[test]
+    fn each_node_row_shows_its_jobs_in_time() {
+        let g = Gantt {
+            nodes: 4,
+            groups: vec![("debug".into(), 0, 4)],
+            jobs: vec![
+                job("7", 0.0, 50.0, 0..2, JobKind::Ran),
+                job("8", 50.0, 100.0, 1..4, JobKind::Expected),
+            ],
+            window: Some((0.0, 100.0)),
+            now: Some(50.0),
+            ..Gantt::default()
+        };
+        let text = gantt(&g, 50);
+        let rows: Vec<&str> = text.lines().collect();
+        assert!(rows[0].starts_with("── debug (4 nodes) "), "{text}");
+        // 40 columns of time: node 0 runs job 7 the first half, then idles; node 3 idles,
+        // then job 8 is expected there.
+        let cells = |r: &str| r[10..].to_string();
+        assert_eq!(
+            cells(rows[1]),
+            format!("{}{}", "A".repeat(20), ".".repeat(20))
+        );
+        assert_eq!(
+            cells(rows[2]),
+            format!("{}{}", "A".repeat(20), "a".repeat(20))
+        );
+        assert_eq!(
+            cells(rows[4]),
+            format!("{}{}", ".".repeat(20), "a".repeat(20))
+        );
+        assert!(rows[5].contains('▲'), "{text}");
+        assert!(text.contains("A job 7: "), "{text}");
+        assert!(
+            text.contains("a job 8: ") && text.contains("(expected)"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_large_pool_shows_several_nodes_a_row() {
+        let g = Gantt {
+            nodes: 128,
+            jobs: vec![job("1", 0.0, 10.0, 0..64, JobKind::Ran)],
+            window: Some((0.0, 10.0)),
+            ..Gantt::default()
+        };
+        let text = gantt(&g, 60);
+        let rows: Vec<&str> = text
+            .lines()
+            .filter(|l| l.contains('A') || l.contains('.'))
+            .collect();
+        assert!(rows[0].trim_start().starts_with("0-3 "), "{text}");
+        assert_eq!(
+            text.lines()
+                .filter(|l| l.ends_with(&"A".repeat(10)))
+                .count(),
+            16,
+            "{text}"
+        );
+    }
+}
