@@ -80,6 +80,33 @@ fn quick_run_prints_the_figures_and_writes_tables_json_and_plots() {
             .map(Vec::len),
         Some(2)
     );
+    // Every figure says its setting under it.
+    let fig7 = std::fs::read_to_string(out.join("fig7-fairness.svg")).unwrap();
+    assert!(
+        fig7.contains("esim coorm-experiments on coorm.swf: W1 on 2 pack(s)"),
+        "{fig7}"
+    );
+    // --replot draws the same figures again from results.json, without a trace or a run.
+    let drawn: Vec<(String, String)> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "svg"))
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).unwrap();
+            std::fs::remove_file(&p).unwrap();
+            (p.file_name().unwrap().to_string_lossy().into_owned(), text)
+        })
+        .collect();
+    assert_eq!(drawn.len(), 6);
+    let o = esim(&["coorm-experiments", "--replot", "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for (name, text) in drawn {
+        assert_eq!(
+            std::fs::read_to_string(out.join(&name)).unwrap(),
+            text,
+            "{name} redrawn differently"
+        );
+    }
 }
 
 #[test]

@@ -23,8 +23,8 @@ use super::svg::{render, Chart, Series};
 #[derive(Debug, Args)]
 pub struct ExperimentsArgs {
     /// The SWF trace (plain or .gz) the packs are taken from.
-    #[arg(long, value_name = "FILE")]
-    pub trace: PathBuf,
+    #[arg(long, value_name = "FILE", required_unless_present = "replot")]
+    pub trace: Option<PathBuf>,
     /// Directory for tables.md, results.json and the SVG plots (created if missing).
     #[arg(long, default_value = "coorm-results")]
     pub out: PathBuf,
@@ -52,6 +52,10 @@ pub struct ExperimentsArgs {
     /// 10 s.
     #[arg(long)]
     pub quick: bool,
+    /// Run nothing: redraw the figures of --out from its results.json (as a run wrote it),
+    /// e.g. after a change to how figures are drawn. tables.md is left as it is.
+    #[arg(long)]
+    pub replot: bool,
 }
 
 /// min, q1, median, q3, max (linear interpolation between order statistics).
@@ -79,7 +83,7 @@ fn packs(jobs: &[SwfJob], count: usize) -> Vec<&[SwfJob]> {
 }
 
 /// One Fig. 6 measurement.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 struct Row {
     system: String,
     pools: u32,
@@ -131,6 +135,13 @@ fn metric(r: &Row, m: &str) -> f64 {
 
 /// Runs the experiments and writes the outputs.
 pub fn run_experiments(args: &ExperimentsArgs) -> anyhow::Result<()> {
+    if args.replot {
+        return replot(&args.out);
+    }
+    let trace_path = args
+        .trace
+        .as_ref()
+        .context("--trace is required unless --replot")?;
     let (n_packs, pool_counts, hosts, f_packs, f_pools, delays) = if args.quick {
         (1, vec![1, 2], 16, 2, 2, vec![2.0, 10.0])
     } else {
@@ -156,7 +167,7 @@ pub fn run_experiments(args: &ExperimentsArgs) -> anyhow::Result<()> {
         nodes: Some(u32::MAX),
         limit: None,
     };
-    let trace = read_path(&args.trace, &opts)?;
+    let trace = read_path(trace_path, &opts)?;
     anyhow::ensure!(
         n_packs.max(f_packs) > 0,
         "--packs and --fairness-packs are both 0: nothing to run"
@@ -165,7 +176,7 @@ pub fn run_experiments(args: &ExperimentsArgs) -> anyhow::Result<()> {
     anyhow::ensure!(
         !all.is_empty(),
         "{}: fewer than {PACK} usable jobs, not one pack",
-        args.trace.display()
+        trace_path.display()
     );
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
@@ -234,26 +245,80 @@ pub fn run_experiments(args: &ExperimentsArgs) -> anyhow::Result<()> {
     let elapsed = started.elapsed().as_secs_f64();
 
     // Outputs.
-    let systems: Vec<String> = {
-        let mut s: Vec<String> = rows.iter().map(|r| r.system.clone()).collect();
-        s.dedup();
-        s.sort();
-        s.dedup();
-        s
-    };
     let mut md = String::new();
     let _ = writeln!(
         md,
         "# CooRM experiments\n\nTrace `{}`; {} pack(s) of {PACK} jobs for Fig. 6, {} for Fig. 7; n_H = {hosts}; re-policy 1 s, fair-start 5 s. Each cell: min / q1 / median / q3 / max over the packs. Run time {elapsed:.0} s.\n",
-        args.trace.file_name().map_or_else(String::new, |f| f.to_string_lossy().into_owned()),
+        trace_path.file_name().map_or_else(String::new, |f| f.to_string_lossy().into_owned()),
         fig6_packs.len(),
         f_list.len()
     );
+    let setting = Setting {
+        trace: trace_path
+            .file_name()
+            .map_or_else(String::new, |f| f.to_string_lossy().into_owned()),
+        hosts,
+    };
+    let charts = figures(&mut md, &rows, &pool_counts, &increases, f_pools, &setting);
+    write_charts(&args.out, &charts)?;
+    let _ = writeln!(
+        md,
+        "\n## Cost of views\n\n{}",
+        view_cost(&trace.jobs, hosts)
+    );
+    let tables = args.out.join("tables.md");
+    std::fs::write(&tables, &md).with_context(|| format!("cannot write {}", tables.display()))?;
+    let json = serde_json::json!({
+        "trace": trace_path,
+        "hosts": hosts,
+        "fig6": rows,
+        "fig7": {
+            "pools": f_pools,
+            "increase_s": increases.iter().map(|(d, v)| serde_json::json!({"delay_s": d, "values": v})).collect::<Vec<_>>(),
+        },
+        "elapsed_s": elapsed,
+    });
+    let results = args.out.join("results.json");
+    std::fs::write(&results, serde_json::to_string_pretty(&json)?)
+        .with_context(|| format!("cannot write {}", results.display()))?;
+    print!("{md}");
+    Ok(())
+}
+
+/// What the captions say of a run.
+struct Setting {
+    /// The trace's file name.
+    trace: String,
+    /// Hosts per pool.
+    hosts: u32,
+}
+
+/// Fig. 6's and Fig. 7's tables, appended to `md`, and their charts with captions.
+fn figures(
+    md: &mut String,
+    rows: &[Row],
+    pool_counts: &[u32],
+    increases: &[(f64, Vec<f64>)],
+    f_pools: u32,
+    setting: &Setting,
+) -> Vec<(String, Chart, String)> {
+    let systems: Vec<String> = {
+        let mut s: Vec<String> = rows.iter().map(|r| r.system.clone()).collect();
+        s.sort();
+        s.dedup();
+        s
+    };
+    let fig6_packs = {
+        let mut p: Vec<usize> = rows.iter().map(|r| r.pack).collect();
+        p.sort_unstable();
+        p.dedup();
+        p.len()
+    };
     let mut charts = Vec::new();
     for (m, label) in METRICS.into_iter().filter(|_| !rows.is_empty()) {
         let _ = writeln!(md, "## Fig. 6: {label}\n");
         let _ = write!(md, "| system |");
-        for n in &pool_counts {
+        for n in pool_counts {
             let _ = write!(md, " {n} pool(s) |");
         }
         let _ = writeln!(md, "\n|---|{}", "---|".repeat(pool_counts.len()));
@@ -261,7 +326,7 @@ pub fn run_experiments(args: &ExperimentsArgs) -> anyhow::Result<()> {
         for s in &systems {
             let _ = write!(md, "| {s} |");
             let mut pts = Vec::new();
-            for &n in &pool_counts {
+            for &n in pool_counts {
                 let v: Vec<f64> = rows
                     .iter()
                     .filter(|r| &r.system == s && r.pools == n)
@@ -300,6 +365,12 @@ pub fn run_experiments(args: &ExperimentsArgs) -> anyhow::Result<()> {
                 y_label: format!("log10 {label}"),
                 series,
             },
+            format!(
+                "esim coorm-experiments on {}: {} pack(s) of {PACK} jobs, {} hosts a pool, \
+                 re-policy 1 s, fair-start 5 s. Each point is log10 of the median over the \
+                 packs, its bar as long as the inter-quartile range in log units, centred on it.",
+                setting.trace, fig6_packs, setting.hosts
+            ),
         ));
     }
     let n_f = increases.first().map_or(0, |(_, v)| v.len());
@@ -310,7 +381,7 @@ pub fn run_experiments(args: &ExperimentsArgs) -> anyhow::Result<()> {
         dkw(n_f)
     );
         let mut ecdf = Vec::new();
-        for (d, v) in &increases {
+        for (d, v) in increases {
             let f = five(v.clone());
             let count = |x: f64| v.iter().filter(|y| **y > x).count();
             let (lo, hi) = median_ci(v);
@@ -357,34 +428,87 @@ pub fn run_experiments(args: &ExperimentsArgs) -> anyhow::Result<()> {
                 y_label: "fraction of packs".into(),
                 series: ecdf,
             },
+            format!(
+                "esim coorm-experiments on {}: W1 on {n_f} pack(s) of {PACK} jobs, {f_pools} \
+                 pools of {} hosts. One line per adaptation delay of the CEM launcher: the \
+                 fraction of packs whose CEM application ends at most x seconds later than \
+                 with no delay; the bars are the DKW 95 % band (\u{b1} {:.3}).",
+                setting.trace,
+                setting.hosts,
+                dkw(n_f)
+            ),
         ));
     }
-    for (name, c) in &charts {
-        let path = args.out.join(name);
-        std::fs::write(&path, render(c))
+    charts
+}
+
+fn write_charts(out: &std::path::Path, charts: &[(String, Chart, String)]) -> anyhow::Result<()> {
+    for (name, c, caption) in charts {
+        let path = out.join(name);
+        std::fs::write(&path, render(c, caption))
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
-    let _ = writeln!(
-        md,
-        "\n## Cost of views\n\n{}",
-        view_cost(&trace.jobs, hosts)
+    Ok(())
+}
+
+/// `--replot`: the figures of `out` redrawn from its results.json.
+fn replot(out: &std::path::Path) -> anyhow::Result<()> {
+    #[derive(serde::Deserialize)]
+    struct Increase {
+        delay_s: f64,
+        values: Vec<f64>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Fig7 {
+        pools: u32,
+        increase_s: Vec<Increase>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Results {
+        trace: PathBuf,
+        hosts: u32,
+        fig6: Vec<Row>,
+        fig7: Fig7,
+    }
+    let path = out.join("results.json");
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let r: Results = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{}: not the results.json of esim coorm-experiments",
+            path.display()
+        )
+    })?;
+    let mut pool_counts: Vec<u32> = r.fig6.iter().map(|x| x.pools).collect();
+    pool_counts.sort_unstable();
+    pool_counts.dedup();
+    let increases: Vec<(f64, Vec<f64>)> = r
+        .fig7
+        .increase_s
+        .into_iter()
+        .map(|i| (i.delay_s, i.values))
+        .collect();
+    let setting = Setting {
+        trace: r
+            .trace
+            .file_name()
+            .map_or_else(String::new, |f| f.to_string_lossy().into_owned()),
+        hosts: r.hosts,
+    };
+    let charts = figures(
+        &mut String::new(),
+        &r.fig6,
+        &pool_counts,
+        &increases,
+        r.fig7.pools,
+        &setting,
     );
-    let tables = args.out.join("tables.md");
-    std::fs::write(&tables, &md).with_context(|| format!("cannot write {}", tables.display()))?;
-    let json = serde_json::json!({
-        "trace": args.trace,
-        "hosts": hosts,
-        "fig6": rows,
-        "fig7": {
-            "pools": f_pools,
-            "increase_s": increases.iter().map(|(d, v)| serde_json::json!({"delay_s": d, "values": v})).collect::<Vec<_>>(),
-        },
-        "elapsed_s": elapsed,
-    });
-    let results = args.out.join("results.json");
-    std::fs::write(&results, serde_json::to_string_pretty(&json)?)
-        .with_context(|| format!("cannot write {}", results.display()))?;
-    print!("{md}");
+    write_charts(out, &charts)?;
+    eprintln!(
+        "esim: coorm-experiments: {} figure(s) redrawn in {} from its results.json",
+        charts.len(),
+        out.display()
+    );
     Ok(())
 }
 

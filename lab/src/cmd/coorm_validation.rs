@@ -58,8 +58,12 @@ use super::svg::{render, Chart, Series};
 #[derive(Debug, Args)]
 pub struct ValidationArgs {
     /// The SWF trace (plain or .gz) the pack is taken from.
-    #[arg(long, value_name = "FILE")]
-    pub trace: PathBuf,
+    #[arg(long, value_name = "FILE", required_unless_present = "replot")]
+    pub trace: Option<PathBuf>,
+    /// Run nothing: redraw fig8-*.svg of --out from its results.json (as a run wrote it), e.g.
+    /// after a change to how figures are drawn. tables.md is left as it is.
+    #[arg(long)]
+    pub replot: bool,
     /// Directory for tables.md, results.json, fig8-*.svg and each real run's config and logs.
     #[arg(long, default_value = "coorm-validation")]
     pub out: PathBuf,
@@ -360,7 +364,7 @@ fn follow(
 }
 
 /// One real run's measures.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 struct Real {
     launchers: usize,
     done: usize,
@@ -385,7 +389,7 @@ struct Real {
 }
 
 /// One x-axis point.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 struct Point {
     cem_percent: u32,
     apps: usize,
@@ -400,6 +404,88 @@ struct Point {
     sim_makespan_s: f64,
     sim_selections: u64,
     real: Real,
+}
+
+/// What the captions say of a run.
+#[derive(Deserialize)]
+struct Setting {
+    trace: String,
+    pack: usize,
+    pools: u32,
+    hosts: u32,
+    time_scale: f64,
+}
+
+/// Fig. 8's two charts of `points`, written to `out` with their captions.
+fn write_charts(out: &Path, points: &[Point], setting: &Setting) -> anyhow::Result<()> {
+    let series = |name: &str, f: &dyn Fn(&Point) -> f64| Series {
+        name: name.to_string(),
+        points: points
+            .iter()
+            .map(|p| (f64::from(p.cem_percent), f(p), 0.0))
+            .collect(),
+    };
+    let net = Chart {
+        title: "Fig. 8 (a): network usage, simulation vs real".into(),
+        x_label: "CEM applications (%)".into(),
+        y_label: "messages (MB)".into(),
+        series: vec![
+            series("simulation, JSON", &|p| p.sim_json_bytes as f64 / 1e6),
+            series("simulation, CDR-like", &|p| p.sim_cdr_bytes as f64 / 1e6),
+            series("real, JSON", &|p| p.real.json_bytes as f64 / 1e6),
+            series("real, on the wire", &|p| p.real.wire_bytes as f64 / 1e6),
+        ],
+    };
+    let cpu = Chart {
+        title: "Fig. 8 (b): CPU usage, simulation vs real".into(),
+        x_label: "CEM applications (%)".into(),
+        y_label: "CPU time (s)".into(),
+        series: vec![
+            series("simulation", &|p| p.sim_cpu_s),
+            series("real, batchd", &|p| p.real.cpu_batchd_s),
+            series("real, batchd + launchers", &|p| {
+                p.real.cpu_batchd_s + p.real.cpu_launchers_s
+            }),
+        ],
+    };
+    let apps = points.first().map_or(0, |p| p.apps);
+    let caption = format!(
+        "esim coorm-validation: the first {apps} applications of pack {} of {}, on {} pools of \
+         {} hosts, each run in the simulator and on a live batchd with real launchers ({} \
+         trace seconds a real second); one run per point.",
+        setting.pack, setting.trace, setting.pools, setting.hosts, setting.time_scale
+    );
+    for (name, c) in [("fig8-network.svg", &net), ("fig8-cpu.svg", &cpu)] {
+        let path = out.join(name);
+        std::fs::write(&path, render(c, &caption))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// `--replot`: fig8-*.svg of `out` redrawn from its results.json.
+fn replot(out: &Path) -> anyhow::Result<()> {
+    #[derive(Deserialize)]
+    struct Results {
+        #[serde(flatten)]
+        setting: Setting,
+        points: Vec<Point>,
+    }
+    let path = out.join("results.json");
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let r: Results = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{}: not the results.json of esim coorm-validation",
+            path.display()
+        )
+    })?;
+    write_charts(out, &r.points, &r.setting)?;
+    eprintln!(
+        "esim: coorm-validation: 2 figures redrawn in {} from its results.json",
+        out.display()
+    );
+    Ok(())
 }
 
 /// CPU of the waited-for children so far, user + system, seconds.
@@ -669,6 +755,13 @@ fn run_real(
 
 /// Runs §IV-D and writes the outputs.
 pub fn run_validation(args: &ValidationArgs) -> anyhow::Result<()> {
+    if args.replot {
+        return replot(&args.out);
+    }
+    let trace_path = args
+        .trace
+        .as_ref()
+        .context("--trace is required unless --replot")?;
     anyhow::ensure!(args.hosts >= 2, "--hosts must be at least 2");
     let p = real_platform(args.pools, args.hosts)?;
     anyhow::ensure!(
@@ -698,12 +791,12 @@ pub fn run_validation(args: &ValidationArgs) -> anyhow::Result<()> {
         nodes: Some(u32::MAX),
         limit: None,
     };
-    let trace = read_path(&args.trace, &opts)?;
+    let trace = read_path(trace_path, &opts)?;
     let first = args.pack * PACK;
     anyhow::ensure!(
         trace.jobs.len() >= first + args.apps,
         "{}: {} usable jobs, fewer than pack {} needs ({} from job {})",
-        args.trace.display(),
+        trace_path.display(),
         trace.jobs.len(),
         args.pack,
         args.apps,
@@ -742,10 +835,10 @@ pub fn run_validation(args: &ValidationArgs) -> anyhow::Result<()> {
             real,
         });
     }
-    write_outputs(args, &points)
+    write_outputs(args, trace_path, &points)
 }
 
-fn write_outputs(args: &ValidationArgs, points: &[Point]) -> anyhow::Result<()> {
+fn write_outputs(args: &ValidationArgs, trace_path: &Path, points: &[Point]) -> anyhow::Result<()> {
     let load = std::fs::read_to_string("/proc/loadavg")
         .ok()
         .and_then(|l| l.split_whitespace().next().map(str::to_string))
@@ -758,7 +851,7 @@ fn write_outputs(args: &ValidationArgs, points: &[Point]) -> anyhow::Result<()> 
          fair-start 5 s (trace time); real runs at {} trace s per real s, requests {} ms (real) \
          longer, one launcher process per application. One run per point; load average (1 min) \
          at the end: {load}.\n",
-        args.trace
+        trace_path
             .file_name()
             .map_or_else(String::new, |f| f.to_string_lossy().into_owned()),
         args.pack,
@@ -800,45 +893,21 @@ fn write_outputs(args: &ValidationArgs, points: &[Point]) -> anyhow::Result<()> 
             r.makespan_s,
         );
     }
-    let series = |name: &str, f: &dyn Fn(&Point) -> f64| Series {
-        name: name.to_string(),
-        points: points
-            .iter()
-            .map(|p| (f64::from(p.cem_percent), f(p), 0.0))
-            .collect(),
-    };
-    let net = Chart {
-        title: "Fig. 8 (a): network usage, simulation vs real".into(),
-        x_label: "CEM applications (%)".into(),
-        y_label: "messages (MB)".into(),
-        series: vec![
-            series("simulation, JSON", &|p| p.sim_json_bytes as f64 / 1e6),
-            series("simulation, CDR-like", &|p| p.sim_cdr_bytes as f64 / 1e6),
-            series("real, JSON", &|p| p.real.json_bytes as f64 / 1e6),
-            series("real, on the wire", &|p| p.real.wire_bytes as f64 / 1e6),
-        ],
-    };
-    let cpu = Chart {
-        title: "Fig. 8 (b): CPU usage, simulation vs real".into(),
-        x_label: "CEM applications (%)".into(),
-        y_label: "CPU time (s)".into(),
-        series: vec![
-            series("simulation", &|p| p.sim_cpu_s),
-            series("real, batchd", &|p| p.real.cpu_batchd_s),
-            series("real, batchd + launchers", &|p| {
-                p.real.cpu_batchd_s + p.real.cpu_launchers_s
-            }),
-        ],
-    };
-    for (name, c) in [("fig8-network.svg", &net), ("fig8-cpu.svg", &cpu)] {
-        let path = args.out.join(name);
-        std::fs::write(&path, render(c))
-            .with_context(|| format!("cannot write {}", path.display()))?;
-    }
+    write_charts(
+        &args.out,
+        points,
+        &Setting {
+            trace: trace_path.display().to_string(),
+            pack: args.pack,
+            pools: args.pools,
+            hosts: args.hosts,
+            time_scale: args.time_scale,
+        },
+    )?;
     let tables = args.out.join("tables.md");
     std::fs::write(&tables, &md).with_context(|| format!("cannot write {}", tables.display()))?;
     let json = serde_json::json!({
-        "trace": args.trace,
+        "trace": trace_path,
         "pack": args.pack,
         "pools": args.pools,
         "hosts": args.hosts,

@@ -49,10 +49,11 @@ pub fn try_render(c: &Chart, caption: &str) -> Result<String, PlotError> {
     .svg()
 }
 
-/// The chart as an SVG document. A chart that cannot be drawn is an SVG that says why, in its
-/// place, so that a long experiment's other figures and tables are still written.
-pub fn render(c: &Chart) -> String {
-    try_render(c, "").unwrap_or_else(|e| {
+/// The chart as an SVG document, with `caption` (the figure's setting: workload, seeds or
+/// packs, what the bars are) under it. A chart that cannot be drawn is an SVG that says why,
+/// in its place, so that a long experiment's other figures and tables are still written.
+pub fn render(c: &Chart, caption: &str) -> String {
+    try_render(c, caption).unwrap_or_else(|e| {
         let text = e
             .to_string()
             .replace('&', "&amp;")
@@ -85,7 +86,7 @@ mod tests {
                 },
             ],
         };
-        let svg = render(&c);
+        let svg = render(&c, "");
         let doc = roxmltree::Document::parse(&svg).expect("well-formed SVG");
         let texts: Vec<&str> = doc
             .descendants()
