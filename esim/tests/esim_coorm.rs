@@ -98,7 +98,12 @@ fn quick_run_prints_the_figures_and_writes_tables_json_and_plots() {
         })
         .collect();
     assert_eq!(drawn.len(), 6);
-    let o = esim(&["coorm-experiments", "--replot", "--out", out.to_str().unwrap()]);
+    let o = esim(&[
+        "coorm-experiments",
+        "--replot",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     for (name, text) in drawn {
         assert_eq!(
@@ -123,4 +128,29 @@ fn a_trace_without_a_whole_pack_is_one_clear_error() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("not one pack"), "{err}");
+}
+
+/// `coorm-validation --replot` redraws Fig. 8 from a results.json without batchd or a trace:
+/// here the one committed under docs/coorm-figures/fig8.
+#[test]
+fn validation_figures_are_redrawn_from_results_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let stored =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/coorm-figures/fig8/results.json");
+    std::fs::copy(&stored, dir.path().join("results.json")).unwrap();
+    let out = dir.path().to_str().unwrap();
+    let o = esim(&["coorm-validation", "--replot", "--out", out]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for f in ["fig8-network.svg", "fig8-cpu.svg"] {
+        let svg = std::fs::read_to_string(dir.path().join(f)).unwrap();
+        let doc = roxmltree::Document::parse(&svg).expect("well-formed SVG");
+        let text: String = doc.descendants().filter_map(|n| n.text()).collect();
+        assert!(
+            text.contains("esim coorm-validation: the first 200 applications of pack 0 of KTH-SP2-1996-2.1-cln.swf.gz"),
+            "{f}: {text}"
+        );
+    }
+    // A run's options make no sense with --replot.
+    let o = esim(&["coorm-validation", "--replot", "--out", out, "--pools", "4"]);
+    assert!(!o.status.success());
 }

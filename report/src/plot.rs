@@ -1202,6 +1202,62 @@ mod tests {
     }
 
     #[test]
+    fn a_days_chart_counts_in_hours_and_stacks_line_up() {
+        let chart = |key: &str, start: f64| Gantt {
+            key: Some(key.into()),
+            nodes: 4,
+            jobs: vec![job(1, start, 86_400.0, 0..4)],
+            window: Some((0.0, 86_400.0)),
+            time: TimeAxis::Since("the snapshot"),
+            panels: load_panels(&[(0.0, start, 86_400.0, 4)], 4),
+            gantt_height: Some(300),
+            ..Gantt::default()
+        };
+        let svg = stacked_gantts(
+            "",
+            "two plans",
+            &[chart("a", 43_200.0), chart("b", 21_600.0)],
+        )
+        .unwrap();
+        let d = doc(&svg);
+        // Ticks fall on whole hours: plotters' round values are in the labels' unit.
+        let hours: Vec<String> = texts(&d)
+            .into_iter()
+            .filter(|t| t.ends_with(" h"))
+            .collect();
+        assert!(hours.len() >= 6, "{hours:?}");
+        assert!(
+            hours
+                .iter()
+                .all(|t| t.trim_end_matches(" h").parse::<u32>().is_ok()),
+            "{hours:?}"
+        );
+        let num = |n: roxmltree::Node, a: &str| -> f64 { n.attribute(a).unwrap().parse().unwrap() };
+        let groups: Vec<_> = d
+            .descendants()
+            .filter(|n| n.attribute("class") == Some("gantt"))
+            .collect();
+        assert_eq!(groups.len(), 2);
+        let mut tops = Vec::new();
+        for (g, start) in groups.iter().zip([43_200.0, 21_600.0]) {
+            let frame = g.children().find(|c| c.has_tag_name("rect")).unwrap();
+            let job = g
+                .children()
+                .find(|c| c.attribute("class") == Some("job"))
+                .unwrap();
+            // The job starts where its share of the day puts it on the frame.
+            let want = num(frame, "x") + num(frame, "width") * start / 86_400.0;
+            assert!(
+                (num(job, "x") - want).abs() <= 1.5,
+                "{} vs {want}",
+                num(job, "x")
+            );
+            tops.push(num(frame, "y"));
+        }
+        assert!(tops[1] > tops[0] + 300.0, "{tops:?}");
+    }
+
+    #[test]
     fn a_gantt_has_one_rect_per_job_range_in_the_window() {
         let mut split = job(3, 5.0, 9.0, 0..1);
         split.nodes = IntervalSet::new(vec![0..1, 3..4]);

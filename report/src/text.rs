@@ -3,7 +3,9 @@
 //!
 //! The same [`Gantt`] the SVG is drawn from, so the two pictures cannot disagree: jobs that ran
 //! or run are capital letters (and digits), jobs a plan expects small letters, idle nodes `.`;
-//! a legend under the chart names each letter's job.
+//! a legend under the chart names each letter's job. A letter names one job only: the jobs
+//! past the alphabets (in order of start) are drawn `#` and counted in the legend. No line is
+//! wider than asked.
 
 use std::fmt::Write as _;
 
@@ -15,6 +17,9 @@ const MAX_ROWS: u32 = 32;
 
 const RAN: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 const EXPECTED: &[u8] = b"abcdefghijklmnopqrstuvwxyz";
+
+/// The symbol of the jobs past the alphabets.
+const OTHERS: char = '#';
 
 /// The chart as text, `width` columns wide (at least 40).
 pub fn gantt(g: &Gantt, width: usize) -> String {
@@ -38,7 +43,7 @@ pub fn gantt(g: &Gantt, width: usize) -> String {
                 JobKind::Ran | JobKind::Earlier => (RAN, &mut ran),
             };
             *k += 1;
-            char::from(set[(*k - 1) % set.len()])
+            set.get(*k - 1).map_or(OTHERS, |&b| char::from(b))
         })
         .collect();
     let label_w = 9;
@@ -46,11 +51,11 @@ pub fn gantt(g: &Gantt, width: usize) -> String {
     let at = |c: usize| t0 + (c as f64 + 0.5) * (t1 - t0) / cols as f64;
     let mut out = String::new();
     if !g.title.is_empty() {
-        let _ = writeln!(out, "{}", g.title);
+        let _ = writeln!(out, "{}", cut(&g.title, width));
     }
     for (name, first, count) in &groups {
         if !name.is_empty() {
-            let head = format!("── {name} ({count} nodes) ");
+            let head = cut(&format!("── {name} ({count} nodes) "), width);
             let fill = width.saturating_sub(head.chars().count());
             let _ = writeln!(out, "{head}{}", "─".repeat(fill));
         }
@@ -89,22 +94,25 @@ pub fn gantt(g: &Gantt, width: usize) -> String {
     }
     // The time axis: ticks with their labels, and now.
     let mut axis: Vec<char> = vec!['─'; cols];
-    let mut labels: Vec<char> = vec![' '; cols + 20];
+    let mut labels: Vec<char> = vec![' '; cols];
     let ticks = (cols / 22).max(2);
+    // Where the last label written ends: a label that would touch it is left out.
+    let mut free_from = 0usize;
     for k in 0..=ticks {
         let c = (k * (cols - 1)) / ticks;
         axis[c] = '┴';
-        let text = fmt(t0 + (t1 - t0) * c as f64 / (cols - 1) as f64);
+        // The instant the cell under the tick shows.
+        let text: Vec<char> = fmt(at(c)).chars().collect();
         let start = if k == ticks {
-            (c + 1).saturating_sub(text.chars().count())
+            (c + 1).saturating_sub(text.len())
         } else {
             c
         };
-        for (i, ch) in text.chars().enumerate() {
-            if let Some(slot) = labels.get_mut(start + i) {
-                *slot = ch;
-            }
+        if start < free_from || start + text.len() > cols {
+            continue;
         }
+        labels[start..start + text.len()].copy_from_slice(&text);
+        free_from = start + text.len() + 1;
     }
     if let Some(now) = g.now.filter(|n| *n >= t0 && *n <= t1) {
         let c = (((now - t0) / (t1 - t0)) * cols as f64) as usize;
@@ -130,9 +138,8 @@ pub fn gantt(g: &Gantt, width: usize) -> String {
     if jobs.is_empty() {
         let _ = writeln!(out, "no job in the window");
     }
-    for (j, s) in jobs.iter().zip(&symbols) {
-        let _ = writeln!(
-            out,
+    for (j, s) in jobs.iter().zip(&symbols).filter(|(_, s)| **s != OTHERS) {
+        let line = format!(
             "{s} job {}{}{}: {} – {}{}",
             j.id,
             if j.label.is_empty() { "" } else { " " },
@@ -145,8 +152,24 @@ pub fn gantt(g: &Gantt, width: usize) -> String {
                 ""
             }
         );
+        let _ = writeln!(out, "{}", cut(&line, width));
+    }
+    let others = symbols.iter().filter(|s| **s == OTHERS).count();
+    if others > 0 {
+        let line = format!("{OTHERS} {others} more job(s), past the letters");
+        let _ = writeln!(out, "{}", cut(&line, width));
     }
     out
+}
+
+/// `text` cut to `width` characters, the last one `…` when something was cut.
+fn cut(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_string();
+    }
+    let mut s: String = text.chars().take(width.saturating_sub(1)).collect();
+    s.push('…');
+    s
 }
 
 #[cfg(test)]
@@ -201,6 +224,44 @@ mod tests {
         assert!(
             text.contains("a job 8: ") && text.contains("(expected)"),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn jobs_past_the_letters_are_hashes_and_no_line_is_too_wide() {
+        let jobs: Vec<GanttJob> = (0..40)
+            .map(|k| {
+                let mut j = job(&k.to_string(), f64::from(k), 100.0, k..k + 1, JobKind::Ran);
+                j.label = "a rather long job name that would not fit in the width".into();
+                j
+            })
+            .collect();
+        let g = Gantt {
+            title: format!("einfo: the plan of the batchd of /{}", "very/".repeat(30)),
+            nodes: 40,
+            groups: vec![("a pool with a long name".repeat(4), 0, 40)],
+            jobs,
+            window: Some((0.0, 100.0)),
+            ..Gantt::default()
+        };
+        let text = gantt(&g, 60);
+        assert!(text.lines().all(|l| l.chars().count() <= 60), "{text}");
+        // 36 letters and digits, then four jobs drawn `#`, counted once.
+        assert!(text.contains("9 job 35 "), "{text}");
+        assert!(!text.contains("job 36 "), "{text}");
+        assert!(text.contains("# 4 more job(s)"), "{text}");
+        assert_eq!(
+            text.lines().filter(|l| l.contains('#')).count(),
+            3,
+            "{text}"
+        );
+        // Labels do not overrun each other.
+        let labels = text.lines().rev().find(|l| l.contains(" s")).unwrap();
+        assert!(
+            labels
+                .split_whitespace()
+                .all(|w| w == "s" || w.parse::<f64>().is_ok()),
+            "{labels}"
         );
     }
 

@@ -85,15 +85,15 @@ pub struct InfoCli {
     /// Draw the pools' plan to this SVG file: a Gantt chart of the running jobs on their nodes
     /// and the pending jobs where the plan expects them, from an hour ago to the plan's end,
     /// with utilisation and queue length beneath.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["json", "records"])]
     pub svg: Option<std::path::PathBuf>,
     /// Draw that picture to this PNG file.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["json", "records"])]
     pub png: Option<std::path::PathBuf>,
     /// Draw that plan on the terminal: a row per node (a few nodes a row on a large pool), a
     /// letter per job (capitals for running jobs, small letters for expected ones), then which
-    /// job each letter is. The width is the terminal's (or `COLUMNS`).
-    #[arg(long)]
+    /// job each letter is. `COLUMNS` wide when set, else as wide as the terminal.
+    #[arg(long, conflicts_with_all = ["json", "records"])]
     pub plot: bool,
     /// The daemon's socket.
     #[command(flatten)]

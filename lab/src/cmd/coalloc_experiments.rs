@@ -505,8 +505,8 @@ pub fn run(args: &ExperimentsArgs) -> anyhow::Result<()> {
             "esim coalloc-experiments: the \u{a7}3.1 workload replayed with {} seeds a point, \
              submissions over {} s, metrics after a warm-up of {} s. Each point is the mean \
              over the seeds, its bar the 95 % confidence interval; configurations marked \u{2021} \
-             in tables.md are saturated (more than 5 % of the window's local jobs start after \
-             it ends).",
+             in tables.md are saturated (more than {SATURATED} % of the window's local jobs \
+             start after it ends or never).",
             args.seeds, args.horizon, args.warmup
         );
         std::fs::write(&path, render(&chart, &caption))

@@ -54,7 +54,7 @@ pub struct ExperimentsArgs {
     pub quick: bool,
     /// Run nothing: redraw the figures of --out from its results.json (as a run wrote it),
     /// e.g. after a change to how figures are drawn. tables.md is left as it is.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["trace", "packs", "pools", "hosts", "fairness_packs", "fairness_pools", "delays", "quick"])]
     pub replot: bool,
 }
 
@@ -410,13 +410,14 @@ fn figures(
             let mut s = v.clone();
             s.sort_by(f64::total_cmp);
             let n = s.len().max(1) as f64;
-            let band = dkw(s.len());
             ecdf.push(Series {
                 name: format!("delay {d} s"),
                 points: s
                     .iter()
                     .enumerate()
-                    .map(|(i, x)| (*x, (i + 1) as f64 / n, band))
+                    // No bar a point: the band is the same width everywhere (the caption
+                    // gives it), and 142 bars a line hid the lines.
+                    .map(|(i, x)| (*x, (i + 1) as f64 / n, 0.0))
                     .collect(),
             });
         }
@@ -432,7 +433,8 @@ fn figures(
                 "esim coorm-experiments on {}: W1 on {n_f} pack(s) of {PACK} jobs, {f_pools} \
                  pools of {} hosts. One line per adaptation delay of the CEM launcher: the \
                  fraction of packs whose CEM application ends at most x seconds later than \
-                 with no delay; the bars are the DKW 95 % band (\u{b1} {:.3}).",
+                 with no delay. The 95 % band of each line (Dvoretzky\u{2013}Kiefer\u{2013}Wolfowitz) \
+                 is \u{b1} {:.3} around it.",
                 setting.trace,
                 setting.hosts,
                 dkw(n_f)

@@ -62,7 +62,7 @@ pub struct ValidationArgs {
     pub trace: Option<PathBuf>,
     /// Run nothing: redraw fig8-*.svg of --out from its results.json (as a run wrote it), e.g.
     /// after a change to how figures are drawn. tables.md is left as it is.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["trace", "cem", "pools", "hosts", "pack", "apps", "time_scale", "batchd", "slack_ms", "timeout"])]
     pub replot: bool,
     /// Directory for tables.md, results.json, fig8-*.svg and each real run's config and logs.
     #[arg(long, default_value = "coorm-validation")]
@@ -453,7 +453,14 @@ fn write_charts(out: &Path, points: &[Point], setting: &Setting) -> anyhow::Resu
         "esim coorm-validation: the first {apps} applications of pack {} of {}, on {} pools of \
          {} hosts, each run in the simulator and on a live batchd with real launchers ({} \
          trace seconds a real second); one run per point.",
-        setting.pack, setting.trace, setting.pools, setting.hosts, setting.time_scale
+        setting.pack,
+        Path::new(&setting.trace).file_name().map_or_else(
+            || setting.trace.clone(),
+            |f| f.to_string_lossy().into_owned()
+        ),
+        setting.pools,
+        setting.hosts,
+        setting.time_scale
     );
     for (name, c) in [("fig8-network.svg", &net), ("fig8-cpu.svg", &cpu)] {
         let path = out.join(name);
