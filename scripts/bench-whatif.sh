@@ -14,30 +14,11 @@ cd "$(dirname "$0")/.."
 runs=${1:-11}
 cargo build -q --release -p batchd -p cli-tools -p esim -p esched-cbf -p esched-easy -p esched-evolving
 bin=$PWD/target/release
-dir=$(mktemp -d)
-pid=
-stop() {
-  "$bin/ecancel" -t PD,R >/dev/null 2>&1 || true
-  for _ in $(seq 50); do [ -z "$("$bin/equeue" --noheader -t R,CG 2>/dev/null)" ] && break; sleep 0.1; done
-  [ -n "$pid" ] && kill "$pid" 2>/dev/null || true
-  [ -n "$pid" ] && wait "$pid" 2>/dev/null || true
-  rm -rf "$dir"
-}
-trap stop EXIT
-cat >"$dir/batchd.toml" <<CONF
-socket = "$dir/batchd.sock"
-state_dir = "$dir/state"
-plugin_dir = "$bin"
-[[pool]]
-name = "debug"
-nodes = 16
-[policy]
-name = "cbf"
-CONF
-"$bin/batchd" --config "$dir/batchd.toml" >"$dir/batchd.log" 2>&1 &
-pid=$!
-export ESCHED_SOCKET="$dir/batchd.sock" ESCHED_ESIM="$bin/esim"
-for _ in $(seq 100); do "$bin/econtrol" version >/dev/null 2>&1 && break; sleep 0.1; done
+# shellcheck source=scripts/lib/scratch-batchd.sh
+. scripts/lib/scratch-batchd.sh
+scratch_batchd "$bin" debug 16 cbf
+export ESCHED_ESIM="$bin/esim"
+# shellcheck disable=SC2154 # dir: the daemon's directory, set by scratch_batchd
 cd "$dir"
 for i in $(seq 0 7); do "$bin/esubmit" -N2 -t $((20 + i)) --wrap "sleep 600" >/dev/null; done
 for _ in $(seq 100); do [ "$("$bin/equeue" --noheader -t R | wc -l)" -eq 8 ] && break; sleep 0.1; done

@@ -6,30 +6,10 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bin=${1:-"$here/../../target/debug"}
-dir=$(mktemp -d)
-stop() {
-  "$bin/ecancel" -t PD,R >/dev/null 2>&1 || true
-  # The jobs' supervisors outlive the daemon: let them end before it stops.
-  for _ in $(seq 50); do [ -z "$("$bin/equeue" --noheader -t R,CG 2>/dev/null)" ] && break; sleep 0.1; done
-  kill "$pid" 2>/dev/null || true
-  wait "$pid" 2>/dev/null || true
-  rm -rf "$dir"
-}
-trap stop EXIT
-cat >"$dir/batchd.toml" <<CONF
-socket = "$dir/batchd.sock"
-state_dir = "$dir/state"
-plugin_dir = "$bin"
-[[pool]]
-name = "batch"
-nodes = 12
-[policy]
-name = "cbf"
-CONF
-"$bin/batchd" --config "$dir/batchd.toml" >"$dir/batchd.log" 2>&1 &
-pid=$!
-export ESCHED_SOCKET="$dir/batchd.sock"
-for _ in $(seq 100); do "$bin/econtrol" version >/dev/null 2>&1 && break; sleep 0.1; done
+# shellcheck source=scripts/lib/scratch-batchd.sh
+. "$here/../../scripts/lib/scratch-batchd.sh"
+scratch_batchd "$bin" batch 12 cbf
+# shellcheck disable=SC2154 # dir: the daemon's directory, set by scratch_batchd
 cd "$dir"
 for i in 1 2 3 4; do "$bin/esubmit" -N3 -t $((20 + 10 * i)) --wrap "sleep 3600" >/dev/null; done
 for i in $(seq 0 29); do
