@@ -387,12 +387,29 @@ pub fn stacked(title: &str, caption: &str, charts: &[LineChart]) -> R<String> {
         .map(|s| s.0)
         .max()
         .unwrap_or(760);
-    let each: Vec<u32> = charts.iter().map(|c| c.size.map_or(260, |s| s.1)).collect();
+    let heights: Vec<u32> = charts.iter().map(|c| c.size.map_or(260, |s| s.1)).collect();
+    stack(title, caption, w, &heights, |k, area| {
+        charts[k].draw_on(area)?;
+        Ok(String::new())
+    })
+}
+
+/// A document of charts top to bottom, `heights[k]` pixels for chart k, under `title` and over
+/// `caption`, `w` pixels wide. `draw(k, area)` draws chart k on its area and returns the SVG
+/// elements of its own to add to the document.
+fn stack(
+    title: &str,
+    caption: &str,
+    w: u32,
+    heights: &[u32],
+    mut draw: impl FnMut(usize, &DrawingArea<SVGBackend<'_>, Shift>) -> R<String>,
+) -> R<String> {
     let caption_h = caption_height(caption, w);
     let title_h = if title.is_empty() { 0 } else { 30 };
-    let h = title_h + each.iter().sum::<u32>() + caption_h;
+    let h = title_h + heights.iter().sum::<u32>() + caption_h;
     let e = err(title);
     let mut buf = String::new();
+    let mut overlay = String::new();
     {
         let root = SVGBackend::with_string(&mut buf, (w, h)).into_drawing_area();
         root.fill(&WHITE).map_err(|x| e(x.to_string()))?;
@@ -405,15 +422,15 @@ pub fn stacked(title: &str, caption: &str, charts: &[LineChart]) -> R<String> {
             ))
             .map_err(|x| e(x.to_string()))?;
         }
-        for (c, h) in charts.iter().zip(&each) {
+        for (k, h) in heights.iter().enumerate() {
             let (this, below) = rest.split_vertically(*h);
             rest = below;
-            c.draw_on(&this)?;
+            overlay.push_str(&draw(k, &this)?);
         }
         draw_caption(&rest, caption)?;
         root.present().map_err(|x| e(x.to_string()))?;
     }
-    Ok(buf)
+    Ok(insert_before_end(buf, &overlay))
 }
 
 /// A range around `[lo, hi]` with a little room; from 0 for a non-negative linear y axis.
@@ -743,23 +760,9 @@ impl Gantt {
             .filter(move |j| j.end > a && j.start < b && !j.nodes.is_empty())
     }
 
-    /// The chart as an SVG document.
+    /// The chart as an SVG document, its caption beneath.
     pub fn svg(&self) -> R<String> {
-        let e = err(&self.title);
-        let w = self.width.unwrap_or(1100);
-        let caption_h = caption_height(&self.caption, w);
-        let h = self.height() + caption_h;
-        let mut buf = String::new();
-        let overlay;
-        {
-            let root = SVGBackend::with_string(&mut buf, (w, h)).into_drawing_area();
-            root.fill(&WHITE).map_err(|x| e(x.to_string()))?;
-            let (chart, rest) = root.split_vertically(self.height());
-            overlay = self.draw_on(&chart)?;
-            draw_caption(&rest, &self.caption)?;
-            root.present().map_err(|x| e(x.to_string()))?;
-        }
-        Ok(insert_before_end(buf, &overlay))
+        stacked_gantts("", &self.caption, std::slice::from_ref(self))
     }
 
     /// The height of the chart with its panels, pixels (without the caption).
@@ -922,33 +925,10 @@ const PANEL_HEIGHT: u32 = 170;
 /// instant, as the plans of `esim whatif` are).
 pub fn stacked_gantts(title: &str, caption: &str, charts: &[Gantt]) -> R<String> {
     let w = charts.iter().filter_map(|c| c.width).max().unwrap_or(1100);
-    let caption_h = caption_height(caption, w);
-    let title_h = if title.is_empty() { 0 } else { 30 };
-    let h = title_h + charts.iter().map(Gantt::height).sum::<u32>() + caption_h;
-    let e = err(title);
-    let mut buf = String::new();
-    let mut overlay = String::new();
-    {
-        let root = SVGBackend::with_string(&mut buf, (w, h)).into_drawing_area();
-        root.fill(&WHITE).map_err(|x| e(x.to_string()))?;
-        let (head, mut rest) = root.split_vertically(title_h);
-        if title_h > 0 {
-            head.draw(&Text::new(
-                title.to_string(),
-                (14, 8),
-                ("sans-serif", 17).into_font(),
-            ))
-            .map_err(|x| e(x.to_string()))?;
-        }
-        for c in charts {
-            let (this, below) = rest.split_vertically(c.height());
-            rest = below;
-            overlay.push_str(&c.draw_on(&this)?);
-        }
-        draw_caption(&rest, caption)?;
-        root.present().map_err(|x| e(x.to_string()))?;
-    }
-    Ok(insert_before_end(buf, &overlay))
+    let heights: Vec<u32> = charts.iter().map(Gantt::height).collect();
+    stack(title, caption, w, &heights, |k, area| {
+        charts[k].draw_on(area)
+    })
 }
 
 /// The points of a step series inside `[t0, t1]`, with the value holding at `t0`.

@@ -472,15 +472,7 @@ fn replot(out: &std::path::Path) -> anyhow::Result<()> {
         fig6: Vec<Row>,
         fig7: Fig7,
     }
-    let path = out.join("results.json");
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    let r: Results = serde_json::from_str(&text).with_context(|| {
-        format!(
-            "{}: not the results.json of esim coorm-experiments",
-            path.display()
-        )
-    })?;
+    let r: Results = super::read_results(out, "coorm-experiments")?;
     let mut pool_counts: Vec<u32> = r.fig6.iter().map(|x| x.pools).collect();
     pool_counts.sort_unstable();
     pool_counts.dedup();

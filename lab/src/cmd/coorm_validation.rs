@@ -478,15 +478,7 @@ fn replot(out: &Path) -> anyhow::Result<()> {
         setting: Setting,
         points: Vec<Point>,
     }
-    let path = out.join("results.json");
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    let r: Results = serde_json::from_str(&text).with_context(|| {
-        format!(
-            "{}: not the results.json of esim coorm-validation",
-            path.display()
-        )
-    })?;
+    let r: Results = super::read_results(out, "coorm-validation")?;
     write_charts(out, &r.points, &r.setting)?;
     eprintln!(
         "esim: coorm-validation: 2 figures redrawn in {} from its results.json",

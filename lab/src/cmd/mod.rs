@@ -24,3 +24,16 @@ pub trait Policies {
     /// containment: its plugin library, or, when `linked`, the copy linked into the tool.
     fn hosted(&self, spec: &str, params: &Params, linked: bool) -> anyhow::Result<PolicyHost>;
 }
+
+/// The `results.json` that command `what` wrote in `out`, read back for `--replot`.
+fn read_results<T: serde::de::DeserializeOwned>(
+    out: &std::path::Path,
+    what: &str,
+) -> anyhow::Result<T> {
+    use anyhow::Context;
+    let path = out.join("results.json");
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    serde_json::from_str(&text)
+        .with_context(|| format!("{}: not the results.json of esim {what}", path.display()))
+}
