@@ -29,6 +29,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::moldable::bounds::bounds;
+use crate::moldable::online::downey;
 use crate::moldable::solve::{schedules, SolveError, ALGORITHMS};
 use esched_bicriteria::bicrit::{bicrit, BiCritParams, Kept};
 use esched_bicriteria::instance::{Instance, Task};
@@ -104,23 +105,6 @@ fn recurrence(p1: f64, x: f64, m: usize) -> Vec<f64> {
         p.push(prev * (y + j as f64) / (1.0 + j as f64));
     }
     p
-}
-
-/// Downey's speed-up S(n) for average parallelism `a` ≥ 1 and variance `sigma` ≥ 0.
-fn downey(n: f64, a: f64, sigma: f64) -> f64 {
-    if sigma <= 1.0 {
-        if n <= a {
-            a * n / (a + sigma * (n - 1.0) / 2.0)
-        } else if n <= 2.0 * a - 1.0 {
-            a * n / (sigma * (a - 0.5) + n * (1.0 - sigma / 2.0))
-        } else {
-            a
-        }
-    } else if n <= a + a * sigma - sigma {
-        n * a * (sigma + 1.0) / (sigma * (n + a - 1.0) + a)
-    } else {
-        a
-    }
 }
 
 /// One random instance of `model` with `n` tasks on `m` processors.

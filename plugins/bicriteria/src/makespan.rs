@@ -149,6 +149,33 @@ fn accepts(inst: &Instance, lambda: f64) -> bool {
     }
 }
 
+/// The smallest guess in `(lo, hi]` that `accepts`, to within the floats' resolution, by
+/// bisection, for a test monotone in the guess that refuses `lo`: `hi` is first doubled until
+/// accepted (rounding may refuse the bound a proof says is accepted), then the interval
+/// halved. Returns the accepted end.
+pub(crate) fn smallest_accepted(lo: f64, hi: f64, accepts: impl Fn(f64) -> bool) -> f64 {
+    let mut hi = hi;
+    for _ in 0..64 {
+        if accepts(hi) {
+            break;
+        }
+        hi *= 2.0;
+    }
+    let mut lo = lo;
+    for _ in 0..60 {
+        let mid = 0.5 * (lo + hi);
+        if mid <= lo || mid >= hi {
+            break;
+        }
+        if accepts(mid) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    hi
+}
+
 /// λ*: the smallest λ accepted by the dual test (see the module doc). 0 for no task.
 pub fn lambda_star(inst: &Instance) -> f64 {
     if inst.n() == 0 {
@@ -165,25 +192,8 @@ pub fn lambda_star(inst: &Instance) -> f64 {
     // so W(λ) ≤ mλ. (Uses only p(m): finite even where a task refuses small counts.)
     // Rounding (and the monotony tolerance) can put W a few ulps above mλ there: widen until
     // accepted.
-    let mut hi: f64 = (0..inst.n()).map(|i| inst.p(i, inst.m())).sum::<f64>() * (1.0 + 1e-6);
-    for _ in 0..64 {
-        if accepts(inst, hi) {
-            break;
-        }
-        hi *= 2.0;
-    }
-    let mut lo = lo0;
-    for _ in 0..60 {
-        let mid = 0.5 * (lo + hi);
-        if mid <= lo || mid >= hi {
-            break;
-        }
-        if accepts(inst, mid) {
-            hi = mid;
-        } else {
-            lo = mid;
-        }
-    }
+    let hi0: f64 = (0..inst.n()).map(|i| inst.p(i, inst.m())).sum::<f64>() * (1.0 + 1e-6);
+    let hi = smallest_accepted(lo0, hi0, |l| accepts(inst, l));
     // Snap: b = the largest run time of any task not above hi is max_i p_i(γ_i(hi)) (γ_i(hi)
     // is the first count at or below hi), and W is constant on [b, hi].
     let Some((allot, work)) = canonical(inst, hi) else {

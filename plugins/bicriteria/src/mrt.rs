@@ -153,25 +153,8 @@ pub fn lambda_star(inst: &Instance) -> f64 {
     }
     // Accepted: at d ≥ 2·Σ p_i(m) every task runs within d/2 on m processors, and all of S2
     // has work ≤ Σ m·p_i(m) ≤ m·d/2. Widen should rounding say otherwise.
-    let mut hi: f64 = 2.0 * (0..inst.n()).map(|i| inst.p(i, inst.m())).sum::<f64>() * (1.0 + 1e-6);
-    for _ in 0..64 {
-        if two_shelves(inst, hi).is_some() {
-            break;
-        }
-        hi *= 2.0;
-    }
-    let mut lo = lo0;
-    for _ in 0..60 {
-        let mid = 0.5 * (lo + hi);
-        if mid <= lo || mid >= hi {
-            break;
-        }
-        if two_shelves(inst, mid).is_some() {
-            hi = mid;
-        } else {
-            lo = mid;
-        }
-    }
+    let hi0: f64 = 2.0 * (0..inst.n()).map(|i| inst.p(i, inst.m())).sum::<f64>() * (1.0 + 1e-6);
+    let hi = crate::makespan::smallest_accepted(lo0, hi0, |d| two_shelves(inst, d).is_some());
     // Snap: b = the largest p_i(k) or 2·p_i(k) not above hi; on [b, hi] the sets of step 2
     // (γ(d), γ(d/2), the small tasks) and so the minimum work W are those of hi.
     let Some(at_hi) = two_shelves(inst, hi) else {
