@@ -649,6 +649,22 @@ fn reconfigure_swaps_the_policy_and_keeps_the_old_one_on_failure() {
         .request(&Request::Reconfigure(Default::default()))
         .unwrap_err();
     assert!(err.to_string().contains("no-such-policy"), "{err}");
+    assert!(err.to_string().contains("key `policy.name`"), "{err}");
+    // A parameter the policy refuses is named by its key too.
+    let mut cfg = base.clone();
+    cfg.policy.name = "cbf".into();
+    cfg.policy
+        .params
+        .insert("bogus".into(), toml::Value::Integer(1));
+    std::fs::write(&file, cfg.to_toml()).unwrap();
+    let err = c
+        .client()
+        .request(&Request::Reconfigure(Default::default()))
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("key `policy.params.bogus`"),
+        "{err}"
+    );
     let Response::Version(v) = c
         .client()
         .request(&Request::Version(Default::default()))

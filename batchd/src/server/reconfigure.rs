@@ -46,13 +46,17 @@ pub async fn reconfigure(d: &Arc<Daemon>) -> Result<ReconfigureReply, ErrorReply
     config.log_format = settings.config.log_format;
     let built = {
         let config = config.clone();
-        tokio::task::spawn_blocking(move || crate::policy::build(&config)).await
+        // The error names the file and the key at fault, as at start and `--print-config`.
+        let file = path
+            .as_ref()
+            .map_or_else(|| "<built-in>".to_string(), |p| p.display().to_string());
+        tokio::task::spawn_blocking(move || crate::policy::check(&config, &file)).await
     };
     let policy = match built {
         Ok(Ok(p)) => p,
         Ok(Err(e)) => {
             tracing::error!("reconfigure: keeping policy {}: {e}", d.policy_name());
-            return Err(ErrorReply::new(ErrorKind::PolicyLoad, e));
+            return Err(ErrorReply::new(ErrorKind::PolicyLoad, e.to_string()));
         }
         Err(e) => return Err(ErrorReply::new(ErrorKind::Internal, e.to_string())),
     };
