@@ -1006,8 +1006,8 @@ mod tests {
             exit_code: None,
             signal: None,
             work_dir: "/tmp".into(),
-            stdout: "/tmp/esched-7.out".into(),
-            stderr: "/tmp/esched-7.out".into(),
+            stdout: "/tmp/slurm-7.out".into(),
+            stderr: "/tmp/slurm-7.out".into(),
             shape: JobShape::Rigid {
                 nodes: 2,
                 time_limit: 60_000,

@@ -78,10 +78,19 @@ impl Extra {
 
 impl JobRecord {
     /// A job just submitted by `uid`/`gid` (`user`): pending, held if its spec asks, its
-    /// output paths resolved from the spec's patterns (default `esched-%j.out`; stderr joins
-    /// stdout unless the spec names its own file).
+    /// output paths resolved from the spec's patterns (default sbatch's: `slurm-%j.out`, and
+    /// `slurm-%A_%a.out` for an array task; stderr joins stdout unless the spec names its own
+    /// file).
     pub fn submitted(id: u64, uid: u32, gid: u32, user: &str, spec: JobSpec, submit: u64) -> Self {
-        let out = spec.stdout.as_deref().unwrap_or("esched-%j.out");
+        // sbatch(1), --output: "the default file name is "slurm-%A_%a.out" [for job arrays] …
+        // For other jobs, the default file name is "slurm-%j.out"": a Slurm user's scripts and
+        // tools look for these names.
+        let default = if spec.array_task.is_some() {
+            "slurm-%A_%a.out"
+        } else {
+            "slurm-%j.out"
+        };
+        let out = spec.stdout.as_deref().unwrap_or(default);
         let vars = batch_proto::pattern::PatternVars {
             id,
             name: &spec.name,
@@ -209,8 +218,8 @@ mod tests {
             node: None,
         };
         assert_eq!(
-            expand_pattern("esched-%j.out", &vars, "/w"),
-            "/w/esched-7.out"
+            expand_pattern("slurm-%j.out", &vars, "/w"),
+            "/w/slurm-7.out"
         );
         assert_eq!(
             expand_pattern("/o/%x-%u-%5j-%%-%A_%a", &vars, "/w/"),

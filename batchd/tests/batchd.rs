@@ -215,7 +215,7 @@ fn job_runs_to_completion_with_its_output_and_environment() {
     assert_eq!((j.exit_code, j.signal), (Some(0), Some(0)));
     assert_eq!(j.node_list.as_deref(), Some("debug[001-003]"));
     assert!(j.start_time.is_some() && j.end_time >= j.start_time);
-    let out = std::fs::read_to_string(c.path(&format!("esched-{id}.out"))).unwrap();
+    let out = std::fs::read_to_string(c.path(&format!("slurm-{id}.out"))).unwrap();
     assert_eq!(
         out,
         format!("id={id} nodes=debug[001-003] n=3 pool=debug name=hello arg=first\noops\n")
@@ -273,7 +273,7 @@ fn job_past_its_walltime_is_stopped_and_ends_timeout() {
     assert_eq!(j.signal, Some(15), "{j:?}");
     let ran = j.end_time.unwrap() - j.start_time.unwrap();
     assert!(ran >= 400, "stopped after {ran} ms");
-    let out = std::fs::read_to_string(c.path(&format!("esched-{id}.out"))).unwrap();
+    let out = std::fs::read_to_string(c.path(&format!("slurm-{id}.out"))).unwrap();
     assert!(out.starts_with("started\n"), "{out}");
     assert!(
         out.contains(&format!("*** JOB {id} CANCELLED AT"))
@@ -351,7 +351,7 @@ fn signal_reaches_the_job_without_cancelling_it() {
     };
     assert_eq!(r.done, vec![id]);
     c.wait_state(id, JobState::Completed);
-    assert!(std::fs::read_to_string(c.path(&format!("esched-{id}.out")))
+    assert!(std::fs::read_to_string(c.path(&format!("slurm-{id}.out")))
         .unwrap()
         .contains("got USR1"));
 }
@@ -518,7 +518,7 @@ fn a_running_job_is_readopted_and_finishes_after_a_restart() {
     assert_eq!(c.show(id).state, JobState::Running);
     c.wait_state(id, JobState::Completed);
     assert_eq!(
-        std::fs::read_to_string(c.path(&format!("esched-{id}.out"))).unwrap(),
+        std::fs::read_to_string(c.path(&format!("slurm-{id}.out"))).unwrap(),
         "done\n"
     );
 }
@@ -723,7 +723,7 @@ fn brief_listing_leaves_out_paths_and_full_listing_has_them() {
         .unwrap();
     assert_eq!(
         full[0].stdout,
-        c.path(&format!("esched-{id}.out")).display().to_string()
+        c.path(&format!("slurm-{id}.out")).display().to_string()
     );
     assert_eq!(full[0].args, vec!["a".to_string()]);
     let brief = c
@@ -943,7 +943,7 @@ fn evolving_and_moldable_jobs_run_under_the_default_policy() {
     }
     // An evolving job holds its largest step for its whole run.
     assert_eq!(c.show(e).nodes, 4);
-    let n: u32 = std::fs::read_to_string(c.path(&format!("esched-{m}.out")))
+    let n: u32 = std::fs::read_to_string(c.path(&format!("slurm-{m}.out")))
         .unwrap()
         .trim()
         .parse()

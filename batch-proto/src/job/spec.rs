@@ -61,7 +61,7 @@ pub struct JobSpec {
     pub dependencies: Vec<Dependency>,
     /// Pattern of the stdout file (sbatch's escapes, see [`crate::pattern`]), relative to
     /// `work_dir`; default
-    /// `esched-%j.out`.
+    /// `slurm-%j.out` (`slurm-%A_%a.out` for an array task), as sbatch's.
     #[serde(default)]
     pub stdout: Option<String>,
     /// Pattern of the stderr file; default: the stdout file.

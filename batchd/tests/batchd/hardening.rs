@@ -332,7 +332,7 @@ fn state_is_private_and_output_files_follow_the_submitters_umask() {
         (unsaid, 0o600, "0077"),
     ] {
         c.wait_state(id, JobState::Completed);
-        let out = c.path(&format!("esched-{id}.out"));
+        let out = c.path(&format!("slurm-{id}.out"));
         assert_eq!(mode(&out), file_mode, "job {id}");
         assert_eq!(std::fs::read_to_string(&out).unwrap().trim(), inherited);
     }
@@ -357,13 +357,13 @@ fn state_is_private_and_output_files_follow_the_submitters_umask() {
             state.join("batchd.sqlite"),
             state.join("batchd.sqlite-wal"),
             dir.join("launch.json"),
-            c.path(&format!("esched-{private}.out")),
-            c.path(&format!("esched-{unsaid}.out")),
+            c.path(&format!("slurm-{private}.out")),
+            c.path(&format!("slurm-{unsaid}.out")),
         ] {
             assert!(!readable(&path), "another user reads {}", path.display());
         }
         assert!(
-            readable(&c.path(&format!("esched-{shared}.out"))),
+            readable(&c.path(&format!("slurm-{shared}.out"))),
             "the check can succeed"
         );
     } else {

@@ -183,7 +183,7 @@ fn a_coallocated_job_survives_kill_9_of_batchd_and_keeps_its_nodes() {
     }
     let end = wait_on(&sock, job, "ended", |j| j.state.is_finished());
     assert_eq!(end.state, JobState::Completed, "{end:?}");
-    let out = std::fs::read_to_string(dir.path().join(format!("esched-{job}.out"))).unwrap();
+    let out = std::fs::read_to_string(dir.path().join(format!("slurm-{job}.out"))).unwrap();
     assert!(
         out.contains("done 0") && out.contains("done 1"),
         "both components ran to their end: {out}"

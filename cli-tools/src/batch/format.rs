@@ -780,8 +780,8 @@ pub(super) mod tests {
             exit_code: None,
             signal: None,
             work_dir: "/home/alice".into(),
-            stdout: "/home/alice/esched-42.out".into(),
-            stderr: "/home/alice/esched-42.out".into(),
+            stdout: "/home/alice/slurm-42.out".into(),
+            stderr: "/home/alice/slurm-42.out".into(),
             shape: JobShape::Rigid {
                 nodes: 3,
                 time_limit: 3_600_000,

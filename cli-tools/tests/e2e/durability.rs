@@ -55,7 +55,7 @@ fn job_running_across_a_restart_is_recorded() {
     // Wait for the job's first output: the supervisor has then surely recorded its pid. (A
     // kill -9 in the few ms between the RUNNING record and that pid file loses the job as
     // FAILED with no exit code: reported to batchd's owner.)
-    let out_file = c.work.join(format!("esched-{id}.out"));
+    let out_file = c.work.join(format!("slurm-{id}.out"));
     c.wait_until("the job's first line", || {
         std::fs::read_to_string(&out_file).is_ok_and(|t| t.contains("begin"))
     });

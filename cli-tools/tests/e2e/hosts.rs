@@ -174,7 +174,7 @@ fn tools_in_a_job_on_a_host_reach_batchd_and_steps_run_on_every_host() {
     assert_eq!(j.state, JobState::Completed, "{j:?}");
     let read = |f: &str| std::fs::read_to_string(c.work.join(f)).unwrap_or_default();
     // The job's output holds what the tools said on stderr: shown with any failure below.
-    let said = read(&format!("esched-{id}.out"));
+    let said = read(&format!("slurm-{id}.out"));
     // A step on the job's first host, recorded as a step of the job.
     assert_eq!(read("step.txt"), "node1\n", "job output:\n{said}");
     let steps = c.ok(

@@ -21,7 +21,7 @@ fn submit_run_complete_with_output_and_exit_code() {
     assert_eq!((j.exit_code, j.signal.unwrap_or(0)), (Some(0), 0));
     assert_eq!(j.name, "hello");
     let text =
-        std::fs::read_to_string(c.work.join(format!("esched-{id}.out"))).expect("output file");
+        std::fs::read_to_string(c.work.join(format!("slurm-{id}.out"))).expect("output file");
     assert!(
         text.contains(&format!("hello from {id} in debug")),
         "{text}"

@@ -274,7 +274,7 @@ fn an_array_throttle_and_task_ids() {
         "-J",
         "thr",
         "--wrap",
-        "sleep 0.3",
+        "sleep 0.3; echo task $SLURM_ARRAY_TASK_ID",
     ]);
     let a = array.to_string();
     // Three tasks (0, 2, 4), one at a time although four nodes are free.
@@ -288,6 +288,11 @@ fn an_array_throttle_and_task_ids() {
             .collect::<Vec<_>>(),
         [Some(0), Some(2), Some(4)]
     );
+    // Each task's output where sbatch puts it by default: slurm-%A_%a.out.
+    for k in [0, 2, 4] {
+        let out = std::fs::read_to_string(c.work.join(format!("slurm-{array}_{k}.out")));
+        assert_eq!(out.ok().as_deref(), Some(format!("task {k}\n").as_str()));
+    }
     for w in tasks.windows(2) {
         let (end, next) = (w[0].end_time.unwrap_or(0), w[1].start_time.unwrap_or(0));
         assert!(

@@ -19,7 +19,8 @@ pub struct SubmitOpts {
     /// Job name (default: the script's file name, or "wrap").
     #[arg(short = 'J', long = "job-name", value_name = "NAME")]
     pub job_name: Option<String>,
-    /// Standard output file (default esched-%j.out in the submit directory): %j job
+    /// Standard output file (default slurm-%j.out in the submit directory, slurm-%A_%a.out for
+    /// an array task): %j job
     /// id, %J job id (.step), %A array job id, %a array task id, %b task id modulo 10, %x job
     /// name, %u user, %N first node, %n node index, %s step, %t task id, %% a percent sign; a
     /// width between % and the letter zero-pads a number (%5j).
