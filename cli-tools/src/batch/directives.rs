@@ -76,10 +76,12 @@ pub fn marked_args(script: &str, magic: &str) -> Result<Vec<String>, SpecError> 
 /// value or an option that came from the script points the user.
 pub fn locate(script: &str, gives: impl Fn(&[String]) -> bool) -> Option<(usize, String)> {
     [MAGIC, SBATCH_MAGIC].iter().find_map(|magic| {
+        // The last such line: a later directive overrides an earlier one, as in sbatch, so it
+        // is the one whose value was used.
         let found = parse_marked(script, magic)
             .ok()?
             .into_iter()
-            .find(|d| gives(&d.words))?;
+            .rfind(|d| gives(&d.words))?;
         let text = script.lines().nth(found.line - 1)?.trim().to_string();
         Some((found.line, text))
     })

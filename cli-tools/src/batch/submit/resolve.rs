@@ -198,8 +198,15 @@ fn with_script_lines(script: &str, e: SpecError) -> SpecError {
     match e {
         SpecError::Sourced { origin, inner } if origin == SCRIPT_ORIGIN => {
             let found = match inner.as_ref() {
-                SpecError::Invalid { input, .. } => {
-                    locate(script, |w| gives_value(w, input.as_str()))
+                // The line that gives the value to the option at fault when the error names
+                // it (`--signal`), else the last line that gives the value at all.
+                SpecError::Invalid { input, what, .. } => {
+                    let options: Vec<&str> =
+                        what.split('/').filter(|o| o.starts_with('-')).collect();
+                    locate(script, |w| {
+                        gives_value(w, input.as_str()) && options.iter().any(|o| gives_option(w, o))
+                    })
+                    .or_else(|| locate(script, |w| gives_value(w, input.as_str())))
                 }
                 _ => None,
             };

@@ -138,6 +138,30 @@ fn errors_say_where_the_value_came_from() {
             .ends_with("(from line 2 of the script: `#ESUB -N zero`)"),
         "{e}"
     );
+    // The value on two lines: the one at fault is the line that gives it to the option, and
+    // of two such lines the last (it overrides the first).
+    let e = resolve(
+        &cli(&["job.sh"]),
+        "#!/bin/sh\n#ESUB -J zero\n#ESUB -N zero\n",
+        &[],
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string()
+            .ends_with("(from line 3 of the script: `#ESUB -N zero`)"),
+        "{e}"
+    );
+    let e = resolve(
+        &cli(&["job.sh"]),
+        "#!/bin/sh\n#SBATCH --signal=often\n#SBATCH -J often\n",
+        &[],
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string()
+            .ends_with("(from line 2 of the script: `#SBATCH --signal=often`)"),
+        "{e}"
+    );
     let e = resolve(&cli(&["job.sh"]), "#!/bin/sh\n#ESUB --bogus\n", &[]).unwrap_err();
     assert!(e.to_string().contains("--bogus"), "{e}");
     let e = resolve(&cli(&["job.sh"]), "echo no shebang\n", &[]).unwrap_err();
