@@ -707,6 +707,9 @@ pub struct Gantt {
     /// A short name of the chart, for a reader of the SVG: its elements are then grouped in
     /// `<g class="gantt" data-key="KEY">`, opened by the plotting area's frame.
     pub key: Option<String>,
+    /// The nodes' names by index, where known (the text chart labels its rows with them);
+    /// a node without one is shown by its index.
+    pub node_names: Vec<String>,
 }
 
 /// A line panel under a Gantt chart.

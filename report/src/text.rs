@@ -46,7 +46,40 @@ pub fn gantt(g: &Gantt, width: usize) -> String {
             set.get(*k - 1).map_or(OTHERS, |&b| char::from(b))
         })
         .collect();
-    let label_w = 9;
+    // Row labels: a node's name (or index), or the first and last of a row of several.
+    let name = |k: u32| {
+        g.node_names
+            .get(k as usize)
+            .filter(|n| !n.is_empty())
+            .cloned()
+            .unwrap_or_else(|| k.to_string())
+    };
+    let rows: Vec<(u32, u32, String)> = groups
+        .iter()
+        .flat_map(|(_, first, count)| {
+            let per_row = count.div_ceil(MAX_ROWS).max(1);
+            let end = first + count;
+            (*first..end)
+                .step_by(per_row as usize)
+                .map(move |lo| (lo, (lo + per_row).min(end)))
+        })
+        .map(|(lo, hi)| {
+            let label = if hi - lo == 1 {
+                name(lo)
+            } else {
+                format!("{}-{}", name(lo), name(hi - 1))
+            };
+            (lo, hi, label)
+        })
+        .collect();
+    // As wide as the longest label, 9 to 20 characters, and at least 30 columns of time.
+    let label_w = rows
+        .iter()
+        .map(|r| r.2.chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(9, 20)
+        .min(width - 31);
     let cols = width - label_w - 1;
     let at = |c: usize| t0 + (c as f64 + 0.5) * (t1 - t0) / cols as f64;
     let mut out = String::new();
@@ -59,16 +92,12 @@ pub fn gantt(g: &Gantt, width: usize) -> String {
             let fill = width.saturating_sub(head.chars().count());
             let _ = writeln!(out, "{head}{}", "─".repeat(fill));
         }
-        let per_row = count.div_ceil(MAX_ROWS).max(1);
-        let mut lo = *first;
-        while lo < first + count {
-            let hi = (lo + per_row).min(first + count);
-            let label = if hi - lo == 1 {
-                format!("{lo}")
-            } else {
-                format!("{lo}-{}", hi - 1)
-            };
-            let _ = write!(out, "{label:>w$} ", w = label_w);
+        for (lo, hi, label) in rows
+            .iter()
+            .filter(|(lo, _, _)| *lo >= *first && *lo < first + count)
+        {
+            let (lo, hi) = (*lo, *hi);
+            let _ = write!(out, "{:>w$} ", cut(label, label_w), w = label_w);
             for c in 0..cols {
                 let t = at(c);
                 let best = jobs
@@ -89,7 +118,6 @@ pub fn gantt(g: &Gantt, width: usize) -> String {
                 out.push(best.map_or('.', |(_, s)| s));
             }
             out.push('\n');
-            lo = hi;
         }
     }
     // The time axis: ticks with their labels, and now.
@@ -263,6 +291,25 @@ mod tests {
                 .all(|w| w == "s" || w.parse::<f64>().is_ok()),
             "{labels}"
         );
+    }
+
+    #[test]
+    fn rows_are_labelled_with_node_names_where_known() {
+        let g = Gantt {
+            nodes: 3,
+            node_names: vec!["gpu-node-0001".into(), String::new(), "n3".into()],
+            jobs: vec![job("1", 0.0, 10.0, 0..1, JobKind::Ran)],
+            window: Some((0.0, 10.0)),
+            ..Gantt::default()
+        };
+        let text = gantt(&g, 60);
+        let labels: Vec<&str> = text
+            .lines()
+            .take(3)
+            .map(|l| l.split_whitespace().next().unwrap())
+            .collect();
+        assert_eq!(labels, ["gpu-node-0001", "1", "n3"], "{text}");
+        assert!(text.lines().all(|l| l.chars().count() <= 60), "{text}");
     }
 
     #[test]

@@ -238,9 +238,16 @@ pub fn gantt(
         zone.to_offset(jiff::Timestamp::from_millisecond(now as i64).unwrap_or_default())
             .seconds(),
     );
+    let mut node_names = vec![String::new(); axis.total as usize];
+    for (name, &k) in &axis.index {
+        if let Some(slot) = node_names.get_mut(k as usize) {
+            slot.clone_from(name);
+        }
+    }
     let mut g = Gantt {
         title,
         caption: String::new(),
+        node_names,
         nodes: axis.total,
         groups: axis.groups.clone(),
         jobs: gantt_jobs,

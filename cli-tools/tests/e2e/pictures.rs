@@ -127,8 +127,12 @@ fn swf_and_pictures_of_a_live_batchd() {
     let text = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(out.status.success(), "{text}");
     assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
-    let rows: Vec<&str> = text.lines().filter(|l| l.starts_with("        ")).collect();
-    assert!(rows.len() >= 4, "a row per node of the pool: {text}");
+    // A row per node, labelled with its name.
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.trim_start().starts_with("debug0"))
+        .collect();
+    assert_eq!(rows.len(), 4, "a row per node of the pool: {text}");
     assert!(
         text.contains(&format!("A job {run} ")),
         "the running job is A: {text}"
@@ -137,9 +141,13 @@ fn swf_and_pictures_of_a_live_batchd() {
         text.contains(&format!("a job {pend} ")) && text.contains("(expected)"),
         "{text}"
     );
-    let with_a = text
-        .lines()
-        .filter(|l| l.len() > 10 && l[..10].trim().parse::<u32>().is_ok() && l[10..].contains('A'))
+    let with_a = rows
+        .iter()
+        .filter(|l| {
+            l.trim_start()
+                .split_once(' ')
+                .is_some_and(|(_, cells)| cells.contains('A'))
+        })
         .count();
     assert_eq!(with_a, 3, "job {run} on three nodes: {text}");
 
