@@ -388,7 +388,7 @@ pub fn stacked(title: &str, caption: &str, charts: &[LineChart]) -> R<String> {
         .max()
         .unwrap_or(760);
     let heights: Vec<u32> = charts.iter().map(|c| c.size.map_or(260, |s| s.1)).collect();
-    stack(title, caption, w, &heights, |k, area| {
+    stack(title, title, caption, w, &heights, |k, area| {
         charts[k].draw_on(area)?;
         Ok(String::new())
     })
@@ -396,9 +396,10 @@ pub fn stacked(title: &str, caption: &str, charts: &[LineChart]) -> R<String> {
 
 /// A document of charts top to bottom, `heights[k]` pixels for chart k, under `title` and over
 /// `caption`, `w` pixels wide. `draw(k, area)` draws chart k on its area and returns the SVG
-/// elements of its own to add to the document.
+/// elements of its own to add to the document. Errors name the picture `what`.
 fn stack(
     title: &str,
+    what: &str,
     caption: &str,
     w: u32,
     heights: &[u32],
@@ -407,7 +408,7 @@ fn stack(
     let caption_h = caption_height(caption, w);
     let title_h = if title.is_empty() { 0 } else { 30 };
     let h = title_h + heights.iter().sum::<u32>() + caption_h;
-    let e = err(title);
+    let e = err(what);
     let mut buf = String::new();
     let mut overlay = String::new();
     {
@@ -929,7 +930,12 @@ const PANEL_HEIGHT: u32 = 170;
 pub fn stacked_gantts(title: &str, caption: &str, charts: &[Gantt]) -> R<String> {
     let w = charts.iter().filter_map(|c| c.width).max().unwrap_or(1100);
     let heights: Vec<u32> = charts.iter().map(Gantt::height).collect();
-    stack(title, caption, w, &heights, |k, area| {
+    // Errors name the picture by its title, else by its first chart's.
+    let what = match (title, charts.first()) {
+        ("", Some(c)) => c.title.as_str(),
+        _ => title,
+    };
+    stack(title, what, caption, w, &heights, |k, area| {
         charts[k].draw_on(area)
     })
 }

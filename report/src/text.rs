@@ -67,7 +67,7 @@ pub fn gantt(g: &Gantt, width: usize) -> String {
             let label = if hi - lo == 1 {
                 name(lo)
             } else {
-                format!("{}-{}", name(lo), name(hi - 1))
+                span_label(&name(lo), &name(hi - 1))
             };
             (lo, hi, label)
         })
@@ -190,6 +190,27 @@ pub fn gantt(g: &Gantt, width: usize) -> String {
     out
 }
 
+/// The label of a row from node `a` to node `b`: in Slurm's host-list form when the names are
+/// a common prefix and numbers (`debug[001-032]`), else `a-b` (indices: `0-3`).
+fn span_label(a: &str, b: &str) -> String {
+    let mut p = a
+        .char_indices()
+        .zip(b.chars())
+        .find(|((_, x), y)| x != y)
+        .map_or(a.len().min(b.len()), |((i, _), _)| i);
+    // The prefix stops before the number starts (`debug0` of debug001 and debug032 is `debug`).
+    while p > 0 && a.as_bytes()[p - 1].is_ascii_digit() {
+        p -= 1;
+    }
+    let (x, y) = (&a[p..], &b[p..]);
+    let digits = |t: &str| !t.is_empty() && t.bytes().all(|c| c.is_ascii_digit());
+    if p > 0 && digits(x) && digits(y) {
+        format!("{}[{x}-{y}]", &a[..p])
+    } else {
+        format!("{a}-{b}")
+    }
+}
+
 /// `text` cut to `width` characters, the last one `…` when something was cut.
 fn cut(text: &str, width: usize) -> String {
     if text.chars().count() <= width {
@@ -310,6 +331,15 @@ mod tests {
             .collect();
         assert_eq!(labels, ["gpu-node-0001", "1", "n3"], "{text}");
         assert!(text.lines().all(|l| l.chars().count() <= 60), "{text}");
+    }
+
+    #[test]
+    fn a_row_of_several_nodes_is_labelled_as_a_host_list() {
+        assert_eq!(span_label("debug001", "debug032"), "debug[001-032]");
+        assert_eq!(span_label("n9", "n12"), "n[9-12]");
+        assert_eq!(span_label("7", "12"), "7-12");
+        assert_eq!(span_label("alpha", "beta"), "alpha-beta");
+        assert_eq!(span_label("gpu-a", "gpu-b"), "gpu-a-gpu-b");
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //! on the old policy (a call past its budget may never end): that call ends on its own and its
 //! plan is dropped. Pools, socket and state directory take effect at a
 //! restart only; a changed pool list is refused. A policy that fails to load leaves the old
-//! one in force and the reply carries the loader's error.
+//! one in force and the reply carries the error as a config error: the file, the key at fault
+//! (`policy.name`, `policy.params.KEY`) and the loader's message.
 
 use std::sync::Arc;
 

@@ -71,13 +71,12 @@ pub fn marked_args(script: &str, magic: &str) -> Result<Vec<String>, SpecError> 
         .collect())
 }
 
-/// The first directive line of `script` (`#ESUB` ones first: they win over `#SBATCH` ones)
-/// whose words satisfy `gives`, as its 1-based number and its text: where an error about a
-/// value or an option that came from the script points the user.
+/// The last directive line of `script` (of the `#ESUB` ones first: they win over `#SBATCH`
+/// ones) whose words satisfy `gives`, as its 1-based number and its text: where an error about
+/// a value or an option that came from the script points the user.
 pub fn locate(script: &str, gives: impl Fn(&[String]) -> bool) -> Option<(usize, String)> {
     [MAGIC, SBATCH_MAGIC].iter().find_map(|magic| {
-        // The last such line: a later directive overrides an earlier one, as in sbatch, so it
-        // is the one whose value was used.
+        // A later directive overrides an earlier one, as in sbatch: the last is the one used.
         let found = parse_marked(script, magic)
             .ok()?
             .into_iter()

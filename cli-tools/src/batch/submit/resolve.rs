@@ -40,7 +40,8 @@ struct DirectiveCli {
 enum Origin {
     CommandLine,
     Env(&'static str),
-    Script,
+    /// A directive line, for the option of this id.
+    Script(&'static str),
 }
 
 /// The Slurm spelling of each of [`ENV_VARS`] (`ESUB_X` is `SBATCH_X`, read when `ESUB_X` is
@@ -135,6 +136,21 @@ impl Submission {
     }
 }
 
+/// The flags of esubmit's option `id` as `-N/--nodes` (the id when none is found).
+fn flags_of(id: &str) -> String {
+    let cmd = <SubmitOpts as clap::Args>::augment_args(clap::Command::new("esubmit"));
+    let Some(arg) = cmd.get_arguments().find(|a| a.get_id() == id) else {
+        return id.to_string();
+    };
+    let mut flags: Vec<String> = arg
+        .get_short()
+        .map(|c| format!("-{c}"))
+        .into_iter()
+        .collect();
+    flags.extend(arg.get_long().map(|l| format!("--{l}")));
+    flags.join("/")
+}
+
 fn sourced(origin: Origin, e: SpecError) -> SpecError {
     match origin {
         Origin::CommandLine => e,
@@ -142,8 +158,8 @@ fn sourced(origin: Origin, e: SpecError) -> SpecError {
             origin: v.to_string(),
             inner: Box::new(e),
         },
-        Origin::Script => SpecError::Sourced {
-            origin: SCRIPT_ORIGIN.into(),
+        Origin::Script(id) => SpecError::Sourced {
+            origin: format!("{SCRIPT_ORIGIN} {}", flags_of(id)),
             inner: Box::new(e),
         },
     }
@@ -196,20 +212,23 @@ fn marked_opts(script: &str, magic: &'static str) -> Result<SubmitOpts, SpecErro
 /// gives one of the options it names.
 fn with_script_lines(script: &str, e: SpecError) -> SpecError {
     match e {
-        SpecError::Sourced { origin, inner } if origin == SCRIPT_ORIGIN => {
+        SpecError::Sourced { origin, inner } if origin.starts_with(SCRIPT_ORIGIN) => {
+            // The option the value was for, as `sourced` wrote it (`-N/--nodes`).
+            let options: Vec<&str> = origin[SCRIPT_ORIGIN.len()..]
+                .trim()
+                .split('/')
+                .filter(|o| o.starts_with('-'))
+                .collect();
+            let gives = |w: &[String]| options.iter().any(|o| gives_option(w, o));
+            // The line that gives the option (with the bad value, when the error quotes it);
+            // of several, the last, which overrides the others and so is the one used.
             let found = match inner.as_ref() {
-                // The line that gives the value to the option at fault when the error names
-                // it (`--signal`), else the last line that gives the value at all.
-                SpecError::Invalid { input, what, .. } => {
-                    let options: Vec<&str> =
-                        what.split('/').filter(|o| o.starts_with('-')).collect();
-                    locate(script, |w| {
-                        gives_value(w, input.as_str()) && options.iter().any(|o| gives_option(w, o))
-                    })
-                    .or_else(|| locate(script, |w| gives_value(w, input.as_str())))
+                SpecError::Invalid { input, .. } => {
+                    locate(script, |w| gives(w) && gives_value(w, input.as_str()))
                 }
                 _ => None,
-            };
+            }
+            .or_else(|| locate(script, gives));
             let origin = match found {
                 Some((line, text)) => format!("line {line} of the script: `{text}`"),
                 None => origin,
@@ -426,7 +445,11 @@ impl SubmitOpts {
                 .find(|(n, _, _)| *n == k)
                 .map(|(_, from, v)| (*from, v.clone()))
         };
-        let pick = |cli: &Option<String>, var: Option<&'static str>, scr: &Option<String>| {
+        // `id`: the option's id (its field), for naming the directive line of a bad value.
+        let pick = |id: &'static str,
+                    cli: &Option<String>,
+                    var: Option<&'static str>,
+                    scr: &Option<String>| {
             if let Some(v) = cli {
                 return Some((v.clone(), Origin::CommandLine));
             }
@@ -435,26 +458,31 @@ impl SubmitOpts {
                     return Some((v, Origin::Env(from)));
                 }
             }
-            scr.clone().map(|v| (v, Origin::Script))
+            scr.clone().map(|v| (v, Origin::Script(id)))
         };
         let s = script_opts;
-        let nodes = pick(&self.nodes, None, &s.nodes)
+        let nodes = pick("nodes", &self.nodes, None, &s.nodes)
             .map(|(v, o)| parse_nodes(&v).map_err(|e| sourced(o, e)))
             .transpose()?;
-        let time_limit = pick(&self.time, Some("ESUB_TIMELIMIT"), &s.time)
+        let time_limit = pick("time", &self.time, Some("ESUB_TIMELIMIT"), &s.time)
             .map(|(v, o)| parse_time_limit(&v).map_err(|e| sourced(o, e)))
             .transpose()?;
-        let name = pick(&self.job_name, Some("ESUB_JOB_NAME"), &s.job_name)
-            .map(|(v, _)| v)
-            .unwrap_or_else(|| script_name.to_string());
-        let output = pick(&self.output, Some("ESUB_OUTPUT"), &s.output).map(|(v, _)| v);
-        let error = pick(&self.error, Some("ESUB_ERROR"), &s.error).map(|(v, _)| v);
-        let pool = pick(&self.pool, Some("ESUB_PARTITION"), &s.pool).map(|(v, _)| v);
-        let begin = pick(&self.begin, None, &s.begin)
+        let name = pick(
+            "job_name",
+            &self.job_name,
+            Some("ESUB_JOB_NAME"),
+            &s.job_name,
+        )
+        .map(|(v, _)| v)
+        .unwrap_or_else(|| script_name.to_string());
+        let output = pick("output", &self.output, Some("ESUB_OUTPUT"), &s.output).map(|(v, _)| v);
+        let error = pick("error", &self.error, Some("ESUB_ERROR"), &s.error).map(|(v, _)| v);
+        let pool = pick("pool", &self.pool, Some("ESUB_PARTITION"), &s.pool).map(|(v, _)| v);
+        let begin = pick("begin", &self.begin, None, &s.begin)
             .map(|(v, o)| parse_begin(&v, ctx.now, ctx.zone).map_err(|e| sourced(o, e)))
             .transpose()?;
         let hold = self.hold || env_val("ESUB_HOLD").is_some() || s.hold;
-        let dependency = pick(&self.dependency, None, &s.dependency)
+        let dependency = pick("dependency", &self.dependency, None, &s.dependency)
             .map(|(v, o)| {
                 Dependency::parse_list(&v).map_err(|e| sourced(o, SpecError::Proto(e.to_string())))
             })
@@ -462,34 +490,44 @@ impl SubmitOpts {
             .unwrap_or_default();
         // `--profile` is Slurm's profiling when its value is one of Slurm's (stored, no effect),
         // else an evolving job's steps, as `--evolving-profile` gives them.
-        let slurm_profile = pick(&self.profile, Some("ESUB_PROFILE"), &s.profile)
+        let slurm_profile = pick("profile", &self.profile, Some("ESUB_PROFILE"), &s.profile)
             .and_then(|(v, _)| batch_proto::InertOptions::parse_profile(&v).ok());
-        let steps = match pick(&self.evolving_profile, None, &s.evolving_profile) {
+        let steps = match pick(
+            "evolving_profile",
+            &self.evolving_profile,
+            None,
+            &s.evolving_profile,
+        ) {
             Some(p) => Some(p),
             None if slurm_profile.is_none() => {
-                pick(&self.profile, Some("ESUB_PROFILE"), &s.profile)
+                pick("profile", &self.profile, Some("ESUB_PROFILE"), &s.profile)
             }
             None => None,
         };
         let profile = steps
             .map(|(v, o)| parse_profile(&v).map_err(|e| sourced(o, e)))
             .transpose()?;
-        let moldable = pick(&self.moldable, None, &s.moldable)
+        let moldable = pick("moldable", &self.moldable, None, &s.moldable)
             .map(|(v, o)| parse_moldable(&v).map_err(|e| sourced(o, e)))
             .transpose()?;
-        let model = pick(&self.moldable_model, None, &s.moldable_model)
-            .map(|(v, o)| parse_moldable_model(&v).map_err(|e| sourced(o, e)))
-            .transpose()?;
-        let range = pick(&self.nodes_range, None, &s.nodes_range)
+        let model = pick(
+            "moldable_model",
+            &self.moldable_model,
+            None,
+            &s.moldable_model,
+        )
+        .map(|(v, o)| parse_moldable_model(&v).map_err(|e| sourced(o, e)))
+        .transpose()?;
+        let range = pick("nodes_range", &self.nodes_range, None, &s.nodes_range)
             .map(|(v, o)| parse_nodes_range(&v).map_err(|e| sourced(o, e)))
             .transpose()?;
-        let weight = pick(&self.weight, None, &s.weight)
+        let weight = pick("weight", &self.weight, None, &s.weight)
             .map(|(v, o)| parse_weight(&v).map_err(|e| sourced(o, e)))
             .transpose()?;
-        let components = pick(&self.components, None, &s.components)
+        let components = pick("components", &self.components, None, &s.components)
             .map(|(v, o)| parse_components(&v).map_err(|e| sourced(o, e)))
             .transpose()?;
-        let deadline = pick(&self.deadline, None, &s.deadline)
+        let deadline = pick("deadline", &self.deadline, None, &s.deadline)
             .map(|(v, o)| parse_deadline(&v, ctx.now, ctx.zone).map_err(|e| sourced(o, e)))
             .transpose()?;
         // The command line's choice wins over the environment's, which wins over the
@@ -507,7 +545,7 @@ impl SubmitOpts {
         };
         let requeue = requeue_choice == Some(true);
         let no_requeue = requeue_choice == Some(false);
-        let warn_signal = pick(&self.signal, Some("ESUB_SIGNAL"), &s.signal)
+        let warn_signal = pick("signal", &self.signal, Some("ESUB_SIGNAL"), &s.signal)
             .map(|(v, o)| {
                 batch_proto::signal::JobSignal::parse(&v).map_err(|reason| {
                     sourced(
@@ -521,7 +559,12 @@ impl SubmitOpts {
                 })
             })
             .transpose()?;
-        let open_append = match pick(&self.open_mode, Some("ESUB_OPEN_MODE"), &s.open_mode) {
+        let open_append = match pick(
+            "open_mode",
+            &self.open_mode,
+            Some("ESUB_OPEN_MODE"),
+            &s.open_mode,
+        ) {
             None => false,
             Some((v, o)) => match v.trim().to_ascii_lowercase().as_str() {
                 // sbatch takes any prefix of either word ("a", "t", "app").
@@ -539,7 +582,7 @@ impl SubmitOpts {
                 }
             },
         };
-        let array = pick(&self.array, Some("ESUB_ARRAY_INX"), &s.array)
+        let array = pick("array", &self.array, Some("ESUB_ARRAY_INX"), &s.array)
             .map(|(v, o)| {
                 batch_proto::ArraySpec::parse(&v).map_err(|reason| {
                     sourced(
@@ -554,59 +597,75 @@ impl SubmitOpts {
             })
             .transpose()?;
         let inert = self.inert(s, &pick)?;
-        let count = |what: &'static str, v: &Option<String>, scr: &Option<String>| {
-            pick(v, None, scr)
-                .map(|(v, o)| {
-                    v.trim()
-                        .parse::<u32>()
-                        .ok()
-                        .filter(|n| *n > 0)
-                        .ok_or_else(|| {
-                            sourced(
-                                o,
-                                SpecError::Invalid {
-                                    what,
-                                    input: v.clone(),
-                                    reason: "expected a positive number".into(),
-                                },
-                            )
-                        })
-                })
-                .transpose()
-        };
-        let size =
-            |what: &'static str, v: &Option<String>, var: &'static str, scr: &Option<String>| {
-                pick(v, Some(var), scr)
+        let count =
+            |what: &'static str, id: &'static str, v: &Option<String>, scr: &Option<String>| {
+                pick(id, v, None, scr)
                     .map(|(v, o)| {
-                        batch_proto::resources::parse_mem(&v).map_err(|reason| {
-                            sourced(
-                                o,
-                                SpecError::Invalid {
-                                    what,
-                                    input: v.clone(),
-                                    reason,
-                                },
-                            )
-                        })
+                        v.trim()
+                            .parse::<u32>()
+                            .ok()
+                            .filter(|n| *n > 0)
+                            .ok_or_else(|| {
+                                sourced(
+                                    o,
+                                    SpecError::Invalid {
+                                        what,
+                                        input: v.clone(),
+                                        reason: "expected a positive number".into(),
+                                    },
+                                )
+                            })
                     })
                     .transpose()
             };
+        let size = |what: &'static str,
+                    id: &'static str,
+                    v: &Option<String>,
+                    var: &'static str,
+                    scr: &Option<String>| {
+            pick(id, v, Some(var), scr)
+                .map(|(v, o)| {
+                    batch_proto::resources::parse_mem(&v).map_err(|reason| {
+                        sourced(
+                            o,
+                            SpecError::Invalid {
+                                what,
+                                input: v.clone(),
+                                reason,
+                            },
+                        )
+                    })
+                })
+                .transpose()
+        };
         let resources = batch_proto::resources::Resources {
             nodes,
-            ntasks: count("task count", &self.ntasks, &s.ntasks)?,
-            cpus_per_task: count("CPUs per task", &self.cpus_per_task, &s.cpus_per_task)?,
-            ntasks_per_node: count("tasks per node", &self.ntasks_per_node, &s.ntasks_per_node)?,
-            mem_per_node: size("memory size", &self.mem, "ESUB_MEM_PER_NODE", &s.mem)?,
+            ntasks: count("task count", "ntasks", &self.ntasks, &s.ntasks)?,
+            cpus_per_task: count(
+                "CPUs per task",
+                "cpus_per_task",
+                &self.cpus_per_task,
+                &s.cpus_per_task,
+            )?,
+            ntasks_per_node: count(
+                "tasks per node",
+                "ntasks_per_node",
+                &self.ntasks_per_node,
+                &s.ntasks_per_node,
+            )?,
+            mem_per_node: size("memory size", "mem", &self.mem, "ESUB_MEM_PER_NODE", &s.mem)?,
             mem_per_cpu: size(
                 "memory size",
+                "mem_per_cpu",
                 &self.mem_per_cpu,
                 "ESUB_MEM_PER_CPU",
                 &s.mem_per_cpu,
             )?,
             exclusive: self.exclusive || env_val("ESUB_EXCLUSIVE").is_some() || s.exclusive,
         };
-        let account = pick(&self.account, Some("ESUB_ACCOUNT"), &s.account).map(|(v, _)| v);
-        let qos = pick(&self.qos, Some("ESUB_QOS"), &s.qos).map(|(v, _)| v);
+        let account =
+            pick("account", &self.account, Some("ESUB_ACCOUNT"), &s.account).map(|(v, _)| v);
+        let qos = pick("qos", &self.qos, Some("ESUB_QOS"), &s.qos).map(|(v, _)| v);
         let conflict = |reason: &str| SpecError::Conflict(reason.to_string());
         let moldable_model =
             match (model, range) {
@@ -653,11 +712,11 @@ impl SubmitOpts {
                 "--components needs --deadline (a co-allocated job has a start deadline)",
             ));
         }
-        let workdir = match pick(&self.chdir, None, &s.chdir) {
+        let workdir = match pick("chdir", &self.chdir, None, &s.chdir) {
             Some((d, _)) => ctx.cwd.join(d),
             None => ctx.cwd.to_path_buf(),
         };
-        let export = pick(&self.export, Some("ESUB_EXPORT"), &s.export);
+        let export = pick("export", &self.export, Some("ESUB_EXPORT"), &s.export);
         let env = match export {
             Some((v, o)) => apply_export(&v, ctx.env).map_err(|e| sourced(o, e))?,
             None => ctx.env.to_vec(),
@@ -770,7 +829,8 @@ impl SubmitOpts {
 type Picked = Option<(String, Origin)>;
 
 /// The chooser [`SubmitOpts::resolve`] uses: command line, then the variable, then the script.
-type Pick<'a> = dyn Fn(&Option<String>, Option<&'static str>, &Option<String>) -> Picked + 'a;
+type Pick<'a> =
+    dyn Fn(&'static str, &Option<String>, Option<&'static str>, &Option<String>) -> Picked + 'a;
 
 impl SubmitOpts {
     /// The Slurm options that are stored and shown but change nothing here, parsed
@@ -797,7 +857,7 @@ impl SubmitOpts {
                 p.map(|(v, o)| f(&v).map_err(|e| invalid(what, &v, o, proto_reason(e))))
                     .transpose()
             };
-        let nice = pick(&self.nice, None, &s.nice)
+        let nice = pick("nice", &self.nice, None, &s.nice)
             .map(|(v, o)| {
                 v.trim()
                     .parse::<i64>()
@@ -813,7 +873,7 @@ impl SubmitOpts {
                     })
             })
             .transpose()?;
-        let time_min = pick(&self.time_min, None, &s.time_min)
+        let time_min = pick("time_min", &self.time_min, None, &s.time_min)
             .map(
                 |(v, o)| match parse_time_limit(&v).map_err(|e| sourced(o, e))? {
                     TimeLimit::Limited(d) => Ok(d),
@@ -822,38 +882,39 @@ impl SubmitOpts {
             )
             .transpose()?;
         // sbatch's `--no-kill=off` turns it off; any other value (or none) turns it on.
-        let no_kill = pick(&self.no_kill, Some("ESUB_NO_KILL"), &s.no_kill)
+        let no_kill = pick("no_kill", &self.no_kill, Some("ESUB_NO_KILL"), &s.no_kill)
             .is_some_and(|(v, _)| !v.trim().eq_ignore_ascii_case("off"));
-        let tmp_mb = pick(&self.tmp, None, &s.tmp)
+        let tmp_mb = pick("tmp", &self.tmp, None, &s.tmp)
             .map(|(v, o)| {
                 batch_proto::resources::parse_mem(&v).map_err(|r| invalid("--tmp", &v, o, r))
             })
             .transpose()?;
         let text = |p: Picked| p.map(|(v, _)| v);
         let out = batch_proto::InertOptions {
-            wckey: text(pick(&self.wckey, Some("ESUB_WCKEY"), &s.wckey)),
-            comment: text(pick(&self.comment, None, &s.comment)),
+            wckey: text(pick("wckey", &self.wckey, Some("ESUB_WCKEY"), &s.wckey)),
+            comment: text(pick("comment", &self.comment, None, &s.comment)),
             nice,
             time_min,
             no_kill,
             tmp_mb,
             hint: checked(
                 "--hint",
-                pick(&self.hint, Some("ESUB_HINT"), &s.hint),
+                pick("hint", &self.hint, Some("ESUB_HINT"), &s.hint),
                 batch_proto::InertOptions::parse_hint,
             )?,
             distribution: text(pick(
+                "distribution",
                 &self.distribution,
                 Some("ESUB_DISTRIBUTION"),
                 &s.distribution,
             )),
             mail_type: checked(
                 "--mail-type",
-                pick(&self.mail_type, None, &s.mail_type),
+                pick("mail_type", &self.mail_type, None, &s.mail_type),
                 batch_proto::InertOptions::parse_mail_type,
             )?,
-            mail_user: text(pick(&self.mail_user, None, &s.mail_user)),
-            profile: pick(&self.profile, Some("ESUB_PROFILE"), &s.profile)
+            mail_user: text(pick("mail_user", &self.mail_user, None, &s.mail_user)),
+            profile: pick("profile", &self.profile, Some("ESUB_PROFILE"), &s.profile)
                 .and_then(|(v, _)| batch_proto::InertOptions::parse_profile(&v).ok()),
         };
         out.validate()

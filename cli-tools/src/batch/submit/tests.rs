@@ -138,8 +138,25 @@ fn errors_say_where_the_value_came_from() {
             .ends_with("(from line 2 of the script: `#ESUB -N zero`)"),
         "{e}"
     );
-    // The value on two lines: the one at fault is the line that gives it to the option, and
-    // of two such lines the last (it overrides the first).
+    // The value on two lines: the one at fault is the line that gives it to the option, in
+    // either order, and of two such lines the last (it overrides the first).
+    for (script, line) in [
+        (
+            "#!/bin/sh\n#ESUB -N zero\n#ESUB -J zero\n",
+            "line 2 of the script: `#ESUB -N zero`",
+        ),
+        (
+            "#!/bin/sh\n#SBATCH -t soon\n#SBATCH -J soon\n",
+            "line 2 of the script: `#SBATCH -t soon`",
+        ),
+        (
+            "#!/bin/sh\n#SBATCH -t 5\n#SBATCH --time=soon\n",
+            "line 3 of the script: `#SBATCH --time=soon`",
+        ),
+    ] {
+        let e = resolve(&cli(&["job.sh"]), script, &[]).unwrap_err();
+        assert!(e.to_string().ends_with(&format!("(from {line})")), "{e}");
+    }
     let e = resolve(
         &cli(&["job.sh"]),
         "#!/bin/sh\n#ESUB -J zero\n#ESUB -N zero\n",
