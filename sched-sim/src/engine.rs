@@ -833,8 +833,9 @@ impl Footprint {
     }
 }
 
-/// Node-milliseconds `holds` cover before `end`.
-fn area(holds: &[PoolSteps], end: Time) -> u128 {
+/// Node-milliseconds `holds` cover before `end` (the replays' utilisation, here and in
+/// what-if).
+pub(crate) fn area(holds: &[PoolSteps], end: Time) -> u128 {
     let mut total = 0u128;
     for h in holds {
         let mut t = h.start;
@@ -844,6 +845,10 @@ fn area(holds: &[PoolSteps], end: Time) -> u128 {
                 total += u128::from(e - t) * u128::from(s.nodes);
             }
             t = t.saturating_add(s.duration);
+            // The steps after `end` cover nothing before it.
+            if t >= end {
+                break;
+            }
         }
     }
     total

@@ -249,7 +249,7 @@ pub fn replay<P: HostedPolicy>(
             if machine[i].end <= now {
                 let m = machine.remove(i);
                 running.remove(i);
-                area += held_area(&m.holds, m.end);
+                area += crate::engine::area(&m.holds, m.end);
                 last_end = last_end.max(m.end);
                 let id = match m.queued {
                     NONE => {
@@ -452,25 +452,6 @@ fn parts(holds: &[PoolSteps]) -> Vec<(u32, u32)> {
         }
     }
     out
-}
-
-/// Node-milliseconds `holds` cover before `end`.
-fn held_area(holds: &[PoolSteps], end: Time) -> u128 {
-    let mut total = 0u128;
-    for h in holds {
-        let mut t = h.start;
-        for s in &h.steps {
-            let e = t.saturating_add(s.duration).min(end);
-            if e > t {
-                total += u128::from(e - t) * u128::from(s.nodes);
-            }
-            t = t.saturating_add(s.duration);
-            if t >= end {
-                break;
-            }
-        }
-    }
-    total
 }
 
 fn summarize(snap: &SnapshotFile, jobs: &[JobPlan], area: u128, last_end: Time) -> Summary {
