@@ -81,6 +81,28 @@ pub struct Daemon {
 pub const TEST_ONLY_SLOTS: usize = 4;
 
 impl Daemon {
+    /// Runs `act` on running job `id` until it succeeds: a job started a moment ago may not have
+    /// its supervisor's pid file yet, so short retries (2 s in all) cover the supervisor's start.
+    /// A job that ends meanwhile needs nothing more. The last error when none succeeded.
+    pub async fn while_starting(
+        &self,
+        id: u64,
+        mut act: impl FnMut() -> Result<(), String>,
+    ) -> Result<(), String> {
+        let mut last = String::new();
+        for _ in 0..50 {
+            match act() {
+                Ok(()) => return Ok(()),
+                Err(e) => last = e,
+            }
+            if self.core().job(id).is_none() {
+                return Ok(());
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(40)).await;
+        }
+        Err(last)
+    }
+
     /// A daemon over loaded state.
     pub fn new(
         core: Core,

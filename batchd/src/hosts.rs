@@ -255,7 +255,13 @@ async fn bring_back(d: &Arc<Daemon>, link: &Arc<HostLink>) {
 pub async fn stop_job(d: &Arc<Daemon>, id: u64) {
     let parts = d.remote_parts(id);
     if parts.is_empty() {
-        if let Err(e) = crate::jobctl::cancel_in(&d.job_dir(id), id) {
+        // A job whose start is under way (its node went down meanwhile) is stopped once its
+        // supervisor is there, as ecancel stops it.
+        let dir = d.job_dir(id);
+        let stopped = d
+            .while_starting(id, || crate::jobctl::cancel_in(&dir, id))
+            .await;
+        if let Err(e) = stopped {
             tracing::warn!(job = id, "cannot stop the job: {e}");
         }
         return;

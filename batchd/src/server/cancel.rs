@@ -5,7 +5,6 @@
 //! `-b`, `-f`).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use batch_proto::{
     ActionReport, CancelRequest, ErrorKind, ErrorReply, JobFailure, JobState, Response,
@@ -257,39 +256,27 @@ pub(super) async fn signal_and_answer(
     Reply::Then(Response::Acted(report), after)
 }
 
-/// Signals a running job; a job started a moment ago may not have its pid files yet, so a
-/// few short retries cover the supervisor's start.
+/// Signals a running job (cancels it when `sig` is `None`), retrying while its supervisor
+/// starts ([`Daemon::while_starting`]).
 pub(super) async fn send(
     d: &Arc<Daemon>,
     id: u64,
     sig: Option<(i32, SignalScope)>,
 ) -> Result<(), String> {
-    let mut last = String::new();
-    for _ in 0..50 {
-        let session = d
-            .core()
-            .jobs()
-            .get(&id)
-            .is_some_and(|a| crate::core::coorm::is_session(&a.rec));
-        if session && sig.is_none() {
-            // A session's job has no process of batchd's: it ends here, and its launcher is
-            // told to stop its application.
-            crate::coorm::end_job(d, id, JobState::Cancelled, "cancelled").await;
-            return Ok(());
-        }
-        let r = match sig {
-            Some((s, scope)) => crate::executor::signal(d, id, s, scope),
-            None => crate::executor::cancel(d, id),
-        };
-        match r {
-            Ok(()) => return Ok(()),
-            Err(e) => last = e,
-        }
-        if d.core().job(id).is_none() {
-            // It ended meanwhile.
-            return Ok(());
-        }
-        tokio::time::sleep(Duration::from_millis(40)).await;
+    let session = d
+        .core()
+        .jobs()
+        .get(&id)
+        .is_some_and(|a| crate::core::coorm::is_session(&a.rec));
+    if session && sig.is_none() {
+        // A session's job has no process of batchd's: it ends here, and its launcher is
+        // told to stop its application.
+        crate::coorm::end_job(d, id, JobState::Cancelled, "cancelled").await;
+        return Ok(());
     }
-    Err(last)
+    d.while_starting(id, || match sig {
+        Some((s, scope)) => crate::executor::signal(d, id, s, scope),
+        None => crate::executor::cancel(d, id),
+    })
+    .await
 }
