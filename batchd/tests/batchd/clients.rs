@@ -12,8 +12,8 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStdout, Command, Stdio};
 
 use batch_proto::{
-    ChangeNotify, ClientError, ListClustersInfoRequest, PoolNodes, SessionRequest,
-    SubscribeRequest, ViewRequest,
+    ChangeNotify, ClientError, Hello, ListClustersInfoRequest, PoolNodes, SessionRequest,
+    StatsRequest, SubscribeRequest, ViewRequest,
 };
 
 /// What a launcher session sends after its hello.
@@ -376,12 +376,23 @@ fn other_user() {
             format!("{} {}", held.len(), refused.unwrap_or_default())
         }
         ["halfsent", n, sock] => {
+            let mut refused = String::new();
             for _ in 0..n.parse::<usize>().unwrap() {
-                let mut s = greeted(Path::new(sock));
-                s.write_all(&[0, 0]).unwrap();
-                held.push(s);
+                let mut s = UnixStream::connect(sock).unwrap();
+                write_frame(&mut s, &Request::Hello(Hello::current())).unwrap();
+                match read_frame::<_, Response>(&mut s) {
+                    Ok(Response::Hello(_)) => {
+                        s.write_all(&[0, 0]).unwrap();
+                        held.push(s);
+                    }
+                    // Told to the test, which says what it expected.
+                    other => {
+                        refused = format!(" then {other:?}");
+                        break;
+                    }
+                }
             }
-            held.len().to_string()
+            format!("{}{refused}", held.len())
         }
         ["version", sock] => match Client::connect(Path::new(sock))
             .and_then(|mut c| c.request(&Request::Version(Default::default())))
@@ -452,6 +463,23 @@ fn others_cannot_lock_out_root_nor_each_other() {
         .any(|j| j.state == JobState::Pending)
     {
         assert!(Instant::now() < deadline, "the sessions' jobs stay");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // A session's job ends before its connection gives its slot back, and sessions are
+    // never closed to make room: wait until only the asking connection is open.
+    loop {
+        let open = match c
+            .client()
+            .request(&Request::Stats(StatsRequest {}))
+            .unwrap()
+        {
+            Response::Stats(s) => s.connections_open,
+            other => panic!("{other:?}"),
+        };
+        if open == 1 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{open} connections stay open");
         std::thread::sleep(Duration::from_millis(50));
     }
     let (_a, said) = AsUser::start(60_001, &sock, "halfsent 6");
