@@ -237,6 +237,20 @@ fn run_time_models_move_the_starts() {
     .unwrap();
     let h = mean_wait(&format!("history:{}", hist.display()));
     assert!(h < full, "{h} {full}");
+    // `--runtime history --history FILE`, and `--history FILE` alone, are the same model.
+    let named = |args: &[&str]| {
+        let v: serde_json::Value =
+            serde_json::from_str(&ok(&[&[file.as_str(), "--json"], args].concat())).unwrap();
+        v["policies"][0]["summary"]["wait"]["mean"]
+            .as_f64()
+            .unwrap()
+    };
+    let path = hist.to_str().unwrap();
+    assert_eq!(named(&["--runtime", "history", "--history", path]), h);
+    assert_eq!(named(&["--history", path]), h);
+    let bare = esim(&[&file, "--runtime", "history"]);
+    assert!(!bare.status.success());
+    assert!(String::from_utf8_lossy(&bare.stderr).contains("--history FILE"));
     let bad = esim(&[&file, "--runtime", "ratio:7"]);
     assert!(!bad.status.success());
 }

@@ -116,9 +116,14 @@ pub enum ControlCommand {
         /// repeatable.
         #[arg(long = "policy", value_name = "SPEC", required = true)]
         policies: Vec<String>,
-        /// Run-time model: `walltime` (default), `ratio:X`, `history:FILE` (an eacct export).
+        /// Run-time model: `walltime` (default), `ratio:X`, or `history` (each user's past
+        /// ratio of run time to limit, from the daemon's accounting, or from `--history`).
         #[arg(long, value_name = "MODEL")]
         runtime: Option<String>,
+        /// An accounting export for `--runtime history` to learn from instead of the
+        /// daemon's (`eacct -a -P -o User,ElapsedRaw,TimelimitRaw` or `eacct -a --json`).
+        #[arg(long, value_name = "FILE")]
+        history: Option<std::path::PathBuf>,
         /// Also write the plans as an SVG file.
         #[arg(long, value_name = "FILE")]
         svg: Option<std::path::PathBuf>,
@@ -888,6 +893,7 @@ pub fn run(cli: ControlCli) -> anyhow::Result<ExitCode> {
         ControlCommand::Whatif {
             policies,
             runtime,
+            history,
             svg,
             png,
         } => super::whatif::whatif(
@@ -895,6 +901,7 @@ pub fn run(cli: ControlCli) -> anyhow::Result<ExitCode> {
             &super::whatif::WhatifOptions {
                 policies: &policies,
                 runtime: runtime.as_deref(),
+                history: history.as_deref(),
                 svg: svg.as_deref(),
                 png: png.as_deref(),
                 json: cli.json,

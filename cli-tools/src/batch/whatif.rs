@@ -104,6 +104,8 @@ pub struct WhatifOptions<'a> {
     pub policies: &'a [String],
     /// `--runtime`.
     pub runtime: Option<&'a str>,
+    /// `--history`.
+    pub history: Option<&'a Path>,
     /// `--svg`.
     pub svg: Option<&'a Path>,
     /// `--png`.
@@ -122,6 +124,17 @@ pub fn whatif(client: &mut Client, o: &WhatifOptions) -> anyhow::Result<ExitCode
     if let Some(r) = o.runtime {
         args.extend(["--runtime".to_string(), r.to_string()]);
     }
+    // Kept until the replay has read it.
+    let mut export = None;
+    match o.history {
+        Some(file) => args.extend(["--history".to_string(), file.display().to_string()]),
+        None if o.runtime == Some("history") => {
+            let file = accounting(client)?;
+            args.extend(["--history".to_string(), file.path().display().to_string()]);
+            export = Some(file);
+        }
+        None => {}
+    }
     if let Some(svg) = o.svg {
         args.extend(["--svg".to_string(), svg.display().to_string()]);
     }
@@ -132,6 +145,7 @@ pub fn whatif(client: &mut Client, o: &WhatifOptions) -> anyhow::Result<ExitCode
         args.push("--json".into());
     }
     let out = replay(&taken.file, &args)?;
+    drop(export);
     print_out(&out)?;
     if !o.json {
         print_out(&format!(
@@ -140,6 +154,32 @@ pub fn whatif(client: &mut Client, o: &WhatifOptions) -> anyhow::Result<ExitCode
         ))?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The daemon's accounting of every user's finished jobs, written as `eacct -a -P -o
+/// User,ElapsedRaw,TimelimitRaw,State` prints it (what `esim whatif --history` reads), to a
+/// temporary file removed when dropped.
+fn accounting(client: &mut Client) -> anyhow::Result<tempfile::NamedTempFile> {
+    use clap::Parser;
+    let cli = super::acct::AcctCli::try_parse_from([
+        "eacct",
+        "-a",
+        "-P",
+        "-o",
+        "User,ElapsedRaw,TimelimitRaw,State",
+    ])?;
+    let (now, zone) = (super::cli::now_ms(), super::time::local_zone());
+    let jobs = client.jobs(&Request::Acct(cli.request(now, &zone, None)?))?;
+    let text = super::acct::render(&jobs, &cli, now, &zone)?;
+    let mut file = tempfile::Builder::new()
+        .prefix("batchd-accounting-")
+        .suffix(".txt")
+        .tempfile()
+        .context("cannot write the accounting export for --runtime history")?;
+    file.write_all(text.as_bytes())
+        .and_then(|()| file.flush())
+        .context("cannot write the accounting export for --runtime history")?;
+    Ok(file)
 }
 
 /// `esubmit --test-only --policy …`: the job's expected start under each policy, from a

@@ -193,6 +193,9 @@ fn whatif_under_the_policy_in_force_matches_equeue_start_for_every_pending_job()
 fn snapshot_files_replay_with_esim_and_test_only_answers_per_policy() {
     ensure_esim();
     let c = Cluster::start(4, "cbf");
+    // A past job that ran a moment of its ten minutes: root's history.
+    let past = c.submit(&["-N1", "-t", "10", "--wrap", "sleep 1"]);
+    c.wait_state(past, batch_proto::JobState::Completed);
     let blocker = c.submit(&["-N4", "-t", "10", "--wrap", "sleep 600"]);
     c.wait_state(blocker, batch_proto::JobState::Running);
     let a = c.submit(&["-N4", "-t", "10", "--wrap", "sleep 1"]);
@@ -260,6 +263,31 @@ fn snapshot_files_replay_with_esim_and_test_only_answers_per_policy() {
     );
     assert!(err.contains("under current: cbf, at"), "{err}");
     assert_eq!(c.queue(&["-t", "PD"]).len(), 2);
+    // --runtime history learns from the daemon's accounting: root's jobs run a small part of
+    // their limits, so the blocker ends soon and `a` starts long before its limit-bound start.
+    let start_of_a = |args: &[&str]| {
+        let out = c.ok(
+            "econtrol",
+            &[&["whatif", "--json", "--policy", "easy"], args].concat(),
+        );
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let row = &v["policies"][0]["pending"];
+        let j = row
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|j| j["id"] == a)
+            .unwrap();
+        (
+            v["runtime"].as_str().unwrap().to_string(),
+            j["start"].as_u64().unwrap(),
+        )
+    };
+    let (model, by_limit) = start_of_a(&[]);
+    assert_eq!(model, "walltime");
+    let (model, by_history) = start_of_a(&["--runtime", "history"]);
+    assert!(model.starts_with("history:"), "{model}");
+    assert!(by_history + 300_000 < by_limit, "{by_history} {by_limit}");
     // Without --test-only, --policy is refused before anything is sent.
     let bad = c.run("esubmit", &["--policy", "easy", "-N1", "--wrap", "true"]);
     assert!(!bad.status.success());

@@ -35,12 +35,17 @@ pub struct WhatifArgs {
     /// `compact=true`); repeatable. The policy in force is always the first row.
     #[arg(long = "policy", value_name = "SPEC")]
     pub policies: Vec<String>,
-    /// How long each job runs: `walltime` (to its limit, what every plan assumes),
-    /// `ratio:X` (X of its limit), or `history:FILE` (each user's past ratio, from an
-    /// `eacct -a -P -o User,ElapsedRaw,TimelimitRaw` or `eacct -a --json` export; users with
-    /// no past run to their limit).
-    #[arg(long, value_name = "MODEL", default_value = "walltime")]
-    pub runtime: String,
+    /// How long each job runs: `walltime` (to its limit, what every plan assumes; the
+    /// default), `ratio:X` (X of its limit), or `history` (each user's past ratio, from the
+    /// `--history` file; `history:FILE` names it here; users with no past run to their
+    /// limit).
+    #[arg(long, value_name = "MODEL")]
+    pub runtime: Option<String>,
+    /// The accounting export `--runtime history` learns from (given alone, it implies
+    /// `--runtime history`): `eacct -a -P -o User,ElapsedRaw,TimelimitRaw` or `eacct -a
+    /// --json`.
+    #[arg(long, value_name = "FILE")]
+    pub history: Option<PathBuf>,
     /// Print everything as JSON instead of tables.
     #[arg(long)]
     pub json: bool,
@@ -115,7 +120,24 @@ pub fn parse_spec(spec: &str) -> anyhow::Result<Choice> {
     })
 }
 
-/// Parses `--runtime`.
+/// The run-time model `--runtime` and `--history` name, as one `--runtime` text:
+/// `history` with `--history FILE` is `history:FILE`, and `--history FILE` alone too.
+pub fn runtime_text(runtime: Option<&str>, history: Option<&Path>) -> anyhow::Result<String> {
+    match (runtime, history) {
+        (None, None) => Ok("walltime".to_string()),
+        (None | Some("history"), Some(file)) => Ok(format!("history:{}", file.display())),
+        (Some("history"), None) => bail!(
+            "--runtime history learns from an accounting export: name it with --history FILE \
+             (from `eacct -a -P -o User,ElapsedRaw,TimelimitRaw` or `eacct -a --json`)"
+        ),
+        (Some(other), Some(_)) => {
+            bail!("--history is the file of --runtime history, not of --runtime {other}")
+        }
+        (Some(text), None) => Ok(text.to_string()),
+    }
+}
+
+/// Parses a `--runtime` text ([`runtime_text`]).
 pub fn parse_runtime(text: &str) -> anyhow::Result<Runtime> {
     if text == "walltime" {
         return Ok(Runtime::Walltime);
@@ -136,7 +158,7 @@ pub fn parse_runtime(text: &str) -> anyhow::Result<Runtime> {
             history::parse(&text).with_context(|| format!("history file {path}"))?,
         ));
     }
-    bail!("--runtime {text}: expected walltime, ratio:X or history:FILE")
+    bail!("--runtime {text}: expected walltime, ratio:X, history (with --history FILE) or history:FILE")
 }
 
 /// The policy `choice` under containment, found as batchd finds it (module documentation).
@@ -451,13 +473,14 @@ fn outcome(o: &Outcome) -> &'static str {
 /// `esim whatif`.
 pub fn run(args: &WhatifArgs) -> anyhow::Result<()> {
     let snap = read_snapshot(&args.snapshot)?;
-    let runtime = parse_runtime(&args.runtime)?;
+    let runtime_text = runtime_text(args.runtime.as_deref(), args.history.as_deref())?;
+    let runtime = parse_runtime(&runtime_text)?;
     let choices = choices(&snap, &args.policies)?;
     let c = compare(
         &snap,
         &choices,
         &runtime,
-        &args.runtime,
+        &runtime_text,
         args.movers,
         args.linked,
     )?;
@@ -467,7 +490,7 @@ pub fn run(args: &WhatifArgs) -> anyhow::Result<()> {
             .iter()
             .map(|r| (r.label.clone(), &r.replay))
             .collect();
-        let text = svg::plans(&snap, &plans, &args.runtime)?;
+        let text = svg::plans(&snap, &plans, &runtime_text)?;
         crate::output::write_picture(&text, args.svg.as_deref(), args.png.as_deref())?;
     }
     if args.json {
@@ -509,5 +532,20 @@ mod tests {
         assert!(parse_runtime("ratio:2").is_err());
         assert!(parse_runtime("history:/no/such/file").is_err());
         assert!(parse_runtime("median").is_err());
+    }
+
+    #[test]
+    fn history_is_named_by_its_file_either_way() {
+        let f = Path::new("/x/acct.txt");
+        assert_eq!(runtime_text(None, None).unwrap(), "walltime");
+        assert_eq!(runtime_text(Some("ratio:0.5"), None).unwrap(), "ratio:0.5");
+        assert_eq!(
+            runtime_text(Some("history"), Some(f)).unwrap(),
+            "history:/x/acct.txt"
+        );
+        assert_eq!(runtime_text(None, Some(f)).unwrap(), "history:/x/acct.txt");
+        let e = runtime_text(Some("history"), None).unwrap_err().to_string();
+        assert!(e.contains("--history FILE"), "{e}");
+        assert!(runtime_text(Some("walltime"), Some(f)).is_err());
     }
 }
