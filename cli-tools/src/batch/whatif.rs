@@ -116,6 +116,16 @@ pub struct WhatifOptions<'a> {
 
 /// `econtrol whatif`: the snapshot, then the replays, printed with the time each took.
 pub fn whatif(client: &mut Client, o: &WhatifOptions) -> anyhow::Result<ExitCode> {
+    // Refused before the daemon is asked anything (esim says the same).
+    if let (Some(file), Some(model)) = (o.history, o.runtime) {
+        if model != "history" {
+            anyhow::bail!(
+                "--history {} goes with --runtime history (or alone), not with --runtime \
+                 {model}: drop one of them",
+                file.display()
+            );
+        }
+    }
     let taken = take(client, None)?;
     let mut args: Vec<String> = Vec::new();
     for p in o.policies {
@@ -129,9 +139,15 @@ pub fn whatif(client: &mut Client, o: &WhatifOptions) -> anyhow::Result<ExitCode
     match o.history {
         Some(file) => args.extend(["--history".to_string(), file.display().to_string()]),
         None if o.runtime == Some("history") => {
+            let t0 = Instant::now();
             let file = accounting(client)?;
-            args.extend(["--history".to_string(), file.path().display().to_string()]);
-            export = Some(file);
+            args.extend([
+                "--history".to_string(),
+                file.path().display().to_string(),
+                "--history-label".to_string(),
+                "batchd's accounting".to_string(),
+            ]);
+            export = Some((file, t0.elapsed()));
         }
         None => {}
     }
@@ -145,40 +161,55 @@ pub fn whatif(client: &mut Client, o: &WhatifOptions) -> anyhow::Result<ExitCode
         args.push("--json".into());
     }
     let out = replay(&taken.file, &args)?;
-    drop(export);
+    let accounting_took = export.map(|(file, took)| {
+        drop(file);
+        took
+    });
     print_out(&out)?;
     if !o.json {
         print_out(&format!(
             "snapshot read in {:.1} ms (one request to batchd)\n",
             taken.took.as_secs_f64() * 1e3
         ))?;
+        if let Some(took) = accounting_took {
+            print_out(&format!(
+                "accounting read in {:.1} ms (one more request, for --runtime history)\n",
+                took.as_secs_f64() * 1e3
+            ))?;
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// The daemon's accounting of every user's finished jobs, written as `eacct -a -P -o
+/// The daemon's accounting of every user's finished jobs, written as `eacct -a -X -P -o
 /// User,ElapsedRaw,TimelimitRaw,State` prints it (what `esim whatif --history` reads), to a
 /// temporary file removed when dropped.
 fn accounting(client: &mut Client) -> anyhow::Result<tempfile::NamedTempFile> {
     use clap::Parser;
+    const BY_HAND: &str = "(or export it yourself: eacct -a -X -P -o \
+                           User,ElapsedRaw,TimelimitRaw,State > FILE, then --history FILE)";
     let cli = super::acct::AcctCli::try_parse_from([
         "eacct",
         "-a",
+        "-X",
         "-P",
         "-o",
         "User,ElapsedRaw,TimelimitRaw,State",
     ])?;
     let (now, zone) = (super::cli::now_ms(), super::time::local_zone());
-    let jobs = client.jobs(&Request::Acct(cli.request(now, &zone, None)?))?;
+    let jobs = client
+        .jobs(&Request::Acct(cli.request(now, &zone, None)?))
+        .with_context(|| format!("cannot read batchd's accounting {BY_HAND}"))?;
     let text = super::acct::render(&jobs, &cli, now, &zone)?;
+    let cannot = || format!("cannot write the accounting export for --runtime history {BY_HAND}");
     let mut file = tempfile::Builder::new()
         .prefix("batchd-accounting-")
         .suffix(".txt")
         .tempfile()
-        .context("cannot write the accounting export for --runtime history")?;
+        .with_context(cannot)?;
     file.write_all(text.as_bytes())
         .and_then(|()| file.flush())
-        .context("cannot write the accounting export for --runtime history")?;
+        .with_context(cannot)?;
     Ok(file)
 }
 

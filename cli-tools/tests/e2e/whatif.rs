@@ -265,12 +265,19 @@ fn snapshot_files_replay_with_esim_and_test_only_answers_per_policy() {
     assert_eq!(c.queue(&["-t", "PD"]).len(), 2);
     // --runtime history learns from the daemon's accounting: root's jobs run a small part of
     // their limits, so the blocker ends soon and `a` starts long before its limit-bound start.
+    // The export is a temporary file, gone once the replay has read it.
+    let tmp = c.work.join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
     let start_of_a = |args: &[&str]| {
-        let out = c.ok(
-            "econtrol",
-            &[&["whatif", "--json", "--policy", "easy"], args].concat(),
-        );
-        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let out = c
+            .tool("econtrol")
+            .env("TMPDIR", &tmp)
+            .args([&["whatif", "--json", "--policy", "easy"], args].concat())
+            .output()
+            .unwrap();
+        let (stdout, stderr) = texts(&out);
+        assert!(out.status.success(), "{stderr}");
+        let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
         let row = &v["policies"][0]["pending"];
         let j = row
             .as_array()
@@ -286,8 +293,42 @@ fn snapshot_files_replay_with_esim_and_test_only_answers_per_policy() {
     let (model, by_limit) = start_of_a(&[]);
     assert_eq!(model, "walltime");
     let (model, by_history) = start_of_a(&["--runtime", "history"]);
-    assert!(model.starts_with("history:"), "{model}");
+    assert_eq!(model, "history (batchd's accounting)");
     assert!(by_history + 300_000 < by_limit, "{by_history} {by_limit}");
+    assert_eq!(
+        std::fs::read_dir(&tmp).unwrap().count(),
+        0,
+        "export left behind"
+    );
+    // An export eacct wrote, steps' rows included, gives the same.
+    let export = c.ok(
+        "eacct",
+        &["-a", "-P", "-o", "User,ElapsedRaw,TimelimitRaw,State"],
+    );
+    assert!(export.lines().any(|l| l.starts_with('|')), "{export}");
+    let file = c.work.join("acct.txt");
+    std::fs::write(&file, export).unwrap();
+    let (model, by_file) = start_of_a(&["--history", file.to_str().unwrap()]);
+    assert!(model.ends_with("acct.txt"), "{model}");
+    // The same ratio; a later snapshot, so the start may be a moment later.
+    assert!(
+        by_file.abs_diff(by_history) < 60_000,
+        "{by_file} {by_history}"
+    );
+    let mixed = c.run(
+        "econtrol",
+        &[
+            "whatif",
+            "--policy",
+            "easy",
+            "--runtime",
+            "ratio:0.5",
+            "--history",
+            "x",
+        ],
+    );
+    assert!(!mixed.status.success());
+    assert!(texts(&mixed).1.contains("goes with --runtime history"));
     // Without --test-only, --policy is refused before anything is sent.
     let bad = c.run("esubmit", &["--policy", "easy", "-N1", "--wrap", "true"]);
     assert!(!bad.status.success());

@@ -1,4 +1,4 @@
-//! `--runtime history:FILE`: each user's past ratio of run time to time limit, from a file
+//! `--runtime history` (`--history FILE`): each user's past ratio of run time to time limit, from a file
 //! exported by `eacct`.
 //!
 //! Two exports are read (docs/whatif.md):
@@ -6,7 +6,8 @@
 //! - `eacct -a -P -o User,ElapsedRaw,TimelimitRaw` (sacct's `--parsable2`, with its header
 //!   line: the columns are found by name, so more may be asked for, `State` among them);
 //! - `eacct -a --json` (Slurm 22.05's `sacct --json`: `jobs[].user`, `jobs[].time.elapsed` in
-//!   seconds, `jobs[].time.limit` in minutes, `jobs[].state.current`).
+//!   seconds, `jobs[].time.limit` in minutes, `jobs[].state.current`; and Slurm 23.02's
+//!   state lists and `{"set", "infinite", "number"}` numbers).
 //!
 //! A user's ratio is their jobs' total run time over their total limit (long jobs weigh more,
 //! as they do in the plan), capped at 1; jobs that never ran, still run, or have no limit are
@@ -15,12 +16,40 @@
 use anyhow::{bail, Context};
 use sched_sim::whatif::History;
 
-/// The states of jobs that are over and ran: what a ratio is learnt from.
+/// Whether a job in `state` is over: what a ratio is learnt from. Only Slurm's final states
+/// count (a suspended, resizing or signalled job is still running); `CANCELLED by 0` is
+/// `CANCELLED`. An export without a state column counts every row.
 fn counts(state: Option<&str>) -> bool {
-    !matches!(
-        state.map(|s| s.split_whitespace().next().unwrap_or("")),
-        Some("PENDING" | "RUNNING" | "REQUEUED" | "COMPLETING" | "")
-    )
+    state.is_none_or(|s| {
+        matches!(
+            s.split_whitespace().next().unwrap_or(""),
+            "COMPLETED"
+                | "FAILED"
+                | "CANCELLED"
+                | "TIMEOUT"
+                | "PREEMPTED"
+                | "DEADLINE"
+                | "NODE_FAIL"
+                | "OUT_OF_MEMORY"
+                | "BOOT_FAIL"
+        )
+    })
+}
+
+/// A job's state in a `--json` export: a string (Slurm 22.05, eacct), or a list of flags
+/// whose first is the state (Slurm 23.02 on).
+fn json_state(v: &serde_json::Value) -> Option<&str> {
+    v.as_str().or_else(|| v.as_array()?.first()?.as_str())
+}
+
+/// A number in a `--json` export: plain (Slurm 22.05, eacct), or Slurm 23.02's `{"set",
+/// "infinite", "number"}` (none when unset or infinite).
+fn json_number(v: &serde_json::Value) -> Option<f64> {
+    if let Some(n) = v.as_f64() {
+        return Some(n);
+    }
+    let set = v["set"].as_bool().unwrap_or(true) && !v["infinite"].as_bool().unwrap_or(false);
+    set.then(|| v["number"].as_f64()).flatten()
 }
 
 /// Reads an `eacct` export ([module documentation](self)).
@@ -39,13 +68,13 @@ pub fn parse(text: &str) -> anyhow::Result<History> {
             .as_array()
             .context("eacct --json: no `jobs` list")?;
         for j in jobs {
-            if !counts(j["state"]["current"].as_str()) {
+            if !counts(json_state(&j["state"]["current"])) {
                 continue;
             }
             let (Some(user), Some(elapsed), Some(limit)) = (
                 j["user"].as_str(),
-                j["time"]["elapsed"].as_f64(),
-                j["time"]["limit"].as_f64(),
+                json_number(&j["time"]["elapsed"]),
+                json_number(&j["time"]["limit"]),
             ) else {
                 continue;
             };
@@ -119,6 +148,33 @@ mod tests {
         let h = parse(text).unwrap();
         assert!((h.ratios["ann"] - 150.0 / 180.0).abs() < 1e-9);
         assert_eq!(h.ratios.len(), 1);
+    }
+
+    #[test]
+    fn slurm_23_json_states_and_numbers_are_read_and_live_jobs_left_out() {
+        let text = r#"{"jobs":[
+            {"user":"ann","state":{"current":["COMPLETED"]},
+             "time":{"elapsed":30,"limit":{"set":true,"infinite":false,"number":1}}},
+            {"user":"ann","state":{"current":["SUSPENDED"]},"time":{"elapsed":9,"limit":1}},
+            {"user":"bob","state":{"current":["TIMEOUT"]},
+             "time":{"elapsed":60,"limit":{"set":false,"infinite":true,"number":0}}}]}"#;
+        let h = parse(text).unwrap();
+        assert!((h.ratios["ann"] - 0.5).abs() < 1e-9);
+        // bob's only job had no limit to learn a ratio from.
+        assert_eq!(h.ratios.len(), 1);
+    }
+
+    #[test]
+    fn eacct_rows_of_steps_and_cancellations_are_read_as_eacct_prints_them() {
+        // `eacct -a -P -o User,ElapsedRaw,TimelimitRaw,State`: a step's row has no user,
+        // sacct's cancelled state names who cancelled.
+        let text = "User|ElapsedRaw|TimelimitRaw|State\n\
+                    ann|60|2|COMPLETED\n\
+                    |60||COMPLETED\n\
+                    ann|60|2|CANCELLED by 0\n\
+                    ann|5|2|SUSPENDED\n";
+        let h = parse(text).unwrap();
+        assert!((h.ratios["ann"] - 0.5).abs() < 1e-9);
     }
 
     #[test]

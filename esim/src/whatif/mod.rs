@@ -46,6 +46,10 @@ pub struct WhatifArgs {
     /// --json`.
     #[arg(long, value_name = "FILE")]
     pub history: Option<PathBuf>,
+    /// How the tables, JSON and pictures name the `--history` file (`econtrol whatif` names
+    /// the export it made of the daemon's accounting, a temporary file).
+    #[arg(long, value_name = "TEXT", requires = "history", hide = true)]
+    pub history_label: Option<String>,
     /// Print everything as JSON instead of tables.
     #[arg(long)]
     pub json: bool,
@@ -130,9 +134,10 @@ pub fn runtime_text(runtime: Option<&str>, history: Option<&Path>) -> anyhow::Re
             "--runtime history learns from an accounting export: name it with --history FILE \
              (from `eacct -a -P -o User,ElapsedRaw,TimelimitRaw` or `eacct -a --json`)"
         ),
-        (Some(other), Some(_)) => {
-            bail!("--history is the file of --runtime history, not of --runtime {other}")
-        }
+        (Some(other), Some(_)) => bail!(
+            "--history FILE goes with --runtime history (or alone), not with --runtime {other}: \
+             drop one of them"
+        ),
         (Some(text), None) => Ok(text.to_string()),
     }
 }
@@ -470,11 +475,50 @@ fn outcome(o: &Outcome) -> &'static str {
     }
 }
 
+/// Says on standard error which users of the snapshot the history has no ratio for: their
+/// jobs run to their limits, as under `walltime` (all of them when the file taught nothing).
+fn warn_unknown_users(snap: &SnapshotFile, h: &sched_sim::whatif::History, text: &str) {
+    let users: std::collections::BTreeSet<&str> = snap
+        .running
+        .iter()
+        .map(|r| r.user_name.as_str())
+        .chain(snap.pending.iter().map(|p| p.user_name.as_str()))
+        .collect();
+    let unknown: Vec<&str> = users
+        .iter()
+        .copied()
+        .filter(|u| !h.ratios.contains_key(*u))
+        .collect();
+    if h.ratios.is_empty() {
+        eprintln!(
+            "esim: warning: --runtime {text}: no finished job with a run time and a limit in \
+             the file; every job runs to its limit, as under walltime"
+        );
+    } else if !unknown.is_empty() {
+        eprintln!(
+            "esim: warning: --runtime {text}: no past job of {} of the {} users in the \
+             snapshot ({}); their jobs run to their limits",
+            unknown.len(),
+            users.len(),
+            match unknown.len() {
+                0..=5 => unknown.join(", "),
+                n => format!("{}, and {} more", unknown[..4].join(", "), n - 4),
+            }
+        );
+    }
+}
+
 /// `esim whatif`.
 pub fn run(args: &WhatifArgs) -> anyhow::Result<()> {
     let snap = read_snapshot(&args.snapshot)?;
-    let runtime_text = runtime_text(args.runtime.as_deref(), args.history.as_deref())?;
+    let mut runtime_text = runtime_text(args.runtime.as_deref(), args.history.as_deref())?;
     let runtime = parse_runtime(&runtime_text)?;
+    if let Runtime::History(h) = &runtime {
+        warn_unknown_users(&snap, h, &runtime_text);
+        if let Some(label) = &args.history_label {
+            runtime_text = format!("history ({label})");
+        }
+    }
     let choices = choices(&snap, &args.policies)?;
     let c = compare(
         &snap,
