@@ -188,9 +188,11 @@ fn shape(v: &View) -> Vec<(String, Steps)> {
 
 #[test]
 fn a_launcher_follows_its_view_changes_its_request_and_starts_on_its_nodes() {
-    let c = Cluster::new(200);
-    // Both pools full: `a` until a job that ends early, `b` for a minute.
-    let short = c.submit("a", 4, "sleep 1.5");
+    // A fair-start delay long enough for `show` to see the job COMPLETING after its `done`.
+    let c = Cluster::new(2_000);
+    // Both pools full: `a` until a job that ends early (after the first view, even on a
+    // loaded machine), `b` for a minute.
+    let short = c.submit("a", 4, "sleep 4");
     let long = c.submit("b", 4, "sleep 60");
     c.wait_state(short, JobState::Running);
     c.wait_state(long, JobState::Running);
@@ -446,7 +448,8 @@ fn a_reconfigure_that_changes_the_links_tells_waiting_launchers_to_pull_them_aga
 fn a_started_session_keeps_its_nodes_over_a_restart_until_its_duration_ends() {
     let mut c = Cluster::new(200);
     let mut l = c.launcher();
-    l.request(req(&[("a", 2), ("b", 1)], 3_000)).unwrap();
+    // Long enough to outlast the restart on a loaded machine.
+    l.request(req(&[("a", 2), ("b", 1)], 8_000)).unwrap();
     let job = l.job();
     let start = loop {
         match l.next_event(Some(Duration::from_secs(20))).unwrap() {
@@ -461,16 +464,16 @@ fn a_started_session_keeps_its_nodes_over_a_restart_until_its_duration_ends() {
     assert_eq!(j.node_list.as_deref(), Some("a[001-002],b001"));
     // Its nodes are still its own: a job of the whole of `a` waits for the session's end.
     let whole = c.submit("a", 4, "true");
-    while c.show(job).state == JobState::Running {
-        assert_eq!(c.show(whole).state, JobState::Pending);
-        std::thread::sleep(Duration::from_millis(50));
-    }
     let end = c.wait_state(job, JobState::Timeout);
     assert!(
         end.end_time.unwrap() >= start.end,
         "ended before its duration: {end:?}"
     );
-    c.wait_state(whole, JobState::Completed);
+    let after = c.wait_state(whole, JobState::Completed);
+    assert!(
+        after.start_time.unwrap() >= end.end_time.unwrap(),
+        "started on the session's nodes: {after:?} {end:?}"
+    );
 }
 
 /// When `n` nodes of `pool` are free for good in `v`: the start of the last step (a CAP ends
@@ -494,7 +497,9 @@ fn free_from(v: &View, pool: &str, n: u32) -> u64 {
 // the pass that showed it the freed pool, still takes it, and App2 waits behind it.
 #[test]
 fn an_early_end_is_held_for_the_fair_start_delay_and_the_waiting_launcher_keeps_the_pool() {
-    let fair_start = 400;
+    // Long enough for the launcher to see the freed pool and re-request it on a loaded
+    // machine (a view pushed, read, a request stored with fsync, a pass).
+    let fair_start = 3_000;
     let c = Cluster::new(fair_start);
     // `a` looks busy for a minute but its job ends within two seconds; `b` is busy for 30 s.
     let app0 = c.submit_limit("a", 4, "sleep 2", 60_000);

@@ -107,6 +107,8 @@ fn pending_reasons_listing_tools_and_test_only() {
                 reason(waiting),
                 Some(PendingReason::Resources | PendingReason::Priority)
             )
+            // A reason needs no plan; `--start` below does.
+            && c.job(waiting).is_some_and(|j| j.expected_start.is_some())
     });
 
     let table = c.ok("equeue", &[]);
