@@ -1069,6 +1069,19 @@ pub fn time_formatter(t: TimeAxis, span: f64) -> impl Fn(f64) -> String {
     }
 }
 
+/// An instant, ms since the epoch, as people read it: `2026-11-28 06:01:37 UTC`.
+pub fn utc_timestamp(ms: u64) -> String {
+    let secs = i64::try_from(ms / 1000).unwrap_or(i64::MAX);
+    let (y, m, d) = civil(secs.div_euclid(86_400));
+    let sod = secs.rem_euclid(86_400);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
+        sod / 3600,
+        sod / 60 % 60,
+        sod % 60
+    )
+}
+
 /// The civil date of a day count from 1970-01-01 (Howard Hinnant's `civil_from_days`).
 fn civil(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
@@ -1167,6 +1180,13 @@ pub fn utilisation_and_queue(jobs: &[(f64, f64, f64, u32)], total: u32) -> (Seri
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn instants_read_as_utc_dates() {
+        assert_eq!(utc_timestamp(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(utc_timestamp(1_795_845_657_808), "2026-11-28 06:00:57 UTC");
+        assert_eq!(utc_timestamp(951_782_400_000), "2000-02-29 00:00:00 UTC");
+    }
 
     fn doc(svg: &str) -> roxmltree::Document<'_> {
         roxmltree::Document::parse(svg).expect("well-formed SVG")

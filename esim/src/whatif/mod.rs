@@ -375,8 +375,8 @@ pub fn tables(snap: &SnapshotFile, c: &Comparison) -> String {
     let _ =
         writeln!(
         s,
-        "snapshot at {} ms (version {}): {} pending ({} held), {} running, {} nodes; run times: {}",
-        c.now,
+        "snapshot at {} (version {}): {} pending ({} held), {} running, {} nodes; run times: {}",
+        esched_report::plot::utc_timestamp(c.now),
         c.version,
         snap.pending.len(),
         held,

@@ -249,7 +249,10 @@ pub fn replay<P: HostedPolicy>(
             if machine[i].end <= now {
                 let m = machine.remove(i);
                 running.remove(i);
-                area += crate::engine::area(&m.holds, m.end);
+                // Over the horizon only: a running job's holds begin at its start, before
+                // the snapshot.
+                area += crate::engine::area(&m.holds, m.end)
+                    - crate::engine::area(&m.holds, snap.now.min(m.end));
                 last_end = last_end.max(m.end);
                 let id = match m.queued {
                     NONE => {

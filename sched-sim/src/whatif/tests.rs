@@ -24,7 +24,8 @@ fn running(id: u64, nodes: u32, start: Time, end: Time) -> RunningEntry {
             request: Request::rigid(nodes, end - start),
             shape: Shape::rigid(PoolId(0), nodes, end - start),
             start,
-            holds: vec![PoolSteps::flat(PoolId(0), NOW, end, nodes)].into(),
+            // As batchd writes them: from the job's start.
+            holds: vec![PoolSteps::flat(PoolId(0), start, end, nodes)].into(),
             killable: false,
         },
         holder: Holder::Job,
@@ -149,13 +150,14 @@ fn shorter_run_times_move_starts_earlier_and_the_metrics_follow() {
 fn utilisation_is_the_jobs_node_time_over_the_horizon() {
     let snap = file(
         2,
-        vec![running(1, 2, NOW, NOW + 1_000)],
+        vec![running(1, 2, NOW - 3_000, NOW + 1_000)],
         vec![pending(2, 1, 1_000)],
     );
     let r = replay(&snap, &mut host::<esched_cbf::Cbf>(), &Runtime::Walltime).unwrap();
     assert_eq!(r.pending[0].start, Some(NOW + 1_000));
     assert_eq!(r.summary.horizon, 2.0);
-    // 2 nodes × 1 s + 1 node × 1 s over 2 nodes × 2 s.
+    // 2 nodes × 1 s + 1 node × 1 s over 2 nodes × 2 s: the running job's 3 s before the
+    // snapshot are not in the horizon.
     assert!(
         (r.summary.utilisation - 0.75).abs() < 1e-9,
         "{}",
