@@ -272,3 +272,21 @@ fn the_stored_version_1_snapshot_still_replays() {
         .collect();
     assert_eq!(starts, [1_800_000_300_000, 1_800_000_000_000]);
 }
+
+#[test]
+fn an_empty_queue_has_no_figures_and_the_header_a_date() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut snap = snapshot();
+    snap.pending.clear();
+    let path = dir.path().join("empty.json");
+    std::fs::write(&path, serde_json::to_string(&snap).unwrap()).unwrap();
+    let out = ok(&[path.to_str().unwrap(), "--policy", "easy"]);
+    let header = out.lines().next().unwrap();
+    assert!(
+        header.starts_with("snapshot at ") && header.contains(" UTC (version "),
+        "{out}"
+    );
+    let row = out.lines().find(|l| l.starts_with("easy")).unwrap();
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(&cells[1..8], ["0/0", "-", "-", "-", "-", "-", "-"], "{out}");
+}

@@ -400,17 +400,22 @@ pub fn tables(snap: &SnapshotFile, c: &Comparison) -> String {
     );
     for r in &c.policies {
         let m = &r.replay.summary;
+        // Waits and slowdowns of no started job are no figures: shown `-`, not 0.
+        let fig = |v: f64, digits: usize| match m.started {
+            0 => "-".to_string(),
+            _ => format!("{v:.digits$}"),
+        };
         let _ = writeln!(
             s,
-            "{:<w$}  {:>7}  {:>9.0}  {:>9.0}  {:>9.0}  {:>8.2}  {:>8.2}  {:>8.2}  {:>5.1}%  {:>10}  {:>5}  {:>8.2}",
+            "{:<w$}  {:>7}  {:>9}  {:>9}  {:>9}  {:>8}  {:>8}  {:>8}  {:>5.1}%  {:>10}  {:>5}  {:>8.2}",
             r.label,
             format!("{}/{}", m.started, m.started + m.not_started),
-            m.wait.mean,
-            m.wait.median,
-            m.wait.p95,
-            m.bounded_slowdown.mean,
-            m.bounded_slowdown.median,
-            m.bounded_slowdown.p95,
+            fig(m.wait.mean, 0),
+            fig(m.wait.median, 0),
+            fig(m.wait.p95, 0),
+            fig(m.bounded_slowdown.mean, 2),
+            fig(m.bounded_slowdown.median, 2),
+            fig(m.bounded_slowdown.p95, 2),
             m.utilisation * 100.0,
             offset(0, Some((m.horizon * 1e3) as u64)),
             r.replay.calls,
