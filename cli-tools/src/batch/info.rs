@@ -83,8 +83,8 @@ pub struct InfoCli {
     #[arg(long)]
     pub records: bool,
     /// Draw the pools' plan to this SVG file: a Gantt chart of the running jobs on their nodes
-    /// and the pending jobs where the plan expects them, from an hour ago to the plan's end,
-    /// with utilisation and queue length beneath.
+    /// and the pending jobs where the plan expects them, from the earliest running job's start
+    /// (an hour ago at most) to the plan's end, with utilisation and queue length beneath.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["json", "records"])]
     pub svg: Option<std::path::PathBuf>,
     /// Draw that picture to this PNG file.
@@ -606,6 +606,15 @@ pub fn run(cli: InfoCli) -> anyhow::Result<ExitCode> {
                     .max()
                     .unwrap_or(now)
                     .clamp(now + 60_000, now + 7 * 86_400_000);
+                // From the earliest running job's start (an hour back at most): the plan is
+                // what comes; the past only shows how long the running jobs have run.
+                let from = jobs
+                    .iter()
+                    .filter(|j| !j.state.is_finished())
+                    .filter_map(|j| j.start_time)
+                    .min()
+                    .unwrap_or(now)
+                    .clamp(now.saturating_sub(3_600_000), now);
                 let socket = cli.socket.path().map_or_else(
                     batch_proto::socket::default_socket_path,
                     std::path::Path::to_path_buf,
@@ -615,7 +624,7 @@ pub fn run(cli: InfoCli) -> anyhow::Result<ExitCode> {
                     &info,
                     &jobs,
                     now,
-                    (now.saturating_sub(3_600_000), end),
+                    (from, end),
                     &local_zone(),
                     format!("einfo: the plan of the batchd of {socket}"),
                     "Running and expected jobs of the live pools.",

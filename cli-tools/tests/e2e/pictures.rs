@@ -150,6 +150,14 @@ fn swf_and_pictures_of_a_live_batchd() {
         })
         .count();
     assert_eq!(with_a, 3, "job {run} on three nodes: {text}");
+    // The chart begins when the running job began, not an hour of nothing before it.
+    assert!(
+        rows.iter().any(|l| l
+            .trim_start()
+            .split_once(' ')
+            .is_some_and(|(_, cells)| cells.starts_with('A'))),
+        "{text}"
+    );
 
     // eacct --svg: the past day, finished and running jobs.
     let day = c.work.join("day.svg");
