@@ -66,7 +66,14 @@ fn snapshot() -> SnapshotFile {
             request: Request::rigid(8, 60 * MIN),
             shape: Shape::rigid(PoolId(0), 8, 60 * MIN),
             start: NOW - 30 * MIN,
-            holds: vec![PoolSteps::flat(PoolId(0), NOW, NOW + 30 * MIN, 8)].into(),
+            // As batchd writes them: from the job's start.
+            holds: vec![PoolSteps::flat(
+                PoolId(0),
+                NOW - 30 * MIN,
+                NOW + 30 * MIN,
+                8,
+            )]
+            .into(),
             killable: false,
         },
         holder: Holder::Job,
@@ -280,7 +287,16 @@ fn an_empty_queue_has_no_figures_and_the_header_a_date() {
     snap.pending.clear();
     let path = dir.path().join("empty.json");
     std::fs::write(&path, serde_json::to_string(&snap).unwrap()).unwrap();
-    let out = ok(&[path.to_str().unwrap(), "--policy", "easy"]);
+    let svg = dir.path().join("empty.svg");
+    let out = ok(&[
+        path.to_str().unwrap(),
+        "--policy",
+        "easy",
+        "--svg",
+        svg.to_str().unwrap(),
+    ]);
+    let picture = std::fs::read_to_string(&svg).unwrap();
+    assert!(picture.contains("easy: no pending job starts"), "{picture}");
     let header = out.lines().next().unwrap();
     assert!(
         header.starts_with("snapshot at ") && header.contains(" UTC (version "),

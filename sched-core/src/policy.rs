@@ -128,8 +128,10 @@ pub struct Running {
     pub shape: Shape,
     /// When it started.
     pub start: Time,
-    /// The nodes it holds from now on, per pool, until its expected end (its walltime, or
-    /// the rest of its scheduled EP).
+    /// The nodes it holds, per pool, until its expected end (its walltime, or the rest of its
+    /// scheduled EP). The steps may begin before now (batchd gives a rigid job's from its
+    /// start, an evolving job's and an overrunning job's from now): what lies before now is
+    /// past, and a policy plans from now on.
     pub holds: RVec<PoolSteps>,
     /// Whether a policy may kill it (a local job under KOALA's GP/LP priorities).
     pub killable: bool,

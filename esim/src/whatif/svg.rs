@@ -37,15 +37,24 @@ pub fn plans(
         .iter()
         .map(|(label, replay)| {
             let sm = &replay.summary;
-            Gantt {
-                title: format!(
+            // Waits and slowdowns of no started job are no figures (as in the table).
+            let title = if sm.started == 0 {
+                format!(
+                    "{label}: no pending job starts, utilisation {:.1} %",
+                    sm.utilisation * 100.0
+                )
+            } else {
+                format!(
                     "{label}: mean wait {:.0} s, p95 {:.0} s, bounded slowdown {:.2}, \
                      utilisation {:.1} %",
                     sm.wait.mean,
                     sm.wait.p95,
                     sm.bounded_slowdown.mean,
                     sm.utilisation * 100.0
-                ),
+                )
+            };
+            Gantt {
+                title,
                 key: Some(label.clone()),
                 nodes: first,
                 groups: groups.clone(),

@@ -90,7 +90,9 @@ pub enum Holder {
 /// A running job, or nodes the policy sees as held ([`Holder`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunningEntry {
-    /// As the policy sees it: `holds` are what it holds from `now` on.
+    /// As the policy sees it: `holds` until its expected end, from its start (an evolving
+    /// job's and an overrunning job's from `now`; a fair-start hold's from the end that freed
+    /// the nodes).
     #[serde(flatten)]
     pub job: Running,
     /// What this entry is.

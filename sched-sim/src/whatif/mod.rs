@@ -168,12 +168,12 @@ pub struct Replay {
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
     /// The policy failed (panic, error, refused plan) on a call.
-    #[error("policy `{policy}` failed at {at} ms: {why}")]
+    #[error("policy `{policy}` failed {} s after the snapshot: {why}", sched_core::time::as_secs_f64(*after))]
     Policy {
         /// The policy.
         policy: String,
-        /// When.
-        at: Time,
+        /// When, ms after the snapshot.
+        after: Time,
         /// Why.
         why: String,
     },
@@ -249,11 +249,13 @@ pub fn replay<P: HostedPolicy>(
             if machine[i].end <= now {
                 let m = machine.remove(i);
                 running.remove(i);
-                // Over the horizon only: a running job's holds begin at its start, before
-                // the snapshot.
-                area += crate::engine::area(&m.holds, m.end)
-                    - crate::engine::area(&m.holds, snap.now.min(m.end));
-                last_end = last_end.max(m.end);
+                // Jobs' node-time only (a fair-start hold keeps nodes idle), and over the
+                // horizon only: a running job's holds begin at its start, before the snapshot.
+                if m.queued != NONE || snap.running[m.running].holder == Holder::Job {
+                    area += crate::engine::area(&m.holds, m.end)
+                        - crate::engine::area(&m.holds, snap.now.min(m.end));
+                    last_end = last_end.max(m.end);
+                }
                 let id = match m.queued {
                     NONE => {
                         running_ends[m.running] = m.end;
@@ -297,7 +299,7 @@ pub fn replay<P: HostedPolicy>(
             if self::failures(host) != failures {
                 return Err(ReplayError::Policy {
                     policy: host.name().to_string(),
-                    at: now,
+                    after: now - snap.now,
                     why: host.last_failure().unwrap_or("unknown failure").to_string(),
                 });
             }
@@ -410,8 +412,8 @@ pub fn replay<P: HostedPolicy>(
             outcome: Outcome::Started,
         })
         .collect();
-    // Nodes shown as held (out of service, a pool's end) hold them for ever: they never end
-    // in the replay, so they never count in `area`.
+    // Nodes shown as held (out of service, a pool's end, a fair-start delay) are no job's:
+    // they never count in `area` nor in the horizon.
     let summary = summarize(snap, &pending_plans, area, last_end);
     Ok(Replay {
         pending: pending_plans,

@@ -270,3 +270,20 @@ fn files_of_other_kinds_or_newer_versions_are_named_as_such() {
     let e = SnapshotFile::from_json(&serde_json::to_string(&snap).unwrap()).unwrap_err();
     assert!(e.to_string().contains("`swf`"), "{e}");
 }
+
+#[test]
+fn nodes_held_for_the_fair_start_delay_are_no_jobs_time() {
+    // One node of two kept idle for 5 s; a 1 s job runs on the other at once.
+    let mut hold = running(1, 1, NOW - 1_000, NOW + 5_000);
+    hold.holder = Holder::FairStart;
+    let snap = file(2, vec![hold], vec![pending(2, 1, 1_000)]);
+    let r = replay(&snap, &mut host::<esched_cbf::Cbf>(), &Runtime::Walltime).unwrap();
+    assert_eq!(r.pending[0].start, Some(NOW));
+    // The horizon ends with the job, and only its node-time is used: 1 node × 1 s of 2 × 1 s.
+    assert_eq!(r.summary.horizon, 1.0);
+    assert!(
+        (r.summary.utilisation - 0.5).abs() < 1e-9,
+        "{}",
+        r.summary.utilisation
+    );
+}
