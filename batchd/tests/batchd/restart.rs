@@ -316,7 +316,9 @@ fn a_claim_survives_a_restart_and_the_job_starts_at_its_deadline_on_it() {
     let mut c = cluster(two_sites);
     // The RPP's first try comes at 70 % of the way to the deadline and claims the nodes; the
     // 2.4 s left cover the restart on a loaded machine.
-    let job = c.submit(coallocated(c.dir.path(), "sleep 1", 8_000));
+    let spec = coallocated(c.dir.path(), "sleep 1", 8_000);
+    let deadline_ms = spec.deadline.unwrap();
+    let job = c.submit(spec);
     let reserved = |c: &Cluster| {
         let info = match c.client().request(&Request::Info(InfoRequest {})).unwrap() {
             Response::Info(i) => i,
@@ -351,6 +353,11 @@ fn a_claim_survives_a_restart_and_the_job_starts_at_its_deadline_on_it() {
     let local = c.submit(local);
     let started = c.wait_for(job, "running", |j| j.state != JobState::Pending);
     assert_eq!(started.state, JobState::Running, "{started:?}");
+    // At its deadline (the RPP's last try), not at the claim.
+    assert!(
+        started.start_time.unwrap() >= deadline_ms,
+        "started before its deadline {deadline_ms}: {started:?}"
+    );
     let done = c.wait_state(job, JobState::Completed);
     let ran = c.wait_for(local, "ended", |j| j.state.is_finished());
     assert!(
