@@ -255,6 +255,17 @@ fn run_time_models_move_the_starts() {
     let path = hist.to_str().unwrap();
     assert_eq!(named(&["--runtime", "history", "--history", path]), h);
     assert_eq!(named(&["--history", path]), h);
+    // A history that knows one of the two users says so.
+    let ann_only = dir.path().join("ann.txt");
+    std::fs::write(&ann_only, "User|ElapsedRaw|TimelimitRaw\nann|600|60\n").unwrap();
+    let o = esim(&[&file, "--history", ann_only.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        o.status.success()
+            && err.contains("warning: run times by history:")
+            && err.contains("(bob)"),
+        "{err}"
+    );
     let bare = esim(&[&file, "--runtime", "history"]);
     assert!(!bare.status.success());
     assert!(String::from_utf8_lossy(&bare.stderr).contains("--history FILE"));

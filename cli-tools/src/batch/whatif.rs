@@ -90,10 +90,14 @@ pub fn replay(snapshot: &serde_json::Value, args: &[String]) -> anyhow::Result<S
         let _ = stdin.write_all(&text);
     }
     let out = child.wait_with_output().context("esim whatif")?;
+    let err = String::from_utf8_lossy(&out.stderr);
     if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
         let err = err.trim().trim_start_matches("esim: error: ");
         anyhow::bail!("what-if replay failed: {err}");
+    }
+    // Its warnings (a run-time model that knows nothing of some users) are the caller's too.
+    for line in err.lines().filter(|l| l.starts_with("warning: ")) {
+        eprintln!("{line}");
     }
     String::from_utf8(out.stdout).context("esim whatif printed something that is not UTF-8")
 }

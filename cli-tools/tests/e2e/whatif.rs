@@ -315,6 +315,25 @@ fn snapshot_files_replay_with_esim_and_test_only_answers_per_policy() {
         by_file.abs_diff(by_history) < 60_000,
         "{by_file} {by_history}"
     );
+    // esim's warning reaches econtrol's user: this history knows nobody of the queue.
+    let stranger = c.work.join("zed.txt");
+    std::fs::write(&stranger, "User|ElapsedRaw|TimelimitRaw\nzed|60|10\n").unwrap();
+    let out = c.run(
+        "econtrol",
+        &[
+            "whatif",
+            "--policy",
+            "easy",
+            "--history",
+            stranger.to_str().unwrap(),
+        ],
+    );
+    let (_, err) = texts(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("warning: run times by history:") && err.contains("(root)"),
+        "{err}"
+    );
     let mixed = c.run(
         "econtrol",
         &[

@@ -1,5 +1,5 @@
-//! `--runtime history` (`--history FILE`): each user's past ratio of run time to time limit, from a file
-//! exported by `eacct`.
+//! `--runtime history` (`--history FILE`): each user's past ratio of run time to time limit,
+//! from a file exported by `eacct`.
 //!
 //! Two exports are read (docs/whatif.md):
 //!

@@ -496,13 +496,13 @@ fn warn_unknown_users(snap: &SnapshotFile, h: &sched_sim::whatif::History, text:
         .collect();
     if h.ratios.is_empty() {
         eprintln!(
-            "esim: warning: --runtime {text}: no finished job with a run time and a limit in \
-             the file; every job runs to its limit, as under walltime"
+            "warning: run times by {text}: no finished job with a run time and a limit; \
+             every job runs to its limit, as under walltime"
         );
     } else if !unknown.is_empty() {
         eprintln!(
-            "esim: warning: --runtime {text}: no past job of {} of the {} users in the \
-             snapshot ({}); their jobs run to their limits",
+            "warning: run times by {text}: no past job of {} of the {} users in the snapshot \
+             ({}); their jobs run to their limits",
             unknown.len(),
             users.len(),
             match unknown.len() {
@@ -519,10 +519,10 @@ pub fn run(args: &WhatifArgs) -> anyhow::Result<()> {
     let mut runtime_text = runtime_text(args.runtime.as_deref(), args.history.as_deref())?;
     let runtime = parse_runtime(&runtime_text)?;
     if let Runtime::History(h) = &runtime {
-        warn_unknown_users(&snap, h, &runtime_text);
         if let Some(label) = &args.history_label {
             runtime_text = format!("history ({label})");
         }
+        warn_unknown_users(&snap, h, &runtime_text);
     }
     let choices = choices(&snap, &args.policies)?;
     let c = compare(
