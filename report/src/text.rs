@@ -54,27 +54,30 @@ pub fn gantt(g: &Gantt, width: usize) -> String {
             .cloned()
             .unwrap_or_else(|| k.to_string())
     };
-    let rows: Vec<(u32, u32, String)> = groups
+    // Per group, its rows: the nodes `lo..hi` and their label.
+    let rows: Vec<Vec<(u32, u32, String)>> = groups
         .iter()
-        .flat_map(|(_, first, count)| {
+        .map(|(_, first, count)| {
             let per_row = count.div_ceil(MAX_ROWS).max(1);
             let end = first + count;
             (*first..end)
                 .step_by(per_row as usize)
-                .map(move |lo| (lo, (lo + per_row).min(end)))
-        })
-        .map(|(lo, hi)| {
-            let label = if hi - lo == 1 {
-                name(lo)
-            } else {
-                span_label(&name(lo), &name(hi - 1))
-            };
-            (lo, hi, label)
+                .map(|lo| {
+                    let hi = (lo + per_row).min(end);
+                    let label = if hi - lo == 1 {
+                        name(lo)
+                    } else {
+                        span_label(&name(lo), &name(hi - 1))
+                    };
+                    (lo, hi, label)
+                })
+                .collect()
         })
         .collect();
     // As wide as the longest label, 9 to 20 characters, and at least 30 columns of time.
     let label_w = rows
         .iter()
+        .flatten()
         .map(|r| r.2.chars().count())
         .max()
         .unwrap_or(0)
@@ -86,17 +89,13 @@ pub fn gantt(g: &Gantt, width: usize) -> String {
     if !g.title.is_empty() {
         let _ = writeln!(out, "{}", cut(&g.title, width));
     }
-    for (name, first, count) in &groups {
+    for ((name, _, count), rows) in groups.iter().zip(&rows) {
         if !name.is_empty() {
             let head = cut(&format!("── {name} ({count} nodes) "), width);
             let fill = width.saturating_sub(head.chars().count());
             let _ = writeln!(out, "{head}{}", "─".repeat(fill));
         }
-        for (lo, hi, label) in rows
-            .iter()
-            .filter(|(lo, _, _)| *lo >= *first && *lo < first + count)
-        {
-            let (lo, hi) = (*lo, *hi);
+        for &(lo, hi, ref label) in rows {
             let _ = write!(out, "{:>w$} ", cut(label, label_w), w = label_w);
             for c in 0..cols {
                 let t = at(c);

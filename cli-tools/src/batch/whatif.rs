@@ -165,10 +165,8 @@ pub fn whatif(client: &mut Client, o: &WhatifOptions) -> anyhow::Result<ExitCode
         args.push("--json".into());
     }
     let out = replay(&taken.file, &args)?;
-    let accounting_took = export.map(|(file, took)| {
-        drop(file);
-        took
-    });
+    // The export is removed here, the replay done.
+    let accounting_took = export.map(|(_file, took)| took);
     print_out(&out)?;
     if !o.json {
         print_out(&format!(
